@@ -1,0 +1,148 @@
+import io
+import mmap
+
+import construct as cs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES, assert_truncations_fail, roundtrip
+
+from wvformats import framework
+from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+from wvformats.framework import AlignTo, BufferStream, CheckedString, NumpyArray, StringTable
+
+matrix = cs.Struct(
+    "rows" / cs.Int64ul,
+    "cols" / cs.Int32ul,
+    "padding" / AlignTo(16, never_zero=True),
+    "data" / NumpyArray("<f4", (cs.this.rows, cs.this.cols)),
+)
+
+
+@MODES
+@given(prefix=st.binary(max_size=40), rows=st.integers(0, 5), cols=st.integers(0, 5))
+def test_numpy_array_and_absolute_padding_roundtrip(compiled, prefix, rows, cols):
+    schema = cs.Struct("prefix" / cs.PascalString(cs.Int8ul, "latin1"), "m" / matrix)
+    data = np.arange(rows * cols, dtype="<f4").reshape(rows, cols)
+    obj = cs.Container(prefix=prefix.decode("latin1"),
+                       m=cs.Container(rows=rows, cols=cols, padding=None, data=data))
+    blob = framework.build(schema, obj, format="t", compile=compiled)
+    back = framework.parse(schema, blob, format="t", compile=compiled)
+    # padding is 1..16 bytes from the absolute position, never 0
+    header_end = 1 + len(prefix) + 12
+    pad = back.m.padding
+    assert 1 <= pad <= 16 and (header_end + pad) % 16 == 0
+    assert np.array_equal(back.m.data, data)
+    assert framework.build(schema, back, format="t", compile=compiled) == blob
+
+
+def test_numpy_array_is_zero_copy_from_buffer_and_mmap(tmp_path):
+    data = np.arange(12, dtype="<f4").reshape(3, 4)
+    blob = framework.build(matrix, dict(rows=3, cols=4, padding=None, data=data), format="t")
+    got = framework.parse(matrix, blob, format="t")
+    assert np.shares_memory(got.data, np.frombuffer(blob, np.uint8))
+    p = tmp_path / "m.bin"
+    p.write_bytes(blob)
+    with open(p, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        got = framework.parse(matrix, mm, format="t")
+        assert not got.data.flags.owndata and got.data.base is not None
+        assert np.array_equal(got.data, data)
+    # a plain stream gets a fresh array through readinto
+    got = framework.parse(matrix, io.BytesIO(blob), format="t")
+    assert got.data.flags.owndata and np.array_equal(got.data, data)
+
+
+@MODES
+def test_numpy_array_checks_length_before_allocating(compiled):
+    huge = cs.Container(rows=2**62, cols=2**31, padding=None, data=None)
+    header = cs.Struct("rows" / cs.Int64ul, "cols" / cs.Int32ul).build(huge)
+    blob = header + bytes(4) + bytes(64)
+    with pytest.raises(TruncatedError) as e:
+        framework.parse(matrix, blob, format="t", compile=compiled)
+    assert e.value.path == "data" and e.value.offset == 16
+    assert "remain" in str(e.value)
+
+
+@MODES
+def test_padding_must_be_zero(compiled):
+    blob = bytearray(framework.build(matrix, dict(rows=1, cols=1, padding=None, data=np.ones((1, 1))),
+                                     format="t"))
+    blob[13] = 7
+    with pytest.raises(ValueMismatchError) as e:
+        framework.parse(matrix, bytes(blob), format="t", compile=compiled)
+    assert e.value.path == "padding" and e.value.offset == 12
+
+
+def test_numpy_array_needs_explicit_byte_order():
+    with pytest.raises(ValueError):
+        NumpyArray("f4", 3)
+
+
+def test_build_rejects_wrong_shape():
+    with pytest.raises(BuildError) as e:
+        framework.build(matrix, dict(rows=2, cols=2, padding=None, data=np.zeros((3, 2))), format="t")
+    assert e.value.path == "data"
+
+
+table = cs.Struct("n" / cs.Int64ul, "words" / StringTable(cs.this.n))
+
+
+@MODES
+@given(words=st.lists(st.text(), max_size=20))
+def test_string_table_roundtrip_and_truncations(compiled, words):
+    data = roundtrip(table, cs.Container(n=len(words), words=words), format="t", compiled=compiled)
+    assert_truncations_fail(table, data, format="t", compiled=compiled)
+
+
+@MODES
+def test_string_table_error_names_index_and_offset(compiled):
+    good = framework.build(table, dict(n=3, words=["ab", "cd", "ef"]), format="t")
+    bad = good[:-1]
+    with pytest.raises(TruncatedError) as e:
+        framework.parse(table, bad, format="vocab", compile=compiled)
+    assert e.value.path == "words[2]"
+    assert e.value.offset == 8 + 12 + 4
+    corrupt = bytearray(good)
+    corrupt[8 + 4 + 6 + 1] = 0xFF  # inside words[1]? offsets: n(8) w0(4+2) w1 len(4) then bytes
+    with pytest.raises(ValueMismatchError) as e:
+        framework.parse(table, bytes(corrupt), format="vocab", compile=compiled)
+    assert "UTF-8" in str(e.value) and e.value.format == "vocab"
+
+
+@MODES
+@given(s=st.text())
+def test_checked_string_roundtrip(compiled, s):
+    schema = cs.Struct("s" / CheckedString("u32"))
+    data = roundtrip(schema, cs.Container(s=s), format="t", compiled=compiled)
+    assert_truncations_fail(schema, data, format="t", compiled=compiled)
+
+
+def test_builtin_construct_errors_become_format_errors():
+    schema = cs.Struct("magic" / cs.Const(b"FiFu"), "x" / cs.Int32ul)
+    with pytest.raises(ValueMismatchError) as e:
+        framework.parse(schema, b"XXXX\0\0\0\0", format="finalfusion")
+    assert e.value.path == "magic" and e.value.format == "finalfusion"
+    with pytest.raises(TruncatedError) as e:
+        framework.parse(schema, b"FiFu\0", format="finalfusion")
+    assert e.value.path == "x"
+    with pytest.raises(BuildError):
+        framework.build(schema, dict(x=2**40), format="finalfusion")
+    with pytest.raises(BuildError):
+        framework.build(schema, dict(), format="finalfusion")
+
+
+def test_buffer_stream_views_do_not_copy():
+    blob = bytes(range(10))
+    s = BufferStream(blob)
+    s.seek(2)
+    v = s.view(3)
+    assert bytes(v) == b"\x02\x03\x04" and s.tell() == 5
+    with pytest.raises(EOFError):
+        s.view(100)
+
+
+def test_format_error_message_names_everything():
+    e = FormatError("bad", format="leader", path="records[3].word", offset=99, expected=1, found=2)
+    assert str(e) == "leader records[3].word at byte 99: bad (expected 1, found 2)"

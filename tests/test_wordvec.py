@@ -1,0 +1,270 @@
+"""Leader, word2vec binary/text and GloVe: schemas, quirks of real files, options, bad input."""
+
+import struct
+
+import construct as cs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
+from wvformats.schemas import wordvec as schema
+
+import wvformats as wv
+from wvformats import framework
+from wvformats.codecs import wordvec as codec
+from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+
+# words for the space-separated formats: no ASCII space, no newline, not empty; NBSP, tabs, astral allowed
+spaced_word = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs",)),
+                      min_size=1, max_size=12).filter(lambda w: w.strip(" \t\r\x0b\x0c") == w or "\t" in w)
+any_word = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+@st.composite
+def embeddings(draw, word=spaced_word, finite=False, min_words=0):
+    n = draw(st.integers(min_words, 6))
+    dim = draw(st.integers(0 if word is any_word else 1, 5))
+    words = draw(st.lists(word, min_size=n, max_size=n))
+    values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
+    flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
+    return words, np.array(flat, dtype="<f4").reshape(n, dim)
+
+
+@MODES
+@given(embeddings(word=any_word), st.binary(max_size=3))
+def test_leader_roundtrip(compiled, emb, trailer):
+    words, vectors = emb
+    obj = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
+                       records=cs.Container(words=words, vectors=vectors), trailer=trailer)
+    data = roundtrip(schema.leader, obj, format="leader", compiled=compiled)
+    assert data[:8] == b"\x1d\x98\0\0\0\0\0\0"
+    assert len(data) == 24 + sum(4 + len(w.encode()) + 4 * vectors.shape[1] for w in words) + len(trailer)
+    if not trailer:
+        assert_truncations_fail(schema.leader, data, format="leader", compiled=compiled)
+
+
+@MODES
+@given(embeddings(), st.booleans())
+def test_word2vec_binary_roundtrip_with_and_without_c_newlines(compiled, emb, newline):
+    words, vectors = emb
+    obj = codec._w2v_bin_from((words, vectors), newline=newline)
+    obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    data = roundtrip(schema.word2vec_binary, obj, format="word2vec-binary", compiled=compiled)
+    if newline and words:
+        assert data.endswith(b"\n") and data.count(b"\n") >= len(words) + 1
+    if not (newline and words):
+        assert_truncations_fail(schema.word2vec_binary, data, format="word2vec-binary", compiled=compiled)
+
+
+@MODES
+@given(embeddings(finite=False, min_words=1), st.sampled_from(["repr"]), st.booleans(), st.booleans())
+def test_text_formats_roundtrip_bit_exact(compiled, emb, style, trailing, header):
+    words, vectors = emb
+    # text carries "nan", not a NaN's sign or payload: every other value, -0.0 and inf included, is exact
+    vectors = np.where(np.isnan(vectors), np.float32(np.nan), vectors).astype("<f4")
+    emb_obj = wv.Embeddings(words, vectors)
+    if header:
+        s, obj, name = schema.word2vec_text, codec._w2v_text_from(emb_obj, trailing_space=trailing), "word2vec-text"
+        obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    else:
+        s, obj, name = schema.glove, codec._glove_from(emb_obj, trailing_space=trailing), "glove"
+    data = framework.build(s, obj, format=name, compile=compiled)
+    back = framework.parse(s, data, format=name, compile=compiled)
+    assert back.records.words == words
+    assert back.records.vectors.tobytes() == vectors.tobytes()  # NaN, inf, -0.0 bit-exact via repr
+    assert framework.build(s, back, format=name, compile=compiled) == data
+
+
+@pytest.mark.parametrize("style", ["fixed6", "g5"])
+def test_lossy_text_styles_rebuild_byte_exact(style):
+    rng = np.random.default_rng(1)
+    vectors = np.round(rng.normal(0, 1, (5, 4)), 4).astype("<f4")
+    obj = codec._w2v_text_from(wv.Embeddings(list("abcde"), vectors), style=style, trailing_space=True)
+    data = framework.build(schema.word2vec_text, obj, format="w")
+    back = framework.parse(schema.word2vec_text, data, format="w")
+    assert back.records.layout.trailing_space
+    assert back.records.layout.style in ("repr", style)  # short values can read as both
+    assert framework.build(schema.word2vec_text, back, format="w") == data
+
+
+def test_leader_bytes_match_the_reference_layout():
+    data = framework.build(schema.leader, codec._leader_from((["a", "é"], np.array([[1.0], [2.0]]))),
+                           format="leader")
+    expected = (struct.pack("<QQQ", 38941, 2, 1) + struct.pack("<I", 1) + b"a" + struct.pack("<f", 1.0)
+                + struct.pack("<I", 2) + "é".encode() + struct.pack("<f", 2.0))
+    assert data == expected
+
+
+def test_word2vec_gensim_example_bytes():
+    # the note's example: gensim writes exactly these bytes for a -> [0.1, 1e-07, 3.4028235e+38, -0.0]
+    v = np.array([[0.1, 1e-07, 3.4028235e38, -0.0]], dtype="<f4")
+    data = framework.build(schema.word2vec_binary, codec._w2v_bin_from((["a"], v)), format="w")
+    assert data == b"1 4\na \xcd\xcc\xcc=\x95\xbf\xd63\xff\xff\x7f\x7f\x00\x00\x00\x80"
+    text = framework.build(schema.word2vec_text, codec._w2v_text_from((["a"], v)), format="w")
+    assert text == b"1 4\na 0.1 1e-07 3.4028235e+38 -0.0\n"
+
+
+@pytest.fixture
+def emb():
+    words = ["the", "naïve", "日本", "a\u00a0b", "x\ty"]
+    return wv.Embeddings(words, np.arange(15, dtype="<f4").reshape(5, 3) / 7)
+
+
+@pytest.mark.parametrize("fmt,ext", [("leader", "leader"), ("word2vec-binary", "bin"),
+                                     ("word2vec-text", "txt"), ("glove", "glove")])
+def test_read_write_sniff_validate(tmp_path, emb, fmt, ext):
+    p = tmp_path / f"e.{ext}"
+    wv.write(emb, p)
+    assert wv.sniff(p) == fmt
+    got = wv.read(p)
+    assert got.words == emb.words and got.vectors.dtype == np.float32
+    assert np.array_equal(got.vectors, emb.vectors)
+    assert got["日本"].tolist() == emb.vectors[2].tolist() and "a\u00a0b" in got and got.index("x\ty") == 4
+    report = wv.validate(p)
+    assert report.ok and report.size == p.stat().st_size
+    # every strict prefix fails cleanly, except that GloVe (no header) cut right after a line break is
+    # a shorter GloVe file
+    data = p.read_bytes()
+    for n in range(len(data)):
+        q = tmp_path / "cut"
+        q.write_bytes(data[:n])
+        try:
+            got = wv.read(q, fmt)
+        except FormatError:
+            continue
+        assert fmt == "glove" and (n == 0 or data[n - 1] == 10) and len(got) < len(emb), n
+
+
+@pytest.mark.parametrize("fmt", ["leader", "word2vec-binary"])
+def test_single_byte_corruptions_parse_or_fail_cleanly(tmp_path, emb, fmt):
+    p = tmp_path / "e"
+    wv.write(emb, p, fmt)
+    data = p.read_bytes()
+    rng = np.random.default_rng(7)
+    for i in range(len(data)):
+        bad = bytearray(data)
+        bad[i] = (bad[i] + int(rng.integers(1, 256))) % 256
+        try:
+            framework.parse(wv.registry.get(fmt).schema, bytes(bad), format=fmt)
+        except FormatError:
+            pass
+
+
+def test_float64_input_is_cast_never_corrupt(tmp_path):
+    p = tmp_path / "e.leader"
+    wv.write(wv.Embeddings(["a", "b"], np.array([[0.5, 1.5], [2.5, 3.5]], dtype=np.float64)), p)
+    assert p.stat().st_size == 24 + 2 * (4 + 1 + 8)
+    assert wv.read(p).vectors.dtype == np.float32
+
+
+def test_word2vec_c_trailing_newline_and_google_news_style(tmp_path, emb):
+    c_style = tmp_path / "c.bin"
+    gn_style = tmp_path / "gn.bin"
+    wv.write(emb, c_style, newline=True)
+    wv.write(emb, gn_style)
+    assert c_style.stat().st_size == gn_style.stat().st_size + len(emb)
+    a, b = wv.read(c_style), wv.read(gn_style)
+    assert a.words == b.words == emb.words and np.array_equal(a.vectors, b.vectors)
+    assert wv.validate(c_style).ok and wv.validate(gn_style).ok
+
+
+def test_text_with_trailing_spaces_crlf_and_odd_header(tmp_path):
+    p = tmp_path / "x.vec"
+    p.write_bytes(b"2 3 \r\nfoo 1 2 3 \r\nbar 4 5e-05 -6 \r\n")
+    assert wv.sniff(p) == "word2vec-text"
+    e = wv.read(p)
+    assert e.words == ["foo", "bar"] and e.vectors[1].tolist() == pytest.approx([4, 5e-05, -6])
+
+
+def test_glove_sniffs_with_exponents_integers_and_cjk(tmp_path):
+    p = tmp_path / "g"
+    p.write_text("日本 1e-05 2\n東京 3 4.5\n", encoding="utf-8")
+    assert wv.sniff(p) == "glove"
+    assert wv.read(p).words == ["日本", "東京"]
+
+
+def test_header_count_larger_than_records_is_a_clear_error(tmp_path):
+    for fmt, data in [("word2vec-binary", b"3 1\na \0\0\0\0"), ("word2vec-text", b"3 1\na 1\n"),
+                      ("leader", struct.pack("<QQQIc", 38941, 3, 0, 1, b"a"))]:
+        p = tmp_path / fmt
+        p.write_bytes(data)
+        with pytest.raises(TruncatedError) as e:
+            wv.read(p, fmt)
+        assert e.value.format == fmt and "records" in (e.value.path or "")
+
+
+def test_header_count_smaller_than_records_is_reported_by_validate(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"1 1\na 1\nb 2\n")
+    assert wv.read(p).words == ["a"]
+    report = wv.validate(p)
+    assert report.problems and not report.ok
+
+
+def test_unicode_errors_option(tmp_path):
+    p = tmp_path / "cut.bin"
+    p.write_bytes(b"2 1\n\xe3\x81\x82\xe3\x83 \0\0\x80?ok \0\0\0@")
+    with pytest.raises(ValueMismatchError) as e:
+        wv.read(p)
+    assert e.value.path == "records[0].word" and e.value.offset == 4 + 3
+    assert wv.read(p, unicode_errors="replace").words == ["あ\ufffd", "ok"]
+    assert wv.read(p, unicode_errors="ignore").words == ["あ", "ok"]
+
+
+def test_duplicates_first_wins_with_warning(tmp_path):
+    p = tmp_path / "d.txt"
+    p.write_bytes(b"4 1\na 1\nb 2\na 3\nc 4\n")
+    with pytest.warns(wv.DuplicateWordsWarning):
+        e = wv.read(p)
+    assert e.words == ["a", "b", "a", "c"] and e["a"][0] == 1 and e.duplicates == 1 and e.index("c") == 3
+
+
+def test_limit_vocab_and_dtype_options(tmp_path, emb):
+    for fmt in ["leader", "word2vec-binary", "word2vec-text", "glove"]:
+        p = tmp_path / fmt
+        wv.write(emb, p, fmt)
+        assert wv.read(p, fmt, limit=2).words == emb.words[:2]
+        sub = wv.read(p, fmt, vocab={"日本", "the", "missing"})
+        assert sub.words == ["the", "日本"] and sub.vectors.shape == (2, 3)
+        assert np.array_equal(sub["日本"], emb["日本"])
+        assert wv.read(p, fmt, dtype=np.float64).vectors.dtype == np.float64
+
+
+def test_unwritable_words_are_refused(tmp_path):
+    for fmt in ["word2vec-binary", "word2vec-text", "glove"]:
+        with pytest.raises(BuildError) as e:
+            wv.write(wv.Embeddings(["ok", "a b"], np.zeros((2, 1))), tmp_path / "x", fmt)
+        assert e.value.path == "records[1].word"
+        assert not (tmp_path / "x").exists()  # atomic: nothing left behind
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_refuses_to_overwrite(tmp_path, emb):
+    src = tmp_path / "a.leader"
+    wv.write(emb, src)
+    dst = tmp_path / "b.bin"
+    wv.convert(src, dst)
+    with pytest.raises(FileExistsError):
+        wv.convert(src, dst)
+    with pytest.raises(FormatError):
+        wv.convert(src, src, "leader", overwrite=True)
+    assert wv.validate(src).ok
+    wv.convert(src, dst, overwrite=True)
+    assert equal(wv.read(dst).vectors, emb.vectors)
+
+
+def test_sniff_fails_clearly(tmp_path):
+    p = tmp_path / "junk"
+    p.write_bytes(b"\x80\x04pickle")
+    with pytest.raises(wv.UnknownFormatError) as e:
+        wv.sniff(p)
+    assert "80 04" in str(e.value)
+
+
+def test_validate_names_the_field_of_a_difference(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"1 2\na 0.10 2\n")  # "0.10" is not any writer's form: the rebuild writes "0.1"
+    report = wv.validate(p)
+    assert not report.ok and report.first_difference == 9 and report.field == "records"

@@ -1,0 +1,40 @@
+"""wvformats: word-embedding and language-model file formats, written once as construct schemas.
+
+Public API, the same for every format::
+
+    formats()                      names of the registered formats
+    sniff(path)                    the format of a file, from its content
+    read(path, format=None, ...)   the format's model object (Embeddings for embedding formats)
+    write(obj, path, format=None)  write a model object atomically
+    convert(src, dst, to=None)     read and write in another format
+    validate(path)                 parse, rebuild, compare bytes -> ValidationReport
+    inspect(path)                  a structure summary as a dict
+"""
+
+from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
+from .embeddings import DuplicateWordsWarning, Embeddings
+from .errors import BuildError, FormatError, TruncatedError, UnknownFormatError, ValueMismatchError
+from .registry import Format, register
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BuildError",
+    "DuplicateWordsWarning",
+    "Embeddings",
+    "Format",
+    "FormatError",
+    "TruncatedError",
+    "UnknownFormatError",
+    "ValidationReport",
+    "ValueMismatchError",
+    "convert",
+    "formats",
+    "inspect",
+    "parse_file",
+    "read",
+    "register",
+    "sniff",
+    "validate",
+    "write",
+]

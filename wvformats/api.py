@@ -1,0 +1,234 @@
+"""The public API: formats, sniff, read, write, convert, validate, inspect. The same for every format."""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import asdict, dataclass
+from dataclasses import field as _field
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .errors import FormatError, UnknownFormatError
+from .fileio import atomic_output, open_buffer, read_head, same_file
+
+PathLike = str | os.PathLike[str]
+
+
+def formats() -> list[str]:
+    """The names of all registered formats."""
+    return sorted(registry.load())
+
+
+def sniff(path: PathLike) -> str:
+    """The format of ``path``, from magic bytes or content (the extension is not needed)."""
+    p = Path(path)
+    fmts = sorted(registry.load().values(), key=lambda f: (f.priority, f.name))
+    if p.is_dir():
+        for f in fmts:
+            if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
+                return f.name
+        raise UnknownFormatError(f"{p}: no registered format matches this directory")
+    try:
+        head = read_head(p)
+    except OSError as e:
+        raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
+    for f in fmts:
+        if f.is_directory:
+            continue
+        try:
+            if f.sniff(head):
+                return f.name
+        except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
+            continue
+    raise UnknownFormatError(
+        f"{p}: no registered format matches its content (first bytes {head[:16].hex(' ')})"
+    )
+
+
+def _resolve(path: PathLike, format: str | None) -> registry.Format:
+    return registry.get(format) if format else registry.get(sniff(path))
+
+
+def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, **options: Any) -> Any:
+    """The raw parsed form of a file (construct Containers), as the schema sees it."""
+    fmt = _resolve(path, format)
+    if fmt.is_directory:
+        return fmt.parse(Path(path), **options)
+    buf = open_buffer(path, use_mmap=mmap)
+    return fmt.parse(buf, **options)
+
+
+def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
+    """Read a file into its format's model object (``Embeddings`` for embedding formats).
+
+    Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
+    ``dtype`` (float32 default), ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
+    """
+    fmt = _resolve(path, format)
+    use_mmap = options.pop("mmap", None)
+    if fmt.is_directory:
+        return fmt.to_model(fmt.parse(Path(path), **options), **options)
+    buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
+    parsed = fmt.parse(buf, **_parse_options(options))
+    return fmt.to_model(parsed, mmap=use_mmap, **options)
+
+
+_MODEL_ONLY = {"dtype"}
+
+
+def _parse_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k not in _MODEL_ONLY}
+
+
+def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
+    if format:
+        return registry.get(format)
+    suffix = Path(path).suffix.lower()
+    found = registry.by_extension(suffix)
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(f.name for f in found) if found else "none"
+    raise UnknownFormatError(
+        f"cannot tell the output format from the extension {suffix!r} (matches: {names}); pass format="
+    )
+
+
+def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: bool = True,
+          **options: Any) -> None:
+    """Write a model object to ``path`` atomically (temporary file in the same folder, then rename)."""
+    fmt = _format_for_output(path, format)
+    parsed = fmt.from_model(obj, **options)
+    if fmt.is_directory:
+        fmt.build(parsed, Path(path))
+        return
+    with atomic_output(path, overwrite=overwrite) as out:
+        fmt.build(parsed, out)
+
+
+def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format: str | None = None,
+            overwrite: bool = False, **options: Any) -> None:
+    """Read ``src`` and write it to ``dst`` in format ``to`` (or the format ``dst``'s extension names).
+
+    Never writes over ``src``, and never over an existing ``dst`` unless ``overwrite=True``.
+    """
+    if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
+        raise FormatError(f"refusing to write {dst} over its own input")
+    fmt = _format_for_output(dst, to)
+    if not overwrite and Path(dst).exists():
+        raise FileExistsError(f"{dst} exists (use --force / overwrite=True to replace it)")
+    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
+    write_opts = {k: v for k, v in options.items() if k not in read_opts}
+    model = read(src, from_format, **read_opts)
+    write(model, dst, fmt.name, overwrite=overwrite, **write_opts)
+
+
+@dataclass
+class ValidationReport:
+    """The result of a byte-exact round trip: parse, rebuild, compare."""
+
+    path: str
+    format: str
+    ok: bool
+    size: int = 0
+    rebuilt_size: int = 0
+    first_difference: int | None = None
+    field: str | None = None
+    error: str | None = None
+    notes: list[str] = _field(default_factory=list)
+    problems: list[str] = _field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        if self.error:
+            return f"FAIL  {self.path} [{self.format}]: {self.error}"
+        if not self.ok:
+            where = f"first difference at byte {self.first_difference}"
+            if self.field:
+                where += f" in {self.field}"
+            extra = "; ".join(self.problems)
+            return f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})" + (f"; {extra}" if extra else "")
+        return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
+
+
+def validate(path: PathLike, format: str | None = None) -> ValidationReport:
+    """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical."""
+    p = str(path)
+    try:
+        fmt = _resolve(path, format)
+    except FormatError as e:
+        return ValidationReport(p, format or "?", False, error=str(e))
+    report = ValidationReport(p, fmt.name, False)
+    try:
+        if fmt.is_directory:
+            problems = fmt.check(fmt.parse(Path(path))) if fmt.check else []
+            report.problems = problems
+            report.ok = not problems
+            return report
+        data = open_buffer(path)
+        parsed = fmt.parse(data)
+        out = io.BytesIO()
+        fmt.build(parsed, out)
+        rebuilt = out.getbuffer()
+        report.size, report.rebuilt_size = len(data), len(rebuilt)
+        if fmt.check:
+            report.problems = fmt.check(parsed)
+        same = len(data) == len(rebuilt) and memoryview(data) == rebuilt
+        if not same:
+            report.first_difference = _first_difference(data, rebuilt)
+            report.field = _field_at(fmt, data, report.first_difference)
+        report.ok = same and not report.problems
+    except FormatError as e:
+        report.error = str(e)
+    return report
+
+
+def _first_difference(a: Any, b: Any) -> int:
+    import numpy as np
+
+    x = np.frombuffer(a, np.uint8)
+    y = np.frombuffer(b, np.uint8)
+    n = min(len(x), len(y))
+    step = 1 << 20
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        diff = np.flatnonzero(x[lo:hi] != y[lo:hi])
+        if diff.size:
+            return lo + int(diff[0])
+    return n
+
+
+def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
+    if fmt.schema is None:
+        return None
+    from .walk import covering, walk
+
+    try:
+        _, spans = walk(fmt.schema, data, format=fmt.name)
+    except FormatError:
+        return None
+    return covering(spans, offset) or None
+
+
+def inspect(path: PathLike, format: str | None = None) -> dict[str, Any]:
+    """A structure summary: format, sizes, counts, shapes, dtypes and the offsets of the major parts."""
+    fmt = _resolve(path, format)
+    info: dict[str, Any] = {"path": str(path), "format": fmt.name}
+    if fmt.is_directory:
+        parsed = fmt.parse(Path(path))
+    else:
+        data = open_buffer(path)
+        info["size"] = len(data)
+        parsed = fmt.parse(data)
+        if fmt.schema is not None:
+            from .walk import walk
+
+            _, spans = walk(fmt.schema, data, format=fmt.name)
+            top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]
+            info["parts"] = [{"field": s.path, "offset": s.start, "size": s.end - s.start} for s in top]
+    if fmt.inspect:
+        info.update(fmt.inspect(parsed))
+    return info

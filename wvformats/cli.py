@@ -1,0 +1,280 @@
+"""The ``wvformats`` command: a thin layer over the public API.
+
+Exit codes: 0 ok, 1 a check failed, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from . import api, registry
+from .errors import FormatError
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+DESCRIPTION = """\
+Read, check, convert and document the binary formats of the word-embedding and language-model world.
+Every format is one declarative construct schema; the parser, builder, round-trip check, dump and docs
+all come from it.
+
+commands:
+  formats                    list the registered formats
+  sniff FILE...              tell the format of each file from its content
+  inspect FILE [--json]      structure summary: counts, shapes, dtypes, sizes, offsets of the parts
+  dump FILE                  hex dump annotated with field paths (bulk arrays elided)
+  validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
+  convert SRC DST            convert between formats (atomic; never overwrites without --force)
+  docs OUTDIR                write one Markdown page per format, generated from the schemas
+  samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
+
+exit codes: 0 ok, 1 a check failed, 2 usage or input error
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wvformats", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("formats", help="list the registered formats").add_argument("--json", action="store_true")
+    s = sub.add_parser("sniff", help="tell the format of files from their content")
+    s.add_argument("files", nargs="+", type=Path)
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("inspect", help="structure summary of a file")
+    s.add_argument("file", type=Path)
+    s.add_argument("--format", "-f")
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("dump", help="annotated hex dump")
+    s.add_argument("file", type=Path)
+    s.add_argument("--format", "-f")
+    s.add_argument("--bytes", type=int, default=32, help="bytes shown per field (default 32)")
+    s = sub.add_parser("validate", help="byte-exact round trip of files")
+    s.add_argument("files", nargs="+", type=Path)
+    s.add_argument("--format", "-f")
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("convert", help="convert between formats")
+    s.add_argument("src", type=Path)
+    s.add_argument("dst", type=Path)
+    s.add_argument("--from", dest="from_format", help="input format (default: sniffed)")
+    s.add_argument("--to", help="output format (default: from the extension of DST)")
+    s.add_argument("--force", action="store_true", help="replace DST if it exists")
+    s.add_argument("--limit", type=int, help="only the first N words")
+    s.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None)
+    s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
+    s.add_argument("--style", choices=["repr", "fixed6", "g5"], help="text formats: number style")
+    s = sub.add_parser("docs", help="write Markdown pages generated from the schemas")
+    s.add_argument("outdir", type=Path)
+    s = sub.add_parser("samples", help="run the main job on the bundled sample files")
+    s.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: --help exits 0, usage errors exit 2
+        return int(e.code or 0)
+    if not args.command:
+        parser.print_help()
+        return EXIT_INPUT
+    try:
+        return int(_COMMANDS[args.command](args) or 0)
+    except (FormatError, FileExistsError, OSError) as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"wvformats: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=_jsonable)
+    sys.stdout.write("\n")
+
+
+def _jsonable(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, (bytes, bytearray)):
+        return o.hex()
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    fmts = registry.load()
+    rows = [{"name": n, "extensions": list(fmts[n].extensions), "description": fmts[n].description}
+            for n in sorted(fmts)]
+    if args.json:
+        _print_json(rows)
+    else:
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            print(f"{r['name']:<{width}}  {' '.join(r['extensions']):<24}  {r['description']}")
+    return EXIT_OK
+
+
+def cmd_sniff(args: argparse.Namespace) -> int:
+    results, status = [], EXIT_OK
+    for f in args.files:
+        try:
+            results.append({"path": str(f), "format": api.sniff(f)})
+        except FormatError as e:
+            results.append({"path": str(f), "format": None, "error": str(e)})
+            status = EXIT_INPUT
+    if args.json:
+        _print_json(results)
+    else:
+        for r in results:
+            print(f"{r['path']}: {r['format'] or r['error']}")
+    return status
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    info = api.inspect(args.file, args.format)
+    if args.json:
+        _print_json(info)
+        return EXIT_OK
+    for k, v in info.items():
+        if k == "parts":
+            print("parts:")
+            for part in v:
+                print(f"  {part['offset']:>12}  {part['size']:>12} bytes  {part['field']}")
+        else:
+            print(f"{k}: {v}")
+    return EXIT_OK
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    from .fileio import open_buffer
+    from .walk import hexdump, walk
+
+    fmt = registry.get(args.format or api.sniff(args.file))
+    if fmt.schema is None:
+        print(f"wvformats: {fmt.name} has no single-file schema to dump", file=sys.stderr)
+        return EXIT_INPUT
+    data = open_buffer(args.file)
+    _, spans = walk(fmt.schema, data, format=fmt.name)
+    print(f"# {args.file} [{fmt.name}] {len(data)} bytes")
+    for line in hexdump(spans, data, max_bytes=args.bytes):
+        print(line)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    reports = [api.validate(f, args.format) for f in _progress(args.files, args, "validate")]
+    if args.json:
+        _print_json([r.to_dict() for r in reports])
+    else:
+        for r in reports:
+            print(r)
+    if any(not Path(f).exists() for f in args.files):
+        return EXIT_INPUT
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    options: dict[str, Any] = {}
+    if args.limit is not None:
+        options["limit"] = args.limit
+    if args.unicode_errors:
+        options["unicode_errors"] = args.unicode_errors
+    if args.newline:
+        options["newline"] = True
+    if args.style:
+        options["style"] = args.style
+    spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
+    try:
+        api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force, **options)
+    finally:
+        spinner.close()
+    print(f"wrote {args.dst} [{args.to or api.sniff(args.dst)}]")
+    return EXIT_OK
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .docs import write_docs
+
+    for path in write_docs(args.outdir):
+        print(path)
+    return EXIT_OK
+
+
+def cmd_samples(args: argparse.Namespace) -> int:
+    from .samples import run_samples
+
+    rows, ok = run_samples()
+    if args.json:
+        _print_json(rows)
+    else:
+        from .samples import table
+
+        print(table(rows))
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+_COMMANDS = {
+    "formats": cmd_formats,
+    "sniff": cmd_sniff,
+    "inspect": cmd_inspect,
+    "dump": cmd_dump,
+    "validate": cmd_validate,
+    "convert": cmd_convert,
+    "docs": cmd_docs,
+    "samples": cmd_samples,
+}
+
+
+def _progress(items: list[Any], args: argparse.Namespace, desc: str) -> Any:
+    if args.quiet or not sys.stderr.isatty() or len(items) < 2:
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=desc, file=sys.stderr, unit="file")
+
+
+class _Spinner:
+    """An elapsed-time bar on stderr for one long step; silent when not a terminal or with --quiet."""
+
+    def __init__(self, args: argparse.Namespace, desc: str) -> None:
+        self.bar = None
+        if args.quiet or not sys.stderr.isatty():
+            return
+        try:
+            import threading
+
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self.bar = tqdm(desc=desc, file=sys.stderr, bar_format="{desc}: {elapsed}")
+        self._stop = threading.Event()
+
+        def tick() -> None:
+            while not self._stop.wait(0.5):
+                self.bar.refresh()
+
+        self._thread = threading.Thread(target=tick, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self._stop.set()
+            self.bar.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

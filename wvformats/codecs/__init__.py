@@ -1,0 +1,1 @@
+"""Codec modules: each registers its formats with :mod:`wvformats.registry` when imported."""

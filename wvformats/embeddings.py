@@ -1,0 +1,111 @@
+"""The model object that every embedding format reads into and writes from."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+class DuplicateWordsWarning(UserWarning):
+    """A file holds the same word more than once; lookups use the first occurrence."""
+
+
+class Embeddings:
+    """Words in file order and one float32 row per word.
+
+    Duplicate words keep all their rows in ``.words``/``.vectors`` (nothing is dropped), and lookups by word
+    use the first occurrence, as gensim and word-vectors do; ``.duplicates`` counts the shadowed rows.
+    Format-specific parts (finalfusion vocab details, norms, metadata) live in ``.extra``.
+    """
+
+    def __init__(
+        self,
+        words: Sequence[str],
+        vectors: Any,
+        *,
+        norms: np.ndarray | None = None,
+        metadata: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2:
+            if vectors.size == 0:
+                vectors = vectors.reshape(len(words), 0) if len(words) else vectors.reshape(0, 0)
+            else:
+                raise ValueError(f"vectors must be a 2-D matrix, got shape {vectors.shape}")
+        if vectors.shape[0] != len(words):
+            raise ValueError(f"{len(words)} words but {vectors.shape[0]} vector rows")
+        self.words: list[str] = list(words)
+        self.vectors: np.ndarray = vectors
+        self.norms = norms
+        self.metadata = metadata
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._index: dict[str, int] | None = None
+        self.duplicates = 0
+
+    # -- lookups -------------------------------------------------------------------------------------------
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """word -> row of its first occurrence."""
+        if self._index is None:
+            index: dict[str, int] = {}
+            setdefault = index.setdefault
+            for i, w in enumerate(self.words):
+                setdefault(w, i)
+            self.duplicates = len(self.words) - len(index)
+            self._index = index
+        return self._index
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self.vocab
+
+    def __getitem__(self, word: str) -> np.ndarray:
+        return self.vectors[self.vocab[word]]
+
+    def index(self, word: str) -> int:
+        """The row of ``word`` (its first occurrence); KeyError when absent."""
+        return self.vocab[word]
+
+    def get(self, word: str, default: Any = None) -> Any:
+        i = self.vocab.get(word)
+        return default if i is None else self.vectors[i]
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def __repr__(self) -> str:
+        return f"<Embeddings {len(self)} x {self.dim} {self.vectors.dtype}>"
+
+    def warn_duplicates(self) -> None:
+        """Count duplicates now and warn once if there are any."""
+        _ = self.vocab
+        if self.duplicates:
+            warnings.warn(
+                f"{self.duplicates} duplicate word(s); lookups use the first occurrence",
+                DuplicateWordsWarning,
+                stacklevel=3,
+            )
+
+    # -- construction helpers ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, Any]]) -> Embeddings:
+        words, rows = [], []
+        for w, v in pairs:
+            words.append(w)
+            rows.append(np.asarray(v, dtype=np.float32))
+        mat = np.vstack(rows) if rows else np.zeros((0, 0), np.float32)
+        return cls(words, mat)
+
+    def astype(self, dtype: Any) -> Embeddings:
+        out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
+                         extra=self.extra)
+        return out

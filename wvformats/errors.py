@@ -1,0 +1,70 @@
+"""The one exception hierarchy of wvformats.
+
+Every failure to read, build or check a file surfaces as a :class:`FormatError` (or a subclass), carrying
+the format name, the field path with array indices (``vocab.words[1234]``), the absolute byte offset and,
+where known, what was expected versus what was found.
+"""
+
+from __future__ import annotations
+
+
+class FormatError(Exception):
+    """A file (or an object to be written) does not fit its format."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        format: str | None = None,
+        path: str | None = None,
+        offset: int | None = None,
+        expected: object = None,
+        found: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.format = format
+        self.path = path
+        self.offset = offset
+        self.expected = expected
+        self.found = found
+
+    def located(self, *, format: str | None = None, prefix: str | None = None) -> FormatError:
+        """Fill in the format name and prepend a parent field path; returns self."""
+        if format and not self.format:
+            self.format = format
+        if prefix:
+            self.path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else (
+                f"{prefix}{self.path or ''}"
+            )
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.format:
+            where.append(self.format)
+        if self.path:
+            where.append(self.path)
+        if self.offset is not None:
+            where.append(f"at byte {self.offset}")
+        head = ": ".join([" ".join(where)] if where else [])
+        text = f"{head}: {self.message}" if head else self.message
+        if self.expected is not None or self.found is not None:
+            text += f" (expected {self.expected!r}, found {self.found!r})"
+        return text
+
+
+class TruncatedError(FormatError):
+    """The file ends before a field is complete."""
+
+
+class ValueMismatchError(FormatError):
+    """A field holds a value its format does not allow (bad magic, bad padding, out of range)."""
+
+
+class BuildError(FormatError):
+    """An object cannot be written in the requested format."""
+
+
+class UnknownFormatError(FormatError):
+    """No registered format matches a file, or a format name is unknown."""

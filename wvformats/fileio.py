@@ -1,0 +1,77 @@
+"""Opening inputs as buffers and writing outputs atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import FormatError
+
+
+def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
+    """The whole file as a buffer: a read-only mmap (zero-copy) or a writable bytearray."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return b""
+            if use_mmap:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            buf = bytearray(size)
+            got = f.readinto(buf)
+            return buf if got == size else buf[:got]
+    except IsADirectoryError:
+        raise FormatError(f"{p} is a directory", path=None) from None
+    except OSError as e:
+        raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
+
+
+def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[IO[bytes]]:
+    """A binary file object whose contents replace ``path`` only when the block succeeds.
+
+    Writes go to a temporary file in the target folder, which is renamed over ``path`` at the end and
+    removed on any failure, so a failed write leaves nothing behind and never a half-written target.
+    """
+    target = Path(path)
+    if not overwrite and target.exists():
+        raise FileExistsError(f"{target} exists (use --force / overwrite=True to replace it)")
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        # mkstemp makes 0600; give the file the mode a plain open() would (or the replaced file's)
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

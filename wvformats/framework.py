@@ -1,0 +1,600 @@
+"""Building blocks that turn construct schemas into safe, fast parsers and builders.
+
+construct 2.10.70 is a good declarative engine with four traps for these formats (see the construct note in
+``shared/research``): compiled parsers skip length checks, ``Aligned`` pads relative to the field,
+``Prefixed`` resets ``tell()`` when building, and per-element arrays are hundreds of times slower than a
+memcpy. The constructs here close those traps:
+
+* :class:`NumpyArray` -- bulk payloads as numpy arrays: a zero-copy view when the stream is a buffer or an
+  mmap, ``readinto`` otherwise; lengths checked against the bytes that remain before anything is allocated.
+* :class:`AlignTo` -- padding to an absolute stream position, checked when parsing.
+* :class:`CheckedString` and :class:`StringTable` -- length-prefixed UTF-8 strings, single and as a table,
+  with every length checked and every failure naming the index.
+* :func:`parse` / :func:`build` -- run a schema and translate every failure into :class:`FormatError`.
+
+All custom constructs emit compiled code that calls back into their checked ``_parse``/``_build``, so a
+compiled schema keeps every check.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import re
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from .errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+
+__all__ = [
+    "AlignTo",
+    "BufferStream",
+    "CheckedString",
+    "NumpyArray",
+    "ShapeOf",
+    "StringTable",
+    "build",
+    "compiled",
+    "fail",
+    "parse",
+    "remaining",
+    "INTERPRETED_ONLY",
+]
+
+# ---------------------------------------------------------------------------------------------------------
+# streams
+
+
+class BufferStream(io.RawIOBase):
+    """A read-only stream over a buffer (bytes, memoryview, mmap) that hands out zero-copy views."""
+
+    def __init__(self, buffer: Any) -> None:
+        super().__init__()
+        self._mv = memoryview(buffer).cast("B")
+        # the object itself where it supports find() and cheap slicing (bytes, mmap); else the view
+        self.raw = buffer if isinstance(buffer, (bytes, mmap.mmap)) else self._mv
+        self._pos = 0
+        self.size = len(self._mv)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self._pos + n)
+        data = self._mv[self._pos : end].tobytes()
+        self._pos = end
+        return data
+
+    def readinto(self, b: Any) -> int:
+        out = memoryview(b).cast("B")
+        n = min(len(out), self.size - self._pos)
+        out[:n] = self._mv[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def view(self, n: int) -> memoryview:
+        """The next ``n`` bytes as a zero-copy view; advances the position."""
+        if n > self.size - self._pos:
+            raise EOFError
+        v = self._mv[self._pos : self._pos + n]
+        self._pos += n
+        return v
+
+    @property
+    def buffer(self) -> memoryview:
+        return self._mv
+
+    def close(self) -> None:  # the views outlive the stream; release nothing here
+        pass
+
+
+def remaining(stream: Any) -> int | None:
+    """Bytes left in a seekable stream, or None when the stream cannot tell."""
+    size = getattr(stream, "size", None)
+    if isinstance(size, int):
+        return size - stream.tell()
+    if isinstance(stream, mmap.mmap):
+        return len(stream) - stream.tell()
+    try:
+        pos = stream.tell()
+        end = stream.seek(0, os.SEEK_END)
+        stream.seek(pos)
+        return end - pos
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _zero_copy(stream: Any, n: int) -> memoryview | None:
+    if isinstance(stream, BufferStream):
+        return stream.view(n)
+    if isinstance(stream, mmap.mmap):
+        pos = stream.tell()
+        v = memoryview(stream)[pos : pos + n]
+        stream.seek(n, os.SEEK_CUR)
+        return v
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# errors inside constructs
+
+_PATH_SEP = re.compile(r"\s*->\s*")
+
+
+def dotted(path: str | None) -> str:
+    """construct's ``(parsing) -> vocab -> vocab -> words`` as ``vocab.words``."""
+    if not path:
+        return ""
+    parts = [p for p in _PATH_SEP.split(path) if p and not p.startswith("(") and p != "None"]
+    out: list[str] = []
+    for p in parts:
+        # "name" / X * "doc" nests two Renamed with one name; a table appends "[i]" to its own name
+        if out and (p == out[-1] or p.startswith((out[-1] + "[", out[-1] + "."))):
+            out.pop()
+        out.append(p)
+    return ".".join(out).replace(".[", "[")
+
+
+def fail(
+    path: str | None,
+    offset: int | None,
+    message: str,
+    cls: type[FormatError] = FormatError,
+    **kw: Any,
+) -> FormatError:
+    """A FormatError for a field at construct path ``path``; raise the result."""
+    return cls(message, path=dotted(path) or None, offset=offset, **kw)
+
+
+def byte_view(arr: np.ndarray) -> memoryview:
+    """A flat byte view of a C-contiguous array (works for empty arrays, unlike ``memoryview.cast``)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+def _tell(stream: Any) -> int | None:
+    try:
+        return int(stream.tell())
+    except Exception:
+        return None
+
+
+def check_length(stream: Any, nbytes: int, path: str, what: str) -> None:
+    """Raise TruncatedError unless ``nbytes`` more bytes remain; runs before any allocation."""
+    left = remaining(stream)
+    if nbytes < 0:
+        raise fail(path, _tell(stream), f"negative length for {what}", ValueMismatchError, found=nbytes)
+    if left is not None and nbytes > left:
+        raise fail(
+            path,
+            _tell(stream),
+            f"{what} needs {nbytes} bytes but only {left} remain",
+            TruncatedError,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a mixin for custom constructs that stay compiled and keep their checks
+
+
+class _Checked(cs.Construct):
+    """Compiled code calls back into the checked interpreted methods (one call per field, not per item)."""
+
+    def _emitparse(self, code: Any) -> str:
+        code.linkedinstances[id(self)] = self
+        return f"linkedinstances[{id(self)}]._parse(io, this, '(compiled)')"
+
+    def _emitbuild(self, code: Any) -> str:
+        code.linkedinstances[id(self)] = self
+        return f"linkedinstances[{id(self)}]._build(obj, io, this, '(compiled)')"
+
+
+def _evaluate(value: Any, context: Any) -> Any:
+    return value(context) if callable(value) else value
+
+
+class ShapeOf(cs.expr.ExprMixin):
+    """``ShapeOf(this.matrix, 0)``: a compilable expression for one dimension of an array field."""
+
+    def __init__(self, array: Any, axis: int) -> None:
+        self.array = array
+        self.axis = axis
+
+    def __call__(self, context: Any) -> int:
+        return int(np.shape(_evaluate(self.array, context))[self.axis])
+
+    def __repr__(self) -> str:
+        return f"np.shape({self.array!r})[{self.axis}]"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# NumpyArray
+
+
+class NumpyArray(_Checked):
+    """A packed array of ``dtype`` with ``shape`` (ints or ``this`` expressions), as one numpy array.
+
+    Parsing returns a zero-copy, read-only view when the stream is a :class:`BufferStream` or an mmap, and
+    reads into a fresh array otherwise. The byte count is checked against what remains before allocating.
+    Building writes the array's memory directly (no ``tobytes()`` copy) after casting to ``dtype``.
+    """
+
+    def __init__(self, dtype: Any, shape: Sequence[Any] | Any) -> None:
+        super().__init__()
+        self.dtype = np.dtype(dtype)
+        explicit = isinstance(dtype, str) and dtype[:1] in "<>|" or self.dtype.byteorder in "<>|"
+        if self.dtype.itemsize > 1 and not explicit and self.dtype.fields is None:
+            raise ValueError("NumpyArray needs an explicit byte order, e.g. '<f4'")
+        self.shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+
+    def _dims(self, context: Any, path: str, offset: int | None) -> tuple[int, ...]:
+        dims = tuple(int(_evaluate(d, context)) for d in self.shape)
+        if any(d < 0 for d in dims):
+            raise fail(path, offset, f"negative array dimension {dims}", ValueMismatchError)
+        return dims
+
+    def _parse(self, stream: Any, context: Any, path: str) -> np.ndarray:
+        dims = self._dims(context, path, _tell(stream))
+        count = 1
+        for d in dims:
+            count *= d  # Python ints do not overflow; the size check below bounds them
+        nbytes = count * self.dtype.itemsize
+        check_length(stream, nbytes, path, f"array {dims} of {self.dtype.str}")
+        view = _zero_copy(stream, nbytes)
+        if view is not None:
+            return np.frombuffer(view, dtype=self.dtype, count=count).reshape(dims)
+        out = np.empty(dims, dtype=self.dtype)
+        got = stream.readinto(byte_view(out)) if nbytes else 0
+        if got != nbytes:
+            raise fail(path, _tell(stream), f"expected {nbytes} bytes, found {got}", TruncatedError)
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> np.ndarray:
+        arr = np.asarray(obj)
+        if arr.dtype.kind not in "biuf" and self.dtype.kind in "iuf":
+            raise fail(path, _tell(stream), f"cannot store {arr.dtype} as {self.dtype.str}", BuildError)
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
+        dims = self._dims(context, path, _tell(stream))
+        if arr.shape != dims:
+            raise fail(path, _tell(stream), "array shape does not match its header", BuildError,
+                       expected=dims, found=arr.shape)
+        if arr.size:
+            stream.write(byte_view(arr))
+        return arr
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        try:
+            dims = tuple(int(_evaluate(d, context)) for d in self.shape)
+        except Exception as e:
+            raise cs.SizeofError(path=path) from e
+        return int(np.prod(dims, dtype=object)) * self.dtype.itemsize
+
+
+# ---------------------------------------------------------------------------------------------------------
+# AlignTo
+
+
+class AlignTo(_Checked):
+    """Zero padding up to the next multiple of ``modulus`` of the absolute stream position.
+
+    ``never_zero=True`` gives finalfusion's rule ``modulus - pos % modulus`` (1 to ``modulus`` bytes, never
+    0). Computed from the stream passed in, never from ``context._io``, so parsing and building agree.
+    The parsed value is the number of padding bytes; pad bytes that are not zero are an error.
+    """
+
+    def __init__(self, modulus: int, never_zero: bool = False) -> None:
+        super().__init__()
+        self.modulus = modulus
+        self.never_zero = never_zero
+        self.flagbuildnone = True
+
+    def padding(self, pos: int) -> int:
+        if self.never_zero:
+            return self.modulus - pos % self.modulus
+        return -pos % self.modulus
+
+    def _parse(self, stream: Any, context: Any, path: str) -> int:
+        pos = stream.tell()
+        n = self.padding(pos)
+        check_length(stream, n, path, "alignment padding")
+        data = stream.read(n)
+        if data.count(0) != n:
+            raise fail(path, pos, "padding bytes are not zero", ValueMismatchError, found=bytes(data))
+        return n
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
+        n = self.padding(stream.tell())
+        stream.write(bytes(n))
+        return n
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError("padding depends on the stream position", path=path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# strings
+
+
+def _decode(raw: Any, errors: str, path: str, offset: int) -> str:
+    try:
+        return str(raw, "utf-8", errors)
+    except UnicodeDecodeError as e:
+        raise fail(path, offset + e.start, f"invalid UTF-8: {e.reason}", ValueMismatchError,
+                   found=bytes(raw[e.start : e.end])) from None
+
+
+def _encode(s: Any, path: str, stream: Any) -> bytes:
+    if not isinstance(s, str):
+        raise fail(path, _tell(stream), "expected a str", BuildError, found=type(s).__name__)
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise fail(path, _tell(stream), f"cannot encode as UTF-8: {e.reason}", BuildError) from None
+
+
+_LEN_FORMATS = {"u8": "<B", "u16": "<H", "u32": "<I", "u64": "<Q"}
+
+
+class CheckedString(_Checked):
+    """A string stored as a little-endian length (``u8``/``u16``/``u32``/``u64``) and UTF-8 bytes."""
+
+    def __init__(self, length: str = "u32") -> None:
+        super().__init__()
+        self.length = length
+        self._fmt = struct.Struct(_LEN_FORMATS[length])
+
+    def _parse(self, stream: Any, context: Any, path: str) -> str:
+        pos = stream.tell()
+        check_length(stream, self._fmt.size, path, "string length")
+        (n,) = self._fmt.unpack(stream.read(self._fmt.size))
+        check_length(stream, n, path, "string bytes")
+        return _decode(stream.read(n), "strict", path, pos + self._fmt.size)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> str:
+        raw = _encode(obj, path, stream)
+        if len(raw) >= 1 << (8 * self._fmt.size):
+            raise fail(path, _tell(stream), "string too long for its length field", BuildError)
+        stream.write(self._fmt.pack(len(raw)) + raw)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class StringTable(_Checked):
+    """``count`` length-prefixed UTF-8 strings back to back, parsed by one tight, checked loop.
+
+    Errors name the index (``words[1234]``) and the byte offset. Parses from a buffer without copying it.
+    """
+
+    def __init__(self, count: Any, length: str = "u32") -> None:
+        super().__init__()
+        self.count = count
+        self.length = length
+        self._fmt = struct.Struct(_LEN_FORMATS[length])
+
+    def _parse(self, stream: Any, context: Any, path: str) -> list[str]:
+        count = int(_evaluate(self.count, context))
+        start = stream.tell()
+        width = self._fmt.size
+        if count < 0:
+            raise fail(path, start, "negative string count", ValueMismatchError, found=count)
+        # every string needs at least its length field
+        check_length(stream, count * width, path, f"{count} strings")
+        buf, base = _window(stream)
+        unpack = self._fmt.unpack_from
+        end = len(buf)
+        pos = start - base
+        out: list[str] = []
+        append = out.append
+        for i in range(count):
+            if pos + width > end:
+                raise fail(f"{path}[{i}]", base + pos, "string length", TruncatedError)
+            (n,) = unpack(buf, pos)
+            pos += width
+            if pos + n > end:
+                raise fail(f"{path}[{i}]", base + pos, f"string needs {n} bytes but only {end - pos} remain",
+                           TruncatedError)
+            try:
+                append(str(buf[pos : pos + n], "utf-8"))
+            except UnicodeDecodeError:
+                append(_decode(buf[pos : pos + n], "strict", f"{path}[{i}]", base + pos))
+            pos += n
+        stream.seek(base + pos)
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> list[str]:
+        count = int(_evaluate(self.count, context))
+        if len(obj) != count:
+            raise fail(path, _tell(stream), "string count does not match its header", BuildError,
+                       expected=count, found=len(obj))
+        pack = self._fmt.pack
+        limit = 1 << (8 * self._fmt.size)
+        parts = []
+        for i, s in enumerate(obj):
+            raw = _encode(s, f"{path}[{i}]", stream)
+            if len(raw) >= limit:
+                raise fail(f"{path}[{i}]", _tell(stream), "string too long for its length field", BuildError)
+            parts.append(pack(len(raw)))
+            parts.append(raw)
+        stream.write(b"".join(parts))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _window(stream: Any) -> tuple[Any, int]:
+    """A buffer holding the rest of the stream and the absolute offset of its first byte.
+
+    Zero-copy for BufferStream and mmap; other streams are read to the end (and re-seeked by the caller).
+    """
+    if isinstance(stream, BufferStream):
+        return stream.raw, 0
+    if isinstance(stream, mmap.mmap):
+        return stream, 0
+    pos = stream.tell()
+    data = stream.read()
+    return data, pos
+
+
+# ---------------------------------------------------------------------------------------------------------
+# running schemas
+
+
+def compiled(schema: cs.Construct) -> cs.Construct:
+    """The compiled form of a schema (cached); the only place that touches construct's compile API."""
+    got = _COMPILED.get(id(schema))
+    if got is None or got[0] is not schema:
+        got = (schema, schema.compile())
+        _COMPILED[id(schema)] = got
+    return got[1]
+
+
+_COMPILED: dict[int, tuple[cs.Construct, cs.Construct]] = {}
+
+# Schemas that must not be compiled, with the reason; the compile-policy test reads this.
+INTERPRETED_ONLY: dict[str, str] = {}
+
+
+def _as_stream(data: Any) -> Any:
+    if isinstance(data, (bytes, bytearray, memoryview, mmap.mmap)):
+        return BufferStream(data)
+    return data
+
+
+_TRANSLATE = (
+    cs.ConstructError,
+    struct.error,
+    IndexError,
+    KeyError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    UnicodeError,
+    EOFError,
+    AttributeError,
+)
+
+
+def parse(
+    schema: cs.Construct,
+    data: Any,
+    *,
+    format: str,
+    compile: bool = False,
+    **params: Any,
+) -> Any:
+    """Parse ``data`` (bytes, memoryview, mmap or a binary stream) with ``schema``.
+
+    Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
+    """
+    stream = _as_stream(data)
+    start = stream.tell()
+    runner = compiled(schema) if compile else schema
+    try:
+        return runner.parse_stream(stream, **params)
+    except FormatError as e:
+        error = e.located(format=format)
+    except _TRANSLATE as e:
+        error = _translate(e, stream, format)
+    if compile:
+        # compiled code carries no field paths: parse again interpreted to name the failing field
+        stream.seek(start)
+        try:
+            schema.parse_stream(stream, **params)
+        except FormatError as e:
+            error = e.located(format=format)
+        except _TRANSLATE as e:
+            error = _translate(e, stream, format)
+    raise error
+
+
+def build(
+    schema: cs.Construct,
+    obj: Any,
+    stream: Any = None,
+    *,
+    format: str,
+    compile: bool = False,
+    **params: Any,
+) -> bytes | None:
+    """Build ``obj`` with ``schema`` into ``stream`` (or return bytes); failures become BuildError."""
+    out = io.BytesIO() if stream is None else stream
+    runner = compiled(schema) if compile else schema
+    try:
+        runner.build_stream(_strip_private(obj), out, **params)
+    except FormatError as e:
+        raise e.located(format=format) from None
+    except _TRANSLATE as e:
+        err = _translate(e, out, format)
+        raise BuildError(err.message, format=format, path=err.path, offset=err.offset) from None
+    return out.getvalue() if stream is None else None
+
+
+def _translate(e: BaseException, stream: Any, format: str) -> FormatError:
+    path = dotted(getattr(e, "path", None)) or None
+    offset = _tell(stream)
+    if isinstance(e, cs.StreamError) or isinstance(e, EOFError):
+        cls: type[FormatError] = TruncatedError
+    elif isinstance(e, (cs.ConstError, cs.ValidationError, cs.CheckError, cs.MappingError)):
+        cls = ValueMismatchError
+    else:
+        cls = FormatError
+    message = str(e)
+    if isinstance(e, cs.ConstructError):
+        # construct prefixes "Error in path ... |"; the path is ours to print
+        message = message.split("\n")[-1].split(" | ", 1)[-1].strip() or type(e).__name__
+    elif not message:
+        message = type(e).__name__
+    if isinstance(e, MemoryError):
+        message = "a length in the file asks for more memory than is available"
+    return cls(message, format=format, path=path, offset=offset)
+
+
+def _strip_private(obj: Any) -> Any:
+    """Drop construct's ``_io`` and other private keys from a parsed Container before rebuilding.
+
+    A parsed Container carries its parse stream; rebuilding from it would clobber ``context._io``.
+    """
+    if isinstance(obj, cs.Container):
+        return cs.Container({k: _strip_private(v) for k, v in obj.items() if not str(k).startswith("_")})
+    if isinstance(obj, cs.ListContainer):
+        return cs.ListContainer(_strip_private(v) for v in obj)
+    return obj
+
+
+def field_docs(schema: cs.Construct) -> list[tuple[str, cs.Construct, str]]:
+    """The (name, construct, doc) of each field of a Struct, in file order."""
+    out = []
+    for sub in getattr(_unwrap(schema), "subcons", []):
+        name = getattr(sub, "name", None)
+        doc = getattr(sub, "docs", "") or ""
+        inner = sub
+        while isinstance(inner, cs.Renamed):
+            doc = doc or getattr(inner, "docs", "") or ""
+            inner = inner.subcon
+        out.append((name or "", inner, doc))
+    return out
+
+
+def _unwrap(c: cs.Construct) -> cs.Construct:
+    while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
+        c = c.subcon
+    return c

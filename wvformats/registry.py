@@ -1,0 +1,84 @@
+"""The format registry: one entry per format, with its name, extensions, sniffer, schema and codec.
+
+Codec modules under ``wvformats.codecs`` register themselves when imported; :func:`load` imports them all,
+so a new format is a new module there (or a call to :func:`register` from user code).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import construct as cs
+
+from .errors import UnknownFormatError
+
+
+@dataclass
+class Format:
+    """How wvformats handles one format.
+
+    ``parse(buffer, **options)`` returns the raw parsed object (a construct Container) and ``build(obj,
+    stream)`` writes it back: together they are the byte-exact round trip. ``to_model`` turns the parsed
+    object into the user-facing model, and ``from_model`` does the reverse for writing.
+    """
+
+    name: str
+    extensions: tuple[str, ...]
+    description: str
+    schema: cs.Construct | None
+    sniff: Callable[[bytes], bool]
+    parse: Callable[..., Any]
+    build: Callable[[Any, Any], None]
+    to_model: Callable[..., Any]
+    from_model: Callable[..., Any]
+    model: type | None = None
+    inspect: Callable[[Any], dict[str, Any]] | None = None
+    check: Callable[[Any], list[str]] | None = None
+    is_directory: bool = False
+    # sniffers run in ascending priority: magic bytes first (0), content heuristics later
+    priority: int = 50
+    schemas: dict[str, cs.Construct] = field(default_factory=dict)
+
+
+_FORMATS: dict[str, Format] = {}
+_loaded = False
+
+
+def register(fmt: Format, *, replace: bool = False) -> Format:
+    """Add a format; ``replace=True`` to override an existing one of the same name."""
+    if fmt.name in _FORMATS and not replace:
+        raise ValueError(f"format {fmt.name!r} is already registered")
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def load() -> dict[str, Format]:
+    """Import every codec module once and return the registry."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import codecs
+
+        for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{codecs.__name__}.{info.name}")
+    return _FORMATS
+
+
+def get(name: str) -> Format:
+    """The format called ``name``; UnknownFormatError lists the known ones otherwise."""
+    formats = load()
+    try:
+        return formats[name]
+    except KeyError:
+        raise UnknownFormatError(
+            f"unknown format {name!r}; known formats: {', '.join(sorted(formats))}", format=name
+        ) from None
+
+
+def by_extension(suffix: str) -> list[Format]:
+    suffix = suffix.lower()
+    return [f for f in load().values() if suffix in f.extensions]

@@ -1,0 +1,455 @@
+"""Fast, checked record tables for word/vector files.
+
+A vocabulary of 400,000 records must not go through per-record interpreted construct code. These constructs
+parse a whole table with one tight loop (binary) or one vectorised number parse (text), check every length,
+and name the record index and byte offset in every error. Their compiled form calls the same checked code.
+
+Parsed values are ``Container(words=[...], vectors=ndarray(n, dim) <f4, ...layout details...)``; the layout
+details (newlines between binary records, the number style of text files) make the rebuild byte-exact.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from .errors import BuildError, TruncatedError, ValueMismatchError
+from .framework import _Checked, _evaluate, _tell, _window, byte_view, check_length, fail
+
+F32 = np.dtype("<f4")
+
+
+def _params(context: Any) -> Any:
+    return getattr(context, "_params", None) or {}
+
+
+def _limit(context: Any, count: int) -> int:
+    limit = _params(context).get("limit")
+    return count if limit is None else min(count, int(limit))
+
+
+def _errors(context: Any) -> str:
+    return _params(context).get("unicode_errors", "strict")
+
+
+def _decode_all(raws: list[Any], errors: str, path: str, offsets: Any) -> list[str]:
+    """Decode many words at once when they can be joined safely, else one by one (naming the bad one)."""
+    blob = b"\x00".join(raws)
+    if errors == "strict" and blob.count(0) == max(len(raws) - 1, 0):
+        try:
+            return blob.decode("utf-8").split("\x00") if raws else []
+        except UnicodeDecodeError:
+            pass
+    out = []
+    for i, raw in enumerate(raws):
+        try:
+            out.append(str(raw, "utf-8", errors))
+        except UnicodeDecodeError as e:
+            raise fail(f"{path}[{i}].word", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
+                       ValueMismatchError, found=bytes(raw[e.start : e.end])) from None
+    return out
+
+
+def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
+    arr = np.asarray(vectors)
+    if arr.size == 0 and n == 0:
+        return np.zeros((0, dim), F32)
+    if arr.dtype.kind not in "biuf":
+        raise fail(path, _tell(stream), f"vectors must be numeric, not {arr.dtype}", BuildError)
+    arr = np.ascontiguousarray(arr, dtype=F32)  # explicit cast: float64 input never makes a corrupt file
+    if arr.shape != (n, dim):
+        raise fail(path, _tell(stream), "vector matrix does not match the header", BuildError,
+                   expected=(n, dim), found=arr.shape)
+    return arr
+
+
+def _select(context: Any, raws: list[Any], rows: list[Any], starts: list[int]) -> tuple[list, list, list]:
+    """Apply the ``vocab`` read option: keep the first row of each wanted word, before any copy is made."""
+    vocab = _params(context).get("vocab")
+    if vocab is None:
+        return raws, rows, starts
+    wanted = {w.encode("utf-8") for w in vocab}
+    keep = []
+    for i, raw in enumerate(raws):
+        key = bytes(raw)
+        if key in wanted:
+            wanted.discard(key)
+            keep.append(i)
+    return [raws[i] for i in keep], [rows[i] for i in keep], [starts[i] for i in keep]
+
+
+class LeaderRecords(_Checked):
+    """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
+
+    def __init__(self, count: Any, dim: Any) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = int(_evaluate(self.count, context))
+        count = _limit(context, declared)
+        dim = int(_evaluate(self.dim, context))
+        rowbytes = 4 * dim
+        check_length(stream, count * (4 + rowbytes), path, f"{count} records of dim {dim}")
+        buf, base = _window(stream)
+        pos = stream.tell() - base
+        end = len(buf)
+        unpack = struct.Struct("<I").unpack_from
+        view = memoryview(buf)
+        raws: list[Any] = [None] * count
+        rows: list[Any] = [None] * count
+        starts = [0] * count
+        for i in range(count):
+            if pos + 4 > end:
+                raise fail(f"{path}[{i}].word", base + pos, "record is cut off", TruncatedError)
+            (n,) = unpack(buf, pos)
+            starts[i] = pos
+            w = pos + 4
+            pos = w + n + rowbytes
+            if pos > end:
+                raise fail(f"{path}[{i}]", base + w - 4, f"record needs {4 + n + rowbytes} bytes, "
+                           f"only {end - w + 4} remain", TruncatedError)
+            raws[i] = view[w : w + n]
+            rows[i] = view[w + n : pos]
+        raws, rows, starts = _select(context, raws, rows, starts)
+        words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i] + 4)
+        vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
+        del raws, rows, view
+        stream.seek(base + pos)
+        return cs.Container(words=words, vectors=vectors)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        dim = int(_evaluate(self.dim, context))
+        words = obj["words"]
+        if len(words) != count:
+            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                       expected=count, found=len(words))
+        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        pack = struct.Struct("<I").pack
+        mv = byte_view(arr)
+        rb = 4 * dim
+        chunk: list[bytes | memoryview] = []
+        for i, w in enumerate(words):
+            if not isinstance(w, str):
+                raise fail(f"{path}[{i}].word", _tell(stream), "expected a str", BuildError)
+            raw = w.encode("utf-8")
+            chunk.append(pack(len(raw)))
+            chunk.append(raw)
+            chunk.append(mv[i * rb : (i + 1) * rb])
+            if len(chunk) >= 3 * 4096:
+                stream.write(b"".join(chunk))
+                chunk.clear()
+        stream.write(b"".join(chunk))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class Word2VecRecords(_Checked):
+    """``count`` word2vec binary records: word bytes, one space, ``dim`` little-endian float32.
+
+    Any run of ``\\n`` before a word is skipped (word2vec.c writes one after every vector; GoogleNews and
+    gensim write none) and remembered per record in ``newlines`` so the file rebuilds byte-exact.
+    """
+
+    def __init__(self, count: Any, dim: Any) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = int(_evaluate(self.count, context))
+        count = _limit(context, declared)
+        dim = int(_evaluate(self.dim, context))
+        rowbytes = 4 * dim
+        check_length(stream, count * (2 + rowbytes), path, f"{count} records of dim {dim}")
+        buf, base = _window(stream)
+        if isinstance(buf, memoryview):
+            buf = buf.tobytes()
+        pos = stream.tell() - base
+        end = len(buf)
+        find = buf.find
+        view = memoryview(buf)
+        raws: list[Any] = [None] * count
+        rows: list[Any] = [None] * count
+        starts = [0] * count
+        gaps = np.zeros(count, np.uint32)
+        any_gap = False
+        for i in range(count):
+            w = pos
+            while w < end and buf[w] == 10:
+                w += 1
+            if w != pos:
+                gaps[i] = w - pos
+                any_gap = True
+            sp = find(b" ", w, w + 1_000_000)
+            if sp < 0:
+                raise fail(f"{path}[{i}].word", base + w, "no space ends the word (file cut off?)",
+                           TruncatedError)
+            if sp == w:
+                raise fail(f"{path}[{i}].word", base + w, "empty word", ValueMismatchError)
+            pos = sp + 1 + rowbytes
+            if pos > end:
+                raise fail(f"{path}[{i}].vector", base + sp + 1,
+                           f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
+            starts[i] = w
+            raws[i] = view[w:sp]
+            rows[i] = view[sp + 1 : pos]
+        raws, rows, starts = _select(context, raws, rows, starts)
+        words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i])
+        vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
+        del raws, rows, view
+        stream.seek(base + pos)
+        return cs.Container(words=words, vectors=vectors, newlines=gaps if any_gap else None)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        dim = int(_evaluate(self.dim, context))
+        words = obj["words"]
+        if len(words) != count:
+            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                       expected=count, found=len(words))
+        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        gaps = obj.get("newlines")
+        if gaps is not None and len(gaps) != count:
+            raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
+        mv = byte_view(arr)
+        rb = 4 * dim
+        chunk: list[bytes | memoryview] = []
+        for i, w in enumerate(words):
+            raw = _word_bytes(w, f"{path}[{i}].word", stream)
+            if gaps is not None and gaps[i]:
+                chunk.append(b"\n" * int(gaps[i]))
+            chunk.append(raw + b" ")
+            chunk.append(mv[i * rb : (i + 1) * rb])
+            if len(chunk) >= 3 * 4096:
+                stream.write(b"".join(chunk))
+                chunk.clear()
+        stream.write(b"".join(chunk))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _word_bytes(w: Any, path: str, stream: Any) -> bytes:
+    """A word for the space-separated formats: non-empty, no ASCII space, no line break at its ends."""
+    if not isinstance(w, str):
+        raise fail(path, _tell(stream), "expected a str", BuildError, found=type(w).__name__)
+    if not w or " " in w or "\n" in w:
+        raise fail(path, _tell(stream), "a word here cannot be empty or hold a space or newline",
+                   BuildError, found=w)
+    return w.encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# text
+
+
+def _fmt_repr(row: np.ndarray) -> list[str]:
+    return [str(v) for v in row]  # numpy's shortest float32 repr, as gensim and word-vectors write
+
+
+def _fmt_fixed6(row: np.ndarray) -> list[str]:
+    return ["%f" % v for v in row.tolist()]  # word2vec.c "%lf "
+
+
+def _fmt_g5(row: np.ndarray) -> list[str]:
+    return ["%.5g" % v for v in row.tolist()]  # fastText: setprecision(5)
+
+
+STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5}
+
+
+def detect_style(lines: list[list[str]], values: np.ndarray) -> str:
+    """The number style that reproduces the sampled lines' tokens from their values ("repr" if none does)."""
+    for name, fn in STYLES.items():
+        if all(fn(row) == tokens for tokens, row in zip(lines, values, strict=False)):
+            return name
+    return "repr"
+
+
+class TextRecords(_Checked):
+    """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
+
+    ``count=None`` reads to the end (GloVe); ``dim=None`` takes the width from the first line. Trailing
+    spaces and ``\\r`` are stripped (fastText and word2vec.c write them) and recorded with the number style
+    and the final newline in ``layout``, so a file in any writer's canonical form rebuilds byte-exact.
+    """
+
+    def __init__(self, count: Any = None, dim: Any = None) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = None if self.count is None else int(_evaluate(self.count, context))
+        dim = None if self.dim is None else int(_evaluate(self.dim, context))
+        want = declared
+        limit = _params(context).get("limit")
+        if limit is not None:
+            want = int(limit) if want is None else min(want, int(limit))
+        buf, base = _window(stream)
+        if isinstance(buf, memoryview):
+            buf = buf.tobytes()
+        start = pos = stream.tell() - base
+        end = len(buf)
+        find = buf.find
+        raws: list[bytes] = []
+        nums: list[bytes] = []
+        starts: list[int] = []
+        trailing = crlf = 0
+        i = 0
+        while pos < end and (want is None or i < want):
+            nl = find(b"\n", pos)
+            stop = end if nl < 0 else nl
+            e = stop
+            if e > pos and buf[e - 1] == 13:
+                e -= 1
+                crlf += 1
+            if e > pos and buf[e - 1] == 32:
+                while e > pos and buf[e - 1] in (32, 9):
+                    e -= 1
+                trailing += 1
+            sp = find(b" ", pos, e)
+            if e == pos:
+                raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
+            if sp <= pos:
+                raise fail(f"{path}[{i}]", base + pos, "a line needs a word and numbers separated by spaces",
+                           ValueMismatchError)
+            chunk = buf[sp:e]
+            width = chunk.count(b" ")
+            if dim is None:
+                dim = width
+            elif width != dim:
+                raise fail(f"{path}[{i}]", base + pos, f"line has {width} values, expected {dim}",
+                           ValueMismatchError, expected=dim, found=width)
+            starts.append(pos)
+            raws.append(buf[pos:sp])
+            nums.append(chunk)
+            i += 1
+            pos = end if nl < 0 else nl + 1
+        if i and buf[pos - 1 : pos] != b"\n" and (want is None or i <= want):
+            # every writer ends each line with a newline: a last line without one was cut off
+            raise fail(f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline (file cut off?)",
+                       TruncatedError)
+        if want is not None and i < want:
+            raise fail(f"{path}[{i}]", base + pos, f"header declares {declared} lines, file has {i}",
+                       TruncatedError, expected=declared, found=i)
+        dim = dim or 0
+        lines = i
+        raws, nums, starts = _select(context, raws, nums, starts)
+        i = len(raws)
+        blob = b"".join(nums)
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                try:
+                    values = np.fromstring(blob, dtype=F32, sep=" ") if blob else np.zeros(0, F32)
+                except (DeprecationWarning, ValueError):
+                    values = None
+        if values is None or values.size != i * dim:
+            # find the first line that does not parse, to name it
+            for j, chunk in enumerate(nums):
+                try:
+                    np.array(chunk.split(b" ")[1:], dtype=F32)
+                except ValueError as e:
+                    raise fail(f"{path}[{j}]", base + starts[j] + len(raws[j]),
+                               f"not a number: {e}", ValueMismatchError) from None
+            raise fail(path, base + start, "numbers do not parse", ValueMismatchError)
+        vectors = values.reshape(i, dim)
+        words = _decode_all(raws, _errors(context), path, lambda k: base + starts[k])
+        stream.seek(base + pos)
+        style = "repr"
+        if i:
+            sample = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in nums[:50]]
+            style = detect_style(sample, vectors[:50])
+        ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
+        layout = cs.Container(style=style, trailing_space=bool(lines) and trailing == lines,
+                              crlf=bool(lines) and crlf == lines, final_newline=ends_nl)
+        return cs.Container(words=words, vectors=vectors, layout=layout)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        words = obj["words"]
+        n = len(words)
+        if self.count is not None:
+            count = int(_evaluate(self.count, context))
+            if count != n:
+                raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                           expected=count, found=n)
+        arr = np.asarray(obj["vectors"])
+        dim = int(_evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
+        arr = _matrix(arr, n, dim, path, stream)
+        layout = obj.get("layout") or {}
+        fmt = STYLES[layout.get("style", "repr")]
+        tail = (" " if layout.get("trailing_space") else "") + ("\r\n" if layout.get("crlf") else "\n")
+        final = layout.get("final_newline", True)
+        out: list[str] = []
+        for i, w in enumerate(words):
+            _word_bytes(w, f"{path}[{i}].word", stream)
+            line = w + " " + " ".join(fmt(arr[i]))
+            out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
+            if len(out) >= 4096:
+                stream.write("".join(out).encode("utf-8"))
+                out.clear()
+        stream.write("".join(out).encode("utf-8"))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class HeaderLine(_Checked):
+    """The ASCII line ``"<count> <dim>\\n"`` of word2vec files; any whitespace is tolerated and kept."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        pos = stream.tell()
+        buf, base = _window(stream)
+        nl = buf.find(b"\n", pos - base, pos - base + 256)
+        if nl < 0:
+            raise fail(path, pos, "no header line '<count> <dim>'", TruncatedError)
+        raw = bytes(buf[pos - base : nl + 1])
+        parts = raw.split()
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise fail(path, pos, "header must be two decimal integers", ValueMismatchError, found=raw)
+        stream.seek(base + nl + 1)
+        return cs.Container(count=int(parts[0]), dim=int(parts[1]), raw=raw)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        raw = obj.get("raw")
+        canonical = f"{obj['count']} {obj['dim']}\n".encode("ascii")
+        if raw is None or raw.split() != canonical.split():
+            raw = canonical
+        stream.write(raw)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class Trailer(_Checked):
+    """Bytes after the last record, kept so the file rebuilds byte-exact (the peers ignore them).
+
+    Skipped, and None, when the caller asked for a ``limit`` of rows.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
+        if _params(context).get("limit") is not None:
+            return None
+        return stream.read()
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj:
+            stream.write(obj)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
