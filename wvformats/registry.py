@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,8 @@ class Format:
 
 _FORMATS: dict[str, Format] = {}
 _loaded = False
+# codec modules that failed to import, with the error: one broken codec must not take the others down
+LOAD_ERRORS: dict[str, str] = {}
 
 
 def register(fmt: Format, *, replace: bool = False) -> Format:
@@ -64,7 +67,12 @@ def load() -> dict[str, Format]:
         from . import codecs
 
         for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
-            importlib.import_module(f"{codecs.__name__}.{info.name}")
+            try:
+                importlib.import_module(f"{codecs.__name__}.{info.name}")
+            except Exception as e:  # noqa: BLE001 - reported by tests and by `wvformats formats`
+                LOAD_ERRORS[info.name] = f"{type(e).__name__}: {e}"
+                warnings.warn(f"wvformats codec {info.name!r} failed to load: {e}", RuntimeWarning,
+                              stacklevel=2)
     return _FORMATS
 
 

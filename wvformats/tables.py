@@ -17,7 +17,7 @@ import construct as cs
 import numpy as np
 
 from .errors import BuildError, TruncatedError, ValueMismatchError
-from .framework import _Checked, _evaluate, _tell, _window, byte_view, check_length, fail
+from .framework import _Checked, _evaluate, _tell, _window, byte_view, fail
 
 F32 = np.dtype("<f4")
 
@@ -94,27 +94,28 @@ class LeaderRecords(_Checked):
         count = _limit(context, declared)
         dim = int(_evaluate(self.dim, context))
         rowbytes = 4 * dim
-        check_length(stream, count * (4 + rowbytes), path, f"{count} records of dim {dim}")
         buf, base = _window(stream)
         pos = stream.tell() - base
         end = len(buf)
         unpack = struct.Struct("<I").unpack_from
         view = memoryview(buf)
-        raws: list[Any] = [None] * count
-        rows: list[Any] = [None] * count
-        starts = [0] * count
+        # lists grow as records are found: every record takes at least 4 bytes, so a hostile count
+        # runs into the end of the file (and names the record) long before memory runs out
+        raws: list[Any] = []
+        rows: list[Any] = []
+        starts: list[int] = []
         for i in range(count):
             if pos + 4 > end:
                 raise fail(f"{path}[{i}].word", base + pos, "record is cut off", TruncatedError)
             (n,) = unpack(buf, pos)
-            starts[i] = pos
+            starts.append(pos)
             w = pos + 4
             pos = w + n + rowbytes
             if pos > end:
                 raise fail(f"{path}[{i}]", base + w - 4, f"record needs {4 + n + rowbytes} bytes, "
                            f"only {end - w + 4} remain", TruncatedError)
-            raws[i] = view[w : w + n]
-            rows[i] = view[w + n : pos]
+            raws.append(view[w : w + n])
+            rows.append(view[w + n : pos])
         raws, rows, starts = _select(context, raws, rows, starts)
         words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i] + 4)
         vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
@@ -168,7 +169,6 @@ class Word2VecRecords(_Checked):
         count = _limit(context, declared)
         dim = int(_evaluate(self.dim, context))
         rowbytes = 4 * dim
-        check_length(stream, count * (2 + rowbytes), path, f"{count} records of dim {dim}")
         buf, base = _window(stream)
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
@@ -176,18 +176,16 @@ class Word2VecRecords(_Checked):
         end = len(buf)
         find = buf.find
         view = memoryview(buf)
-        raws: list[Any] = [None] * count
-        rows: list[Any] = [None] * count
-        starts = [0] * count
-        gaps = np.zeros(count, np.uint32)
-        any_gap = False
+        raws: list[Any] = []  # grown per record: a hostile count cannot allocate ahead of the data
+        rows: list[Any] = []
+        starts: list[int] = []
+        gaps: dict[int, int] = {}
         for i in range(count):
             w = pos
             while w < end and buf[w] == 10:
                 w += 1
             if w != pos:
                 gaps[i] = w - pos
-                any_gap = True
             sp = find(b" ", w, w + 1_000_000)
             if sp < 0:
                 raise fail(f"{path}[{i}].word", base + w, "no space ends the word (file cut off?)",
@@ -198,15 +196,19 @@ class Word2VecRecords(_Checked):
             if pos > end:
                 raise fail(f"{path}[{i}].vector", base + sp + 1,
                            f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
-            starts[i] = w
-            raws[i] = view[w:sp]
-            rows[i] = view[sp + 1 : pos]
+            starts.append(w)
+            raws.append(view[w:sp])
+            rows.append(view[sp + 1 : pos])
         raws, rows, starts = _select(context, raws, rows, starts)
         words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i])
         vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
         del raws, rows, view
         stream.seek(base + pos)
-        return cs.Container(words=words, vectors=vectors, newlines=gaps if any_gap else None)
+        newlines = None
+        if gaps and _params(context).get("vocab") is None:
+            newlines = np.zeros(count, np.uint32)
+            newlines[list(gaps)] = list(gaps.values())
+        return cs.Container(words=words, vectors=vectors, newlines=newlines)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         count = int(_evaluate(self.count, context))

@@ -1,0 +1,120 @@
+"""Registry, compile policy, generated docs and the CLI."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import construct as cs
+import pytest
+
+import wvformats as wv
+from wvformats import cli, framework, registry
+from wvformats.docs import page
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_codec_module_loads():
+    registry.load()
+    assert registry.LOAD_ERRORS == {}
+    assert {"leader", "word2vec-binary", "word2vec-text", "glove"} <= set(wv.formats())
+
+
+def _all_schemas():
+    for fmt in registry.load().values():
+        if fmt.schema is not None:
+            yield fmt.name, fmt.schema
+        yield from ((f"{fmt.name}:{k}", v) for k, v in fmt.schemas.items())
+
+
+@pytest.mark.parametrize("name,schema", list(_all_schemas()), ids=lambda x: x if isinstance(x, str) else "")
+def test_compile_policy(name, schema):
+    """Every schema compiles, or is listed as interpreted-only with a reason."""
+    if name in framework.INTERPRETED_ONLY:
+        assert len(framework.INTERPRETED_ONLY[name]) > 10
+        return
+    assert framework.compiled(schema) is not None
+
+
+def test_generated_docs_are_current():
+    for name, fmt in registry.load().items():
+        path = ROOT / "docs" / "formats" / f"{name}.md"
+        assert path.exists(), f"run: wvformats docs docs/formats ({name} has no page)"
+        assert path.read_text(encoding="utf-8") == page(fmt), f"docs/formats/{name}.md is stale"
+
+
+def test_no_per_element_float_arrays_in_schemas():
+    """Bulk data goes through NumpyArray, never Array(n, Float32l)."""
+    def walk(c, seen=()):
+        if id(c) in seen:
+            return
+        seen = (*seen, id(c))
+        if isinstance(c, cs.Array) and isinstance(getattr(c, "subcon", None), cs.FormatField):
+            assert c.subcon.fmtstr[-1] not in "efd", f"per-element float array in {c}"
+        for attr in ("subcon", "subcons", "cases", "thensubcon", "elsesubcon"):
+            sub = getattr(c, attr, None)
+            if isinstance(sub, cs.Construct):
+                walk(sub, seen)
+            elif isinstance(sub, (list, tuple)):
+                for s in sub:
+                    walk(s, seen)
+            elif isinstance(sub, dict):
+                for s in sub.values():
+                    walk(s, seen)
+    for _, schema in _all_schemas():
+        walk(schema)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "wvformats.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def test_cli_help_and_exit_codes(tmp_path):
+    r = run("--help")
+    assert r.returncode == 0 and "validate" in r.stdout and "exit codes" in r.stdout
+    assert run("no-such-command").returncode == 2
+    assert run().returncode == 2
+    missing = run("inspect", tmp_path / "missing")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_cli_samples_main_job():
+    r = run("samples", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and all(row["ok"] for row in rows)
+    sniffed = {row["sniffed"] for row in rows}
+    assert {"leader", "word2vec-binary", "word2vec-text", "glove"} <= sniffed
+
+
+def test_cli_validate_inspect_dump_convert(tmp_path):
+    import numpy as np
+
+    src = tmp_path / "a.leader"
+    wv.write(wv.Embeddings(["x", "y"], np.ones((2, 2))), src)
+    r = run("validate", "--json", src)
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["ok"] is True
+    bad = tmp_path / "bad.leader"
+    bad.write_bytes(src.read_bytes()[:-3])
+    r = run("validate", bad)
+    assert r.returncode == 1 and "records[1]" in r.stdout
+    r = run("inspect", "--json", src)
+    info = json.loads(r.stdout)
+    assert info["format"] == "leader" and info["words"] == 2 and info["parts"][3]["offset"] == 24
+    r = run("dump", src)
+    assert r.returncode == 0 and "magic = 38941" in r.stdout and "records =" in r.stdout
+    dst = tmp_path / "b.txt"
+    assert run("convert", src, dst).returncode == 0
+    again = run("convert", src, dst)
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert run("convert", src, dst, "--force", "--to", "glove").returncode == 0
+    assert wv.sniff(dst) == "glove"
+    r = run("inspect", bad)
+    assert r.returncode == 2 and "leader" in r.stderr and "at byte" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_main_in_process(capsys):
+    assert cli.main(["formats"]) == 0
+    assert "leader" in capsys.readouterr().out
