@@ -53,6 +53,98 @@ def _decode_all(raws: list[Any], errors: str, path: str, offsets: Any) -> list[s
     return out
 
 
+def _decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
+                  base: int) -> list[str]:
+    """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
+
+    The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
+    are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
+    byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
+    """
+    n = len(starts)
+    if n == 0:
+        return []
+    u8 = np.frombuffer(buf, np.uint8)
+    lens = ends - starts
+    total = int(lens.sum())
+    first = np.cumsum(lens) - lens  # offset of each word inside the blob
+    idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
+    blob = u8[idx]
+    lead = (blob & 0xC0) != 0x80
+    nonempty = lens > 0
+    if errors == "strict" and bool(lead[first[nonempty]].all()):
+        try:
+            text = blob.tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and n > 1 and not (blob == 10).any():
+            # no word holds a newline: put one between the words and let str.split cut them
+            joined = np.insert(blob, first[1:], 10).tobytes().decode("utf-8")
+            return joined.split("\n")
+        if text is not None:
+            if len(text) == total:  # all ASCII: byte offsets are character offsets
+                cuts = np.cumsum(lens).tolist()
+            else:
+                chars = np.add.reduceat(lead, first[nonempty]) if total else np.zeros(0, np.int64)
+                clens = np.zeros(n, np.int64)
+                clens[nonempty] = chars
+                cuts = np.cumsum(clens).tolist()
+            return [text[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+    mv = memoryview(buf)
+    return _decode_all([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], errors, path,
+                       lambda i: base + int(starts[i]))
+
+
+def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
+    """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix.
+
+    Rows sit at arbitrary byte offsets, so they are gathered as 4-byte words from the four views of the
+    buffer shifted by 0..3 bytes, in chunks that bound the size of the index arrays.
+    """
+    n = len(vstarts)
+    out = np.empty((n, dim), F32)
+    if n == 0 or dim == 0:
+        return out
+    size = len(buf)
+    residue = vstarts & 3
+    for r in range(4):
+        rows = np.flatnonzero(residue == r)
+        if rows.size == 0:
+            continue
+        words = np.frombuffer(buf, F32, count=(size - r) // 4, offset=r)
+        # every window of dim consecutive words, as a view: indexing its first axis copies whole rows
+        windows = np.lib.stride_tricks.sliding_window_view(words, dim)
+        out[rows] = windows[(vstarts[rows] - r) >> 2]
+    return out
+
+
+def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
+    """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
+    vocab = _params(context).get("vocab")
+    if vocab is None:
+        return None
+    wanted = set(vocab)
+    keep = []
+    for i, w in enumerate(words):
+        if w in wanted:
+            wanted.discard(w)
+            keep.append(i)
+    return keep
+
+
+def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
+           path: str, base: int) -> tuple[list[str], np.ndarray]:
+    """Words and vectors of a binary table from the record offsets found by a parse loop."""
+    ws = np.asarray(wstarts, np.int64)
+    words = _decode_spans(buf, ws, np.asarray(wends, np.int64), _errors(context), path, base)
+    vs = np.asarray(vstarts, np.int64)
+    keep = _keep_vocab(context, words)
+    if keep is not None:
+        words = [words[i] for i in keep]
+        vs = vs[np.array(keep, np.int64)]
+    return words, _gather_rows(buf, vs, dim)
+
+
 def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
     arr = np.asarray(vectors)
     if arr.size == 0 and n == 0:
@@ -98,28 +190,27 @@ class LeaderRecords(_Checked):
         pos = stream.tell() - base
         end = len(buf)
         unpack = struct.Struct("<I").unpack_from
-        view = memoryview(buf)
-        # lists grow as records are found: every record takes at least 4 bytes, so a hostile count
-        # runs into the end of the file (and names the record) long before memory runs out
-        raws: list[Any] = []
-        rows: list[Any] = []
+        # the loop only finds record offsets; words and vectors are then cut out in vectorised passes.
+        # Lists grow as records are found: every record takes at least 4 bytes, so a hostile count runs
+        # into the end of the file (and names the record) long before memory runs out.
         starts: list[int] = []
+        add = starts.append
+        fixed = 4 + rowbytes
         for i in range(count):
             if pos + 4 > end:
                 raise fail(f"{path}[{i}].word", base + pos, "record is cut off", TruncatedError)
             (n,) = unpack(buf, pos)
-            starts.append(pos)
-            w = pos + 4
-            pos = w + n + rowbytes
+            add(pos)
+            pos += fixed + n
             if pos > end:
-                raise fail(f"{path}[{i}]", base + w - 4, f"record needs {4 + n + rowbytes} bytes, "
-                           f"only {end - w + 4} remain", TruncatedError)
-            raws.append(view[w : w + n])
-            rows.append(view[w + n : pos])
-        raws, rows, starts = _select(context, raws, rows, starts)
-        words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i] + 4)
-        vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
-        del raws, rows, view
+                raise fail(f"{path}[{i}]", base + pos - fixed - n, f"record needs {fixed + n} bytes, "
+                           f"only {end - pos + fixed + n} remain", TruncatedError)
+        rs = np.array(starts, np.int64)
+        u8 = np.frombuffer(buf, np.uint8)
+        lens = u8[rs].astype(np.int64) | u8[rs + 1].astype(np.int64) << 8
+        lens |= u8[rs + 2].astype(np.int64) << 16 | u8[rs + 3].astype(np.int64) << 24
+        del u8
+        words, vectors = _table(context, buf, rs + 4, rs + 4 + lens, rs + 4 + lens, dim, path, base)
         stream.seek(base + pos)
         return cs.Container(words=words, vectors=vectors)
 
@@ -175,10 +266,8 @@ class Word2VecRecords(_Checked):
         pos = stream.tell() - base
         end = len(buf)
         find = buf.find
-        view = memoryview(buf)
-        raws: list[Any] = []  # grown per record: a hostile count cannot allocate ahead of the data
-        rows: list[Any] = []
-        starts: list[int] = []
+        wstarts: list[int] = []  # grown per record: a hostile count cannot allocate ahead of the data
+        wends: list[int] = []
         gaps: dict[int, int] = {}
         for i in range(count):
             w = pos
@@ -196,13 +285,9 @@ class Word2VecRecords(_Checked):
             if pos > end:
                 raise fail(f"{path}[{i}].vector", base + sp + 1,
                            f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
-            starts.append(w)
-            raws.append(view[w:sp])
-            rows.append(view[sp + 1 : pos])
-        raws, rows, starts = _select(context, raws, rows, starts)
-        words = _decode_all(raws, _errors(context), path, lambda i: base + starts[i])
-        vectors = np.frombuffer(bytearray().join(rows), dtype=F32).reshape(len(rows), dim)
-        del raws, rows, view
+            wstarts.append(w)
+            wends.append(sp)
+        words, vectors = _table(context, buf, wstarts, wends, [e + 1 for e in wends], dim, path, base)
         stream.seek(base + pos)
         newlines = None
         if gaps and _params(context).get("vocab") is None:

@@ -1,0 +1,113 @@
+"""Word-vector formats: wvformats vs word-vectors vs gensim vs the raw-read floor, in one run.
+
+    python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3]
+
+Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII words) in every format under
+benchmarks/data/, then times each reader in fresh processes on a warm page cache and prints Markdown tables
+of medians, peak RSS and ratios. Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import measure, table  # noqa: E402
+
+import wvformats as wv  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+NON_ASCII = ["é", "ü", "ß", "ж", "д", "λ", "日", "本", "語", "한", "😀", "\u00a0", "ñ", "ø"]
+
+
+def make_words(n: int, rng: np.random.Generator) -> list[str]:
+    lengths = np.clip(rng.poisson(6.5, n) + 1, 1, 40)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", np.uint8)
+    words, seen = [], set()
+    for i, n_chars in enumerate(lengths):
+        w = bytes(letters[rng.integers(0, len(letters), n_chars)]).decode()
+        if rng.random() < 0.06:
+            pos = int(rng.integers(0, len(w) + 1))
+            w = w[:pos] + NON_ASCII[int(rng.integers(0, len(NON_ASCII)))] + w[pos:]
+        w = f"{w}{i}" if w in seen else w
+        seen.add(w)
+        words.append(w)
+    return words
+
+
+def generate(n: int, dim: int) -> dict[str, Path]:
+    DATA.mkdir(exist_ok=True)
+    paths = {f: DATA / f"emb-{n}x{dim}.{f}" for f in ("leader", "word2vec-binary", "word2vec-text", "glove")}
+    if all(p.exists() for p in paths.values()):
+        return paths
+    rng = np.random.default_rng(0)
+    emb = wv.Embeddings(make_words(n, rng), np.round(rng.normal(0, 0.4, (n, dim)), 5).astype("<f4"))
+    for fmt, p in paths.items():
+        t = time.perf_counter()
+        wv.write(emb, p, fmt)
+        print(f"generated {p.name} ({p.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s",
+              file=sys.stderr)
+    return paths
+
+
+def floor(path: Path) -> tuple[str, str]:
+    return "", f"open({str(path)!r}, 'rb').read()"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--words", type=int, default=400_000)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-gensim-text", action="store_true", help="gensim text reads take ~40 s each")
+    args = ap.parse_args()
+    paths = generate(args.words, args.dim)
+    wvr = {"leader": "read_leader", "word2vec-binary": "read_w2v", "word2vec-text": "read_w2v_text",
+           "glove": "read_glove"}
+    gensim = {"word2vec-binary": "binary=True", "word2vec-text": "binary=False",
+              "glove": "binary=False, no_header=True"}
+    out = [f"Synthetic {args.words} x {args.dim}, median of {args.repeat} fresh-process runs, warm cache.\n"]
+    for fmt, p in paths.items():
+        path = str(p)
+        open(p, "rb").read()  # warm the page cache
+        rows = [("floor: read() the file", measure(*floor(p), repeat=args.repeat)),
+                ("wvformats", measure("import wvformats as wv", f"e = wv.read({path!r}, {fmt!r})",
+                                      repeat=args.repeat))]
+        try:
+            rows.append(("word-vectors", measure("import word_vectors as w", f"w.{wvr[fmt]}({path!r})",
+                                                 repeat=args.repeat)))
+        except RuntimeError:
+            rows.append(("word-vectors", None))
+        if fmt in gensim and not (args.skip_gensim_text and fmt != "word2vec-binary"):
+            rows.append(("gensim", measure("from gensim.models import KeyedVectors as K",
+                                           f"K.load_word2vec_format({path!r}, {gensim[fmt]})",
+                                           repeat=args.repeat)))
+        size = p.stat().st_size / 1e6
+        text = table(f"read {fmt} ({size:.0f} MB)", rows, "wvformats")
+        print(text, flush=True)
+        out.append(text)
+    # writing: wvformats vs the raw-write floor (the same number of bytes)
+    for fmt in ("leader", "word2vec-binary"):
+        p = paths[fmt]
+        dst = DATA / f"out.{fmt}"
+        setup = f"import wvformats as wv\ne = wv.read({str(p)!r}, {fmt!r})\nimport os"
+        rows = [("floor: write the same bytes", measure(
+                    f"data = open({str(p)!r}, 'rb').read()\nimport os",
+                    f"f = open({str(dst)!r}, 'wb'); f.write(data); f.flush(); os.fsync(f.fileno()); f.close()",
+                    repeat=args.repeat)),
+                ("wvformats write", measure(setup, f"wv.write(e, {str(dst)!r}, {fmt!r})", repeat=args.repeat))]
+        text = table(f"write {fmt}", rows, "wvformats write")
+        print(text, flush=True)
+        out.append(text)
+        os.unlink(dst)
+    (DATA / "last-run.md").write_text("\n".join(out), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Shared timing helpers for the benchmarks: fresh-process trials on a warm cache, medians, ratio tables."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+
+_RUNNER = r"""
+import json, re, time, sys
+{setup}
+t0 = time.perf_counter()
+{timed}
+dt = time.perf_counter() - t0
+# VmHWM is per address space, so it starts afresh at exec (ru_maxrss would inherit the parent's peak)
+rss = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
+print(json.dumps({{"seconds": dt, "maxrss_mb": rss}}))
+"""
+
+
+def trial(setup: str, timed: str, timeout: float = 600) -> dict[str, float]:
+    """Run ``timed`` once in a fresh interpreter after ``setup`` (imports); only ``timed`` is timed."""
+    code = _RUNNER.format(setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "trial failed")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(setup: str, timed: str, repeat: int = 3) -> dict[str, float]:
+    """Median seconds and the largest peak RSS over ``repeat`` fresh-process trials."""
+    runs = [trial(setup, timed) for _ in range(repeat)]
+    return {"seconds": statistics.median(r["seconds"] for r in runs),
+            "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
+
+
+def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str) -> str:
+    """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``."""
+    ref = dict(rows)[base]
+    lines = [f"### {title}", "", "| reader | median s | peak RSS MB | x " + base + " |", "|---|---|---|---|"]
+    for name, r in rows:
+        if r is None:
+            lines.append(f"| {name} | failed | | |")
+            continue
+        ratio = r["seconds"] / ref["seconds"] if ref else float("nan")
+        lines.append(f"| {name} | {r['seconds']:.3f} | {r['maxrss_mb']:.0f} | {ratio:.2f} |")
+    return "\n".join(lines) + "\n"
