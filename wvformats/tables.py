@@ -11,6 +11,7 @@ details (newlines between binary records, the number style of text files) make t
 from __future__ import annotations
 
 import struct
+import warnings
 from typing import Any
 
 import construct as cs
@@ -156,21 +157,6 @@ def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarra
         raise fail(path, _tell(stream), "vector matrix does not match the header", BuildError,
                    expected=(n, dim), found=arr.shape)
     return arr
-
-
-def _select(context: Any, raws: list[Any], rows: list[Any], starts: list[int]) -> tuple[list, list, list]:
-    """Apply the ``vocab`` read option: keep the first row of each wanted word, before any copy is made."""
-    vocab = _params(context).get("vocab")
-    if vocab is None:
-        return raws, rows, starts
-    wanted = {w.encode("utf-8") for w in vocab}
-    keep = []
-    for i, raw in enumerate(raws):
-        key = bytes(raw)
-        if key in wanted:
-            wanted.discard(key)
-            keep.append(i)
-    return [raws[i] for i in keep], [rows[i] for i in keep], [starts[i] for i in keep]
 
 
 class LeaderRecords(_Checked):
@@ -431,12 +417,14 @@ class TextRecords(_Checked):
                        TruncatedError, expected=declared, found=i)
         dim = dim or 0
         lines = i
-        raws, nums, starts = _select(context, raws, nums, starts)
+        words = _decode_all(raws, _errors(context), path, lambda k: base + starts[k])
+        keep = _keep_vocab(context, words)
+        if keep is not None:  # the vocab option: unwanted lines never reach the number parser
+            words, raws = [words[k] for k in keep], [raws[k] for k in keep]
+            nums, starts = [nums[k] for k in keep], [starts[k] for k in keep]
         i = len(raws)
         blob = b"".join(nums)
         with np.errstate(all="ignore"):
-            import warnings
-
             with warnings.catch_warnings():
                 warnings.simplefilter("error", DeprecationWarning)
                 try:
@@ -453,7 +441,6 @@ class TextRecords(_Checked):
                                f"not a number: {e}", ValueMismatchError) from None
             raise fail(path, base + start, "numbers do not parse", ValueMismatchError)
         vectors = values.reshape(i, dim)
-        words = _decode_all(raws, _errors(context), path, lambda k: base + starts[k])
         stream.seek(base + pos)
         style = "repr"
         if i:
