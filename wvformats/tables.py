@@ -115,7 +115,10 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
         words = np.frombuffer(buf, F32, count=(size - r) // 4, offset=r)
         # every window of dim consecutive words, as a view: indexing its first axis copies whole rows
         windows = np.lib.stride_tricks.sliding_window_view(words, dim)
-        out[rows] = windows[(vstarts[rows] - r) >> 2]
+        step = max(1, (16 << 20) // (4 * dim))  # bound the temporary copy to about 16 MB
+        for a in range(0, rows.size, step):
+            sel = rows[a : a + step]
+            out[sel] = windows[(vstarts[sel] - r) >> 2]
     return out
 
 
