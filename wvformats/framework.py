@@ -34,6 +34,8 @@ from .errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 __all__ = [
     "AlignTo",
     "BufferStream",
+    "CheckedBytes",
+    "Chunks",
     "CheckedString",
     "NumpyArray",
     "ShapeOf",
@@ -439,6 +441,98 @@ class StringTable(_Checked):
         raise cs.SizeofError(path=path)
 
 
+class CheckedBytes(_Checked):
+    """``length`` raw bytes, checked against what remains (compiled ``Bytes`` would read short silently)."""
+
+    def __init__(self, length: Any) -> None:
+        super().__init__()
+        self.length = length
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes:
+        n = int(_evaluate(self.length, context))
+        check_length(stream, n, path, "bytes")
+        return stream.read(n)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        n = _evaluate(self.length, context)  # None: a length field back-patched after the build
+        if n is not None and len(obj) != n:
+            raise fail(path, _tell(stream), "byte string length does not match its header", BuildError,
+                       expected=n, found=len(obj))
+        stream.write(obj)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return int(_evaluate(self.length, context))
+
+
+class Chunks(_Checked):
+    """Chunks to the end of the stream: ``u32 id``, ``u64 length`` (bytes after the length field), body.
+
+    ``types`` maps an id to ``(name, body schema)``; it is read at parse time, so registering a new chunk
+    type is adding an entry. An unknown id is kept as raw bytes (skipped by its length) and written back
+    byte-exact. The body must fill exactly ``length`` bytes. Building back-patches the length field.
+    """
+
+    def __init__(self, types: dict[int, tuple[str, cs.Construct]], listed: Any = 0) -> None:
+        super().__init__()
+        self.types = types
+        self.listed = listed  # the header's chunk count: a file that ends before that many is cut off
+        self._head = struct.Struct("<IQ")
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
+        out = cs.ListContainer()
+        i = 0
+        while True:
+            left = remaining(stream)
+            if left == 0:
+                listed = int(_evaluate(self.listed, context))
+                if len(out) < listed:
+                    raise fail(f"{path}[{len(out)}]", stream.tell(),
+                               f"the header lists {listed} chunks, the file ends after {len(out)}", TruncatedError)
+                return out
+            start = stream.tell()
+            where = f"{path}[{i}]"
+            check_length(stream, 12, where, "chunk id and length")
+            chunk_id, length = self._head.unpack(stream.read(12))
+            check_length(stream, length, where, f"chunk {chunk_id} body")
+            entry = self.types.get(chunk_id)
+            if entry is None:
+                out.append(cs.Container(chunk_id=chunk_id, name="unknown", body=stream.read(length)))
+            else:
+                name, schema = entry
+                ctx = cs.Container(_=context, _params=context._params, _root=context.get("_root"),
+                                   _parsing=True, _building=False, _sizing=False, chunk_len=length)
+                body = schema._parsereport(stream, ctx, f"{where} -> {name}")
+                used = stream.tell() - start - 12
+                if used != length:
+                    raise fail(where, start + 4, f"{name} chunk length field says {length} bytes, "
+                               f"its body has {used}", ValueMismatchError, expected=used, found=length)
+                out.append(cs.Container(chunk_id=chunk_id, name=name, body=body))
+            i += 1
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        for i, chunk in enumerate(obj):
+            chunk_id = int(chunk["chunk_id"])
+            start = stream.tell()
+            stream.write(self._head.pack(chunk_id, 0))
+            entry = self.types.get(chunk_id)
+            if entry is None:
+                stream.write(bytes(chunk["body"]))
+            else:
+                name, schema = entry
+                ctx = cs.Container(_=context, _params=context._params, _root=context.get("_root"),
+                                   _parsing=False, _building=True, _sizing=False, chunk_len=None)
+                schema._build(chunk["body"], stream, ctx, f"{path}[{i}] -> {name}")
+            end = stream.tell()
+            stream.seek(start)
+            stream.write(self._head.pack(chunk_id, end - start - 12))
+            stream.seek(end)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
 def _window(stream: Any) -> tuple[Any, int]:
     """A buffer holding the rest of the stream and the absolute offset of its first byte.
 
@@ -486,6 +580,7 @@ _TRANSLATE = (
     ValueError,
     TypeError,
     OverflowError,
+    ArithmeticError,
     MemoryError,
     UnicodeError,
     EOFError,

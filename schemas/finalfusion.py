@@ -1,0 +1,91 @@
+"""finalfusion (``.fifu``): a header listing chunk ids, then chunks framed as ``u32 id, u64 length, body``.
+
+All integers little-endian. Array chunks pad with 1 to 4 zero bytes (never 0) so their f32 payload starts at
+a 4-aligned absolute file offset. The chunk length counts the bytes after the length field, padding
+included. (The published spec gives the wrong subword-vocab field order and quantized array shapes; this
+follows finalfusion-rust and finalfusion-python 0.7.1.)
+"""
+
+from construct import Const, If, Int32ul, Int64ul, Struct, this
+
+from wvformats.framework import AlignTo, CheckedBytes, Chunks, NumpyArray, StringTable
+
+simple_vocab = Struct(
+    "n_words" / Int64ul * "number of words",
+    "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
+)
+
+bucket_subword_vocab = Struct(
+    "n_words" / Int64ul * "number of words (first, despite the spec)",
+    "min_n" / Int32ul * "shortest n-gram, in code points",
+    "max_n" / Int32ul * "longest n-gram, in code points",
+    "bucket_exp" / Int32ul * "2^bucket_exp buckets of the finalfusion FNV-1a hash",
+    "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
+)
+
+fasttext_subword_vocab = Struct(
+    "n_words" / Int64ul * "number of words (first, despite the spec)",
+    "min_n" / Int32ul * "shortest n-gram, in code points",
+    "max_n" / Int32ul * "longest n-gram, in code points",
+    "buckets" / Int32ul * "exact number of fastText hash buckets",
+    "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
+)
+
+ndarray = Struct(
+    "rows" / Int64ul * "rows: word rows first, then subword rows",
+    "cols" / Int32ul * "dimensionality",
+    "type_id" / Const(10, Int32ul) * "10 = f32",
+    "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
+    "data" / NumpyArray("<f4", (this.rows, this.cols)) * "row-major f32 matrix",
+)
+
+quantized_array = Struct(
+    "use_projection" / Int32ul * "1 when an (r x r) projection follows",
+    "use_norms" / Int32ul * "1 when per-row norms follow the subquantizers",
+    "quantized_len" / Int32ul * "q: subquantizers = code bytes per row",
+    "reconstructed_len" / Int32ul * "r: dimensionality (a multiple of q)",
+    "n_centroids" / Int32ul * "centroids per subquantizer (2^bits, bits <= 8)",
+    "n_embeddings" / Int64ul * "storage rows, subword rows included",
+    "quantized_type" / Const(1, Int32ul) * "1 = u8 codes",
+    "reconstructed_type" / Const(10, Int32ul) * "10 = f32",
+    "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes before the first f32 array",
+    "projection" / If(this.use_projection, NumpyArray("<f4", (this.reconstructed_len, this.reconstructed_len)))
+    * "f32[r][r], if use_projection",
+    "subquantizers" / NumpyArray("<f4", (this.quantized_len, this.n_centroids,
+                                         this.reconstructed_len // this.quantized_len))
+    * "f32[q][n_centroids][r/q]",
+    "norms" / If(this.use_norms, NumpyArray("<f4", this.n_embeddings)) * "f32[n_embeddings], if use_norms",
+    "codes" / NumpyArray("u1", (this.n_embeddings, this.quantized_len)) * "u8[n_embeddings][q]",
+)
+
+metadata = Struct(
+    "toml" / CheckedBytes(this._.chunk_len) * "UTF-8 TOML text filling the chunk (no padding, no terminator)",
+)
+
+nd_norms = Struct(
+    "n_norms" / Int64ul * "number of words (not storage rows)",
+    "type_id" / Const(10, Int32ul) * "10 = f32",
+    "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
+    "norms" / NumpyArray("<f4", this.n_norms) * "the L2 norm each word row had before normalisation",
+)
+
+# Chunk id -> (name, body). Users register new chunk types here (see wvformats.finalfusion.register_chunk);
+# ids not listed (explicit and floret vocabularies for now, and any unknown id) are kept as raw bytes.
+CHUNK_TYPES = {
+    1: ("simple_vocab", simple_vocab),
+    2: ("ndarray", ndarray),
+    3: ("bucket_subword_vocab", bucket_subword_vocab),
+    4: ("quantized_array", quantized_array),
+    5: ("metadata", metadata),
+    6: ("nd_norms", nd_norms),
+    7: ("fasttext_subword_vocab", fasttext_subword_vocab),
+}
+
+finalfusion = Struct(
+    "magic" / Const(b"FiFu") * 'b"FiFu"',
+    "version" / Const(0, Int32ul) * "format version 0 (readers reject others)",
+    "n_chunks" / Int32ul * "number of chunk ids that follow",
+    "chunk_ids" / NumpyArray("<u4", this.n_chunks) * "chunk ids in file order",
+    "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks)
+    * "to the end of the file (at least n_chunks): u32 id, u64 length, body",
+)

@@ -1,0 +1,195 @@
+"""finalfusion: chunk schemas, exact padding, finalfusion-python 0.7.1 as the oracle, bad input."""
+
+import construct as cs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
+from wvformats.schemas import finalfusion as schema
+
+import wvformats as wv
+from wvformats import framework
+from wvformats.codecs import finalfusion as codec
+from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
+
+ff = pytest.importorskip("finalfusion")  # the 'peers' extra, installed by CI
+
+words_st = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=6), max_size=6, unique=True)
+
+
+@MODES
+@given(words=words_st, prefix=st.integers(0, 3), dim=st.integers(0, 4))
+def test_file_roundtrip_hits_every_padding(compiled, words, prefix, dim):
+    """Vocabularies of every byte length put the NdArray chunk at every offset mod 4: pad 1..4, never 0."""
+    words = words + ["x" * prefix]  # shifts the array chunk by 0..3 bytes
+    vectors = np.arange(len(words) * dim, dtype="<f4").reshape(len(words), dim)
+    obj = codec.from_model(wv.Embeddings(words, vectors), normalize=False)
+    data = roundtrip(schema.finalfusion, obj, format="finalfusion", compiled=compiled)
+    back = framework.parse(schema.finalfusion, data, format="finalfusion")
+    array = back.chunks[1].body
+    assert 1 <= array.padding <= 4
+    start = len(data) - 4 * len(words) * dim
+    assert start % 4 == 0 and np.array_equal(np.frombuffer(data[start:], "<f4").reshape(len(words), dim), vectors)
+
+
+@MODES
+@given(words=words_st, q=st.integers(1, 3), sub=st.integers(1, 2), c=st.integers(1, 4), proj=st.booleans(),
+       norms=st.booleans(), pad=st.integers(0, 3))
+def test_quantized_chunk_roundtrip(compiled, words, q, sub, c, proj, norms, pad):
+    n, r = len(words), q * sub
+    rng = np.random.default_rng(n + q + c)
+    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
+                        n_centroids=c, n_embeddings=n, quantized_type=1, reconstructed_type=10, padding=None,
+                        projection=rng.random((r, r), np.float32) if proj else None,
+                        subquantizers=rng.random((q, c, sub), np.float32),
+                        norms=rng.random(n, np.float32) if norms else None,
+                        codes=rng.integers(0, c, (n, q)).astype(np.uint8))
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([1, 4], "<u4"), chunks=[
+        cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=n, words=words + [])),
+        cs.Container(chunk_id=4, name="quantized_array", body=body)])
+    obj.chunks[0].body.words = ["p" * pad + w for w in words] if len({("p" * pad + w) for w in words}) == n else words
+    data = roundtrip(schema.finalfusion, obj, format="finalfusion", compiled=compiled)
+    assert_truncations_fail(schema.finalfusion, data, format="finalfusion", compiled=compiled,
+                            step=max(1, len(data) // 50))
+
+
+def test_padding_follows_finalfusion_python_at_each_offset(tmp_path):
+    """finalfusion-python writes the NdArray chunk after vocabularies of each length: same bytes as ours."""
+    for extra in range(4):
+        words = ["a" * (extra + 1), "bc"]
+        vectors = np.arange(6, dtype="<f4").reshape(2, 3)
+        theirs = tmp_path / f"p{extra}.fifu"
+        ff.Embeddings(ff.storage.NdArray(vectors), ff.vocab.SimpleVocab(words)).write(str(theirs))
+        ours = tmp_path / f"o{extra}.fifu"
+        wv.write(wv.Embeddings(words, vectors), ours, normalize=False)
+        assert ours.read_bytes() == theirs.read_bytes()
+        assert wv.validate(theirs).ok
+
+
+def _peer_files(tmp_path):
+    rng = np.random.default_rng(5)
+    words = ["Daniël", "überspringen", "hallo", "日本", "a"]
+    m = rng.normal(size=(len(words), 4)).astype(np.float32)
+    out = {}
+    simple = ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(words),
+                           norms=ff.norms.Norms(np.linalg.norm(m, axis=1).astype(np.float32)),
+                           metadata=ff.metadata.Metadata({"model": "test", "dims": 4}))
+    out["simple"] = simple
+    bucket_vocab = ff.vocab.FinalfusionBucketVocab(words, ff.subword.FinalfusionHashIndexer(bucket_exp=3))
+    out["bucket"] = ff.Embeddings(ff.storage.NdArray(rng.normal(size=(len(words) + 8, 4)).astype(np.float32)),
+                                  bucket_vocab)
+    ft_vocab = ff.vocab.FastTextVocab(words, ff.subword.FastTextIndexer(n_buckets=7))
+    out["fasttext"] = ff.Embeddings(ff.storage.NdArray(rng.normal(size=(len(words) + 7, 4)).astype(np.float32)),
+                                    ft_vocab)
+    paths = {}
+    for name, e in out.items():
+        p = tmp_path / f"{name}.fifu"
+        e.write(str(p))
+        paths[name] = p
+    return out, paths
+
+
+def test_files_written_by_finalfusion_python(tmp_path):
+    embs, paths = _peer_files(tmp_path)
+    for name, p in paths.items():
+        assert wv.sniff(p) == "finalfusion"
+        report = wv.validate(p)
+        assert report.ok, (name, report)
+        ours = wv.read(p)
+        theirs = embs[name]
+        assert ours.words == list(theirs.vocab.words)
+        assert np.array_equal(ours.vectors, theirs.storage[: len(ours.words)])
+    simple = wv.read(paths["simple"])
+    assert simple.metadata == {"model": "test", "dims": 4}
+    assert np.array_equal(simple.norms, embs["simple"].norms)
+    bucket = wv.read(paths["bucket"])
+    assert bucket.extra["vocab"]["bucket_exp"] == 3 and bucket.extra["vocab"]["min_n"] == 3
+    assert wv.read(paths["fasttext"]).extra["vocab"]["buckets"] == 7
+
+
+def test_our_files_load_in_finalfusion_python(tmp_path):
+    rng = np.random.default_rng(1)
+    words = ["the", "naïve", "東京"]
+    m = rng.normal(size=(3, 5)).astype(np.float32)
+    p = tmp_path / "ours.fifu"
+    wv.write(wv.Embeddings(words, m, metadata={"source": "wvformats", "n": 3}), p)
+    e = ff.load_finalfusion(str(p))
+    assert list(e.vocab.words) == words and e.metadata == {"source": "wvformats", "n": 3}
+    norms = np.linalg.norm(m, axis=1)
+    assert np.allclose(e.norms, norms) and np.allclose(e.storage[:3] * norms[:, None], m, atol=1e-6)
+    for i, w in enumerate(words):
+        assert np.allclose(e.embedding(w), m[i] / norms[i], atol=1e-6)
+
+
+def test_convert_word2vec_to_finalfusion_normalises_and_keeps_norms(tmp_path):
+    src = tmp_path / "v.bin"
+    m = np.array([[3, 4], [0, 0]], np.float32)
+    wv.write(wv.Embeddings(["a", "b"], m), src)
+    dst = tmp_path / "v.fifu"
+    wv.convert(src, dst)
+    e = wv.read(dst)
+    assert np.allclose(e.vectors, [[0.6, 0.8], [0, 0]]) and np.allclose(e.norms, [5, 0])
+    assert ff.load_finalfusion(str(dst)).vocab.words == ["a", "b"]
+
+
+def test_unknown_chunks_are_kept_byte_exact(tmp_path):
+    p = tmp_path / "x.fifu"
+    wv.write(wv.Embeddings(["a"], np.ones((1, 2))), p, normalize=False)
+    data = p.read_bytes()
+    unknown = (42).to_bytes(4, "little") + (3).to_bytes(8, "little") + b"xyz"
+    q = tmp_path / "y.fifu"
+    q.write_bytes(data + unknown)
+    assert wv.validate(q).ok is False  # not listed in the header: reported
+    assert wv.validate(q).first_difference is None
+    parsed = wv.parse_file(q)
+    assert parsed.chunks[-1].name == "unknown" and parsed.chunks[-1].body == b"xyz"
+    assert wv.read(q).words == ["a"]
+
+
+def test_user_chunk_type_registered_without_editing_the_library(tmp_path):
+    freq = cs.Struct("n" / cs.Int64ul, "padding" / framework.AlignTo(4, never_zero=True),
+                     "counts" / framework.NumpyArray("<u4", cs.this.n))
+    codec.register_chunk(100, "frequencies", freq)
+    try:
+        obj = codec.from_model(wv.Embeddings(["a", "b"], np.ones((2, 2))), normalize=False)
+        obj.chunks.append(cs.Container(chunk_id=100, name="frequencies",
+                                       body=cs.Container(n=2, padding=None, counts=np.array([7, 9], "<u4"))))
+        obj.n_chunks, obj.chunk_ids = 3, np.array([1, 2, 100], "<u4")
+        p = tmp_path / "f.fifu"
+        with open(p, "wb") as f:
+            codec.build(obj, f)
+        assert wv.validate(p).ok
+        back = wv.parse_file(p)
+        assert back.chunks[2].name == "frequencies" and back.chunks[2].body.counts.tolist() == [7, 9]
+        assert equal(back.chunks[2].body.counts, np.array([7, 9], "<u4"))
+    finally:
+        del schema.CHUNK_TYPES[100]
+        codec._FORMAT.schemas.pop("chunk 100: frequencies")
+
+
+def test_truncations_and_hostile_lengths(tmp_path):
+    p = tmp_path / "x.fifu"
+    wv.write(wv.Embeddings(["ab", "c"], np.ones((2, 3)), metadata={"k": "v"}), p)
+    data = p.read_bytes()
+    assert_truncations_fail(schema.finalfusion, data, format="finalfusion", compiled=False)
+    with pytest.raises(TruncatedError):
+        bad = bytearray(data)
+        bad[8:12] = (2**31).to_bytes(4, "little")  # n_chunks
+        framework.parse(schema.finalfusion, bytes(bad), format="finalfusion")
+    for row_count in (2**63, 2**64 - 1):
+        parsed = framework.parse(schema.finalfusion, data, format="finalfusion")
+        start = data.index(b"FiFu") + 12 + 4 * parsed.n_chunks
+        arr_at = data.index((2).to_bytes(4, "little") + b"", start)
+        bad = bytearray(data)
+        rows_at = [i for i in range(start, len(data) - 8) if data[i:i + 4] == b"\x02\0\0\0"][0] + 12
+        bad[rows_at:rows_at + 8] = row_count.to_bytes(8, "little")
+        with pytest.raises(FormatError) as e:
+            framework.parse(schema.finalfusion, bytes(bad), format="finalfusion")
+        assert e.value.format == "finalfusion" and "chunks[" in (e.value.path or "")
+        assert arr_at >= 0
+    bad = bytearray(data)
+    bad[-1] ^= 0  # unchanged control
+    assert framework.parse(schema.finalfusion, bytes(bad), format="finalfusion")
+    with pytest.raises(ValueMismatchError):
+        framework.parse(schema.finalfusion, b"FiFu\x01\0\0\0\0\0\0\0", format="finalfusion")

@@ -1,0 +1,156 @@
+"""Codec of finalfusion (``.fifu``) embeddings: chunks to and from the Embeddings model."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import construct as cs
+import numpy as np
+import tomli_w
+
+from .. import framework
+from ..embeddings import Embeddings
+from ..errors import BuildError, FormatError
+from ..registry import Format, register
+from ..schemas import finalfusion as schema
+
+NAME = "finalfusion"
+VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit", 9: "floret"}
+STORAGES = {2: "ndarray", 4: "quantized_array"}
+
+
+def register_chunk(chunk_id: int, name: str, body: cs.Construct) -> None:
+    """Make chunk type ``chunk_id`` known: it is then parsed, built, validated, dumped and documented."""
+    if chunk_id in schema.CHUNK_TYPES and schema.CHUNK_TYPES[chunk_id][0] != name:
+        raise ValueError(f"chunk id {chunk_id} is already {schema.CHUNK_TYPES[chunk_id][0]!r}")
+    schema.CHUNK_TYPES[chunk_id] = (name, body)
+    _FORMAT.schemas[f"chunk {chunk_id}: {name}"] = body
+
+
+def parse(buf: Any, **_: Any) -> Any:
+    return framework.parse(schema.finalfusion, buf, format=NAME)
+
+
+def build(obj: Any, stream: Any) -> None:
+    framework.build(schema.finalfusion, obj, stream, format=NAME)
+
+
+def _chunk(parsed: Any, ids: dict[int, str]) -> Any:
+    found = [c for c in parsed["chunks"] if c["chunk_id"] in ids]
+    return found[0] if found else None
+
+
+def reconstruct(q: Any, rows: slice | None = None) -> np.ndarray:
+    """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
+    codes = q["codes"] if rows is None else q["codes"][rows]
+    sub = q["subquantizers"]
+    parts = [sub[i][codes[:, i]] for i in range(int(q["quantized_len"]))]
+    x = np.concatenate(parts, axis=1) if parts else np.zeros((len(codes), 0), np.float32)
+    if q["use_projection"]:
+        x = x @ q["projection"].T
+    if q["use_norms"]:
+        norms = q["norms"] if rows is None else q["norms"][rows]
+        x = x * norms[:, None]
+    return x.astype(np.float32, copy=False)
+
+
+def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
+    vocab = _chunk(parsed, VOCABS)
+    storage = _chunk(parsed, STORAGES)
+    if vocab is None or storage is None:
+        raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
+    if not isinstance(vocab["body"], cs.Container):
+        raise FormatError(f"vocabulary chunk {vocab['chunk_id']} is not supported yet (kept raw)", format=NAME)
+    words = vocab["body"]["words"]
+    n = len(words)
+    if storage["chunk_id"] == 2:
+        vectors = storage["body"]["data"][:n]
+    else:
+        vectors = reconstruct(storage["body"], slice(0, n))
+    if vectors.shape[0] != n:
+        raise FormatError(f"storage has {vectors.shape[0]} rows for {n} words", format=NAME)
+    if np.dtype(dtype) != vectors.dtype:
+        vectors = vectors.astype(dtype)
+    norms = _chunk(parsed, {6: "nd_norms"})
+    meta = _chunk(parsed, {5: "metadata"})
+    metadata = None
+    if meta is not None:
+        try:
+            metadata = tomllib.loads(bytes(meta["body"]["toml"]).decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, path="chunks.metadata") from None
+    extra = {"vocab": {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")},
+             "vocab_type": vocab["name"], "storage_type": storage["name"],
+             "chunks": [c["name"] for c in parsed["chunks"]]}
+    return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
+                      metadata=metadata, extra=extra)
+
+
+def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Container:
+    """Embeddings -> [Metadata] SimpleVocab NdArray [NdNorms].
+
+    Word-vector input is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters
+    do (``normalize=False`` keeps the rows as they are and writes no norms).
+    """
+    if isinstance(obj, tuple):
+        obj = Embeddings(*obj)
+    if not isinstance(obj, Embeddings):
+        raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
+    norms = obj.norms
+    if normalize is None:
+        normalize = norms is None
+    if normalize:
+        norms = np.linalg.norm(vectors, axis=1).astype("<f4")
+        safe = np.where(norms > 0, norms, 1).astype("<f4")
+        vectors = (vectors / safe[:, None]).astype("<f4")
+    chunks = cs.ListContainer()
+    if obj.metadata:
+        chunks.append(cs.Container(chunk_id=5, name="metadata",
+                                   body=cs.Container(toml=tomli_w.dumps(obj.metadata).encode("utf-8"))))
+    chunks.append(cs.Container(chunk_id=1, name="simple_vocab",
+                               body=cs.Container(n_words=len(obj.words), words=list(obj.words))))
+    chunks.append(cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors)))
+    if norms is not None:
+        chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
+            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
+    ids = np.array([c.chunk_id for c in chunks], "<u4")
+    return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    chunks = [{"id": int(c["chunk_id"]), "type": c["name"]} for c in parsed["chunks"]]
+    info: dict[str, Any] = {"chunks": len(chunks), "chunk_types": chunks}
+    vocab = _chunk(parsed, VOCABS)
+    if vocab is not None and isinstance(vocab["body"], cs.Container):
+        info["words"] = len(vocab["body"]["words"])
+    storage = _chunk(parsed, STORAGES)
+    if storage is not None and storage["chunk_id"] == 2:
+        info["dim"] = int(storage["body"]["cols"])
+        info["rows"] = int(storage["body"]["rows"])
+    return info
+
+
+def check(parsed: Any) -> list[str]:
+    """Header list versus chunks present, and storage rows versus vocabulary."""
+    problems = []
+    present = [int(c["chunk_id"]) for c in parsed["chunks"]]
+    listed = [int(x) for x in parsed["chunk_ids"]]
+    if present != listed:
+        extra = present[len(listed):] if present[: len(listed)] == listed else None
+        if extra == [6]:
+            problems.append("note: trailing NdNorms chunk not listed in the header (written by old writers)")
+        else:
+            problems.append(f"header lists chunks {listed} but the file holds {present}")
+    return [p for p in problems if not p.startswith("note:")]
+
+
+_FORMAT = register(Format(
+    name=NAME, extensions=(".fifu",), description="finalfusion: header, then typed chunks (vocabulary, "
+    "storage, norms, TOML metadata) with 4-byte aligned arrays", schema=schema.finalfusion,
+    sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
+    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check,
+    schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},
+))
