@@ -193,3 +193,35 @@ def test_truncations_and_hostile_lengths(tmp_path):
     assert framework.parse(schema.finalfusion, bytes(bad), format="finalfusion")
     with pytest.raises(ValueMismatchError):
         framework.parse(schema.finalfusion, b"FiFu\x01\0\0\0\0\0\0\0", format="finalfusion")
+
+
+def test_published_hash_vectors():
+    from wvformats.finalfusion import fasttext_hash, finalfusion_hash, ngrams
+
+    assert ngrams("hallo", 3, 6)[:5] == ["<hallo", "<hall", "<hal", "<ha", "hallo>"]
+    assert sorted(finalfusion_hash(g) & (2**21 - 1) for g in ngrams("hallo", 3, 6)) == [
+        75867, 104120, 136555, 456131, 599360, 722393, 938007, 985859, 1006102, 1163391, 1218704, 1321513,
+        1505861, 1892376]
+    assert sorted(finalfusion_hash(g) & 3 for g in ngrams("hallo", 3, 6)) == [0, 0, 0, 0, 1, 1, 1, 2, 3, 3, 3, 3,
+                                                                             3, 3]
+    assert sorted(fasttext_hash(g) % 2_000_000 for g in ngrams("Daniël", 3, 6)) == [
+        69886, 84537, 338340, 441697, 448390, 468430, 504093, 573175, 749365, 804851, 811506, 991985, 1022467,
+        1105725, 1249224, 1418443, 1493412, 1880616]
+    assert sorted(fasttext_hash(g) % 2_000_000 for g in ngrams("überspringen", 5, 5)) == [
+        79599, 352266, 385524, 629649, 716781, 978563, 991164, 1230973, 1350653, 1992797]
+
+
+@pytest.mark.parametrize("kind", ["bucket", "fasttext"])
+def test_oov_lookups_match_finalfusion_python(tmp_path, kind):
+    embs, paths = _peer_files(tmp_path)
+    ours = wv.read(paths[kind])
+    theirs = ff.load_finalfusion(str(paths[kind]))
+    for word in ["hallo", "Daniel", "überspringt", "日本語", "zz"]:
+        expected = theirs.embedding(word)
+        got = ours.embedding(word)
+        assert (got is None) == (expected is None)
+        if got is not None:
+            assert np.allclose(got, expected, atol=1e-6), word
+        assert ours.subword_indices(word) == list(theirs.vocab.subword_indices(word))
+    assert ours.embedding("hallo") is not None and np.array_equal(ours.embedding("日本"), ours["日本"])
+    assert len(ours.subword_indices("hallo")) == 14

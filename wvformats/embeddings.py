@@ -77,6 +77,22 @@ class Embeddings:
         i = self.vocab.get(word)
         return default if i is None else self.vectors[i]
 
+    def embedding(self, word: str) -> np.ndarray | None:
+        """The vector of ``word``; for subword vocabularies an unknown word is composed from its n-grams.
+
+        None when the word is unknown and nothing can be composed.
+        """
+        i = self.vocab.get(word)
+        if i is not None:
+            return self.vectors[i]
+        oov = self.extra.get("oov")
+        return oov(word) if oov else None
+
+    def subword_indices(self, word: str) -> list[int]:
+        """The storage rows an unknown word's embedding sums (empty without a subword vocabulary)."""
+        rows_of = self.extra.get("subword_indices")
+        return rows_of(word) if rows_of else []
+
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])

@@ -9,6 +9,7 @@ import construct as cs
 import numpy as np
 import tomli_w
 
+from .. import finalfusion as lookups
 from .. import framework
 from ..embeddings import Embeddings
 from ..errors import BuildError, FormatError
@@ -41,9 +42,10 @@ def _chunk(parsed: Any, ids: dict[int, str]) -> Any:
     return found[0] if found else None
 
 
-def reconstruct(q: Any, rows: slice | None = None) -> np.ndarray:
+def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
     codes = q["codes"] if rows is None else q["codes"][rows]
+    codes = codes.reshape(-1, int(q["quantized_len"]))
     sub = q["subquantizers"]
     parts = [sub[i][codes[:, i]] for i in range(int(q["quantized_len"]))]
     x = np.concatenate(parts, axis=1) if parts else np.zeros((len(codes), 0), np.float32)
@@ -80,9 +82,21 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
             metadata = tomllib.loads(bytes(meta["body"]["toml"]).decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, path="chunks.metadata") from None
-    extra = {"vocab": {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")},
-             "vocab_type": vocab["name"], "storage_type": storage["name"],
-             "chunks": [c["name"] for c in parsed["chunks"]]}
+    vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
+    extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
+                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
+    body = storage["body"]
+    if storage["chunk_id"] == 2:
+        def storage_rows(rows: list[int]) -> np.ndarray:
+            return body["data"][rows]
+    else:
+        def storage_rows(rows: list[int]) -> np.ndarray:
+            return reconstruct(body, np.asarray(rows))
+    extra["storage_rows"] = storage_rows
+    rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
+    if rows_of is not None:
+        extra["subword_indices"] = rows_of
+        extra["oov"] = lambda word: lookups.composed(rows_of, storage_rows, word)
     return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
                       metadata=metadata, extra=extra)
 
