@@ -31,6 +31,16 @@ fasttext_subword_vocab = Struct(
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
 )
 
+explicit_subword_vocab = Struct(
+    "n_words" / Int64ul * "number of words",
+    "n_ngrams" / Int64ul * "number of n-grams in the table",
+    "min_n" / Int32ul * "shortest n-gram, in code points",
+    "max_n" / Int32ul * "longest n-gram, in code points",
+    "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
+    "ngrams" / StringTable(this.n_ngrams, index="u64")
+    * "u32 byte length + UTF-8 + u64 index (row - n_words), indices in first-appearance order",
+)
+
 ndarray = Struct(
     "rows" / Int64ul * "rows: word rows first, then subword rows",
     "cols" / Int32ul * "dimensionality",
@@ -70,7 +80,7 @@ nd_norms = Struct(
 )
 
 # Chunk id -> (name, body). Users register new chunk types here (see wvformats.finalfusion.register_chunk);
-# ids not listed (explicit and floret vocabularies for now, and any unknown id) are kept as raw bytes.
+# ids not listed (the floret vocabulary for now, and any unknown id) are kept as raw bytes.
 CHUNK_TYPES = {
     1: ("simple_vocab", simple_vocab),
     2: ("ndarray", ndarray),
@@ -79,13 +89,18 @@ CHUNK_TYPES = {
     5: ("metadata", metadata),
     6: ("nd_norms", nd_norms),
     7: ("fasttext_subword_vocab", fasttext_subword_vocab),
+    8: ("explicit_subword_vocab", explicit_subword_vocab),
 }
+
+# finalfusion-python 0.7.1 writes explicit vocab lengths 8 bytes short per n-gram; read by content and
+# write the same length back so its files rebuild byte-exact (inspect reports it)
+LENGTH_QUIRKS = {8: lambda body: 8 * body.n_ngrams}
 
 finalfusion = Struct(
     "magic" / Const(b"FiFu") * 'b"FiFu"',
     "version" / Const(0, Int32ul) * "format version 0 (readers reject others)",
     "n_chunks" / Int32ul * "number of chunk ids that follow",
     "chunk_ids" / NumpyArray("<u4", this.n_chunks) * "chunk ids in file order",
-    "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks)
+    "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks, quirks=LENGTH_QUIRKS)
     * "to the end of the file (at least n_chunks): u32 id, u64 length, body",
 )

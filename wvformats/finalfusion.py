@@ -51,6 +51,12 @@ def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[
     if vocab_type == "fasttext_subword_vocab":
         buckets, lo, hi = int(vocab["buckets"]), int(vocab["min_n"]), int(vocab["max_n"])
         return lambda word: [n_words + fasttext_hash(g) % buckets for g in ngrams(word, lo, hi)]
+    if vocab_type == "explicit_subword_vocab":
+        table: dict[str, int] = {}
+        for g, i in zip(vocab["ngrams"]["strings"], vocab["ngrams"]["indices"].tolist(), strict=True):
+            table.setdefault(g, i)
+        lo, hi = int(vocab["min_n"]), int(vocab["max_n"])
+        return lambda word: [n_words + table[g] for g in ngrams(word, lo, hi) if g in table]
     return None
 
 

@@ -384,13 +384,16 @@ class StringTable(_Checked):
     Errors name the index (``words[1234]``) and the byte offset. Parses from a buffer without copying it.
     """
 
-    def __init__(self, count: Any, length: str = "u32") -> None:
+    def __init__(self, count: Any, length: str = "u32", index: str | None = None) -> None:
         super().__init__()
         self.count = count
         self.length = length
         self._fmt = struct.Struct(_LEN_FORMATS[length])
+        # index="u64": every string is followed by an integer; parsed as Container(strings, indices)
+        self.index = index
+        self._ifmt = struct.Struct(_LEN_FORMATS[index]) if index else None
 
-    def _parse(self, stream: Any, context: Any, path: str) -> list[str]:
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
         count = int(_evaluate(self.count, context))
         start = stream.tell()
         width = self._fmt.size
@@ -404,36 +407,47 @@ class StringTable(_Checked):
         pos = start - base
         out: list[str] = []
         append = out.append
+        indices: list[int] = []
+        iw = self._ifmt.size if self._ifmt else 0
         for i in range(count):
             if pos + width > end:
                 raise fail(f"{path}[{i}]", base + pos, "string length", TruncatedError)
             (n,) = unpack(buf, pos)
             pos += width
-            if pos + n > end:
-                raise fail(f"{path}[{i}]", base + pos, f"string needs {n} bytes but only {end - pos} remain",
+            if pos + n + iw > end:
+                raise fail(f"{path}[{i}]", base + pos, f"string needs {n + iw} bytes but only {end - pos} remain",
                            TruncatedError)
             try:
                 append(str(buf[pos : pos + n], "utf-8"))
             except UnicodeDecodeError:
                 append(_decode(buf[pos : pos + n], "strict", f"{path}[{i}]", base + pos))
             pos += n
+            if iw:
+                indices.append(self._ifmt.unpack_from(buf, pos)[0])
+                pos += iw
         stream.seek(base + pos)
+        if self._ifmt:
+            return cs.Container(strings=out, indices=np.array(indices, dtype=np.uint64))
         return out
 
-    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> list[str]:
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         count = int(_evaluate(self.count, context))
-        if len(obj) != count:
+        strings = obj["strings"] if self._ifmt else obj
+        indices = [int(x) for x in obj["indices"]] if self._ifmt else None
+        if len(strings) != count or indices is not None and len(indices) != count:
             raise fail(path, _tell(stream), "string count does not match its header", BuildError,
                        expected=count, found=len(obj))
         pack = self._fmt.pack
         limit = 1 << (8 * self._fmt.size)
         parts = []
-        for i, s in enumerate(obj):
+        for i, s in enumerate(strings):
             raw = _encode(s, f"{path}[{i}]", stream)
             if len(raw) >= limit:
                 raise fail(f"{path}[{i}]", _tell(stream), "string too long for its length field", BuildError)
             parts.append(pack(len(raw)))
             parts.append(raw)
+            if indices is not None:
+                parts.append(self._ifmt.pack(indices[i]))
         stream.write(b"".join(parts))
         return obj
 
@@ -473,9 +487,12 @@ class Chunks(_Checked):
     byte-exact. The body must fill exactly ``length`` bytes. Building back-patches the length field.
     """
 
-    def __init__(self, types: dict[int, tuple[str, cs.Construct]], listed: Any = 0) -> None:
+    def __init__(self, types: dict[int, tuple[str, cs.Construct]], listed: Any = 0,
+                 quirks: dict[int, Any] | None = None) -> None:
         super().__init__()
         self.types = types
+        # id -> body -> how many bytes a known writer's length field falls short by (kept when rebuilding)
+        self.quirks = quirks or {}
         self.listed = listed  # the header's chunk count: a file that ends before that many is cut off
         self._head = struct.Struct("<IQ")
 
@@ -494,8 +511,9 @@ class Chunks(_Checked):
             where = f"{path}[{i}]"
             check_length(stream, 12, where, "chunk id and length")
             chunk_id, length = self._head.unpack(stream.read(12))
-            check_length(stream, length, where, f"chunk {chunk_id} body")
             entry = self.types.get(chunk_id)
+            if entry is None or chunk_id not in self.quirks:  # a short length field may undercount
+                check_length(stream, length, where, f"chunk {chunk_id} body")
             if entry is None:
                 out.append(cs.Container(chunk_id=chunk_id, name="unknown", body=stream.read(length)))
             else:
@@ -504,10 +522,15 @@ class Chunks(_Checked):
                                    _parsing=True, _building=False, _sizing=False, chunk_len=length)
                 body = schema._parsereport(stream, ctx, f"{where} -> {name}")
                 used = stream.tell() - start - 12
-                if used != length:
+                quirk = self.quirks.get(chunk_id)
+                short = used - length
+                if used != length and not (quirk and short == quirk(body)):
                     raise fail(where, start + 4, f"{name} chunk length field says {length} bytes, "
                                f"its body has {used}", ValueMismatchError, expected=used, found=length)
-                out.append(cs.Container(chunk_id=chunk_id, name=name, body=body))
+                chunk = cs.Container(chunk_id=chunk_id, name=name, body=body)
+                if short:
+                    chunk.length_short_by = short
+                out.append(chunk)
             i += 1
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -525,7 +548,7 @@ class Chunks(_Checked):
                 schema._build(chunk["body"], stream, ctx, f"{path}[{i}] -> {name}")
             end = stream.tell()
             stream.seek(start)
-            stream.write(self._head.pack(chunk_id, end - start - 12))
+            stream.write(self._head.pack(chunk_id, end - start - 12 - int(chunk.get("length_short_by", 0))))
             stream.seek(end)
         return obj
 

@@ -17,7 +17,8 @@ from ..registry import Format, register
 from ..schemas import finalfusion as schema
 
 NAME = "finalfusion"
-VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit", 9: "floret"}
+VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit_subword_vocab",
+          9: "floret"}
 STORAGES = {2: "ndarray", 4: "quantized_array"}
 
 
@@ -137,6 +138,10 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
 def inspect(parsed: Any) -> dict[str, Any]:
     chunks = [{"id": int(c["chunk_id"]), "type": c["name"]} for c in parsed["chunks"]]
     info: dict[str, Any] = {"chunks": len(chunks), "chunk_types": chunks}
+    quirks = [f"{c['name']}: length field {c['length_short_by']} bytes short (finalfusion-python 0.7.1)"
+              for c in parsed["chunks"] if c.get("length_short_by")]
+    if quirks:
+        info["quirks"] = quirks
     vocab = _chunk(parsed, VOCABS)
     if vocab is not None and isinstance(vocab["body"], cs.Container):
         info["words"] = len(vocab["body"]["words"])
