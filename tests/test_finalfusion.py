@@ -258,3 +258,50 @@ def test_indexed_string_table_roundtrip(compiled, ngrams):
                                                      indices=np.array([i for _, i in ngrams], np.uint64)))
     data = roundtrip(s, obj, format="t", compiled=compiled)
     assert_truncations_fail(s, data, format="t", compiled=compiled)
+
+
+@pytest.mark.parametrize("proj,norms", [(False, False), (True, True), (False, True)])
+def test_quantized_storage_reconstructs_like_finalfusion_python(tmp_path, proj, norms):
+    rng = np.random.default_rng(11)
+    words = ["a", "b", "c", "d", "e"]
+    n, q, c, sub = len(words), 2, 4, 3
+    r = q * sub
+    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
+                        n_centroids=c, n_embeddings=n, quantized_type=1, reconstructed_type=10, padding=None,
+                        projection=rng.normal(size=(r, r)).astype("<f4") if proj else None,
+                        subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"),
+                        norms=rng.random(n).astype("<f4") + 0.5 if norms else None,
+                        codes=rng.integers(0, c, (n, q)).astype(np.uint8))
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([1, 4], "<u4"), chunks=[
+        cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=n, words=words)),
+        cs.Container(chunk_id=4, name="quantized_array", body=body)])
+    p = tmp_path / "q.fifu"
+    with open(p, "wb") as f:
+        codec.build(obj, f)
+    theirs = ff.load_finalfusion(str(p))
+    ours = wv.read(p)
+    for i, w in enumerate(words):
+        assert np.allclose(ours[w], theirs.storage[i], atol=1e-5)
+    assert wv.validate(p).ok
+
+
+def test_mmap_read_is_a_zero_copy_view(tmp_path):
+    p = tmp_path / "m.fifu"
+    wv.write(wv.Embeddings(["a", "b"], np.arange(8, dtype="<f4").reshape(2, 4)), p, normalize=False)
+    e = wv.read(p, mmap=True)
+    assert not e.vectors.flags.owndata and not e.vectors.flags.writeable
+    assert e.vectors.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
+    p = tmp_path / "x.fifu"
+    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2))), p)
+    parsed = wv.parse_file(p)
+    legacy = tmp_path / "legacy.fifu"
+    # old writers listed [1, 2] in the header and appended an NdNorms chunk anyway
+    parsed.n_chunks, parsed.chunk_ids = 2, np.array([1, 2], "<u4")
+    with open(legacy, "wb") as f:
+        codec.build(parsed, f)
+    assert wv.read(legacy).norms is not None
+    report = wv.validate(legacy)
+    assert report.ok and report.first_difference is None
