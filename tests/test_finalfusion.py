@@ -305,3 +305,19 @@ def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     assert wv.read(legacy).norms is not None
     report = wv.validate(legacy)
     assert report.ok and report.first_difference is None
+
+
+def test_similarity_and_analogy_match_finalfusion_python(tmp_path):
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(50)]
+    m = rng.normal(size=(50, 8)).astype(np.float32)
+    p = tmp_path / "s.fifu"
+    wv.write(wv.Embeddings(words, m), p)
+    ours, theirs = wv.read(p), ff.load_finalfusion(str(p))
+    got = ours.most_similar("w3", limit=5)
+    expected = theirs.word_similarity("w3", k=5)
+    assert [w for w, _ in got] == [r.word for r in expected]
+    assert np.allclose([s for _, s in got], [r.similarity for r in expected], atol=1e-5)
+    got = ours.analogy("w1", "w2", "w3", limit=5)
+    expected = theirs.analogy("w1", "w2", "w3", k=5)
+    assert [w for w, _ in got] == [r.word for r in expected]

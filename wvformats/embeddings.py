@@ -93,6 +93,49 @@ class Embeddings:
         rows_of = self.extra.get("subword_indices")
         return rows_of(word) if rows_of else []
 
+    def _unit_rows(self) -> np.ndarray:
+        if self.extra.get("_unit") is None:
+            m = np.asarray(self.vectors, dtype=np.float32)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            self.extra["_unit"] = m / np.where(norms > 0, norms, 1)
+        return self.extra["_unit"]
+
+    def _nearest(self, query: np.ndarray, skip: set[str], limit: int) -> list[tuple[str, float]]:
+        unit = self._unit_rows()
+        q = np.asarray(query, np.float32)
+        norm = np.linalg.norm(q)
+        sims = unit @ (q / norm if norm > 0 else q)
+        order = np.argsort(-sims, kind="stable")
+        out: list[tuple[str, float]] = []
+        seen: set[str] = set()
+        for i in order.tolist():
+            w = self.words[i]
+            if w in skip or w in seen:
+                continue
+            seen.add(w)
+            out.append((w, float(sims[i])))
+            if len(out) == limit:
+                break
+        return out
+
+    def most_similar(self, word: str, limit: int = 10) -> list[tuple[str, float]]:
+        """The ``limit`` words with the highest cosine similarity to ``word`` (excluding it)."""
+        v = self.embedding(word)
+        if v is None:
+            raise KeyError(word)
+        return self._nearest(v, {word}, limit)
+
+    def analogy(self, a: str, b: str, c: str, limit: int = 10) -> list[tuple[str, float]]:
+        """``a`` is to ``b`` as ``c`` is to ...: nearest words to unit(b) - unit(a) + unit(c), inputs excluded."""
+        vecs = []
+        for w in (a, b, c):
+            v = self.embedding(w)
+            if v is None:
+                raise KeyError(w)
+            n = np.linalg.norm(v)
+            vecs.append(v / n if n > 0 else v)
+        return self._nearest(vecs[1] - vecs[0] + vecs[2], {a, b, c}, limit)
+
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])
