@@ -6,9 +6,9 @@ included. (The published spec gives the wrong subword-vocab field order and quan
 follows finalfusion-rust and finalfusion-python 0.7.1.)
 """
 
-from construct import Const, If, Int32ul, Int64ul, Struct, this
+from construct import Check, Const, If, Int32ul, Int64ul, Struct, this
 
-from wvformats.framework import AlignTo, CheckedBytes, Chunks, NumpyArray, StringTable
+from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable
 
 simple_vocab = Struct(
     "n_words" / Int64ul * "number of words",
@@ -20,6 +20,7 @@ bucket_subword_vocab = Struct(
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "bucket_exp" / Int32ul * "2^bucket_exp buckets of the finalfusion FNV-1a hash",
+    Check(this.bucket_exp < 64) * "bucket_exp < 64: the hash has 64 bits",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
 )
 
@@ -29,6 +30,16 @@ fasttext_subword_vocab = Struct(
     "max_n" / Int32ul * "longest n-gram, in code points",
     "buckets" / Int32ul * "exact number of fastText hash buckets",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
+)
+
+floret_subword_vocab = Struct(
+    "min_n" / Int32ul * "shortest n-gram, in code points",
+    "max_n" / Int32ul * "longest n-gram, in code points",
+    "n_buckets" / Int64ul * "number of hash buckets (there is no word list)",
+    "n_hashes" / Int32ul * "1 to 4 MurmurHash3 words used per n-gram",
+    "seed" / Int32ul * "MurmurHash3 x64_128 seed",
+    "bow" / CheckedString("u32") * "begin-of-word marker",
+    "eow" / CheckedString("u32") * "end-of-word marker",
 )
 
 explicit_subword_vocab = Struct(
@@ -80,7 +91,7 @@ nd_norms = Struct(
 )
 
 # Chunk id -> (name, body). Users register new chunk types here (see wvformats.finalfusion.register_chunk);
-# ids not listed (the floret vocabulary for now, and any unknown id) are kept as raw bytes.
+# ids not listed here are kept as raw bytes.
 CHUNK_TYPES = {
     1: ("simple_vocab", simple_vocab),
     2: ("ndarray", ndarray),
@@ -90,6 +101,7 @@ CHUNK_TYPES = {
     6: ("nd_norms", nd_norms),
     7: ("fasttext_subword_vocab", fasttext_subword_vocab),
     8: ("explicit_subword_vocab", explicit_subword_vocab),
+    9: ("floret_subword_vocab", floret_subword_vocab),
 }
 
 # finalfusion-python 0.7.1 writes explicit vocab lengths 8 bytes short per n-gram; read by content and

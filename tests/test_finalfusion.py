@@ -321,3 +321,23 @@ def test_similarity_and_analogy_match_finalfusion_python(tmp_path):
     got = ours.analogy("w1", "w2", "w3", limit=5)
     expected = theirs.analogy("w1", "w2", "w3", k=5)
     assert [w for w, _ in got] == [r.word for r in expected]
+
+
+@MODES
+def test_floret_vocab_chunk_roundtrip(compiled):
+    body = cs.Container(min_n=4, max_n=5, n_buckets=50000, n_hashes=2, seed=2166136261, bow="<", eow=">")
+    s = schema.CHUNK_TYPES[9][1]
+    data = roundtrip(s, body, format="finalfusion", compiled=compiled)
+    assert len(data) == 4 + 4 + 8 + 4 + 4 + 5 + 5
+    assert_truncations_fail(s, data, format="finalfusion", compiled=compiled)
+
+
+def test_bucket_exponent_of_64_or_more_fails_cleanly():
+    body = cs.Container(n_words=0, min_n=3, max_n=6, bucket_exp=64, words=[])
+    s = schema.CHUNK_TYPES[3][1]
+    raw = (0).to_bytes(8, "little") + (3).to_bytes(4, "little") + (6).to_bytes(4, "little") + (64).to_bytes(4, "little")
+    with pytest.raises(ValueMismatchError) as e:
+        framework.parse(s, raw, format="finalfusion")
+    assert e.value.format == "finalfusion"
+    body.bucket_exp = 63
+    assert framework.parse(s, framework.build(s, body, format="finalfusion"), format="finalfusion").bucket_exp == 63

@@ -18,7 +18,7 @@ from ..schemas import finalfusion as schema
 
 NAME = "finalfusion"
 VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit_subword_vocab",
-          9: "floret"}
+          9: "floret_subword_vocab"}
 STORAGES = {2: "ndarray", 4: "quantized_array"}
 
 
@@ -63,9 +63,7 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     storage = _chunk(parsed, STORAGES)
     if vocab is None or storage is None:
         raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
-    if not isinstance(vocab["body"], cs.Container):
-        raise FormatError(f"vocabulary chunk {vocab['chunk_id']} is not supported yet (kept raw)", format=NAME)
-    words = vocab["body"]["words"]
+    words = vocab["body"].get("words", [])  # floret vocabularies have no word list
     n = len(words)
     if storage["chunk_id"] == 2:
         vectors = storage["body"]["data"][:n]
