@@ -341,3 +341,17 @@ def test_bucket_exponent_of_64_or_more_fails_cleanly():
     assert e.value.format == "finalfusion"
     body.bucket_exp = 63
     assert framework.parse(s, framework.build(s, body, format="finalfusion"), format="finalfusion").bucket_exp == 63
+
+
+def test_convert_round_trip_with_unnormalize(tmp_path):
+    src = tmp_path / "v.txt"
+    m = np.array([[3, 4], [1, 0], [0, 0]], np.float32)
+    wv.write(wv.Embeddings(["a", "b", "c"], m), src)
+    fifu = tmp_path / "v.fifu"
+    wv.convert(src, fifu)
+    back = tmp_path / "back.txt"
+    wv.convert(fifu, back, unnormalize=True)
+    assert np.allclose(wv.read(back).vectors, m, atol=1e-6)
+    plain = tmp_path / "plain.txt"
+    wv.convert(fifu, plain)
+    assert np.allclose(wv.read(plain).vectors, [[0.6, 0.8], [1, 0], [0, 0]], atol=1e-6)

@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5"], help="text formats: number style")
+    s.add_argument("--unnormalize", action="store_true",
+                   help="multiply rows by their stored norms (finalfusion to word-vector formats)")
+    s.add_argument("--no-normalize", dest="normalize", action="store_false", default=None,
+                   help="finalfusion output: keep rows as they are and write no norms")
     s = sub.add_parser("docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = sub.add_parser("samples", help="run the main job on the bundled sample files")
@@ -195,6 +199,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["newline"] = True
     if args.style:
         options["style"] = args.style
+    if args.unnormalize:
+        options["unnormalize"] = True
+    if args.normalize is not None:
+        options["normalize"] = args.normalize
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
     try:
         api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force, **options)
