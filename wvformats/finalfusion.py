@@ -8,6 +8,7 @@ unknown word's embedding is the L2-normalised sum of its n-gram rows (None when 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -26,15 +27,27 @@ def ngrams(word: str, min_n: int, max_n: int) -> list[str]:
     return out
 
 
-def finalfusion_hash(ngram: str) -> int:
-    """FNV-1a-64 over u64le(char count) followed by u32le(code point) of each character."""
+@functools.lru_cache(maxsize=64)
+def _length_state(n: int) -> int:
     h = _FNV64_OFFSET
-    data = len(ngram).to_bytes(8, "little") + b"".join(ord(c).to_bytes(4, "little") for c in ngram)
-    for b in data:
+    for b in n.to_bytes(8, "little"):
         h = ((h ^ b) * _FNV64_PRIME) & _MASK64
     return h
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def finalfusion_hash(ngram: str) -> int:
+    """FNV-1a-64 over u64le(char count) followed by u32le(code point) of each character.
+
+    Cached: the n-grams of real vocabularies repeat across words, as fastText's own tables exploit.
+    """
+    h = _length_state(len(ngram))
+    for b in ngram.encode("utf-32-le"):
+        h = ((h ^ b) * _FNV64_PRIME) & _MASK64
+    return h
+
+
+@functools.lru_cache(maxsize=1 << 18)
 def fasttext_hash(ngram: str) -> int:
     """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
     h = _FNV32_OFFSET
