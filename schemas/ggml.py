@@ -1,0 +1,61 @@
+"""rwkv.cpp model files (legacy ggml "ggmf" container, versions 100 and 101) and the ggml block types.
+
+A 24-byte header, then parameter records until the end of the file, all integers u32 little-endian:
+``dim_count, key_length, data_type, shape[dim_count] (ggml order: ne0 = PyTorch's last dim), key, data``.
+Data sizes follow from the type and shape; nothing is padded. The block layouts of Q4_0, Q4_1 and Q8_0
+differ between versions 100 and 101, and Q5_0/Q5_1 differ only in nibble order, so a block dtype is always
+looked up with the header version. (rwkv.cpp's docs call the magic "ggml"; the bytes are ``66 6d 67 67``.)
+"""
+
+import numpy as np
+from construct import Const, Int32ul, Struct, this
+
+from wvformats.ggml_records import ParameterRecords
+
+MAGIC = 0x67676D66
+
+# One home for the ggml block types: numpy structured dtypes, (version, rwkv type id) -> (name, block, dtype)
+_F16 = "<f2"
+BLOCKS_V101 = {
+    0: ("FP32", 1, np.dtype("<f4")),
+    1: ("FP16", 1, np.dtype(_F16)),
+    2: ("Q4_0", 32, np.dtype([("d", _F16), ("qs", "u1", 16)])),
+    3: ("Q4_1", 32, np.dtype([("d", _F16), ("m", _F16), ("qs", "u1", 16)])),
+    7: ("Q5_0", 32, np.dtype([("d", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
+    8: ("Q5_1", 32, np.dtype([("d", _F16), ("m", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
+    9: ("Q8_0", 32, np.dtype([("d", _F16), ("qs", "i1", 32)])),
+    10: ("Q8_1", 32, np.dtype([("d", _F16), ("s", _F16), ("qs", "i1", 32)])),
+    11: ("Q2_K", 256, np.dtype([("scales", "u1", 16), ("qs", "u1", 64), ("d", _F16), ("dmin", _F16)])),
+    12: ("Q3_K", 256, np.dtype([("hmask", "u1", 32), ("qs", "u1", 64), ("scales", "u1", 12), ("d", _F16)])),
+    13: ("Q4_K", 256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qs", "u1", 128)])),
+    14: ("Q5_K", 256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qh", "u1", 32),
+                                ("qs", "u1", 128)])),
+    15: ("Q6_K", 256, np.dtype([("ql", "u1", 128), ("qh", "u1", 64), ("scales", "i1", 16), ("d", _F16)])),
+    16: ("Q8_K", 256, np.dtype([("d", "<f4"), ("qs", "i1", 256), ("bsums", "<i2", 16)])),
+}
+BLOCKS_V100 = {
+    0: BLOCKS_V101[0],
+    1: BLOCKS_V101[1],
+    2: ("Q4_0", 32, np.dtype([("d", "<f4"), ("qs", "u1", 16)])),
+    3: ("Q4_1", 32, np.dtype([("d", "<f4"), ("m", "<f4"), ("qs", "u1", 16)])),
+    5: ("Q4_2", 16, np.dtype([("d", _F16), ("qs", "u1", 8)])),
+    7: ("Q5_0", 32, BLOCKS_V101[7][2]),  # same bytes as v101, other nibble order
+    8: ("Q5_1", 32, BLOCKS_V101[8][2]),
+    9: ("Q8_0", 32, np.dtype([("d", "<f4"), ("qs", "i1", 32)])),
+}
+BLOCKS = {100: BLOCKS_V100, 101: BLOCKS_V101}
+
+header = Struct(
+    "magic" / Const(MAGIC, Int32ul) * 'bytes 66 6d 67 67 ("ggmf" as a little-endian u32)',
+    "version" / Int32ul * "100 or 101: selects the block layouts",
+    "n_vocab" / Int32ul * "vocabulary size (emb.weight ne1)",
+    "n_embed" / Int32ul * "embedding size (emb.weight ne0)",
+    "n_layer" / Int32ul * "number of blocks.N layers",
+    "data_type" / Int32ul * "the type of most tensors (rwkv id); used for validation only",
+)
+
+rwkv = Struct(
+    "header" / header * "24 bytes",
+    "records" / ParameterRecords(BLOCKS, this.header.version)
+    * "to the end of the file: u32 dim_count, u32 key_length, u32 data_type, u32 shape[dim_count], key, data",
+)

@@ -1,0 +1,153 @@
+"""rwkv.cpp model files: schema round trips, bit-exact ggml quantization against gguf, checks, bad input."""
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES
+from wvformats.schemas import ggml as schema
+
+import wvformats as wv
+from wvformats import framework
+from wvformats.codecs import rwkv as codec
+from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
+from wvformats.quants import dequantize, quantize
+from wvformats.rwkv import build_model
+
+gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
+from gguf import quants as gq  # noqa: E402
+
+TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
+
+
+def tiny_params(rng, n_vocab=8, n_embed=64, n_layer=2):
+    p = {"emb.weight": rng.normal(size=(n_vocab, n_embed)), "blocks.0.ln0.weight": rng.normal(size=n_embed)}
+    for i in range(n_layer):
+        p[f"blocks.{i}.att.key.weight"] = rng.normal(size=(n_embed, n_embed))
+        p[f"blocks.{i}.ln1.bias"] = rng.normal(size=n_embed)
+    p["head.weight"] = rng.normal(size=(n_vocab, n_embed))
+    return p
+
+
+def write_model(path, model):
+    with open(path, "wb") as f:
+        codec.build(codec.from_model(model), f)
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16", *TYPES])
+def test_tiny_model_written_read_back_byte_exact(tmp_path, dtype):
+    model = build_model(tiny_params(np.random.default_rng(1)), n_vocab=8, n_embed=64, n_layer=2, dtype=dtype)
+    p = tmp_path / "m.bin"
+    write_model(p, model)
+    assert p.read_bytes()[:4] == b"fmgg" and wv.sniff(p) == "rwkv"
+    assert wv.validate(p).ok
+    back = wv.read(p)
+    assert back.architecture == "v4" and list(back.tensors) == list(model.tensors)
+    for name, t in model.tensors.items():
+        got = back.tensors[name]
+        assert got.dtype == t.dtype and got.shape == t.shape
+        assert got.to_numpy().tobytes() == t.to_numpy().tobytes()
+    assert back.tensors["blocks.0.ln0.weight"].dtype == "FP32"  # 1-D stays FP32
+    info = wv.inspect(p)
+    assert info["tensors"] == len(model.tensors) and info["tensor_table"][0]["offset"] > 24
+
+
+record = st.tuples(st.sampled_from([(0, 1), (1, 1), (2, 32), (3, 32), (7, 32), (8, 32), (9, 32)]),
+                   st.lists(st.integers(1, 3), min_size=1, max_size=3), st.text(min_size=1, max_size=8))
+
+
+@MODES
+@given(records=st.lists(record, max_size=4), version=st.sampled_from([100, 101]))
+def test_schema_roundtrip_both_versions(compiled, records, version):
+    rng = np.random.default_rng(len(records))
+    recs = []
+    for (type_id, block), dims, key in records:
+        shape = [dims[0] * block, *dims[1:]]
+        dtype = schema.BLOCKS[version][type_id][2]
+        n = int(np.prod(shape)) // block
+        data = np.frombuffer(rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).tobytes(), dtype)
+        recs.append(dict(key=key, data_type=type_id, shape=shape, data=data))
+    obj = dict(header=dict(magic=schema.MAGIC, version=version, n_vocab=1, n_embed=2, n_layer=3, data_type=0),
+               records=recs)
+    data = framework.build(schema.rwkv, obj, format="rwkv", compile=compiled)
+    back = framework.parse(schema.rwkv, data, format="rwkv", compile=compiled)
+    assert [r.key for r in back.records] == [r["key"] for r in recs]
+    assert all(a.data.tobytes() == b["data"].tobytes() for a, b in zip(back.records, recs, strict=True))
+    assert framework.build(schema.rwkv, back, format="rwkv", compile=compiled) == data
+    # records run to the end of the file (there is no count): a prefix ending between records is a model
+    # with fewer tensors (check() reports the missing keys); every other prefix fails
+    ends = {24} | {int(r.offset) + r.data.nbytes for r in back.records}
+    for n in range(0, len(data), max(1, len(data) // 60)):
+        try:
+            got = framework.parse(schema.rwkv, data[:n], format="rwkv", compile=compiled)
+        except FormatError as e:
+            assert e.format == "rwkv"
+            continue
+        assert n in ends and len(got.records) < len(recs)
+
+
+def _edge_blocks(rng):
+    x = rng.normal(size=(16, 32)).astype(np.float32)
+    x[0] = 0
+    x[1] = 1.25  # constant block
+    x[2, ::2] = -0.0
+    x[3] = np.linspace(-1, 1, 32)  # ties at .5 after scaling
+    x[4] *= 1e-30  # subnormal scales
+    x[5] *= 1e5  # scales near the fp16 limit
+    x[6, 0] = 70000.0  # overflowing fp16 scale
+    x[7] = np.round(rng.normal(size=32) * 8) / 8
+    return x
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_quantize_and_dequantize_bit_exact_with_gguf(name):
+    rng = np.random.default_rng(42)
+    for x in (_edge_blocks(rng), rng.normal(size=(64, 256)).astype(np.float32) * 3):
+        qtype = getattr(gguf.GGMLQuantizationType, name)
+        with np.errstate(all="ignore"):
+            ref = gq.quantize(x, qtype)
+            ours = quantize(x, name)
+            assert ours.tobytes() == ref.tobytes()
+            deq_ref = gq.dequantize(ref, qtype).astype(np.float32)
+        deq = dequantize(ours, name).reshape(deq_ref.shape)
+        assert deq.tobytes() == deq_ref.tobytes()
+
+
+def test_check_finds_defects(tmp_path):
+    rng = np.random.default_rng(3)
+    model = build_model(tiny_params(rng), n_vocab=8, n_embed=64, n_layer=2)
+    assert model.check() == []
+    model.n_layer = 3
+    model.tensors["blocks.0.ln1.bias"].dtype = "FP16"
+    model.tensors["blocks.0.ln1.bias"].blocks = quantize(rng.normal(size=64), "FP16")
+    model.n_vocab = 9
+    problems = model.check()
+    assert any("layers" in p for p in problems) and any("1-D" in p for p in problems)
+    assert any("emb.weight" in p for p in problems)
+    p = tmp_path / "bad.bin"
+    write_model(p, model)
+    report = wv.validate(p)
+    assert report.first_difference is None and not report.ok and len(report.problems) == 3
+
+
+def test_hostile_records_fail_cleanly():
+    header = struct.pack("<6I", schema.MAGIC, 101, 1, 1, 1, 0)
+    cases = {
+        "key_length 0": struct.pack("<3I", 1, 0, 0) + struct.pack("<I", 1),
+        "key_length 2^31": struct.pack("<3I", 1, 2**31, 0) + struct.pack("<I", 1) + b"k",
+        "dim_count 0": struct.pack("<3I", 0, 1, 0) + b"k",
+        "dim_count 4": struct.pack("<3I", 4, 1, 0) + struct.pack("<4I", 1, 1, 1, 1) + b"k",
+        "overflowing shape": struct.pack("<3I", 3, 1, 0) + struct.pack("<3I", 2**32 - 1, 2**32 - 1, 2**32 - 1)
+        + b"k",
+        "row not a block multiple": struct.pack("<3I", 1, 1, 2) + struct.pack("<I", 33) + b"k" + bytes(64),
+        "unknown type": struct.pack("<3I", 1, 1, 99) + struct.pack("<I", 1) + b"k",
+    }
+    for what, rec in cases.items():
+        with pytest.raises(FormatError) as e:
+            framework.parse(schema.rwkv, header + rec, format="rwkv")
+        assert e.value.format == "rwkv" and e.value.path.startswith("records[0]"), what
+        assert isinstance(e.value, (TruncatedError, ValueMismatchError)), what
+    with pytest.raises(ValueMismatchError):
+        framework.parse(schema.rwkv, struct.pack("<6I", schema.MAGIC, 102, 1, 1, 1, 0), format="rwkv")
