@@ -151,3 +151,83 @@ def test_hostile_records_fail_cleanly():
         assert isinstance(e.value, (TruncatedError, ValueMismatchError)), what
     with pytest.raises(ValueMismatchError):
         framework.parse(schema.rwkv, struct.pack("<6I", schema.MAGIC, 102, 1, 1, 1, 0), format="rwkv")
+
+
+def _ref_v100(x, name):
+    """Version 100 quantizers written element by element from ggml ff6e03cb's C (scalar reference)."""
+    import math
+
+    def f32(v):
+        return float(np.float32(v))
+
+    def roundf(v):
+        return math.copysign(math.floor(abs(v) + 0.5), v)
+
+    qk = 16 if name == "Q4_2" else 32
+    out = []
+    for blk in np.asarray(x, np.float32).reshape(-1, qk):
+        vals = [float(v) for v in blk]
+        if name in ("Q4_0", "Q4_2", "Q5_0", "Q8_0"):
+            amax, mx = 0.0, 0.0
+            for v in vals:
+                if amax < abs(v):
+                    amax, mx = abs(v), v
+            if name == "Q8_0":
+                d = f32(amax / 127)
+                idv = f32(1 / d) if d else 0.0
+                q = [int(roundf(f32(v * idv))) for v in vals]
+            else:
+                half = 16 if name == "Q5_0" else 8
+                d = f32(mx / -half)
+                idv = f32(1 / d) if d else 0.0
+                if name == "Q4_0":
+                    q = [min(15, int(roundf(f32(v * idv))) + 8) for v in vals]
+                else:
+                    q = [min(2 * half - 1, int(f32(f32(v * idv) + half + 0.5))) for v in vals]
+            out.append((d, None, q))
+        else:
+            lo, hi = min(vals), max(vals)
+            top = 15 if name == "Q4_1" else 31
+            d = f32(f32(hi - lo) / top)
+            idv = f32(1 / d) if d else 0.0
+            if name == "Q4_1":
+                q = [int(roundf(f32(f32(v - lo) * idv))) for v in vals]
+            else:
+                q = [int(f32(f32(f32(v - lo) * idv) + 0.5)) for v in vals]
+            out.append((d, lo, q))
+    return out
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q4_2", "Q5_0", "Q5_1", "Q8_0"])
+def test_version_100_layouts_against_their_reference_formulas(name):
+    rng = np.random.default_rng(7)
+    x = np.concatenate([_edge_blocks(rng).reshape(-1)[:256], rng.normal(size=512).astype(np.float32)])
+    with np.errstate(all="ignore"):
+        blocks = quantize(x, name, version=100)
+    ref = _ref_v100(x, name)
+    assert blocks.dtype == schema.BLOCKS[100][[k for k, v in schema.BLOCKS[100].items() if v[0] == name][0]][2]
+    from wvformats.quants import _nibbles
+
+    q = _nibbles(blocks["qs"], 100)
+    if name in ("Q5_0", "Q5_1"):
+        q = q | (((blocks["qh"][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int32) << 4)
+    if name == "Q8_0":
+        q = blocks["qs"].astype(np.int32)
+    for i, (d, m, qs) in enumerate(ref):
+        assert np.float32(blocks["d"][i]) == np.float32(d).astype(blocks.dtype["d"]).astype(np.float32)
+        assert q[i].tolist() == [v if name == "Q8_0" else v & 0x1F for v in qs]
+        if m is not None:
+            assert np.float32(blocks["m"][i]) == np.float32(m).astype(blocks.dtype["m"]).astype(np.float32)
+    # v100 dequantization reads the interleaved layout back to the same grid
+    deq = dequantize(blocks, name, 100)
+    assert deq.shape == x.shape and np.isfinite(deq[256:]).all()
+
+
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
+def test_roundf_is_c_roundf(v):
+    import math
+
+    from wvformats.quants import _roundf
+
+    x = np.float32(v)
+    assert float(_roundf(np.array([x]))[0]) == math.copysign(math.floor(abs(float(x)) + 0.5), float(x))

@@ -26,9 +26,7 @@ class Tensor:
 
     def to_numpy(self) -> np.ndarray:
         """Dequantized float32, in PyTorch shape."""
-        if self.version == 100 and self.dtype not in ("FP32", "FP16"):
-            raise NotImplementedError(f"dequantizing version 100 {self.dtype} is not implemented yet")
-        return quants.dequantize(self.blocks, self.dtype).reshape(self.shape)
+        return quants.dequantize(self.blocks, self.dtype, self.version).reshape(self.shape)
 
 
 def architecture(keys: set[str]) -> str:
@@ -91,8 +89,9 @@ def build_model(params: dict[str, np.ndarray], *, n_vocab: int, n_embed: int, n_
         kind = "FP32" if arr.ndim == 1 else dtype
         if kind not in ("FP32", "FP16") and (name in ("emb.weight",) or arr.shape[-1] % 32):
             kind = "FP16"
-        tensors[name] = Tensor(name, kind, tuple(arr.shape), quants.quantize(arr.reshape(-1), kind),
+        tensors[name] = Tensor(name, kind, tuple(arr.shape), quants.quantize(arr.reshape(-1), kind, version),
                                version=version)
+    ids = {name: i for i, (name, _, _) in BLOCKS[version].items()}
     header = {"version": version, "n_vocab": n_vocab, "n_embed": n_embed, "n_layer": n_layer,
-              "data_type": TYPE_IDS[dtype]}
+              "data_type": ids[dtype]}
     return RwkvModel(header, tensors)
