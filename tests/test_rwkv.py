@@ -23,11 +23,22 @@ TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
 
 
 def tiny_params(rng, n_vocab=8, n_embed=64, n_layer=2):
-    p = {"emb.weight": rng.normal(size=(n_vocab, n_embed)), "blocks.0.ln0.weight": rng.normal(size=n_embed)}
+    """A complete RWKV v4 parameter set (random values, the shapes rwkv.cpp expects)."""
+    C, F = n_embed, 4 * n_embed
+    p = {"emb.weight": rng.normal(size=(n_vocab, C)), "blocks.0.ln0.weight": rng.normal(size=C),
+         "blocks.0.ln0.bias": rng.normal(size=C)}
     for i in range(n_layer):
-        p[f"blocks.{i}.att.key.weight"] = rng.normal(size=(n_embed, n_embed))
-        p[f"blocks.{i}.ln1.bias"] = rng.normal(size=n_embed)
-    p["head.weight"] = rng.normal(size=(n_vocab, n_embed))
+        b = f"blocks.{i}."
+        for k in ("ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "att.time_mix_k", "att.time_mix_v",
+                  "att.time_mix_r", "att.time_first", "att.time_decay", "ffn.time_mix_k", "ffn.time_mix_r"):
+            p[b + k] = rng.normal(size=C)
+        for k in ("att.key.weight", "att.value.weight", "att.receptance.weight", "att.output.weight",
+                  "ffn.receptance.weight"):
+            p[b + k] = rng.normal(size=(C, C))
+        p[b + "ffn.key.weight"] = rng.normal(size=(F, C))
+        p[b + "ffn.value.weight"] = rng.normal(size=(C, F))
+    p["ln_out.weight"], p["ln_out.bias"] = rng.normal(size=C), rng.normal(size=C)
+    p["head.weight"] = rng.normal(size=(n_vocab, C))
     return p
 
 
@@ -123,13 +134,25 @@ def test_check_finds_defects(tmp_path):
     model.tensors["blocks.0.ln1.bias"].dtype = "FP16"
     model.tensors["blocks.0.ln1.bias"].blocks = quantize(rng.normal(size=64), "FP16")
     model.n_vocab = 9
+    del model.tensors["ln_out.bias"]
+    from wvformats.rwkv import Tensor
+
+    head = model.tensors["head.weight"]
+    model.tensors["blocks.0.extra.weight"] = Tensor("blocks.0.extra.weight", head.dtype, head.shape, head.blocks)
     problems = model.check()
-    assert any("layers" in p for p in problems) and any("1-D" in p for p in problems)
-    assert any("emb.weight" in p for p in problems)
+    for needle in ("layers", "1-D", "emb.weight", "missing keys", "does not use"):
+        assert any(needle in p for p in problems), needle
     p = tmp_path / "bad.bin"
     write_model(p, model)
     report = wv.validate(p)
-    assert report.first_difference is None and not report.ok and len(report.problems) == 3
+    assert report.first_difference is None and not report.ok and len(report.problems) == len(problems)
+    # a key written twice: the mapping keeps the first, check() names the duplicate
+    parsed = wv.parse_file(p)
+    parsed.records.append(parsed.records[0])
+    dup = tmp_path / "dup.bin"  # never open a mapped input for writing: wv.write would go through a rename
+    with open(dup, "wb") as f:
+        codec.build(parsed, f)
+    assert any("duplicate key emb.weight" in x for x in wv.validate(dup).problems)
 
 
 def test_hostile_records_fail_cleanly():
@@ -231,3 +254,52 @@ def test_roundf_is_c_roundf(v):
 
     x = np.float32(v)
     assert float(_roundf(np.array([x]))[0]) == math.copysign(math.floor(abs(float(x)) + 0.5), float(x))
+
+
+@pytest.mark.parametrize("target", TYPES)
+def test_requantize_with_rwkv_cpp_rules(tmp_path, target):
+    from wvformats.rwkv import quantize_model
+
+    model = build_model(tiny_params(np.random.default_rng(2)), n_vocab=8, n_embed=64, n_layer=2)
+    q = quantize_model(model, target)
+    assert q.check() == []
+    assert q.tensors["emb.weight"].dtype == "FP16" and q.tensors["head.weight"].dtype == "FP16"
+    assert q.tensors["blocks.0.att.time_decay"].dtype == "FP32"
+    assert q.tensors["blocks.1.ffn.key.weight"].dtype == target
+    orig = model.tensors["blocks.1.ffn.key.weight"].to_numpy()
+    assert np.abs(q.tensors["blocks.1.ffn.key.weight"].to_numpy() - orig).max() < np.abs(orig).max() / 2
+    p = tmp_path / "q.bin"
+    write_model(p, q)
+    assert wv.validate(p).ok and wv.read(p).tensors["blocks.1.ffn.key.weight"].dtype == target
+
+
+def test_convert_version_100_to_101(tmp_path):
+    from wvformats.rwkv import quantize_model
+
+    old = build_model(tiny_params(np.random.default_rng(4), n_layer=1), n_vocab=8, n_embed=64, n_layer=1, dtype="Q4_0",
+                      version=100)
+    p = tmp_path / "v100.bin"
+    write_model(p, old)
+    assert wv.validate(p).ok and wv.read(p).version == 100
+    new = quantize_model(wv.read(p), "Q4_0", version=101)
+    assert new.version == 101
+    w = "blocks.0.att.key.weight"
+    assert new.tensors[w].blocks.dtype.itemsize == 18 and old.tensors[w].blocks.dtype.itemsize == 20
+    # v100 Q4_0 values re-quantized into v101 Q4_0 stay on the same grid up to fp16 scale rounding
+    assert np.allclose(new.tensors[w].to_numpy(), old.tensors[w].to_numpy(), rtol=0.01, atol=0.05)
+
+
+def test_cli_rwkv_quantize(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "m.bin"
+    write_model(src, build_model(tiny_params(np.random.default_rng(5), n_layer=1), n_vocab=8, n_embed=64, n_layer=1))
+    dst = tmp_path / "q.bin"
+    r = subprocess.run([sys.executable, "-m", "wvformats.cli", "rwkv", "quantize", str(src), str(dst),
+                        "--type", "Q5_1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert wv.read(dst).tensors["blocks.0.att.key.weight"].dtype == "Q5_1"
+    again = subprocess.run([sys.executable, "-m", "wvformats.cli", "rwkv", "quantize", str(src), str(dst),
+                            "--type", "Q5_1"], capture_output=True, text=True)
+    assert again.returncode == 2 and "exists" in again.stderr

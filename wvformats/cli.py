@@ -29,6 +29,7 @@ commands:
   dump FILE                  hex dump annotated with field paths (bulk arrays elided)
   validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
   convert SRC DST            convert between formats (atomic; never overwrites without --force)
+  rwkv quantize IN OUT --type T   re-quantize an rwkv.cpp model with rwkv.cpp's rules
   docs OUTDIR                write one Markdown page per format, generated from the schemas
   samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
 
@@ -73,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
     s.add_argument("--no-normalize", dest="normalize", action="store_false", default=None,
                    help="finalfusion output: keep rows as they are and write no norms")
+    s = sub.add_parser("rwkv", help="rwkv.cpp model tools")
+    rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
+    q = rs.add_parser("quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
+    q.add_argument("src", type=Path)
+    q.add_argument("dst", type=Path)
+    q.add_argument("--type", required=True, help="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, FP16 (v100 also Q4_2)")
+    q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
+    q.add_argument("--force", action="store_true", help="replace DST if it exists")
     s = sub.add_parser("docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = sub.add_parser("samples", help="run the main job on the bundled sample files")
@@ -212,6 +221,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rwkv(args: argparse.Namespace) -> int:
+    from .rwkv import quantize_model
+
+    model = api.read(args.src, "rwkv")
+    try:
+        out = quantize_model(model, args.type, args.version)
+    except ValueError as e:
+        print(f"wvformats: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    if Path(args.dst).exists() and Path(args.dst).resolve() == Path(args.src).resolve():
+        raise FormatError(f"refusing to write {args.dst} over its own input")
+    api.write(out, args.dst, "rwkv", overwrite=args.force)
+    print(f"wrote {args.dst} [rwkv {out.version}, {args.type}]")
+    return EXIT_OK
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     from .docs import write_docs
 
@@ -241,6 +266,7 @@ _COMMANDS = {
     "validate": cmd_validate,
     "convert": cmd_convert,
     "docs": cmd_docs,
+    "rwkv": cmd_rwkv,
     "samples": cmd_samples,
 }
 

@@ -31,13 +31,42 @@ class Tensor:
 
 def architecture(keys: set[str]) -> str:
     """RWKV v4, v5, v5.2, v6 or v7, from the parameter names as rwkv.cpp tells them apart."""
-    if any(k.endswith("att.w0") or k.endswith("att.a0") for k in keys):
+    if any(k.endswith("att.r_k") for k in keys):
         return "v7"
     if any(k.endswith("att.time_maa_x") for k in keys):
         return "v6"
     if any(k.endswith("att.ln_x.weight") for k in keys):
         return "v5.2" if any(k.endswith("att.gate.weight") for k in keys) else "v5"
     return "v4"
+
+
+_COMMON = ["ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "ffn.key.weight", "ffn.value.weight"]
+_ATT = ["att.key.weight", "att.value.weight", "att.receptance.weight", "att.output.weight"]
+_PER_BLOCK = {
+    "v4": _COMMON + _ATT + ["ffn.receptance.weight", "att.time_mix_k", "att.time_mix_v", "att.time_mix_r",
+                            "att.time_first", "att.time_decay", "ffn.time_mix_k", "ffn.time_mix_r"],
+}
+_PER_BLOCK["v5"] = _PER_BLOCK["v4"] + ["att.ln_x.weight", "att.ln_x.bias"]
+_PER_BLOCK["v5.2"] = [k for k in _PER_BLOCK["v5"] if k != "att.time_first"] + [
+    "att.time_faaaa", "att.time_mix_g", "att.gate.weight"]
+_PER_BLOCK["v6"] = _COMMON + _ATT + ["ffn.receptance.weight", "att.gate.weight", "att.ln_x.weight",
+                                     "att.ln_x.bias", "att.time_faaaa", "att.time_decay", "att.time_decay_w1",
+                                     "att.time_decay_w2", "att.time_maa_w1", "att.time_maa_w2", "ffn.time_maa_k",
+                                     "ffn.time_maa_r"] + [f"att.time_maa_{x}" for x in "xwkvrg"]
+_PER_BLOCK["v7"] = _COMMON + _ATT + ["att.x_rwkvag", "att.w0", "att.w1", "att.w2", "att.a0", "att.a1",
+                                     "att.a2", "att.g1", "att.g2", "att.r_k", "att.k_k", "att.k_a",
+                                     "att.ln_x.weight", "att.ln_x.bias", "ffn.x_k"]
+
+
+def required_keys(arch: str, n_layer: int) -> set[str]:
+    """Exactly the keys rwkv.cpp's loader needs for ``arch`` with ``n_layer`` blocks."""
+    keys = {"emb.weight", "blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias",
+            "head.weight"}
+    for i in range(n_layer):
+        keys |= {f"blocks.{i}.{k}" for k in _PER_BLOCK[arch]}
+        if arch == "v7" and i:
+            keys |= {f"blocks.{i}.att.{k}" for k in ("v0", "v1", "v2")}
+    return keys
 
 
 class RwkvModel:
@@ -50,6 +79,7 @@ class RwkvModel:
         self.n_layer = int(header["n_layer"])
         self.data_type = int(header["data_type"])
         self.tensors = tensors
+        self.duplicate_keys: list[str] = []  # keys the file holds more than once (the mapping keeps the first)
 
     @property
     def architecture(self) -> str:
@@ -57,12 +87,8 @@ class RwkvModel:
 
     def check(self) -> list[str]:
         """What would make rwkv.cpp refuse or abort, as a list of problems (empty when none)."""
-        problems = []
-        seen: set[str] = set()
+        problems = [f"duplicate key {k}" for k in self.duplicate_keys]
         for t in self.tensors.values():
-            if t.name in seen:
-                problems.append(f"duplicate key {t.name}")
-            seen.add(t.name)
             if len(t.shape) == 1 and t.dtype != "FP32":
                 problems.append(f"{t.name}: 1-D tensors must be FP32, not {t.dtype}")
         emb = self.tensors.get("emb.weight")
@@ -70,28 +96,85 @@ class RwkvModel:
             problems.append("missing emb.weight")
         elif emb.shape != (self.n_vocab, self.n_embed):
             problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed})")
+        need = required_keys(self.architecture, self.n_layer)
+        missing, unknown = need - set(self.tensors), set(self.tensors) - need
+        if missing:
+            problems.append(f"missing keys for RWKV {self.architecture}: {', '.join(sorted(missing)[:8])}"
+                            + (" ..." if len(missing) > 8 else ""))
+        if unknown:
+            problems.append(f"keys RWKV {self.architecture} does not use: {', '.join(sorted(unknown)[:8])}"
+                            + (" ..." if len(unknown) > 8 else ""))
+        for t in self.tensors.values():
+            block = {b[0]: b[1] for b in BLOCKS[self.version].values()}.get(t.dtype, 1)
+            if block > 1 and t.shape[-1] % block:
+                problems.append(f"{t.name}: rows of {t.shape[-1]} do not fill {t.dtype} blocks of {block}")
         layers = {int(k.split(".")[1]) for k in self.tensors if k.startswith("blocks.") and k.split(".")[1].isdigit()}
         if layers and max(layers) + 1 != self.n_layer:
             problems.append(f"the header says {self.n_layer} layers, the tensors have {max(layers) + 1}")
         return problems
 
 
-def build_model(params: dict[str, np.ndarray], *, n_vocab: int, n_embed: int, n_layer: int,
-                dtype: str = "FP32", version: int = 101) -> RwkvModel:
-    """A model from a mapping of PyTorch-order numpy arrays, with rwkv.cpp's dtype rule.
+_KEEP_FP32 = (".time_", ".k_k", ".k_a", ".r_k", ".x_rwkvag", ".x_k", ".w0", ".a0", ".v0")
+_NOT_QUANTIZED = ("att.v1", "att.v2", "att.g1", "att.g2", "att.a1", "att.a2", "att.w1", "att.w2", "att.r_k")
 
-    1-D tensors, ``emb.weight`` and ``head.weight``-sized vocab matrices stay as rwkv.cpp keeps them:
-    1-D always FP32; the rest take ``dtype`` (quantized types need rows that fill whole blocks).
+
+def converter_dtype(name: str, ndim: int, float_type: str) -> str:
+    """rwkv.cpp converter's rule: ``float_type`` (FP16/FP32) for matrices, FP32 for the rest."""
+    if ndim >= 2 and not any(part in name for part in _KEEP_FP32):
+        return float_type
+    return "FP32"
+
+
+def quantizable(name: str, shape: tuple[int, ...]) -> bool:
+    """rwkv.cpp quantizer's rule: 2-D tensors except emb, head and the small v7 matrices."""
+    return len(shape) == 2 and name not in ("emb.weight", "head.weight") and not any(p in name for p in _NOT_QUANTIZED)
+
+
+def build_model(params: dict[str, np.ndarray], *, n_vocab: int, n_embed: int, n_layer: int,
+                dtype: str = "FP16", version: int = 101) -> RwkvModel:
+    """A model from a mapping of PyTorch-order numpy arrays, with rwkv.cpp's converter and quantizer rules.
+
+    FP16/FP32: the converter's rule (matrices in that type, the rest FP32). A quantized ``dtype``:
+    converted to FP16 first, then quantized as rwkv.cpp's quantizer does (:func:`quantize_model`).
     """
+    float_type = dtype if dtype in ("FP16", "FP32") else "FP16"
     tensors: OrderedDict[str, Tensor] = OrderedDict()
     for name, value in params.items():
         arr = np.asarray(value, np.float32)
-        kind = "FP32" if arr.ndim == 1 else dtype
-        if kind not in ("FP32", "FP16") and (name in ("emb.weight",) or arr.shape[-1] % 32):
-            kind = "FP16"
+        kind = converter_dtype(name, arr.ndim, float_type)
         tensors[name] = Tensor(name, kind, tuple(arr.shape), quants.quantize(arr.reshape(-1), kind, version),
                                version=version)
-    ids = {name: i for i, (name, _, _) in BLOCKS[version].items()}
+    ids = {n: i for i, (n, _, _) in BLOCKS[version].items()}
     header = {"version": version, "n_vocab": n_vocab, "n_embed": n_embed, "n_layer": n_layer,
-              "data_type": ids[dtype]}
+              "data_type": ids[float_type]}
+    model = RwkvModel(header, tensors)
+    return model if dtype == float_type else quantize_model(model, dtype, version)
+
+
+def quantize_model(model: RwkvModel, type_name: str, version: int | None = None) -> RwkvModel:
+    """Re-quantize a model to ``type_name`` with rwkv.cpp's rules; ``version`` also converts 100 <-> 101.
+
+    Tensors that rwkv.cpp does not quantize keep their type (v100 Q4_2, which v101 lacks, becomes FP16);
+    a matrix whose rows do not fill whole blocks stays FP16 (rwkv.cpp would write a file its loader rejects).
+    """
+    version = model.version if version is None else version
+    ids = {n: i for i, (n, _, _) in BLOCKS[version].items()}
+    if type_name not in ids:
+        raise ValueError(f"version {version} has no type {type_name}; choose from {', '.join(ids)}")
+    block = BLOCKS[version][ids[type_name]][1]
+    tensors: OrderedDict[str, Tensor] = OrderedDict()
+    for t in model.tensors.values():
+        target = t.dtype
+        if quantizable(t.name, t.shape) and t.dtype in ("FP32", "FP16"):
+            target = type_name if t.shape[-1] % block == 0 else "FP16"
+        if target not in ids:
+            target = "FP16"
+        if target == t.dtype and version == t.version:
+            tensors[t.name] = t
+            continue
+        values = t.to_numpy().reshape(-1)
+        tensors[t.name] = Tensor(t.name, target, t.shape, quants.quantize(values, target, version),
+                                 version=version)
+    header = {"version": version, "n_vocab": model.n_vocab, "n_embed": model.n_embed, "n_layer": model.n_layer,
+              "data_type": ids[type_name]}
     return RwkvModel(header, tensors)

@@ -28,10 +28,16 @@ def to_model(parsed: Any, **_: Any) -> RwkvModel:
     version = parsed["header"]["version"]
     types = schema.BLOCKS[version]
     tensors: OrderedDict[str, Tensor] = OrderedDict()
+    duplicates = []
     for rec in parsed["records"]:
+        if rec["key"] in tensors:
+            duplicates.append(rec["key"])
+            continue
         tensors[rec["key"]] = Tensor(rec["key"], types[rec["data_type"]][0], tuple(reversed(rec["shape"])),
                                      rec["data"], rec.get("offset"), version)
-    return RwkvModel(dict(parsed["header"]), tensors)
+    model = RwkvModel(dict(parsed["header"]), tensors)
+    model.duplicate_keys = duplicates
+    return model
 
 
 def from_model(model: Any, **_: Any) -> cs.Container:
