@@ -44,10 +44,10 @@ def main() -> None:
         ours_q = quants.quantize(x, name)
         ref_q = gq.quantize(x, qtype)
         same = ours_q.tobytes() == ref_q.tobytes()
-        tq = timed(lambda: quants.quantize(x, name), args.repeat)
-        rq = timed(lambda: gq.quantize(x, qtype), args.repeat)
-        td = timed(lambda: quants.dequantize(ours_q, name), args.repeat)
-        rd = timed(lambda: gq.dequantize(ref_q, qtype), args.repeat)
+        tq = timed(lambda n=name: quants.quantize(x, n), args.repeat)
+        rq = timed(lambda t=qtype: gq.quantize(x, t), args.repeat)
+        td = timed(lambda b=ours_q, n=name: quants.dequantize(b, n), args.repeat)
+        rd = timed(lambda b=ref_q, t=qtype: gq.dequantize(b, t), args.repeat)
         print(f"| {name} | {tq:.3f} | {rq:.3f} | {tq / rq:.2f} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |",
               flush=True)
 
