@@ -1,0 +1,69 @@
+"""Codec of SentencePiece ``tokenizer.model`` files (protobuf ModelProto, read losslessly)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .. import framework
+from ..errors import BuildError, FormatError
+from ..protowire import LEN, parse_fields
+from ..registry import Format, register
+from ..schemas import sentencepiece as schema
+from ..sentencepiece import SentencePieceModel
+
+NAME = "sentencepiece"
+
+
+def parse(buf: Any, **_: Any) -> Any:
+    return framework.parse(schema.model_proto, buf, format=NAME)
+
+
+def build(obj: Any, stream: Any) -> None:
+    framework.build(schema.model_proto, obj, stream, format=NAME)
+
+
+def to_model(parsed: Any, **_: Any) -> SentencePieceModel:
+    try:
+        return SentencePieceModel(parsed)
+    except FormatError as e:
+        raise e.located(format=NAME) from None
+
+
+def from_model(model: Any, **_: Any) -> Any:
+    if not isinstance(model, SentencePieceModel):
+        raise BuildError(f"expected SentencePieceModel, got {type(model).__name__}", format=NAME)
+    return model.fields
+
+
+def sniff(head: bytes) -> bool:
+    """A ModelProto starts with a pieces field (1, LEN) whose body starts with a piece string (1, LEN)."""
+    if len(head) < 4 or head[0] != 0x0A:
+        return False
+    try:
+        fields, _, _ = parse_fields(head, 0, min(len(head), 2 + head[1] if head[1] < 0x80 else len(head)), "", 0)
+    except FormatError:
+        return False
+    return bool(fields) and fields[0]["number"] == 1 and fields[0]["value"][:1] == b"\x0a"
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    model = to_model(parsed)
+    counts = Counter(t for _, _, t in model.pieces)
+    sizes = Counter()
+    for f in parsed:
+        sizes[{1: "pieces", 2: "trainer_spec", 3: "normalizer_spec", 4: "self_test_data",
+               5: "denormalizer_spec"}.get(f["number"], f"field {f['number']}")] += len(f["value"]) if f[
+            "wire_type"] == LEN else 0
+    return {"pieces": len(model), "piece_types": dict(counts),
+            "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
+            "vocab_size": model.trainer_spec.vocab_size, "normalizer": model.normalizer_spec.name,
+            "field_bytes": dict(sizes)}
+
+
+register(Format(
+    name=NAME, extensions=(".model",), description="SentencePiece tokenizer.model: a protobuf ModelProto "
+    "(pieces with scores and types, trainer and normalizer specs), read losslessly", schema=schema.model_proto,
+    sniff=sniff, priority=90, parse=parse, build=build, to_model=to_model, from_model=from_model,
+    model=SentencePieceModel, inspect=inspect,
+))
