@@ -76,3 +76,70 @@ def test_truncations_fail_cleanly(corpus):
             fmt.to_model(fmt.parse(data[:n]))
         except wv.FormatError as e:
             assert e.format == "sentencepiece"
+
+
+def _train(corpus, **kw):
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(input=str(corpus), model_writer=out, vocab_size=60, minloglevel=2,
+                                   hard_vocab_limit=False, **kw)
+    return out.getvalue()
+
+
+def _load(data, tmp_path, name):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return wv.read(p), spm.SentencePieceProcessor(model_file=str(p)), p
+
+
+def test_edits_load_in_sentencepiece_and_keep_other_bytes(corpus, tmp_path):
+    from wvformats import sentencepiece as S
+
+    data = _train(corpus)
+    model, sp, _ = _load(data, tmp_path, "orig.model")
+    edited = S.add_piece(model, "<city>", 0.0, "USER_DEFINED")
+    edited = S.set_piece(edited, 10, score=-0.5)
+    edited = S.set_normalizer(edited, add_dummy_prefix=False)
+    p = tmp_path / "edited.model"
+    wv.write(edited, p, "sentencepiece")
+    assert wv.validate(p).ok
+    sp2 = spm.SentencePieceProcessor(model_file=str(p))
+    assert sp2.get_piece_size() == sp.get_piece_size() + 1
+    assert sp2.piece_to_id("<city>") == sp.get_piece_size() and sp2.get_score(10) == -0.5
+    assert "<city>" in sp2.encode("a <city> b", out_type=str)
+    assert not sp2.encode("hello", out_type=str)[0].startswith("\u2581")  # no dummy prefix any more
+    # untouched pieces keep their exact bytes
+    new = p.read_bytes()
+    assert all(f.value in new for f in wv.parse_file(tmp_path / "orig.model")[:9])
+    removed = S.remove_piece(model, len(model) - 1)
+    q = tmp_path / "removed.model"
+    wv.write(removed, q, "sentencepiece")
+    assert spm.SentencePieceProcessor(model_file=str(q)).get_piece_size() == len(model) - 1
+
+
+def test_merge_and_exports(corpus, tmp_path):
+    import json
+
+    from wvformats import sentencepiece as S
+
+    a, _, _ = _load(_train(corpus), tmp_path, "a.model")
+    other = tmp_path / "other.txt"
+    other.write_text("zebra xylophone quartz\n" * 200, encoding="utf-8")
+    b, _, _ = _load(_train_other(other), tmp_path, "b.model")
+    merged = S.merge(a, b, score=-100.0)
+    p = tmp_path / "merged.model"
+    wv.write(merged, p, "sentencepiece")
+    sp = spm.SentencePieceProcessor(model_file=str(p))
+    added = [x for x in b.piece_strings if x not in a.piece_strings and
+             b.pieces[b.piece_to_id(x)][2] == "NORMAL"]
+    assert added and sp.get_piece_size() == len(a) + len(added)
+    tsv = S.to_tsv(a).splitlines()
+    assert len(tsv) == len(a) and tsv[0].split("\t")[0] == a.piece_strings[0]
+    rows = json.loads(json.dumps(S.to_json(a)))
+    assert rows[5]["piece"] == a.piece_strings[5] and rows[5]["score"] == float(a.scores[5])
+
+
+def _train_other(path):
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(input=str(path), model_writer=out, vocab_size=25, minloglevel=2,
+                                   hard_vocab_limit=False)
+    return out.getvalue()
