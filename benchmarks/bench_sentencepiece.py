@@ -1,0 +1,66 @@
+"""SentencePiece: parse a 32,000-piece ModelProto into the typed model and rebuild it, vs protobuf (upb).
+
+    python3 benchmarks/bench_sentencepiece.py [--pieces 32000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from sentencepiece import sentencepiece_model_pb2 as pb2
+
+import wvformats as wv
+
+
+def timed(fn, repeat):
+    fn()
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pieces", type=int, default=32000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    m = pb2.ModelProto()
+    for i in range(args.pieces):
+        p = m.pieces.add()
+        p.piece, p.score = f"\u2581piece{i}", -float(i) / 7
+        if i < 3:
+            p.type = 2 if i == 0 else 3
+    m.trainer_spec.model_type, m.trainer_spec.vocab_size = 2, args.pieces
+    data = m.SerializeToString()
+    fmt = wv.registry.get("sentencepiece")
+    parsed = fmt.parse(data)
+
+    def ours_parse():
+        return fmt.to_model(fmt.parse(data))
+
+    def ours_build():
+        import io
+
+        out = io.BytesIO()
+        fmt.build(parsed, out)
+        return out.getvalue()
+
+    assert ours_build() == data
+    rows = [("wvformats parse -> typed model", timed(ours_parse, args.repeat)),
+            ("protobuf ParseFromString", timed(lambda: pb2.ModelProto().ParseFromString(data), args.repeat)),
+            ("wvformats rebuild", timed(ours_build, args.repeat)),
+            ("protobuf SerializeToString", timed(m.SerializeToString, args.repeat))]
+    print(f"{args.pieces} pieces, {len(data)} bytes, median of {args.repeat}")
+    print("| step | median ms |\n|---|---|")
+    for name, t in rows:
+        print(f"| {name} | {1000 * t:.2f} |")
+    print(f"\nparse ratio {rows[0][1] / rows[1][1]:.1f}x, rebuild ratio {rows[2][1] / rows[3][1]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
