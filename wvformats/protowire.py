@@ -20,6 +20,21 @@ VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 MAX_DEPTH = 64  # group and message nesting limit: deeper input is refused, never a RecursionError
 
 
+class Field(dict):
+    """One wire field: ``number``, ``wire_type``, ``value`` and the raw encodings that were not minimal.
+
+    A dict with attribute access: tens of thousands are made per file, so it stays as light as a dict.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 def encode_varint(value: int) -> bytes:
     """The minimal varint of an unsigned 64-bit value (negative ints as two's complement, 10 bytes)."""
     if value < 0:
@@ -33,6 +48,9 @@ def encode_varint(value: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+_TAGS = {key: encode_varint(key) for key in range(1 << 11)}  # tags of field numbers below 256
 
 
 def read_varint(buf: Any, pos: int, end: int, path: str, base: int) -> tuple[int, int]:
@@ -56,19 +74,21 @@ def read_varint(buf: Any, pos: int, end: int, path: str, base: int) -> tuple[int
 
 
 def _raw_if_odd(buf: Any, a: int, b: int, value: int) -> bytes | None:
-    raw = bytes(buf[a:b])
-    return None if raw == encode_varint(value) else raw
+    """The varint's bytes if they are not its minimal encoding (a multi-byte varint ending in 0x00)."""
+    if b - a == 1 or buf[b - 1] != 0:
+        return None
+    return bytes(buf[a:b])
 
 
 def parse_fields(buf: Any, pos: int, end: int, path: str, base: int, depth: int = 0,
-                 group: int | None = None) -> tuple[list[cs.Container], int, bytes | None]:
+                 group: int | None = None) -> tuple[list[Field], int, bytes | None]:
     """Fields from ``pos`` to ``end`` (or to the end-group tag of field ``group``).
 
     Returns the fields, the position after them, and the end-group tag's raw bytes if not minimal.
     """
     if depth > MAX_DEPTH:
         raise fail(path, base + pos, f"nesting deeper than {MAX_DEPTH}", ValueMismatchError)
-    fields: list[cs.Container] = []
+    fields: list[Field] = []
     i = 0
     while pos < end:
         where = f"{path}[{i}]"
@@ -77,28 +97,28 @@ def parse_fields(buf: Any, pos: int, end: int, path: str, base: int, depth: int 
         number, wire = tag >> 3, tag & 7
         if number == 0 or number >= 1 << 29:
             raise fail(where, base + tag_at, f"field number {number} is out of range", ValueMismatchError)
-        f = cs.Container(number=number, wire_type=wire, raw_tag=_raw_if_odd(buf, tag_at, pos, tag))
+        f = Field(number=number, wire_type=wire, raw_tag=_raw_if_odd(buf, tag_at, pos, tag))
         if wire == VARINT:
             at = pos
-            f.value, pos = read_varint(buf, pos, end, where, base)
-            f.raw = _raw_if_odd(buf, at, pos, f.value)
+            value, pos = read_varint(buf, pos, end, where, base)
+            f["value"], f["raw"] = value, _raw_if_odd(buf, at, pos, value)
         elif wire in (I64, I32):
             n = 8 if wire == I64 else 4
             if pos + n > end:
                 raise fail(where, base + pos, f"fixed{8 * n} value is cut off", TruncatedError)
-            f.value = bytes(buf[pos : pos + n])
+            f["value"] = bytes(buf[pos : pos + n])
             pos += n
         elif wire == LEN:
             at = pos
             n, pos = read_varint(buf, pos, end, where, base)
-            f.raw_len = _raw_if_odd(buf, at, pos, n)
+            f["raw_len"] = _raw_if_odd(buf, at, pos, n)
             if n > end - pos:
                 raise fail(where, base + pos, f"length {n} is longer than the {end - pos} bytes that remain",
                            TruncatedError)
-            f.value = bytes(buf[pos : pos + n])
+            f["value"] = bytes(buf[pos : pos + n])
             pos += n
         elif wire == SGROUP:
-            f.value, pos, f.raw_end = parse_fields(buf, pos, end, f"{where}.group", base, depth + 1, number)
+            f["value"], pos, f["raw_end"] = parse_fields(buf, pos, end, f"{where}.group", base, depth + 1, number)
         elif wire == EGROUP:
             if group != number:
                 raise fail(where, base + tag_at, "end-group tag without a matching start", ValueMismatchError)
@@ -117,19 +137,30 @@ def build_fields(fields: list[Any], out: bytearray, path: str = "", depth: int =
     if depth > MAX_DEPTH:
         raise BuildError(f"nesting deeper than {MAX_DEPTH}", path=path or None)
     for i, f in enumerate(fields):
-        number, wire = int(f["number"]), int(f["wire_type"])
-        tag = f.get("raw_tag") or encode_varint(number << 3 | wire)
+        number, wire = f["number"], f["wire_type"]
+        tag = f.get("raw_tag")
+        if tag is None:
+            key = number << 3 | wire
+            tag = _TAGS.get(key) or encode_varint(key)
         out += tag
         value = f["value"]
-        if wire == VARINT:
-            out += f.get("raw") or encode_varint(int(value))
+        if wire == LEN:
+            n = len(value)
+            raw = f.get("raw_len")
+            if raw is not None:
+                out += raw
+            elif n < 0x80:
+                out.append(n)
+            else:
+                out += encode_varint(n)
+            out += value
+        elif wire == VARINT:
+            raw = f.get("raw")
+            out += raw if raw is not None else encode_varint(int(value))
         elif wire in (I64, I32):
             n = 8 if wire == I64 else 4
             if len(value) != n:
                 raise BuildError(f"fixed{8 * n} value must be {n} bytes", path=f"{path}[{i}]")
-            out += value
-        elif wire == LEN:
-            out += f.get("raw_len") or encode_varint(len(value))
             out += value
         elif wire == SGROUP:
             build_fields(value, out, f"{path}[{i}].group", depth + 1)

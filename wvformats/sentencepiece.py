@@ -22,8 +22,20 @@ class SentencePieceModel:
         self.fields = fields
         self.proto = View(ModelProto, fields, "model")
         raw = [f["value"] for f in fields if f["number"] == 1 and f["wire_type"] == LEN]
-        pieces, scores, types = [], np.zeros(len(raw), "<f4"), np.ones(len(raw), np.int32)
+        pieces, types = [], np.ones(len(raw), np.int32)
+        score_bytes = [b"\0\0\0\0"] * len(raw)  # raw f32 bits: a signalling NaN stays as it was
         for i, data in enumerate(raw):
+            # the layout sentencepiece writes: 0a len piece, 15 score[4], optionally 18 type (one byte each)
+            n = len(data)
+            if n >= 7 and data[0] == 0x0A and data[1] < 0x80:
+                end = 2 + data[1]
+                if data[end : end + 1] == b"\x15" and (n == end + 5 or n == end + 7 and data[end + 5] == 0x18
+                                                        and data[end + 6] < 0x80):
+                    pieces.append(data[2:end].decode("utf-8", "surrogateescape"))
+                    score_bytes[i] = data[end + 1 : end + 5]
+                    if n == end + 7:
+                        types[i] = data[end + 6]
+                    continue
             sub, _, _ = parse_fields(data, 0, len(data), f"pieces[{i}]", 0)
             piece = ""
             for f in sub:  # last occurrence wins, as in protobuf
@@ -31,12 +43,12 @@ class SentencePieceModel:
                 if n == 1:
                     piece = f["value"].decode("utf-8", "surrogateescape")
                 elif n == 2 and f["wire_type"] == 5:
-                    scores[i] = struct.unpack("<f", f["value"])[0]
+                    score_bytes[i] = f["value"]
                 elif n == 3:
                     types[i] = f["value"]
             pieces.append(piece)
         self.piece_strings = pieces
-        self.scores = scores
+        self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
         self.types = types
 
     @property
