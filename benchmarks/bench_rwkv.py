@@ -9,26 +9,19 @@ of every shared type; results are also checked to be byte-identical.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import gguf
 import numpy as np
 from gguf import quants as gq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import in_process  # noqa: E402
+
 from wvformats import quants
 
 TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
-
-
-def timed(fn, repeat: int) -> float:
-    fn()
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
 
 
 def main() -> None:
@@ -44,12 +37,14 @@ def main() -> None:
         ours_q = quants.quantize(x, name)
         ref_q = gq.quantize(x, qtype)
         same = ours_q.tobytes() == ref_q.tobytes()
-        tq = timed(lambda n=name: quants.quantize(x, n), args.repeat)
-        rq = timed(lambda t=qtype: gq.quantize(x, t), args.repeat)
-        td = timed(lambda b=ours_q, n=name: quants.dequantize(b, n), args.repeat)
-        rd = timed(lambda b=ref_q, t=qtype: gq.dequantize(b, t), args.repeat)
-        print(f"| {name} | {tq:.3f} | {rq:.3f} | {tq / rq:.2f} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |",
-              flush=True)
+        tq = in_process(lambda n=name: quants.quantize(x, n), args.repeat)
+        rq = in_process(lambda t=qtype: gq.quantize(x, t), args.repeat)
+        td = in_process(lambda b=ours_q, n=name: quants.dequantize(b, n), args.repeat)
+        rd = in_process(lambda b=ref_q, t=qtype: gq.dequantize(b, t), args.repeat)
+        print(
+            f"| {name} | {tq:.3f} | {rq:.3f} | {tq / rq:.2f} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -6,22 +6,15 @@
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 from sentencepiece import sentencepiece_model_pb2 as pb2
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import in_process  # noqa: E402
+
 import wvformats as wv
-
-
-def timed(fn, repeat):
-    fn()
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
 
 
 def main() -> None:
@@ -51,10 +44,10 @@ def main() -> None:
         return out.getvalue()
 
     assert ours_build() == data
-    rows = [("wvformats parse -> typed model", timed(ours_parse, args.repeat)),
-            ("protobuf ParseFromString", timed(lambda: pb2.ModelProto().ParseFromString(data), args.repeat)),
-            ("wvformats rebuild", timed(ours_build, args.repeat)),
-            ("protobuf SerializeToString", timed(m.SerializeToString, args.repeat))]
+    rows = [("wvformats parse -> typed model", in_process(ours_parse, args.repeat)),
+            ("protobuf ParseFromString", in_process(lambda: pb2.ModelProto().ParseFromString(data), args.repeat)),
+            ("wvformats rebuild", in_process(ours_build, args.repeat)),
+            ("protobuf SerializeToString", in_process(m.SerializeToString, args.repeat))]
     print(f"{args.pieces} pieces, {len(data)} bytes, median of {args.repeat}")
     print("| step | median ms |\n|---|---|")
     for name, t in rows:

@@ -36,6 +36,19 @@ def measure(setup: str, timed: str, repeat: int = 3) -> dict[str, float]:
             "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
 
 
+def in_process(fn, repeat: int = 3) -> float:
+    """Median seconds of ``fn()`` over ``repeat`` calls in this process, after one warm-up call."""
+    import time
+
+    fn()
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+
 def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str) -> str:
     """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``."""
     ref = dict(rows)[base]
