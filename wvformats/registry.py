@@ -45,6 +45,22 @@ class Format:
     schemas: dict[str, cs.Construct] = field(default_factory=dict)
 
 
+def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
+                                                                                   Callable[[Any, Any], None]]:
+    """The ``parse``/``build`` pair of a format whose file is one schema; ``params`` are the read options
+    passed to the schema (as construct ``_params``)."""
+    from . import framework
+
+    def parse(buf: Any, **options: Any) -> Any:
+        wanted = {k: options[k] for k in params if options.get(k) is not None}
+        return framework.parse(schema, buf, format=name, **wanted)
+
+    def build(obj: Any, stream: Any) -> None:
+        framework.build(schema, obj, stream, format=name)
+
+    return parse, build
+
+
 _FORMATS: dict[str, Format] = {}
 _loaded = False
 # codec modules that failed to import, with the error: one broken codec must not take the others down

@@ -10,10 +10,9 @@ import numpy as np
 import tomli_w
 
 from .. import finalfusion as lookups
-from .. import framework
 from ..embeddings import Embeddings
 from ..errors import BuildError, FormatError
-from ..registry import Format, register
+from ..registry import Format, register, schema_io
 from ..schemas import finalfusion as schema
 
 NAME = "finalfusion"
@@ -30,12 +29,7 @@ def register_chunk(chunk_id: int, name: str, body: cs.Construct) -> None:
     _FORMAT.schemas[f"chunk {chunk_id}: {name}"] = body
 
 
-def parse(buf: Any, **_: Any) -> Any:
-    return framework.parse(schema.finalfusion, buf, format=NAME)
-
-
-def build(obj: Any, stream: Any) -> None:
-    framework.build(schema.finalfusion, obj, stream, format=NAME)
+parse, build = schema_io(NAME, schema.finalfusion)
 
 
 def _chunk(parsed: Any, ids: dict[int, str]) -> Any:

@@ -7,21 +7,15 @@ from typing import Any
 
 import construct as cs
 
-from .. import framework
 from ..errors import BuildError
-from ..registry import Format, register
+from ..registry import Format, register, schema_io
 from ..rwkv import RwkvModel, Tensor
 from ..schemas import ggml as schema
 
 NAME = "rwkv"
 
 
-def parse(buf: Any, **_: Any) -> Any:
-    return framework.parse(schema.rwkv, buf, format=NAME)
-
-
-def build(obj: Any, stream: Any) -> None:
-    framework.build(schema.rwkv, obj, stream, format=NAME)
+parse, build = schema_io(NAME, schema.rwkv)
 
 
 def to_model(parsed: Any, **_: Any) -> RwkvModel:

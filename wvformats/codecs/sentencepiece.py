@@ -5,22 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .. import framework
 from ..errors import BuildError, FormatError
 from ..protowire import LEN, parse_fields
-from ..registry import Format, register
+from ..registry import Format, register, schema_io
 from ..schemas import sentencepiece as schema
 from ..sentencepiece import SentencePieceModel
 
 NAME = "sentencepiece"
 
 
-def parse(buf: Any, **_: Any) -> Any:
-    return framework.parse(schema.model_proto, buf, format=NAME)
-
-
-def build(obj: Any, stream: Any) -> None:
-    framework.build(schema.model_proto, obj, stream, format=NAME)
+parse, build = schema_io(NAME, schema.model_proto)
 
 
 def to_model(parsed: Any, **_: Any) -> SentencePieceModel:

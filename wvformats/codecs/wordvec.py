@@ -8,10 +8,9 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from .. import framework
 from ..embeddings import Embeddings
 from ..errors import BuildError
-from ..registry import Format, register
+from ..registry import Format, register, schema_io
 from ..schemas import wordvec as schema
 
 _HEADER = re.compile(rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n")
@@ -93,21 +92,6 @@ def sniff_glove(head: bytes) -> bool:
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
 
 _READ_PARAMS = ("limit", "vocab", "unicode_errors")
-
-
-def _parser(name: str, s: cs.Construct):  # noqa: ANN202
-    def parse(buf: Any, **options: Any) -> Any:
-        params = {k: options[k] for k in _READ_PARAMS if options.get(k) is not None}
-        return framework.parse(s, buf, format=name, **params)
-
-    return parse
-
-
-def _builder(name: str, s: cs.Construct):  # noqa: ANN202
-    def build(obj: Any, stream: Any) -> None:
-        framework.build(s, obj, stream, format=name)
-
-    return build
 
 
 def _to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
@@ -207,9 +191,10 @@ def _check(parsed: Any) -> list[str]:
 
 def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff: Any, prio: int,
               from_model: Any) -> None:
+    parse, build = schema_io(name, s, _READ_PARAMS)
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
-        parse=_parser(name, s), build=_builder(name, s), to_model=_to_model, from_model=from_model,
+        parse=parse, build=build, to_model=_to_model, from_model=from_model,
         model=Embeddings, inspect=_inspect, check=_check,
     ))
 
