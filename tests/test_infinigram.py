@@ -1,0 +1,133 @@
+"""infini-gram indexes: our builder against brute force and against the real engine (in a subprocess)."""
+
+import json
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wvformats import pointers
+from wvformats.errors import FormatError
+from wvformats.infinigram import InfiniGramIndex, build, suffix_array
+
+
+def brute_count(docs, query, width, version=4):
+    sep = (1 << (8 * width)) - 1
+    stream = []
+    for d in docs:
+        stream += [sep] + (list(d)[::-1] if version == 5 else list(d))
+    q = list(query)[::-1] if version == 5 else list(query)
+    if not q:
+        return len(stream)
+    return sum(stream[i : i + len(q)] == q for i in range(len(stream) - len(q) + 1))
+
+
+def _dir():
+    # the engine finds files by substring: keep the file-kind words out of the path
+    return tempfile.mkdtemp(prefix="ig")
+
+
+@st.composite
+def corpora(draw):
+    width = draw(st.sampled_from([1, 2]))
+    sep = (1 << (8 * width)) - 1
+    # small alphabets make repeats; include values next to SEP
+    alphabet = st.sampled_from([0, 1, 2, 3, sep - 1, 256 % sep])
+    docs = draw(st.lists(st.lists(alphabet, max_size=8), min_size=1, max_size=6))
+    return width, docs
+
+
+@settings(max_examples=40)
+@given(corpus=corpora(), version=st.sampled_from([4, 5]), shards=st.integers(1, 3), data=st.data())
+def test_counts_equal_brute_force(corpus, version, shards, data):
+    width, docs = corpus
+    d = build(docs, _dir(), token_width=width, version=version, shards=shards)
+    ix = InfiniGramIndex(d, token_width=width, version=version)
+    sep = (1 << (8 * width)) - 1
+    assert ix.count([]) == brute_count(docs, [], width) and ix.count([sep]) == len(docs)
+    flat = [t for doc in docs for t in doc]
+    for _ in range(5):
+        n = data.draw(st.integers(1, 3))
+        q = data.draw(st.lists(st.sampled_from(flat or [0]), min_size=n, max_size=n))
+        assert ix.count(q) == brute_count(docs, q, width, version), q
+
+
+def test_suffix_array_is_sorted():
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 4, 300)
+    order = suffix_array(keys)
+    suffixes = [tuple(keys[i:]) for i in order]
+    assert suffixes == sorted(suffixes) and sorted(order.tolist()) == list(range(300))
+
+
+def test_the_notes_worked_example():
+    d = build([[2, 44], [], [256, 1]], _dir(), token_width=2)
+    assert (d / "tokenized.0").read_bytes().hex() == "ffff02002c00ffffffff00010100"
+    assert (d / "table.0").read_bytes().hex() == "0a0c0204080006"  # byte order, not token order
+    assert np.frombuffer((d / "offset.0").read_bytes(), "<u8").tolist() == [0, 6, 8]
+    assert (d / "unigram.0").read_text() == "1 1\n2 1\n44 1\n256 1\n65535 3\n"
+
+
+def test_pointer_array_round_trip():
+    v = np.array([0, 1, 255, 256, 2**24 - 1], np.uint64)
+    for k in (3, 4, 8):
+        assert pointers.decode(pointers.encode(v, k), k).tolist() == v.tolist()
+    with pytest.raises(ValueError):
+        pointers.encode(np.array([2**24]), 3)
+
+
+ENGINE = """
+import json, sys
+from infini_gram.engine import InfiniGramEngine
+d, width, version, queries = json.loads(sys.argv[1])
+e = InfiniGramEngine(index_dir=d, eos_token_id=0, vocab_size=(1 << (8 * width)) - 1,
+                     token_dtype={1: "u8", 2: "u16", 4: "u32"}[width], version=version)
+print(json.dumps([e.count(input_ids=q)["count"] for q in queries]))
+"""
+
+
+@pytest.mark.parametrize("width,version,shards", [(2, 4, 1), (1, 4, 2), (2, 5, 1)])
+def test_indexes_we_build_load_in_the_real_engine(width, version, shards):
+    pytest.importorskip("infini_gram")
+    rng = np.random.default_rng(width + version + shards)
+    docs = [rng.integers(0, 5, int(rng.integers(0, 12))).tolist() for _ in range(20)]
+    d = build(docs, _dir(), token_width=width, version=version, shards=shards)
+    queries = [[], [(1 << (8 * width)) - 1]] + [rng.integers(0, 5, int(rng.integers(1, 4))).tolist()
+                                                for _ in range(30)]
+    r = subprocess.run([sys.executable, "-c", ENGINE, json.dumps([str(d), width, version, queries])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    theirs = json.loads(r.stdout.strip().splitlines()[-1])
+    ix = InfiniGramIndex(d, token_width=width, version=version)
+    assert [ix.count(q) for q in queries] == theirs
+    assert theirs[2:] == [brute_count(docs, q, width, version) for q in queries[2:]]
+
+
+def test_inconsistent_files_fail_cleanly():
+    d = build([[1, 2, 3], [4]], _dir(), token_width=2)
+    (d / "table.0").write_bytes((d / "table.0").read_bytes()[:-1])
+    with pytest.raises(FormatError):
+        InfiniGramIndex(d, token_width=2)
+    (d / "offset.0").write_bytes(b"\0" * 5)
+    with pytest.raises(FormatError):
+        InfiniGramIndex(d, token_width=2)
+
+
+def test_registered_directory_format_sniff_inspect_validate():
+    import wvformats as wv
+
+    d = build([[1, 2, 3], [4, 5], []], _dir(), token_width=2, shards=2)
+    assert wv.sniff(d) == "infini-gram"
+    info = wv.inspect(d)
+    assert info["tokens"] == 8 and info["documents"] == 3 and info["shards"] == 2 and info["token_width"] == 2
+    assert wv.validate(d).ok
+    # a table in token order instead of byte order is caught
+    bad = build([[256, 1], [2, 44]], _dir(), token_width=2)
+    table = np.frombuffer((bad / "table.0").read_bytes(), np.uint8)
+    (bad / "table.0").write_bytes(table[::-1].tobytes())
+    report = wv.validate(bad)
+    assert not report.ok and any("order" in p or "range" in p for p in report.problems)
