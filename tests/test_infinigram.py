@@ -131,3 +131,31 @@ def test_registered_directory_format_sniff_inspect_validate():
     (bad / "table.0").write_bytes(table[::-1].tobytes())
     report = wv.validate(bad)
     assert not report.ok and any("order" in p or "range" in p for p in report.problems)
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_byte_identical_to_the_real_indexer(shards):
+    pytest.importorskip("transformers")  # the real indexer imports it even without a tokenizer
+    from pathlib import Path
+
+    from wvformats.infinigram import build_jsonl
+
+    root = Path(_dir())
+    src = root / "src"
+    (src / "sub").mkdir(parents=True)
+    rows = [{"text": "hello world", "id": 1}, {"text": "", "id": 2}, {"text": "h\u00e9llo there hello", "id": 3},
+            {"text": "caf\u00e9 \u6771\u4eac", "source": "x"}, {"text": "a", "id": 5}]
+    (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]), encoding="utf-8")
+    (src / "sub" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]), encoding="utf-8")
+    theirs, ours = root / "theirs", root / "ours"
+    r = subprocess.run([sys.executable, "-m", "infini_gram.indexing", "--data_dir", str(src), "--save_dir",
+                        str(theirs), "--token_dtype", "u8", "--add_metadata", "--add_unigram", "--cpus", "1",
+                        "--mem", "2", "--ulimit", "1024", "--shards", str(shards)],
+                       capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
+                                                                         "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    build_jsonl(src, ours, token_width=1, shards=shards)
+    names = sorted(p.name for p in theirs.iterdir())
+    assert names == sorted(p.name for p in ours.iterdir()) and len(names) == 6 * shards
+    for name in names:
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name

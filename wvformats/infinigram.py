@@ -265,3 +265,35 @@ def check(index: InfiniGramIndex, sample: int = 2000) -> list[str]:
                 problems.append(f"shard {s_ix}: suffixes at ranks {r} and {r + 1} are out of order")
                 break
     return problems
+
+
+def build_jsonl(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, tokenize: Any = None,
+                token_width: int = 1, version: int = 4, shards: int = 1, metadata: bool = True,
+                unigram: bool = True, batch_size: int = 65536) -> Path:
+    """Index ``data_dir/**/*.jsonl`` as the real indexer does: files in sorted order, the ``text`` field
+    tokenized (UTF-8 bytes for u8 when ``tokenize`` is None), every other field kept as metadata, and
+    documents dealt to shards round-robin within each file and batch."""
+    root = Path(data_dir)
+    files = sorted(str(p) for p in root.glob("**/*.json*") if p.is_file())
+    per_shard: list[list[list[int]]] = [[] for _ in range(shards)]
+    metas: list[list[dict[str, Any]]] = [[] for _ in range(shards)]
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+        for start in range(0, len(lines), batch_size):
+            for j, line in enumerate(lines[start : start + batch_size]):
+                obj = json.loads(line)
+                text = obj.pop("text")
+                tokens = list(text.encode("utf-8")) if tokenize is None else list(tokenize(text))
+                s = j % shards
+                per_shard[s].append(tokens)
+                metas[s].append({"path": path[len(str(root)) + 1 :], "linenum": start + j, "metadata": obj})
+    out = Path(out_dir)
+    for s in range(shards):
+        tmp = out / f".shard{s}"
+        build(per_shard[s], tmp, token_width=token_width, version=version, shards=1,
+              metadata=metas[s] if metadata else None, unigram=unigram)
+        for p in tmp.iterdir():
+            os.replace(p, out / f"{p.name.rpartition('.')[0]}.{s}")
+        tmp.rmdir()
+    return out
