@@ -159,3 +159,25 @@ def test_byte_identical_to_the_real_indexer(shards):
     assert names == sorted(p.name for p in ours.iterdir()) and len(names) == 6 * shards
     for name in names:
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+@settings(max_examples=25)
+@given(corpus=corpora(), version=st.sampled_from([4, 5]), data=st.data())
+def test_get_doc_and_infgram_prob_against_brute_force(corpus, version, data):
+    width, docs = corpus
+    metas = [{"i": i} for i in range(len(docs))]
+    d = build(docs, _dir(), token_width=width, version=version, metadata=metas)
+    ix = InfiniGramIndex(d, token_width=width, version=version)
+    for i, doc in enumerate(docs):
+        got = ix.get_doc_by_ix(i)
+        assert got["token_ids"] == list(doc) and got["doc_len"] == len(doc)
+        assert json.loads(got["metadata"]) == {"i": i}
+    flat = [t for doc in docs for t in doc] or [0]
+    prompt = data.draw(st.lists(st.sampled_from(flat), max_size=4))
+    cont = data.draw(st.sampled_from(flat))
+    got = ix.infgram_prob(prompt, cont)
+    n = got["suffix_len"]
+    assert n == 0 or brute_count(docs, prompt[len(prompt) - n :], width, version) > 0
+    assert n == len(prompt) or brute_count(docs, prompt[len(prompt) - n - 1 :], width, version) == 0
+    base = prompt[len(prompt) - n :] if n else []
+    assert got["cont_cnt"] == brute_count(docs, [*base, cont], width, version)

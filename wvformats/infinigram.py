@@ -206,6 +206,39 @@ class InfiniGramIndex:
         cont_cnt = self.count([*prompt, cont])
         return {"prompt_cnt": prompt_cnt, "cont_cnt": cont_cnt, "prob": cont_cnt / prompt_cnt}
 
+    def infgram_prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
+        """prob() on the longest suffix of ``prompt`` that occurs (``suffix_len`` 0: unconditional)."""
+        prompt = list(prompt)
+        best = 0
+        for n in range(1, len(prompt) + 1):  # counts only shrink as the suffix grows: stop at the first miss
+            if self.count(prompt[len(prompt) - n :]) == 0:
+                break
+            best = n
+        out = self.prob(prompt[len(prompt) - best :] if best else [], cont)
+        out["suffix_len"] = best
+        return out
+
+    def get_doc_by_ix(self, doc_ix: int) -> dict[str, Any]:
+        """Document ``doc_ix`` (global, shards in order): its tokens (in reading order) and metadata line."""
+        for shard in self.shards:
+            if doc_ix < shard.doc_cnt:
+                w = self.token_width
+                start = int(shard.offsets[doc_ix]) + w
+                end = int(shard.offsets[doc_ix + 1]) if doc_ix + 1 < shard.doc_cnt else len(shard.ds)
+                raw = shard.ds[start:end]
+                toks = np.frombuffer(raw, f"<u{w}" if w > 1 else "u1").tolist()
+                meta = ""
+                mt, mo = shard.maps.get("metadata"), shard.maps.get("metaoff")
+                if mt is not None and mo is not None and len(mo) >= 8 * (doc_ix + 1):
+                    offs = np.frombuffer(mo, "<u8")
+                    a = int(offs[doc_ix])
+                    b = int(offs[doc_ix + 1]) if doc_ix + 1 < len(offs) else len(mt)
+                    meta = bytes(mt[a:b]).decode("utf-8")
+                return {"doc_ix": doc_ix, "doc_len": len(toks),
+                        "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
+            doc_ix -= shard.doc_cnt
+        raise IndexError("doc_ix is past the last document")
+
     @property
     def tok_cnt(self) -> int:
         return sum(s.tok_cnt for s in self.shards)
