@@ -206,6 +206,38 @@ class InfiniGramIndex:
         cont_cnt = self.count([*prompt, cont])
         return {"prompt_cnt": prompt_cnt, "cont_cnt": cont_cnt, "prob": cont_cnt / prompt_cnt}
 
+    def ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
+        """Exact next-token distribution after ``prompt`` over all shards.
+
+        The next token is the one after the match (v4) or before it in the stored reversed document (v5);
+        a separator or the end of a shard counts as ``eos_token_id``, as in the engine. Every occurrence is
+        counted (the engine's sampling above ``max_support`` and its end-of-shard bug do not apply).
+        """
+        w = self.token_width
+        n = len(prompt)
+        counts: dict[int, int] = {}
+        total = 0
+        q = self._bytes(prompt)
+        for shard in self.shards:
+            lo, hi = shard.find(q)
+            if hi <= lo:
+                continue
+            total += hi - lo
+            if shard.k:
+                ptrs = pointers.decode(shard.table[lo * shard.k : hi * shard.k], shard.k).astype(np.int64)
+            else:
+                ptrs = np.zeros(hi - lo, np.int64)
+            toks = np.frombuffer(shard.ds, f"<u{w}" if w > 1 else "u1")
+            at = ptrs // w + n if self.version == 4 else ptrs // w - 1
+            inside = (at >= 0) & (at < shard.tok_cnt)
+            nxt = np.full(len(at), eos_token_id, np.int64)
+            nxt[inside] = toks[at[inside]]
+            nxt[nxt == sep(w)] = eos_token_id
+            for tok, c in zip(*np.unique(nxt, return_counts=True), strict=True):
+                counts[int(tok)] = counts.get(int(tok), 0) + int(c)
+        return {"prompt_cnt": total, "approx": False,
+                "result_by_token_id": {t: {"cont_cnt": c, "prob": c / total} for t, c in sorted(counts.items())}}
+
     def infgram_prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
         """prob() on the longest suffix of ``prompt`` that occurs (``suffix_len`` 0: unconditional)."""
         prompt = list(prompt)
