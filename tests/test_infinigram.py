@@ -248,3 +248,29 @@ def test_ntd_is_the_reading_order_next_token_distribution(corpus, version, data)
                 expected[nxt] = expected.get(nxt, 0) + 1
     got = {k: v["cont_cnt"] for k, v in ix.ntd(prompt)["result_by_token_id"].items()}
     assert got == expected
+
+
+def test_get_doc_by_rank_v6_layout_and_infgram_ntd():
+    import shutil
+
+    docs = [[1, 2, 3], [4, 2, 3, 9], [2, 3]]
+    d = build(docs, _dir(), token_width=2, shards=2)
+    ix = InfiniGramIndex(d, token_width=2)
+    found = ix.find([2, 3])
+    hits = []
+    for s, (lo, hi) in enumerate(found["segment_by_shard"]):
+        for r in range(lo, hi):
+            got = ix.get_doc_by_rank(s, r)
+            hits.append((got["token_ids"], got["needle_offset"]))
+            assert got["token_ids"][got["needle_offset"] : got["needle_offset"] + 2] == [2, 3]
+    assert sorted(map(str, hits)) == sorted(map(str, [([1, 2, 3], 1), ([4, 2, 3, 9], 1), ([2, 3], 0)]))
+    # v6: one directory per shard, the same files without suffix
+    v6 = __import__("pathlib").Path(_dir())
+    for s in range(2):
+        (v6 / f"s{s}").mkdir()
+        for p in d.glob(f"*.{s}"):
+            shutil.copy(p, v6 / f"s{s}" / p.name.rpartition(".")[0])
+    assert InfiniGramIndex(v6, token_width=2).count([2, 3]) == 3
+    out = ix.infgram_ntd([7, 7, 2, 3])
+    assert out["suffix_len"] == 2 and out["result_by_token_id"][9]["cont_cnt"] == 1
+    assert out["result_by_token_id"][0]["cont_cnt"] == 2  # document ends count as eos

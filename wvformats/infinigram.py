@@ -175,11 +175,7 @@ class InfiniGramIndex:
                  version: int = 4) -> None:
         self.directory = Path(directory)
         self.version = version
-        groups: dict[str, dict[str, Path]] = {}
-        for p in sorted(self.directory.iterdir(), key=lambda p: p.name):
-            kind, _, suffix = p.name.partition(".")
-            if kind in KINDS:
-                groups.setdefault(suffix, {})[kind] = p
+        groups = _groups(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
         self.token_width = token_width or _infer_width(groups)
@@ -238,17 +234,40 @@ class InfiniGramIndex:
         return {"prompt_cnt": total, "approx": False,
                 "result_by_token_id": {t: {"cont_cnt": c, "prob": c / total} for t, c in sorted(counts.items())}}
 
-    def infgram_prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
-        """prob() on the longest suffix of ``prompt`` that occurs (``suffix_len`` 0: unconditional)."""
-        prompt = list(prompt)
+    def _longest_suffix(self, prompt: list[int]) -> int:
         best = 0
         for n in range(1, len(prompt) + 1):  # counts only shrink as the suffix grows: stop at the first miss
             if self.count(prompt[len(prompt) - n :]) == 0:
                 break
             best = n
+        return best
+
+    def infgram_prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
+        """prob() on the longest suffix of ``prompt`` that occurs (``suffix_len`` 0: unconditional)."""
+        prompt = list(prompt)
+        best = self._longest_suffix(prompt)
         out = self.prob(prompt[len(prompt) - best :] if best else [], cont)
         out["suffix_len"] = best
         return out
+
+    def infgram_ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
+        """ntd() on the longest suffix of ``prompt`` that occurs."""
+        prompt = list(prompt)
+        best = self._longest_suffix(prompt)
+        out = self.ntd(prompt[len(prompt) - best :] if best else [], eos_token_id)
+        out["suffix_len"] = best
+        return out
+
+    def get_doc_by_rank(self, shard: int, rank: int) -> dict[str, Any]:
+        """The document holding suffix ``rank`` of shard ``shard``, and where the match starts in it."""
+        sh = self.shards[shard]
+        if not 0 <= rank < sh.tok_cnt:
+            raise IndexError("rank is out of range")
+        ptr = sh.ptr(rank)
+        local = int(np.searchsorted(sh.offsets, ptr, side="right")) - 1
+        doc = self.get_doc_by_ix(sum(s.doc_cnt for s in self.shards[:shard]) + local)
+        doc["needle_offset"] = (ptr - int(sh.offsets[local])) // self.token_width - 1
+        return doc
 
     def get_doc_by_ix(self, doc_ix: int) -> dict[str, Any]:
         """Document ``doc_ix`` (global, shards in order): its tokens (in reading order) and metadata line."""
@@ -278,6 +297,21 @@ class InfiniGramIndex:
     @property
     def doc_cnt(self) -> int:
         return sum(s.doc_cnt for s in self.shards)
+
+
+def _groups(directory: Path) -> dict[str, dict[str, Path]]:
+    """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
+    groups: dict[str, dict[str, Path]] = {}
+    for p in sorted(directory.iterdir(), key=lambda p: p.name):
+        kind, _, suffix = p.name.partition(".")
+        if p.is_file() and kind in KINDS:
+            groups.setdefault(suffix, {})[kind] = p
+    if not groups:  # v6: one directory per shard, files without suffix
+        for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
+            files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
+            if "tokenized" in files:
+                groups[sub.name] = files
+    return groups
 
 
 def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
