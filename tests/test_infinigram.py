@@ -1,6 +1,8 @@
 """infini-gram indexes: our builder against brute force and against the real engine (in a subprocess)."""
 
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,9 @@ def brute_count(docs, query, width, version=4):
 
 def _dir():
     # the engine finds files by substring: keep the file-kind words out of the path
-    return tempfile.mkdtemp(prefix="ig")
+    d = tempfile.mkdtemp(prefix="ig")
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 @st.composite
@@ -133,9 +137,56 @@ def test_registered_directory_format_sniff_inspect_validate():
     assert not report.ok and any("order" in p or "range" in p for p in report.problems)
 
 
-@pytest.mark.parametrize("shards", [1, 2])
-def test_byte_identical_to_the_real_indexer(shards):
+GPT2_MERGES = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("l", "l"), ("\u0120", "w"), ("o", "r"),
+               ("e", "r"), ("\u0120", "a")]
+
+
+def _bytes_to_unicode():
+    """GPT-2's byte -> printable character table (the byte-level BPE alphabet)."""
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs), strict=True))
+
+
+@pytest.fixture(scope="module")
+def gpt2_cache(tmp_path_factory):
+    """A Hugging Face cache whose ``gpt2`` is a small real GPT-2 byte-level BPE tokenizer (256 byte tokens
+    and 8 merges, ids up to 264): the real indexer's ``--tokenizer gpt2`` path runs offline on it."""
+    root = tmp_path_factory.mktemp("hub")
+    b2u = _bytes_to_unicode()
+    vocab = {b2u[b]: b for b in range(256)}
+    for a, b in GPT2_MERGES:
+        vocab[a + b] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    snap = root / "models--gpt2" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (root / "models--gpt2" / "refs").mkdir()
+    (root / "models--gpt2" / "refs" / "main").write_text("0" * 40)
+    (snap / "vocab.json").write_text(json.dumps(vocab))
+    (snap / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in GPT2_MERGES))
+    (snap / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    (snap / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
+    return root
+
+
+# Missing combinations crash in the real indexer (2.6.0): u8 with v5 (and v6 --reversed) calls bytes.copy();
+# v6 with a tokenizer passes the string "u16" as a numpy dtype. Our builder handles them (brute-force tests).
+REAL_BUILDS = [(1, 4, 1), (1, 4, 2), (1, 6, 1), (2, 4, 1), (2, 4, 3), (2, 5, 1), (2, 5, 2)]
+
+
+@pytest.mark.parametrize(("width", "version", "shards"), REAL_BUILDS)
+def test_byte_identical_to_the_real_indexer(width, version, shards, gpt2_cache):
+    """The real indexer (v4/v5: infini_gram.indexing, v6: indexing_v6; u8 raw bytes, u16 through the GPT-2
+    tokenizer) and build_jsonl write the same bytes, and the engine answers the same on both."""
+    os_ = __import__("os")
     pytest.importorskip("transformers")  # the real indexer imports it even without a tokenizer
+    if version == 6:
+        pytest.importorskip("zstandard")  # indexing_v6 imports it at the top
     from pathlib import Path
 
     from wvformats.infinigram import build_jsonl
@@ -143,22 +194,54 @@ def test_byte_identical_to_the_real_indexer(shards):
     root = Path(_dir())
     src = root / "src"
     (src / "sub").mkdir(parents=True)
-    rows = [{"text": "hello world", "id": 1}, {"text": "", "id": 2}, {"text": "h\u00e9llo there hello", "id": 3},
-            {"text": "caf\u00e9 \u6771\u4eac", "source": "x"}, {"text": "a", "id": 5}]
+    rows = [{"text": "hello the world", "id": 1}, {"text": "", "id": 2},
+            {"text": "h\u00e9llo there, the other hello", "id": 3},
+            {"text": "caf\u00e9 \u6771\u4eac the", "source": "x"}, {"text": "a", "id": 5},
+            {"text": "the the the world", "id": 6}]
     (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]), encoding="utf-8")
     (src / "sub" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]), encoding="utf-8")
     theirs, ours = root / "theirs", root / "ours"
-    r = subprocess.run([sys.executable, "-m", "infini_gram.indexing", "--data_dir", str(src), "--save_dir",
-                        str(theirs), "--token_dtype", "u8", "--add_metadata", "--add_unigram", "--cpus", "1",
-                        "--mem", "2", "--ulimit", "1024", "--shards", str(shards)],
-                       capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
-                                                                         "HF_HUB_OFFLINE": "1"})
+    module = "infini_gram.indexing_v6" if version == 6 else "infini_gram.indexing"
+    cmd = [sys.executable, "-m", module, "--data_dir", str(src), "--save_dir", str(theirs), "--token_dtype",
+           f"u{8 * width}", "--add_metadata", "--add_unigram", "--cpus", "1", "--mem", "2", "--ulimit", "1024"]
+    cmd += ["--shards", str(shards), "--version", str(version)] if version != 6 else []
+    cmd += ["--tokenizer", "gpt2"] if width == 2 else []
+    env = {**os_.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(gpt2_cache)}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
-    build_jsonl(src, ours, token_width=1, shards=shards)
+    tokenize = None
+    if width == 2:
+        import transformers
+
+        snapshot = gpt2_cache / "models--gpt2" / "snapshots" / ("0" * 40)
+        tok = transformers.AutoTokenizer.from_pretrained(str(snapshot), use_fast=False)
+        tokenize = tok.encode
+        assert max(max(tok.encode(r["text"]), default=0) for r in rows) >= 256  # the high byte matters
+    build_jsonl(src, ours, token_width=width, version=version, shards=shards, tokenize=tokenize)
     names = sorted(p.name for p in theirs.iterdir())
     assert names == sorted(p.name for p in ours.iterdir()) and len(names) == 6 * shards
     for name in names:
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+@settings(max_examples=30)
+@given(corpus=corpora(), data=st.data())
+def test_divsufsort_and_prefix_doubling_agree(corpus, data):
+    """The two suffix sorters (libdivsufsort over bytes, numpy prefix doubling over tokens) give the
+    same token order, which is the engine's (raw little-endian bytes, shorter suffix first)."""
+    from wvformats.infinigram import _sorted_token_suffixes
+
+    width, docs = corpus
+    width = data.draw(st.sampled_from([width, 4]))
+    sep = (1 << (8 * width)) - 1
+    stream = []
+    for d in docs:
+        stream += [sep] + list(d)
+    ds = bytearray(np.array(stream, f"<u{width}" if width > 1 else "u1").tobytes())
+    fast = np.concatenate([*_sorted_token_suffixes(ds, width, chunk=3), np.zeros(0, np.int64)])
+    slow = np.concatenate([*_sorted_token_suffixes(ds, width, chunk=5, fast=False), np.zeros(0, np.int64)])
+    assert fast.tolist() == slow.tolist()
+    assert [bytes(ds[p:]) for p in fast.tolist()] == sorted(bytes(ds[p:]) for p in range(0, len(ds), width))
 
 
 @settings(max_examples=25)
@@ -225,9 +308,10 @@ def test_exact_ntd_equals_the_engine_in_exact_mode(width, version, shards):
 def test_ntd_is_the_reading_order_next_token_distribution(corpus, version, data):
     """Brute force over documents in reading order; separators and document ends count as eos (0 here).
 
-    For v5 indexes the engine's ntd answers differ from this (its v5 next-token convention is not
-    documented well enough to reproduce): ours is the distribution of the token that follows in reading
-    order, which is what a v4 index of the same documents gives.
+    For v5 indexes the released engine (2.6.0) answers differently on some corpora, and wrongly: for the
+    documents [3, 2, 3, 1], [3, 1], [1], [3, 1] it gives {1: 4} after [3] (reading order: 2 once, 1 three
+    times; in storage order neither), one token for every occurrence. Ours is the distribution of the token
+    that follows in reading order, which is what a v4 index of the same documents gives.
     """
     width, docs = corpus
     d = build(docs, _dir(), token_width=width, version=version)
@@ -274,3 +358,64 @@ def test_get_doc_by_rank_v6_layout_and_infgram_ntd():
     out = ix.infgram_ntd([7, 7, 2, 3])
     assert out["suffix_len"] == 2 and out["result_by_token_id"][9]["cont_cnt"] == 1
     assert out["result_by_token_id"][0]["cont_cnt"] == 2  # document ends count as eos
+
+
+def test_cli_build_and_count(tmp_path, capsys):
+    from wvformats.cli import main
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text("".join(json.dumps({"text": t, "n": i}) + "\n"
+                                         for i, t in enumerate(["the cat", "the hat", "a cat"])))
+    out = tmp_path / "idx"
+    assert main(["-q", "infinigram", "build", str(src), str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["documents"] == 3 and info["tokens"] == len("the cat the hat a cat") - 2 + 3
+    assert main(["infinigram", "count", str(out), "--text", "cat"]) == 0
+    assert capsys.readouterr().out.strip() == "2"
+    assert main(["infinigram", "count", str(out), *map(str, b"the"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cnt"] == 2
+    # never into a folder that holds files without --force; nothing left behind
+    assert main(["-q", "infinigram", "build", str(src), str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["-q", "infinigram", "build", str(tmp_path / "missing"), str(tmp_path / "o2")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "src"]
+    assert main(["-q", "infinigram", "build", str(src), str(out), "--force", "--version", "6"]) == 0
+    assert (out / "table").exists() and wv_validate(out)
+
+
+def wv_validate(path):
+    import wvformats as wv
+
+    return wv.validate(path).ok
+
+
+def test_full_check_resolves_long_ties_and_finds_each_defect(tmp_path):
+    from wvformats.infinigram import check
+
+    docs = [list(b"ab" * 40), list(b"ab" * 39 + b"c"), list(b"xyz"), list(b"ab" * 40)]
+    d = build(docs, tmp_path / "i", token_width=1, metadata=[{"n": i} for i in range(4)])
+    index = InfiniGramIndex(d)
+    assert check(index, full=True) == []
+    k, table = index.shards[0].k, bytearray((d / "table.0").read_bytes())
+    ranks = [r for r in range(index.tok_cnt - 1)
+             if index.shards[0].ds[index.shards[0].ptr(r):][:20] == index.shards[0].ds[index.shards[0].ptr(r + 1):][:20]]
+    r = ranks[len(ranks) // 2]  # two suffixes sharing at least 20 bytes: only the tie-breaker sees the swap
+    table[r * k:(r + 2) * k] = table[(r + 1) * k:(r + 2) * k] + table[r * k:(r + 1) * k]
+    (d / "table.0").write_bytes(bytes(table))
+    assert any(f"ranks {r} and {r + 1} are out of order" in p for p in check(InfiniGramIndex(d), full=True))
+
+    def broken(kind, mutate):
+        e = tmp_path / kind
+        build(docs, e, token_width=1, metadata=[{"n": i} for i in range(4)])
+        raw = bytearray((e / f"{kind}.0").read_bytes())
+        (e / f"{kind}.0").write_bytes(bytes(mutate(raw)))
+        return " ".join(check(InfiniGramIndex(e, token_width=1), full=True))
+
+    assert "separator" in broken("offset", lambda b: b[:8] + (int.from_bytes(b[8:16], "little") + 1)
+                                 .to_bytes(8, "little") + b[16:])
+    assert "increasing" in broken("offset", lambda b: b[8:16] + b[:8] + b[16:])
+    assert "metaoff" in broken("metaoff", lambda b: b[:-8])
+    assert "metadata line" in broken("metaoff", lambda b: b[:8] + (int.from_bytes(b[8:16], "little") + 1)
+                                     .to_bytes(8, "little") + b[16:])
+    assert "out of range" in broken("table", lambda b: b"\xff" * k + b[k:])

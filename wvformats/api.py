@@ -154,8 +154,11 @@ class ValidationReport:
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 
 
-def validate(path: PathLike, format: str | None = None) -> ValidationReport:
-    """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical."""
+def validate(path: PathLike, format: str | None = None, *, full: bool = False) -> ValidationReport:
+    """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical.
+
+    Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
+    on a sample of the suffix order unless ``full``."""
     p = str(path)
     try:
         fmt = _resolve(path, format)
@@ -164,7 +167,7 @@ def validate(path: PathLike, format: str | None = None) -> ValidationReport:
     report = ValidationReport(p, fmt.name, False)
     try:
         if fmt.is_directory:
-            problems = fmt.check(fmt.parse(Path(path))) if fmt.check else []
+            problems = fmt.check(fmt.parse(Path(path)), full=full) if fmt.check else []
             report.problems = problems
             report.ok = not problems
             return report

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -30,6 +31,8 @@ commands:
   validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
   convert SRC DST            convert between formats (atomic; never overwrites without --force)
   rwkv quantize IN OUT --type T   re-quantize an rwkv.cpp model with rwkv.cpp's rules
+  infinigram build DATA OUT  index a folder of JSONL files as the real infini-gram indexer does
+  infinigram count INDEX IDS...   occurrences of a token sequence (--text for u8 indexes)
   docs OUTDIR                write one Markdown page per format, generated from the schemas
   samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
 
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("validate", help="byte-exact round trip of files")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
+    s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("convert", help="convert between formats")
     s.add_argument("src", type=Path)
@@ -82,6 +86,28 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--type", required=True, help="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, FP16 (v100 also Q4_2)")
     q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
     q.add_argument("--force", action="store_true", help="replace DST if it exists")
+    s = sub.add_parser("infinigram", help="infini-gram index tools")
+    gs = s.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
+    b = gs.add_parser("build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
+    b.add_argument("data_dir", type=Path)
+    b.add_argument("out_dir", type=Path)
+    b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
+                   help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
+    b.add_argument("--tokenizer", help="a Hugging Face tokenizer name or folder (needs transformers)")
+    b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
+                   help="4: suffixed files; 5: documents reversed; 6: files without suffix")
+    b.add_argument("--shards", type=int, default=1)
+    b.add_argument("--reverse", action="store_true", default=None, help="store documents reversed (v6)")
+    b.add_argument("--no-metadata", dest="metadata", action="store_false", help="no metadata/metaoff files")
+    b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
+    b.add_argument("--force", action="store_true", help="write into OUT even if it holds files")
+    b.add_argument("--json", action="store_true")
+    c = gs.add_parser("count", help="count a token sequence in an index")
+    c.add_argument("index", type=Path)
+    c.add_argument("ids", nargs="*", type=int, help="token ids")
+    c.add_argument("--text", help="UTF-8 text (u8 indexes), instead of ids")
+    c.add_argument("--version", type=int, choices=[4, 5, 6], default=4)
+    c.add_argument("--json", action="store_true")
     s = sub.add_parser("docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = sub.add_parser("samples", help="run the main job on the bundled sample files")
@@ -187,7 +213,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [api.validate(f, args.format) for f in _progress(args.files, args, "validate")]
+    reports = [api.validate(f, args.format, full=args.full) for f in _progress(args.files, args, "validate")]
     if args.json:
         _print_json([r.to_dict() for r in reports])
     else:
@@ -237,6 +263,61 @@ def cmd_rwkv(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_infinigram(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from . import infinigram
+
+    if args.infinigram_command == "count":
+        index = infinigram.InfiniGramIndex(args.index, version=args.version)
+        ids = list(args.text.encode("utf-8")) if args.text is not None else args.ids
+        found = index.find(ids)
+        if args.json:
+            _print_json({"query": ids, **found})
+        else:
+            print(found["cnt"])
+        return EXIT_OK
+    if not args.data_dir.is_dir():
+        raise FormatError(f"{args.data_dir}: not a folder of JSONL files")
+    out = args.out_dir
+    if out.exists() and any(out.iterdir()) and not args.force:
+        raise FileExistsError(f"{out} holds files (use --force to write the index into it)")
+    if args.token_width > 1 and not args.tokenizer:
+        print("wvformats: error: --token-width 2 or 4 needs --tokenizer", file=sys.stderr)
+        return EXIT_INPUT
+    tokenize = None
+    if args.tokenizer:
+        try:
+            import transformers
+        except ImportError:
+            print("wvformats: error: --tokenizer needs the transformers package", file=sys.stderr)
+            return EXIT_INPUT
+        tok = transformers.AutoTokenizer.from_pretrained(args.tokenizer, use_fast=False, add_bos_token=False,
+                                                         add_eos_token=False)
+        tokenize = tok.encode
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:  # build aside, then move in: nothing is left behind on failure
+        infinigram.build_jsonl(args.data_dir, tmp, tokenize=tokenize, token_width=args.token_width,
+                               version=args.version, shards=args.shards, metadata=args.metadata,
+                               unigram=args.unigram, reverse=args.reverse, progress_bar=not args.quiet)
+        out.mkdir(exist_ok=True)
+        for p in sorted(tmp.iterdir()):
+            if (out / p.name).is_dir():
+                shutil.rmtree(out / p.name)
+            os.replace(p, out / p.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    info = api.inspect(out)
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"wrote {out} [infini-gram v{args.version}: {info['tokens']} tokens, {info['documents']} documents, "
+              f"{info['shards']} shard(s), u{8 * args.token_width}]")
+    return EXIT_OK
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     from .docs import write_docs
 
@@ -267,6 +348,7 @@ _COMMANDS = {
     "convert": cmd_convert,
     "docs": cmd_docs,
     "rwkv": cmd_rwkv,
+    "infinigram": cmd_infinigram,
     "samples": cmd_samples,
 }
 

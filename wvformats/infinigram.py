@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import mmap
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import pointers
+from . import pointers, progress
 from .errors import FormatError, TruncatedError, ValueMismatchError
 from .fileio import atomic_output
 
@@ -48,61 +48,142 @@ def suffix_array(keys: np.ndarray) -> np.ndarray:
         h *= 2
 
 
-def _shard_files(tokens: np.ndarray, width: int) -> tuple[bytes, bytes]:
-    ds = tokens.astype(f"<u{width}" if width > 1 else "u1").tobytes()
-    # the engine compares raw little-endian bytes: order tokens by their big-endian value
-    keys = tokens.astype(np.uint64)
-    if width > 1:
-        keys = tokens.astype(f"<u{width}").byteswap().astype(np.uint64)
-    order = suffix_array(keys)
-    k = pointers.width_for(len(ds))
-    table = pointers.encode(order.astype(np.uint64) * width, k).tobytes() if k else b""
-    return ds, table
+def _sorted_token_suffixes(ds: bytearray, width: int, chunk: int = 1 << 20,
+                           fast: bool = True) -> Iterator[np.ndarray]:
+    """Byte offsets of the token-aligned suffixes of ``ds`` in the engine's order, in chunks.
 
-
-def build(docs: Iterable[Sequence[int]], out_dir: str | os.PathLike[str], *, token_width: int = 2,
-          version: int = 4, shards: int = 1, metadata: Iterable[dict[str, Any]] | None = None,
-          unigram: bool = True) -> Path:
-    """Write an index of ``docs`` (token-id sequences) as the real indexer would (v4/v5, suffixed files).
-
-    Documents go to shards round-robin (doc i to shard i % shards), as the indexer does within one
-    input file and batch. ``metadata``: one dict per document, written as the indexer's JSON lines
-    (``{"path": ..., "linenum": ..., "metadata": {...}}`` is the caller's to shape).
+    With pydivsufsort (libdivsufsort: O(n log n), 4 bytes per input byte below 2 GiB), the byte-level
+    suffix array of the tokenized file filtered to multiples of the token width is exactly the engine's
+    order (raw little-endian byte comparison, the shorter suffix first). Without it, numpy prefix
+    doubling over the tokens read big-endian (the same order; slower, ~100 bytes per token).
     """
-    if token_width not in (1, 2, 4) or version not in (4, 5) or shards < 1:
-        raise ValueError("token_width 1, 2 or 4; version 4 or 5; shards >= 1")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    s_tok = sep(token_width)
-    docs = [np.asarray(d, np.int64) for d in docs]
-    metas = list(metadata) if metadata is not None else None
-    for d in docs:
-        if d.size and (d.min() < 0 or d.max() >= s_tok):
-            raise ValueError(f"token ids must be in 0..{s_tok - 1}")
-    for s in range(shards):
-        mine = list(range(s, len(docs), shards))
-        parts, offsets, pos = [], [], 0
-        for i in mine:
-            d = docs[i][::-1] if version == 5 else docs[i]
-            offsets.append(pos * token_width)
-            parts.append(np.concatenate([[s_tok], d]))
-            pos += 1 + len(d)
-        tokens = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        ds, table = _shard_files(tokens, token_width)
-        files = {"tokenized": ds, "table": table, "offset": np.array(offsets, "<u8").tobytes()}
-        if metas is not None:
-            lines = [json.dumps(metas[i]) + "\n" for i in mine]
-            files["metadata"] = "".join(lines).encode("utf-8")
-            files["metaoff"] = np.cumsum([0] + [len(x.encode("utf-8")) for x in lines[:-1]]).astype("<u8").tobytes() \
-                if lines else b""
-        if unigram:
-            ids, counts = np.unique(tokens, return_counts=True)
-            files["unigram"] = "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(),
-                                                                         strict=True)).encode("ascii")
-        for kind, data in files.items():
-            with atomic_output(out / f"{kind}.{s}") as f:
+    n = len(ds)
+    if n == 0:
+        return
+    try:
+        from pydivsufsort import divsufsort
+    except ImportError:  # a platform without its wheel
+        divsufsort = None
+    if not fast:
+        divsufsort = None
+    if divsufsort is not None:
+        sa = divsufsort(np.frombuffer(ds, np.uint8))
+        for start in range(0, n, chunk):
+            part = sa[start : start + chunk]
+            yield part[part % width == 0] if width > 1 else part
+        return
+    keys = np.frombuffer(ds, f">u{width}" if width > 1 else "u1").astype(np.uint64)
+    order = suffix_array(keys)
+    for start in range(0, len(order), chunk):
+        yield order[start : start + chunk] * width
+
+
+class _ShardWriter:
+    """One shard's files as the real indexer writes them, accumulated document by document."""
+
+    def __init__(self, width: int, metadata: bool, unigram: bool) -> None:
+        self.width, self.unigram = width, unigram
+        self.sep = b"\xff" * width
+        self.ds = bytearray()
+        self.offsets: list[int] = []
+        self.meta = bytearray() if metadata else None
+        self.metaoff: list[int] = []
+
+    def add(self, token_bytes: bytes, meta_line: bytes | None) -> None:
+        self.offsets.append(len(self.ds))
+        self.ds += self.sep
+        self.ds += token_bytes
+        if self.meta is not None:
+            self.metaoff.append(len(self.meta))
+            self.meta += meta_line or b""
+
+    def write(self, out: Path, suffix: str, show: bool) -> None:
+        w = self.width
+
+        def put(kind: str, data: Any) -> None:
+            with atomic_output(out / f"{kind}{suffix}") as f:
                 f.write(data)
+
+        put("tokenized", self.ds)
+        put("offset", np.array(self.offsets, "<u8").tobytes())
+        if self.meta is not None:
+            put("metadata", self.meta)
+            put("metaoff", np.array(self.metaoff, "<u8").tobytes())
+        if self.unigram:
+            toks = np.frombuffer(self.ds, f"<u{w}" if w > 1 else "u1")
+            if w < 4:
+                counts = np.bincount(toks, minlength=1 << (8 * w))
+                ids = np.flatnonzero(counts)
+                counts = counts[ids]
+            else:
+                ids, counts = np.unique(toks, return_counts=True)
+            put("unigram", "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(),
+                                                                 strict=True)).encode("ascii"))
+        k = pointers.width_for(len(self.ds))
+        bar = progress.bar(show, total=len(self.ds) // w, desc=f"suffix array{suffix}", unit="tok",
+                           unit_scale=True)
+        with atomic_output(out / f"table{suffix}") as f:
+            if k:
+                for part in _sorted_token_suffixes(self.ds, w):
+                    f.write(pointers.encode(part, k))
+                    bar.update(len(part))
+        bar.close()
+
+
+def _check_build(token_width: int, version: int, shards: int) -> None:
+    if token_width not in (1, 2, 4) or version not in (4, 5, 6) or shards < 1:
+        raise ValueError("token_width 1, 2 or 4; version 4, 5 or 6; shards >= 1")
+
+
+def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bool) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for s, wr in enumerate(writers):
+        if version == 6 and len(writers) == 1:  # the v6 indexer's layout: files without suffix
+            wr.write(out, "", show)
+        elif version == 6:  # several v6 shards: one directory each
+            (out / str(s)).mkdir(parents=True, exist_ok=True)
+            wr.write(out / str(s), "", show)
+        else:
+            wr.write(out, f".{s}", show)
     return out
+
+
+def _token_bytes(doc: Any, width: int, reverse: bool) -> bytes:
+    """A document's tokens as the bytes of the tokenized file (raw bytes pass through for u8)."""
+    if width == 1 and isinstance(doc, bytes | bytearray | memoryview):
+        b = bytes(doc)
+        return b[::-1] if reverse else b
+    a = np.asarray(doc)
+    if a.size and (a.dtype.kind not in "iu" or int(a.min()) < 0 or int(a.max()) >= sep(width)):
+        raise ValueError(f"token ids must be integers in 0..{sep(width) - 1}")
+    a = a.astype(f"<u{width}" if width > 1 else "u1")
+    return (a[::-1] if reverse else a).tobytes()
+
+
+def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: int = 2,
+          version: int = 4, shards: int = 1, metadata: Iterable[dict[str, Any]] | None = None,
+          unigram: bool = True, reverse: bool | None = None, progress_bar: bool = False) -> Path:
+    """Write an index of ``docs`` as the real indexer would: v4 (suffixed files), v5 (documents
+    reversed) or v6 (files without suffix; one directory per shard when ``shards > 1``).
+
+    ``docs``: token-id sequences (or raw ``bytes`` for u8), streamed. Documents go to shards round-robin
+    (doc i to shard i % shards), as the indexer does within one input file and batch. ``reverse``: store
+    documents reversed (default: only for v5; the v6 indexer's ``--reversed``). ``metadata``: one
+    dict per document, written as the indexer's JSON lines (shaping it as ``{"path": ..., "linenum": ...,
+    "metadata": {...}}`` is the caller's choice). Memory: the tokenized corpus plus 4 bytes per byte of it
+    for the suffix array (pydivsufsort), the pointer table is written in chunks.
+    """
+    _check_build(token_width, version, shards)
+    writers = [_ShardWriter(token_width, metadata is not None, unigram) for _ in range(shards)]
+    metas = iter(metadata) if metadata is not None else None
+    rev = version == 5 if reverse is None else reverse
+    bar = progress.bar(progress_bar, desc="documents", unit="doc")
+    for i, doc in enumerate(docs):
+        line = (json.dumps(next(metas)) + "\n").encode("utf-8") if metas is not None else None
+        writers[i % shards].add(_token_bytes(doc, token_width, rev), line)
+        bar.update()
+    bar.close()
+    return _write_shards(writers, Path(out_dir), version, progress_bar)
 
 
 class Shard:
@@ -337,62 +418,151 @@ def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
     return candidates[0]
 
 
-def check(index: InfiniGramIndex, sample: int = 2000) -> list[str]:
-    """Consistency problems: offsets that do not point at SEPs, pointers out of range or misaligned,
-    and suffix order (checked on ``sample`` random neighbouring pairs; every pair when sample <= 0)."""
+def _suffix_cmp(ds: Any, a: int, b: int, skip: int = 0) -> int:
+    """-1, 0 or 1 as the suffix at byte ``a`` sorts before, equal to or after the one at ``b`` (a suffix
+    that is a prefix of the other first), reading growing windows instead of copying whole suffixes."""
+    off, step = skip, 64
+    while True:
+        x, y = ds[a + off : a + off + step], ds[b + off : b + off + step]
+        if x != y:
+            return -1 if x < y else 1
+        if len(x) < step:
+            return 0
+        off, step = off + step, step * 2
+
+
+def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
+    """The first neighbouring pair (rank r, r + 1) out of order, out of range or misaligned, vectorised:
+    both suffixes compared 16 bytes at a time as columns (past the end sorts first) for the pairs still
+    tied, up to 256 bytes; longer ties by a bounded byte comparison."""
+    w, k, n = shard.width, shard.k, len(shard.ds)
+    ds = np.frombuffer(shard.ds, np.uint8)
+    table = np.frombuffer(shard.table, np.uint8).reshape(-1, k)
+    for start in range(0, len(ranks), 1 << 18):
+        r = ranks[start : start + (1 << 18)]
+        a, b = pointers.decode(table[r], k).astype(np.int64), pointers.decode(table[r + 1], k).astype(np.int64)
+        bad = (a % w != 0) | (b % w != 0) | (a >= n) | (b >= n)
+        if bad.any():
+            return f"pointer at rank {int(r[np.argmax(bad)])} is out of range or misaligned"
+        wrong = np.zeros(len(r), bool)
+        todo = np.arange(len(r))  # rows whose order is not decided yet
+        for skip in range(0, 256, 16):
+            pa, pb = a[todo, None] + (skip + np.arange(16)), b[todo, None] + (skip + np.arange(16))
+            da = np.where(pa < n, ds[np.minimum(pa, n - 1)].astype(np.int16) + 1, 0)
+            db = np.where(pb < n, ds[np.minimum(pb, n - 1)].astype(np.int16) + 1, 0)
+            diff = da != db
+            decided = diff.any(axis=1)
+            first = np.argmax(diff, axis=1)
+            rows = np.arange(len(todo))
+            wrong[todo] = decided & (da[rows, first] > db[rows, first])
+            wrong[todo[~decided & (da[:, -1] == 0)]] = True  # equal up to the end: a duplicate pointer
+            todo = todo[~decided & (da[:, -1] != 0)]
+            if not todo.size or wrong.any():
+                break
+        for i in todo.tolist() if not wrong.any() else []:  # 256 equal bytes: read on
+            if _suffix_cmp(shard.ds, int(a[i]), int(b[i]), 256) >= 0:
+                wrong[i] = True
+                break
+        if wrong.any():
+            i = int(r[np.argmax(wrong)])
+            return f"suffixes at ranks {i} and {i + 1} are out of order"
+    return None
+
+
+def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> list[str]:
+    """Consistency problems: offsets that are not increasing or do not point at separators, metaoff and
+    metadata that disagree, pointers too narrow, out of range or misaligned, and suffix order (on
+    ``sample`` random neighbouring pairs per shard; every pair, vectorised, with ``full=True``)."""
     problems = []
     w = index.token_width
-    sep_bytes = b"\xff" * w
     rng = np.random.default_rng(0)
     for s_ix, shard in enumerate(index.shards):
-        offs = shard.offsets
-        if offs.size and (np.any(np.diff(offs.astype(np.int64)) <= 0) or int(offs[0]) != 0):
-            problems.append(f"shard {s_ix}: offsets are not increasing from 0")
-        bad = [int(o) for o in offs[:100000] if shard.ds[int(o) : int(o) + w] != sep_bytes]
-        if bad:
-            problems.append(f"shard {s_ix}: {len(bad)} offsets do not point at a separator (first {bad[0]})")
+        ds = np.frombuffer(shard.ds, np.uint8) if len(shard.ds) else np.zeros(0, np.uint8)
+        offs = shard.offsets.astype(np.int64)
+        if offs.size and (np.any(np.diff(offs) <= 0) or int(offs[0]) != 0 or int(offs[-1]) + w > len(ds)):
+            problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
+        elif offs.size:
+            at_sep = np.ones(offs.size, bool)
+            for j in range(w):
+                at_sep &= ds[offs + j] == 0xFF
+            if not at_sep.all():
+                problems.append(f"shard {s_ix}: {int((~at_sep).sum())} offsets do not point at a separator "
+                                f"(first {int(offs[np.argmax(~at_sep)])})")
+        meta, metaoff = shard.maps.get("metadata"), shard.maps.get("metaoff")
+        if (meta is None) != (metaoff is None):
+            problems.append(f"shard {s_ix}: metadata and metaoff come together")
+        elif meta is not None and metaoff is not None:
+            mo = np.frombuffer(metaoff, "<u8").astype(np.int64) if len(metaoff) % 8 == 0 and len(metaoff) \
+                else np.zeros(0, np.int64)
+            if len(metaoff) % 8 or mo.size != shard.doc_cnt:
+                problems.append(f"shard {s_ix}: metaoff holds {len(metaoff) / 8:g} entries for "
+                                f"{shard.doc_cnt} documents")
+            elif mo.size and (int(mo[0]) != 0 or np.any(np.diff(mo) <= 0) or int(mo[-1]) >= len(meta)):
+                problems.append(f"shard {s_ix}: metaoff is not increasing from 0 within the metadata file")
+            elif mo.size:
+                ends = np.append(mo[1:], len(meta)) - 1
+                if not (np.frombuffer(meta, np.uint8)[ends] == 0x0A).all():
+                    problems.append(f"shard {s_ix}: a metadata line does not end where the next one starts")
         n = shard.tok_cnt
+        if n and shard.k and len(ds) > 256 ** shard.k:
+            problems.append(f"shard {s_ix}: {shard.k}-byte pointers cannot address {len(ds)} bytes")
+            continue
         if n < 2 or not shard.k:
             continue
-        ranks = range(n - 1) if sample <= 0 or n - 1 <= sample else rng.integers(0, n - 1, sample).tolist()
-        for r in ranks:
-            a, b = shard.ptr(r), shard.ptr(r + 1)
-            if a % w or b % w or a >= len(shard.ds) or b >= len(shard.ds):
-                problems.append(f"shard {s_ix}: pointer at rank {r} is out of range or misaligned")
-                break
-            if shard.ds[a:] >= shard.ds[b:]:
-                problems.append(f"shard {s_ix}: suffixes at ranks {r} and {r + 1} are out of order")
-                break
+        if full or n - 1 <= sample:
+            ranks = np.arange(n - 1)
+        else:
+            ranks = np.sort(rng.integers(0, n - 1, sample))
+        problem = _order_problem(shard, ranks)
+        if problem:
+            problems.append(f"shard {s_ix}: {problem}")
     return problems
+
+
+def _jsonl_lines(path: str) -> Iterator[bytes]:
+    """The lines of a ``.jsonl`` (or ``.gz``, ``.zst``) file, as bytes."""
+    if path.endswith(".gz"):
+        import gzip
+
+        with gzip.open(path, "rb") as f:
+            yield from f
+    elif path.endswith(".zst"):
+        import zstandard  # optional: only for .zst corpora, as in the real indexer
+
+        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
+            import io
+
+            yield from io.BufferedReader(z)  # type: ignore[arg-type]
+    else:
+        with open(path, "rb") as f:
+            yield from f
 
 
 def build_jsonl(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, tokenize: Any = None,
                 token_width: int = 1, version: int = 4, shards: int = 1, metadata: bool = True,
-                unigram: bool = True, batch_size: int = 65536) -> Path:
-    """Index ``data_dir/**/*.jsonl`` as the real indexer does: files in sorted order, the ``text`` field
-    tokenized (UTF-8 bytes for u8 when ``tokenize`` is None), every other field kept as metadata, and
-    documents dealt to shards round-robin within each file and batch."""
+                unigram: bool = True, reverse: bool | None = None, batch_size: int = 65536,
+                progress_bar: bool = False) -> Path:
+    """Index ``data_dir/**/*.json*`` as the real indexer does: files in sorted order, the ``text`` field
+    tokenized (``tokenize(text)`` -> token ids; UTF-8 bytes for u8 when ``tokenize`` is None), every
+    other field kept as metadata, and documents dealt to shards round-robin within each file and batch.
+    Lines are streamed: memory is the tokenized corpus, the metadata and the suffix array."""
+    _check_build(token_width, version, shards)
+    rev = version == 5 if reverse is None else reverse
     root = Path(data_dir)
     files = sorted(str(p) for p in root.glob("**/*.json*") if p.is_file())
-    per_shard: list[list[list[int]]] = [[] for _ in range(shards)]
-    metas: list[list[dict[str, Any]]] = [[] for _ in range(shards)]
+    writers = [_ShardWriter(token_width, metadata, unigram) for _ in range(shards)]
+    bar = progress.bar(progress_bar, total=sum(os.path.getsize(p) for p in files), desc="reading",
+                       unit="B", unit_scale=True)
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-        for start in range(0, len(lines), batch_size):
-            for j, line in enumerate(lines[start : start + batch_size]):
-                obj = json.loads(line)
-                text = obj.pop("text")
-                tokens = list(text.encode("utf-8")) if tokenize is None else list(tokenize(text))
-                s = j % shards
-                per_shard[s].append(tokens)
-                metas[s].append({"path": path[len(str(root)) + 1 :], "linenum": start + j, "metadata": obj})
-    out = Path(out_dir)
-    for s in range(shards):
-        tmp = out / f".shard{s}"
-        build(per_shard[s], tmp, token_width=token_width, version=version, shards=1,
-              metadata=metas[s] if metadata else None, unigram=unigram)
-        for p in tmp.iterdir():
-            os.replace(p, out / f"{p.name.rpartition('.')[0]}.{s}")
-        tmp.rmdir()
-    return out
+        rel = path[len(str(root)) + 1 :]
+        for linenum, raw in enumerate(_jsonl_lines(path)):
+            obj = json.loads(raw)
+            text = obj.pop("text")
+            doc = text.encode("utf-8") if tokenize is None else list(tokenize(text))
+            line = None
+            if metadata:
+                line = (json.dumps({"path": rel, "linenum": linenum, "metadata": obj}) + "\n").encode("utf-8")
+            writers[(linenum % batch_size) % shards].add(_token_bytes(doc, token_width, rev), line)
+            bar.update(len(raw))
+    bar.close()
+    return _write_shards(writers, Path(out_dir), version, progress_bar)

@@ -1,4 +1,4 @@
-"""Codec of infini-gram index directories (v4/v5 suffixed shard files)."""
+"""Codec of infini-gram index directories (v4/v5 suffixed shard files, v6 shard directories)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BuildError
-from ..infinigram import NAME, InfiniGramIndex, check
+from ..infinigram import NAME, InfiniGramIndex, _groups, check
 from ..registry import Format, register
 from ..schemas import infinigram as schema
 
 
 def sniff(path: Path) -> bool:
-    names = {p.name.partition(".")[0] for p in Path(path).iterdir()}
-    return {"tokenized", "table", "offset"} <= names
+    groups = _groups(Path(path))
+    return bool(groups) and all({"tokenized", "table", "offset"} <= set(files) for files in groups.values())
 
 
 def parse(path: Path, **options: Any) -> InfiniGramIndex:
