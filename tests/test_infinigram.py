@@ -419,3 +419,16 @@ def test_full_check_resolves_long_ties_and_finds_each_defect(tmp_path):
     assert "metadata line" in broken("metaoff", lambda b: b[:8] + (int.from_bytes(b[8:16], "little") + 1)
                                      .to_bytes(8, "little") + b[16:])
     assert "out of range" in broken("table", lambda b: b"\xff" * k + b[k:])
+
+
+def test_open_orders_shards_numerically_and_checks_arguments(tmp_path):
+    from wvformats import infinigram
+
+    docs = [[i % 7, 1] for i in range(24)]
+    d = build(docs, tmp_path / "i", token_width=2, shards=12)
+    index = infinigram.open(d)
+    assert [s.tok_cnt for s in index.shards] == [6] * 12 and index.doc_cnt == 24
+    # document i of shard s is docs[s + 12 * i]: shards in numeric order (10 and 11 after 9)
+    assert [index.get_doc_by_ix(2 * s)["token_ids"] for s in range(12)] == [docs[s] for s in range(12)]
+    with pytest.raises(ValueError):
+        infinigram.open(d, version=3)

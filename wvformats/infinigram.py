@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import mmap
 import os
@@ -244,23 +245,29 @@ class Shard:
 
 
 def _map(path: Path) -> Any:
-    with open(path, "rb") as f:
+    with builtins.open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
 
 
 class InfiniGramIndex:
-    """An index over one or many shards (v4/v5 suffixed files); queries as the engine answers them."""
+    """An index over one or many shards (v4/v5 suffixed files, v6 files or shard folders); queries as the
+    engine answers them. The token width is inferred from the file sizes when only one fits; the version
+    cannot be told from the files (v5 differs only in storing documents reversed): pass ``version=5``."""
 
     def __init__(self, directory: str | os.PathLike[str], *, token_width: int | None = None,
                  version: int = 4) -> None:
         self.directory = Path(directory)
+        if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
+            raise ValueError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
         self.version = version
         groups = _groups(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
         self.token_width = token_width or _infer_width(groups)
-        self.shards = [Shard(files, self.token_width) for _, files in sorted(groups.items())]
+        # shard order is numeric (table.10 after table.9), as the engine's
+        order = sorted(groups, key=lambda name: (0, int(name), "") if name.isdigit() else (1, 0, name))
+        self.shards = [Shard(groups[name], self.token_width) for name in order]
 
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
@@ -380,6 +387,12 @@ class InfiniGramIndex:
         return sum(s.doc_cnt for s in self.shards)
 
 
+def open(directory: str | os.PathLike[str], *, token_width: int | None = None,  # noqa: A001
+         version: int = 4) -> InfiniGramIndex:
+    """Open an index folder (every file memory-mapped); see :class:`InfiniGramIndex`."""
+    return InfiniGramIndex(directory, token_width=token_width, version=version)
+
+
 def _groups(directory: Path) -> dict[str, dict[str, Path]]:
     """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
     groups: dict[str, dict[str, Path]] = {}
@@ -406,7 +419,7 @@ def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
             if size % w or (size and tsize % (size // w)) or (size and not 1 <= tsize // (size // w) <= 8):
                 ok = False
                 break
-            with open(files["tokenized"], "rb") as f:
+            with builtins.open(files["tokenized"], "rb") as f:
                 if size and f.read(w) != b"\xff" * w:
                     ok = False
                     break
@@ -529,12 +542,12 @@ def _jsonl_lines(path: str) -> Iterator[bytes]:
     elif path.endswith(".zst"):
         import zstandard  # optional: only for .zst corpora, as in the real indexer
 
-        with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
+        with builtins.open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
             import io
 
             yield from io.BufferedReader(z)  # type: ignore[arg-type]
     else:
-        with open(path, "rb") as f:
+        with builtins.open(path, "rb") as f:
             yield from f
 
 
