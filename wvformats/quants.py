@@ -32,43 +32,57 @@ def _nibbles(qs: np.ndarray, version: int = 101) -> np.ndarray:
 
 
 def _pack_nibbles(q: np.ndarray, version: int = 101) -> np.ndarray:
-    half = q.shape[1] // 2
+    q = q.astype(np.uint8) & 0xF
     if version == 100:
-        return ((q[:, 0::2] & 0xF) | ((q[:, 1::2] & 0xF) << 4)).astype(np.uint8)
-    return ((q[:, :half] & 0xF) | ((q[:, half:] & 0xF) << 4)).astype(np.uint8)
+        return q[:, 0::2] | (q[:, 1::2] << 4)
+    half = q.shape[1] // 2
+    return q[:, :half] | (q[:, half:] << 4)
 
 
 def _high_bits(qh: np.ndarray) -> np.ndarray:
-    return ((qh[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int32)
+    """u32 per block -> its 32 bits, bit j for value j."""
+    qh = np.ascontiguousarray(qh, "<u4")
+    return np.unpackbits(qh.view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
 
 
 def _pack_high_bits(q: np.ndarray) -> np.ndarray:
-    bits = ((q >> 4) & 1).astype(np.uint32)
-    return (bits << np.arange(32, dtype=np.uint32)).sum(axis=1, dtype=np.uint64).astype("<u4")
+    bits = ((q >> 4) & 1).astype(np.uint8)
+    return np.packbits(bits, axis=1, bitorder="little").view("<u4").reshape(-1)
+
+
+CHUNK = 4096  # blocks per step: temporaries stay in cache (2-3x faster than whole-matrix passes)
 
 
 def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
     """Blocks of ``type_name`` (a structured array in the layout of ``version``) -> float32 values, flat."""
     b = np.asarray(blocks).reshape(-1)
-    if type_name == "FP32":
-        return b.astype(F32)
-    if type_name == "FP16":
-        return b.astype(F32)
-    d = b["d"].astype(F32)[:, None]
+    if type_name in ("FP32", "FP16"):
+        return b.astype(F32, copy=False)
+    if len(b) <= CHUNK:
+        return _dequantize(b, type_name, version)
+    per = _dequantize(b[:1], type_name, version).size
+    out = np.empty(len(b) * per, F32)
+    for i in range(0, len(b), CHUNK):
+        out[i * per : (i + CHUNK) * per] = _dequantize(b[i : i + CHUNK], type_name, version)
+    return out
+
+
+def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
+    d = b["d"].astype(F32, copy=False)[:, None]
     if type_name == "Q8_0":
-        return (b["qs"].astype(F32) * d).reshape(-1)
+        return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
     if type_name in ("Q4_0", "Q4_1", "Q4_2"):
         q = _nibbles(b["qs"], version)
     elif type_name in ("Q5_0", "Q5_1"):
-        q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]) << 4)
+        q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]).astype(np.int32) << 4)
     else:
         raise NotImplementedError(f"dequantizing {type_name} is not implemented")
     if type_name in ("Q4_0", "Q4_2"):
-        return ((q - 8).astype(F32) * d).reshape(-1)
+        return ((q - 8).astype(F32, copy=False) * d).reshape(-1)
     if type_name == "Q5_0":
-        return ((q - 16).astype(F32) * d).reshape(-1)
-    m = b["m"].astype(F32)[:, None]
-    return (q.astype(F32) * d + m).reshape(-1)
+        return ((q - 16).astype(F32, copy=False) * d).reshape(-1)
+    m = b["m"].astype(F32, copy=False)[:, None]
+    return (q.astype(F32, copy=False) * d + m).reshape(-1)
 
 
 def _signed_max(x: np.ndarray) -> np.ndarray:
@@ -78,18 +92,23 @@ def _signed_max(x: np.ndarray) -> np.ndarray:
 
 def _inverse(d: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
-        return np.where(d != 0, F32(1) / np.where(d != 0, d, F32(1)), F32(0)).astype(F32)
+        return np.where(d != 0, F32(1) / np.where(d != 0, d, F32(1)), F32(0)).astype(F32, copy=False)
 
 
 def _roundf(v: np.ndarray) -> np.ndarray:
-    """C roundf: half away from zero, exactly (floor(v + 0.5) would round 0.49999997 up in float32)."""
-    t = np.trunc(v)
-    return t + np.where(np.abs(v - t) >= F32(0.5), np.sign(v), F32(0))
+    """C roundf: half away from zero, exactly. ``rint`` rounds ties to even; only exact ties (v - rint(v)
+    = +-0.5, exact in float32) are moved away from zero (floor(v + 0.5) would round 0.49999997 up)."""
+    r = np.rint(v)
+    tie = np.flatnonzero(np.abs(v - r) == F32(0.5))
+    if tie.size:
+        flat, fv = r.reshape(-1), v.reshape(-1)
+        flat[tie] = fv[tie] + np.copysign(F32(0.5), fv[tie])
+    return r
 
 
 def _trunc_i8(v: np.ndarray) -> np.ndarray:
-    """C's (int8_t) cast of a float: truncation toward zero (values here stay in range)."""
-    return np.trunc(v).astype(np.int32)
+    """C's (int8_t) cast of a float: truncation toward zero (values here stay in range), as numpy's cast."""
+    return v.astype(np.int32)
 
 
 def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
@@ -102,31 +121,37 @@ def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarr
         return np.asarray(values, dtype).reshape(-1)
     x = _blocks(values, block)
     out = np.zeros(len(x), dtype)
+    for i in range(0, len(x), CHUNK):
+        _quantize(x[i : i + CHUNK], out[i : i + CHUNK], type_name, version)
+    return out
+
+
+def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         if type_name == "Q8_0":
-            d = (np.abs(x).max(axis=1) / F32(127)).astype(F32)
-            out["qs"] = _roundf((x * _inverse(d)[:, None]).astype(F32)).astype(np.int8)
+            d = (np.abs(x).max(axis=1) / F32(127)).astype(F32, copy=False)
+            out["qs"] = _roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)).astype(np.int8)
         elif type_name == "Q4_0" and version == 100:
-            d = (_signed_max(x) / F32(-8)).astype(F32)
-            v = (x * _inverse(d)[:, None]).astype(F32)
+            d = (_signed_max(x) / F32(-8)).astype(F32, copy=False)
+            v = (x * _inverse(d)[:, None]).astype(F32, copy=False)
             out["qs"] = _pack_nibbles(np.minimum(15, _roundf(v).astype(np.int32) + 8), version)
         elif type_name in ("Q4_0", "Q5_0", "Q4_2"):
             half = 16 if type_name == "Q5_0" else 8
-            d = (_signed_max(x) / F32(-half)).astype(F32)
-            v = (x * _inverse(d)[:, None]).astype(F32) + F32(half + 0.5)
-            q = np.minimum(2 * half - 1, _trunc_i8(v.astype(F32)))
+            d = (_signed_max(x) / F32(-half)).astype(F32, copy=False)
+            v = (x * _inverse(d)[:, None]).astype(F32, copy=False) + F32(half + 0.5)
+            q = np.minimum(2 * half - 1, _trunc_i8(v.astype(F32, copy=False)))
             out["qs"] = _pack_nibbles(q, version)
             if type_name == "Q5_0":
                 out["qh"] = _pack_high_bits(q)
         elif type_name in ("Q4_1", "Q5_1"):
             top = 15 if type_name == "Q4_1" else 31
-            lo, hi = np.nanmin(x, axis=1), np.nanmax(x, axis=1)
-            d = ((hi - lo) / F32(top)).astype(F32)
-            v = ((x - lo[:, None]).astype(F32) * _inverse(d)[:, None]).astype(F32)
+            lo, hi = np.fmin.reduce(x, axis=1), np.fmax.reduce(x, axis=1)  # NaNs skipped, as C's compares
+            d = ((hi - lo) / F32(top)).astype(F32, copy=False)
+            v = ((x - lo[:, None]).astype(F32, copy=False) * _inverse(d)[:, None]).astype(F32, copy=False)
             if type_name == "Q4_1" and version == 100:
                 q = _roundf(v).astype(np.int32)  # roundf, no clamp
             else:
-                q = _trunc_i8((v + F32(0.5)).astype(F32))
+                q = _trunc_i8((v + F32(0.5)).astype(F32, copy=False))
                 if type_name == "Q4_1":
                     q = np.minimum(15, q)
             out["qs"] = _pack_nibbles(q, version)
@@ -136,4 +161,3 @@ def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarr
         else:
             raise NotImplementedError(f"quantizing {type_name} is not implemented")
         out["d"] = d.astype(out.dtype["d"])
-    return out
