@@ -312,3 +312,53 @@ def test_cli_rwkv_quantize(tmp_path):
     again = subprocess.run([sys.executable, "-m", "wvformats.cli", "rwkv", "quantize", str(src), str(dst),
                             "--type", "Q5_1"], capture_output=True, text=True)
     assert again.returncode == 2 and "exists" in again.stderr
+
+
+@pytest.mark.parametrize("name", ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+def test_k_quant_dequantize_bit_exact_with_gguf(name):
+    """Random super-blocks (every bit pattern of scales and quants, finite fp16 d/dmin), more than one
+    dequantization chunk, against gguf.quants."""
+    from wvformats.schemas.ggml import BLOCKS
+
+    rng = np.random.default_rng(7)
+    dtype = next(dt for n, _, dt in BLOCKS[101].values() if n == name)
+    blocks = rng.integers(0, 256, (5000, dtype.itemsize), dtype=np.uint8).view(dtype).reshape(-1).copy()
+    for field in ("d", "dmin"):
+        if field in dtype.names:
+            blocks[field] = (rng.normal(size=len(blocks)) * 4).astype(np.float16)
+    ref = gq.dequantize(blocks.view(np.uint8).reshape(len(blocks), -1), getattr(gguf.GGMLQuantizationType, name))
+    assert dequantize(blocks, name).tobytes() == ref.astype(np.float32).reshape(-1).tobytes()
+
+
+@pytest.mark.parametrize("name", ["Q8_1", "Q8_K"])
+def test_q8_1_and_q8_k_dequantize_to_d_times_q(name):
+    from wvformats.schemas.ggml import BLOCKS
+
+    rng = np.random.default_rng(8)
+    dtype = next(dt for n, _, dt in BLOCKS[101].values() if n == name)
+    blocks = rng.integers(0, 256, (300, dtype.itemsize), dtype=np.uint8).view(dtype).reshape(-1).copy()
+    blocks["d"] = rng.normal(size=len(blocks)).astype(blocks.dtype["d"])
+    expected = (blocks["d"].astype(np.float64)[:, None] * blocks["qs"]).astype(np.float32).reshape(-1)
+    assert dequantize(blocks, name).tobytes() == expected.tobytes()
+
+
+def test_q8_1_quantize_follows_the_c_reference():
+    """quantize_row_q8_1_ref transcribed as a scalar loop (float32 steps, C roundf), against ours."""
+    import math
+
+    rng = np.random.default_rng(9)
+    x = np.concatenate([_edge_blocks(rng), rng.normal(size=(20, 32)).astype(np.float32) * 5])
+    with np.errstate(all="ignore"):
+        ours = quantize(x, "Q8_1")
+        f = np.float32
+        for i, row in enumerate(x):
+            amax = f(0)
+            for v in row:
+                amax = max(amax, abs(v))
+            d = f(amax / f(127))
+            inv = f(1) / d if d else f(0)
+            qs = [int(math.copysign(math.floor(abs(float(f(v * inv))) + 0.5), float(f(v * inv)))) for v in row]
+            assert ours[i]["qs"].tolist() == qs
+            assert ours[i]["d"] == np.float16(d)
+            assert ours[i]["s"].tobytes() == np.float16(f(f(sum(qs)) * d)).tobytes()
+        assert dequantize(ours, "Q8_1").tobytes() == (ours["qs"] * ours["d"].astype(np.float32)[:, None]).tobytes()

@@ -75,6 +75,10 @@ def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
         q = _nibbles(b["qs"], version)
     elif type_name in ("Q5_0", "Q5_1"):
         q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]).astype(np.int32) << 4)
+    elif type_name in K_DEQUANT:
+        return K_DEQUANT[type_name](b).reshape(-1)
+    elif type_name == "Q8_1":
+        return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
     else:
         raise NotImplementedError(f"dequantizing {type_name} is not implemented")
     if type_name in ("Q4_0", "Q4_2"):
@@ -83,6 +87,78 @@ def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
         return ((q - 16).astype(F32, copy=False) * d).reshape(-1)
     m = b["m"].astype(F32, copy=False)[:, None]
     return (q.astype(F32, copy=False) * d + m).reshape(-1)
+
+
+# K-quants (super-blocks of 256 values in sub-blocks of 16 or 32, 4- to 6-bit scales), read-only here:
+# vectorised transcriptions of ggml's dequantize_row_q*_K, float32 with one rounding per operation.
+
+
+def _k_scale_min(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K's 12 scale bytes -> 8 six-bit scales and 8 six-bit mins (ggml's get_scale_min_k4)."""
+    q = scales.astype(np.uint8)
+    sc = np.empty((len(q), 8), np.uint8)
+    mn = np.empty((len(q), 8), np.uint8)
+    sc[:, :4], mn[:, :4] = q[:, 0:4] & 63, q[:, 4:8] & 63
+    sc[:, 4:] = (q[:, 8:12] & 0xF) | ((q[:, 0:4] >> 6) << 4)
+    mn[:, 4:] = (q[:, 8:12] >> 4) | ((q[:, 4:8] >> 6) << 4)
+    return sc.astype(F32), mn.astype(F32)
+
+
+def _q2_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    d, dmin = b["d"].astype(F32)[:, None, None], b["dmin"].astype(F32)[:, None, None]
+    sc = b["scales"].reshape(n, 16, 1)
+    dl, ml = d * (sc & 0xF).astype(F32), dmin * (sc >> 4).astype(F32)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    return dl * q.reshape(n, 16, 16).astype(F32) - ml
+
+
+def _q3_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    raw = b["scales"]
+    low = (raw[:, None, 0:8] >> np.array([0, 4], np.uint8)[None, :, None]).reshape(n, 16) & 0xF
+    high = (raw[:, None, 8:12] >> np.array([0, 2, 4, 6], np.uint8)[None, :, None]).reshape(n, 16) & 3
+    sc = (low | (high << 4)).astype(np.int8).astype(np.int32) - 32
+    dl = b["d"].astype(F32)[:, None, None] * sc.astype(F32).reshape(n, 16, 1)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    hbit = (b["hmask"][:, None, :] >> np.arange(8, dtype=np.uint8)[None, :, None]) & 1  # bit 4h + j
+    v = q.reshape(n, 8, 32).astype(np.int8) - ((hbit ^ 1) << 2).astype(np.int8)
+    return dl * v.reshape(n, 16, 16).astype(F32)
+
+
+def _q4_k(b: np.ndarray, qh: np.ndarray | None = None) -> np.ndarray:
+    n = len(b)
+    sc, mn = _k_scale_min(b["scales"])
+    d1 = b["d"].astype(F32)[:, None] * sc
+    m1 = b["dmin"].astype(F32)[:, None] * mn
+    qs = b["qs"].reshape(n, 4, 1, 32)
+    q = (qs >> np.array([0, 4], np.uint8).reshape(1, 1, 2, 1)) & 0xF  # sub-block 2c: low, 2c + 1: high
+    q = q.reshape(n, 8, 32)
+    if qh is not None:  # Q5_K: bit s of qh[l] is the fifth bit of sub-block s
+        q = q | (((qh[:, None, :] >> np.arange(8, dtype=np.uint8)[None, :, None]) & 1) << 4)
+    return d1[:, :, None] * q.astype(F32) - m1[:, :, None]
+
+
+def _q5_k(b: np.ndarray) -> np.ndarray:
+    return _q4_k(b, b["qh"])
+
+
+def _q6_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    ql = b["ql"].reshape(n, 2, 2, 32)
+    ql4 = np.concatenate([ql & 0xF, ql >> 4], axis=2)  # q1..q4: low/high nibbles of ql[0:32], ql[32:64]
+    qh4 = (b["qh"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    q = (ql4 | (qh4 << 4)).astype(np.int8) - np.int8(32)
+    sc = b["scales"].reshape(n, 2, 4, 2, 1).astype(F32)  # q_g of row l uses scale 2g + l // 16
+    ds = b["d"].astype(F32)[:, None, None, None, None] * sc
+    return ds * q.reshape(n, 2, 4, 2, 16).astype(F32)
+
+
+def _q8_k(b: np.ndarray) -> np.ndarray:
+    return b["d"].astype(F32)[:, None] * b["qs"].astype(F32)
+
+
+K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k}
 
 
 def _signed_max(x: np.ndarray) -> np.ndarray:
@@ -128,9 +204,11 @@ def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarr
 
 def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
-        if type_name == "Q8_0":
+        if type_name in ("Q8_0", "Q8_1"):
             d = (np.abs(x).max(axis=1) / F32(127)).astype(F32, copy=False)
             out["qs"] = _roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)).astype(np.int8)
+            if type_name == "Q8_1":  # s = fp16(sum(qs) * d), the sum as a C int
+                out["s"] = (out["qs"].sum(axis=1, dtype=np.int32).astype(F32) * d).astype(out.dtype["s"])
         elif type_name == "Q4_0" and version == 100:
             d = (_signed_max(x) / F32(-8)).astype(F32, copy=False)
             v = (x * _inverse(d)[:, None]).astype(F32, copy=False)
