@@ -70,9 +70,14 @@ class View:
         self._fields = fields
         self._path = path
 
+    def _with(self, number: int) -> list[Any]:
+        by_number = getattr(self._fields, "by_number", None)  # a LazyMessage answers without its run
+        if by_number is not None:
+            return by_number(number)
+        return [f for f in self._fields if f["number"] == number]
+
     def has(self, name: str) -> bool:
-        number = self._number(name)
-        return any(f["number"] == number for f in self._fields)
+        return bool(self._with(self._number(name)))
 
     def _number(self, name: str) -> int:
         for f in self._type.fields:
@@ -84,7 +89,7 @@ class View:
         if name.startswith("_"):
             raise AttributeError(name)
         spec = self._type.by_number[self._number(name)]
-        found = [f for f in self._fields if f["number"] == spec.number]
+        found = self._with(spec.number)
         values = [self._decode(spec, f) for f in found]
         if spec.label == "repeated":
             return values

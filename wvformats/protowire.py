@@ -81,15 +81,16 @@ def _raw_if_odd(buf: Any, a: int, b: int, value: int) -> bytes | None:
 
 
 def parse_fields(buf: Any, pos: int, end: int, path: str, base: int, depth: int = 0,
-                 group: int | None = None) -> tuple[list[Field], int, bytes | None]:
+                 group: int | None = None, first: int = 0) -> tuple[list[Field], int, bytes | None]:
     """Fields from ``pos`` to ``end`` (or to the end-group tag of field ``group``).
 
     Returns the fields, the position after them, and the end-group tag's raw bytes if not minimal.
+    ``first``: the index of the first field in error paths (when earlier fields were read elsewhere).
     """
     if depth > MAX_DEPTH:
         raise fail(path, base + pos, f"nesting deeper than {MAX_DEPTH}", ValueMismatchError)
     fields: list[Field] = []
-    i = 0
+    i = first
     while pos < end:
         where = f"{path}[{i}]"
         tag_at = pos
@@ -134,6 +135,9 @@ def parse_fields(buf: Any, pos: int, end: int, path: str, base: int, depth: int 
 
 def build_fields(fields: list[Any], out: bytearray, path: str = "", depth: int = 0) -> None:
     """Append the encoding of ``fields`` to ``out`` (raw encodings where the parse kept them)."""
+    if isinstance(fields, LazyMessage) and fields._fields is None:  # untouched: its own bytes
+        out += fields.buf
+        return
     if depth > MAX_DEPTH:
         raise BuildError(f"nesting deeper than {MAX_DEPTH}", path=path or None)
     for i, f in enumerate(fields):
@@ -169,6 +173,55 @@ def build_fields(fields: list[Any], out: bytearray, path: str = "", depth: int =
             raise BuildError(f"wire type {wire} cannot be built", path=f"{path}[{i}]")
 
 
+class LazyMessage:
+    """A top-level message whose leading run of same-number LEN fields is kept as offsets into the buffer.
+
+    The fields after the run are parsed (and checked) at once; the run's records were checked by whoever
+    found them (:func:`run_message`). ``fields`` materialises the whole list of :class:`Field` exactly as
+    :func:`parse_fields` gives it; until then, ``by_number`` answers for the other numbers without it and
+    the unmodified message builds back as its own bytes.
+    """
+
+    def __init__(self, buf: bytes, number: int, starts: Any, run_end: int, rest: list[Field]) -> None:
+        self.buf, self.number, self.starts, self.run_end, self.rest = buf, number, starts, run_end, rest
+        self._fields: list[Field] | None = None
+
+    @property
+    def fields(self) -> list[Field]:
+        if self._fields is None:
+            buf, n = self.buf, self.number
+            bounds = [*self.starts.tolist(), self.run_end]
+            self._fields = [Field(number=n, wire_type=LEN, raw_tag=None, raw_len=None, value=buf[a + 2 : b])
+                            for a, b in zip(bounds[:-1], bounds[1:], strict=True)] + self.rest
+        return self._fields
+
+    def by_number(self, number: int) -> list[Field]:
+        if number == self.number and len(self.starts):
+            return [f for f in self.fields if f["number"] == number]
+        return [f for f in self.rest if f["number"] == number]
+
+    def __iter__(self) -> Any:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.starts) + len(self.rest)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.fields[i]
+
+    def __eq__(self, other: object) -> bool:
+        return list(self.fields) == list(other)  # type: ignore[call-overload]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def run_message(buf: bytes, number: int, starts: Any, run_end: int, path: str) -> LazyMessage:
+    """A :class:`LazyMessage` of ``buf`` whose records at ``starts`` (checked by the caller: tag byte,
+    one-byte length, each ending where the next starts, the last at ``run_end``) form its leading run."""
+    rest, _, _ = parse_fields(buf, run_end, len(buf), path, 0, first=len(starts))
+    return LazyMessage(buf, number, starts, run_end, rest)
+
+
 class Message(_Checked):
     """A protobuf message to the end of its stream (or ``length`` bytes): the ordered list of its fields."""
 
@@ -182,7 +235,7 @@ class Message(_Checked):
         end = len(buf) if self.length is None else pos + int(_evaluate(self.length, context))
         if end > len(buf):
             raise fail(path, base + pos, "message is cut off", TruncatedError)
-        fields, pos, _ = parse_fields(buf, pos, end, path, base)
+        fields, pos, _ = parse_fields(buf, pos, end, path or "fields", base)
         stream.seek(base + pos)
         return cs.ListContainer(fields)
 

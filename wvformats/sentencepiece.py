@@ -8,19 +8,98 @@ from typing import Any
 import numpy as np
 
 from .protobuf import View
-from .protowire import LEN, parse_fields
+from .protowire import LEN, LazyMessage, parse_fields
 from .schemas.sentencepiece import PIECE_TYPES, ModelProto
+
+
+def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
+    """Starts of the leading run of pieces in the layout sentencepiece writes, found with numpy.
+
+    A record is ``0a L1 | 0a L2 piece[L2] | 15 score[4] | (18 type)`` with one-byte lengths and type,
+    L1 = L2 + 7 (NORMAL, type omitted) or L2 + 9. Candidates are the positions where all of that holds;
+    the run is the chain of candidates from offset 0 in which each record ends where the next begins
+    (a candidate inside a piece string is dropped; the first record that breaks the layout ends the run,
+    and the rest of the message is parsed field by field). Returns (starts, end of the run).
+    """
+    a = np.frombuffer(buf, np.uint8)
+    n = len(a)
+    if n < 9 or a[0] != 0x0A:
+        return np.zeros(0, np.int64), 0
+    idx = np.int32 if n < 1 << 31 else np.int64
+    c = np.flatnonzero(a[: n - 8] == 0x0A).astype(idx)
+    c = c[(a[c + 2] == 0x0A) & ((a[c + 1] | a[c + 3]) < 0x80)]
+    l1, l2 = a[c + 1].astype(idx), a[c + 3].astype(idx)
+    extra = l1 - l2
+    ok = ((extra == 7) | (extra == 9)) & (c + 2 + l1 <= n)
+    c, l1, l2, extra = c[ok], l1[ok], l2[ok], extra[ok]
+    score_tag = c + 4 + l2
+    ok = a[score_tag] == 0x15
+    typed = extra == 9
+    t_at = np.where(typed, score_tag + 5, 0)
+    ok &= ~typed | ((a[t_at] == 0x18) & (a[np.minimum(t_at + 1, n - 1)] < 0x80))
+    c, l1 = c[ok], l1[ok]
+    nxt = c + 2 + l1
+    for _ in range(64):  # drop candidates that sit inside an earlier record (a 0a byte in a piece string)
+        bad = np.flatnonzero(nxt[:-1] != c[1:])
+        if not bad.size or c[0] != 0:
+            break
+        j = int(bad[0])
+        if c[j + 1] < nxt[j]:
+            c, nxt = np.delete(c, j + 1), np.delete(nxt, j + 1)
+            continue
+        c, nxt = c[: j + 1], nxt[: j + 1]  # the next record is not in this layout: the run ends
+        break
+    else:
+        return np.zeros(0, np.int64), 0
+    if not c.size or c[0] != 0:
+        return np.zeros(0, np.int64), 0
+    bad = np.flatnonzero(nxt[:-1] != c[1:])
+    if bad.size:
+        c, nxt = c[: int(bad[0]) + 1], nxt[: int(bad[0]) + 1]
+    return c, int(nxt[-1])
+
+
+def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Piece strings, raw f32 scores and types of a checked run, vectorised: each piece is gathered with
+    the score tag (0x15) that follows it, and the lot is decoded once and split at those tags."""
+    a = np.frombuffer(buf, np.uint8)
+    l1, l2 = a[starts + 1].astype(starts.dtype), a[starts + 3].astype(starts.dtype)
+    score_at = starts + 5 + l2
+    # float32 at every byte offset (a strided view), gathered at the score offsets: raw bits kept
+    at_byte = np.ndarray((len(a) - 3,), "<f4", buf, 0, (1,))
+    scores = at_byte[score_at]
+    types = np.where(l1 - l2 == 9, a[np.minimum(score_at + 5, len(a) - 1)], 1).astype(np.int32)
+    n = l2 + 1
+    total = int(n.sum())
+    # source offsets of every gathered byte as a cumulative sum: +1 within a piece, a jump between pieces
+    first = starts + 4
+    step = np.ones(total, np.int32 if len(a) < 1 << 31 else np.int64)
+    seg = np.cumsum(n) - n
+    step[0] = first[0]
+    step[seg[1:]] = first[1:] - (first[:-1] + n[:-1] - 1)
+    text = np.take(a, np.cumsum(step, out=step))
+    if np.count_nonzero(text == 0x15) == len(starts):
+        pieces = text.tobytes().decode("utf-8", "surrogateescape").split("\x15")[:-1]
+    else:  # a piece holds U+0015 itself: decode one by one
+        pieces = [buf[s + 4 : s + 4 + k].decode("utf-8", "surrogateescape")
+                  for s, k in zip(starts.tolist(), l2.tolist(), strict=True)]
+    return pieces, scores, types
 
 
 class SentencePieceModel:
     """A ``tokenizer.model``: ``pieces`` (piece, score, type per id), trainer/normalizer specs as views.
 
-    Holds the file's wire fields, so writing it back reproduces the input byte for byte.
+    Holds the file's wire fields, so writing it back reproduces the input byte for byte. Built from a
+    :class:`LazyMessage` (what the codec parses), the pieces come from one vectorised pass and the field
+    dicts are only made when something asks for ``fields``.
     """
 
-    def __init__(self, fields: list[Any]) -> None:
-        self.fields = fields
+    def __init__(self, fields: Any) -> None:
+        self._msg = fields
         self.proto = View(ModelProto, fields, "model")
+        if isinstance(fields, LazyMessage) and not any(f["number"] == 1 for f in fields.rest):
+            self.piece_strings, self.scores, self.types = _decode_run(fields.buf, fields.starts)
+            return
         raw = [f["value"] for f in fields if f["number"] == 1 and f["wire_type"] == LEN]
         pieces, types = [], np.ones(len(raw), np.int32)
         score_bytes = [b"\0\0\0\0"] * len(raw)  # raw f32 bits: a signalling NaN stays as it was
@@ -50,6 +129,11 @@ class SentencePieceModel:
         self.piece_strings = pieces
         self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
         self.types = types
+
+    @property
+    def fields(self) -> list[Any]:
+        """The ModelProto's wire fields, in file order (a list; made on first use for a parsed file)."""
+        return self._msg.fields if isinstance(self._msg, LazyMessage) else self._msg
 
     @property
     def pieces(self) -> list[tuple[str, float, str]]:

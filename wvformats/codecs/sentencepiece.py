@@ -6,15 +6,28 @@ from collections import Counter
 from typing import Any
 
 from ..errors import BuildError, FormatError
-from ..protowire import LEN, parse_fields
+from ..protowire import LEN, parse_fields, run_message
 from ..registry import Format, register, schema_io
 from ..schemas import sentencepiece as schema
-from ..sentencepiece import SentencePieceModel
+from ..sentencepiece import SentencePieceModel, scan_piece_run
 
 NAME = "sentencepiece"
 
 
-parse, build = schema_io(NAME, schema.model_proto)
+_parse_generic, build = schema_io(NAME, schema.model_proto)
+
+
+def parse(buf: Any, **options: Any) -> Any:
+    """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
+    found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
+    data = bytes(buf)
+    starts, run_end = scan_piece_run(data)
+    if not len(starts):
+        return _parse_generic(data, **options)
+    try:
+        return run_message(data, 1, starts, run_end, "fields")
+    except FormatError as e:
+        raise e.located(format=NAME) from None
 
 
 def to_model(parsed: Any, **_: Any) -> SentencePieceModel:
