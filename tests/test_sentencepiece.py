@@ -202,3 +202,42 @@ def test_errors_after_the_piece_run_name_the_field_index_and_offset():
     with pytest.raises(FormatError) as e:
         parse(data[:-3])
     assert e.value.format == "sentencepiece" and "[50]" in e.value.path and e.value.offset is not None
+
+
+SOURCE_MODELS = sorted((__import__("pathlib").Path(__file__).parent / "data" / "sentencepiece").glob("*.model"))
+
+
+@pytest.mark.parametrize("path", SOURCE_MODELS, ids=lambda p: p.stem)
+def test_models_of_the_sentencepiece_source_distribution(path):
+    """Real models from sentencepiece's own test folder: byte-exact, same pieces, and the decoded charsmap
+    maps every source sequence as sentencepiece's normalizer does."""
+    assert len(SOURCE_MODELS) == 3
+    assert wv.sniff(path) == "sentencepiece" and wv.validate(path).ok
+    ours = wv.read(path)
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    assert len(ours) == sp.get_piece_size()
+    assert ours.piece_strings == [sp.id_to_piece(i) for i in range(len(ours))]
+    assert ours.scores.tolist() == [sp.get_score(i) for i in range(len(ours))]
+    assert [t == 2 for t in ours.types.tolist()] == [sp.is_unknown(i) for i in range(len(ours))]
+    assert [t == 3 for t in ours.types.tolist()] == [sp.is_control(i) for i in range(len(ours))]
+    cm = ours.charsmap
+    info = wv.inspect(path)["charsmap"]
+    assert info["trie_units"] * 4 == info["trie_size"] == cm.trie_size and info["replacements"] > 1000
+    mapping = cm.mapping()
+    assert mapping["\uff21"] == "A" and mapping["\u2460"] == "1" and mapping["\ufb01"] == "fi"
+    norm = spm.SentencePieceNormalizer(model_file=str(path))
+    keys = [k for k, v in mapping.items() if v and not any(c.isspace() or c == "\u2581" for c in k + v)]
+    assert len(keys) > 100000
+    for k in keys[::20]:
+        assert norm.normalize(k) == "\u2581" + mapping[k], k
+
+
+def test_a_broken_charsmap_is_a_clean_format_error():
+    from wvformats.errors import FormatError
+    from wvformats.sentencepiece import CharsMap
+
+    with pytest.raises(FormatError):
+        CharsMap(b"\x01\x00")
+    with pytest.raises(FormatError):
+        CharsMap((1000).to_bytes(4, "little") + b"\0" * 8)
+    assert CharsMap((4).to_bytes(4, "little") + b"\0\0\0\0" + b"x\0").replacements == ["x"]

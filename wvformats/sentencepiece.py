@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import FormatError
 from .protobuf import View
 from .protowire import LEN, LazyMessage, parse_fields
 from .schemas.sentencepiece import PIECE_TYPES, ModelProto
@@ -86,6 +87,68 @@ def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, 
     return pieces, scores, types
 
 
+class CharsMap:
+    """A NormalizerSpec's ``precompiled_charsmap``, decoded: ``<trie size: u32 LE> <darts-clone
+    double-array units: u32 LE each> <replacement strings, each ending in NUL>``.
+
+    ``mapping()`` walks the double array (vectorised, one trie level at a time) and returns every source
+    sequence with the string that replaces it, as sentencepiece's normalizer applies them (longest match).
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        if len(blob) < 4:
+            raise FormatError("precompiled_charsmap is shorter than its 4-byte trie size",
+                              format="sentencepiece", path="normalizer_spec.precompiled_charsmap", offset=0)
+        size = int.from_bytes(blob[:4], "little")
+        if size % 4 or size > len(blob) - 4:
+            raise FormatError(f"trie size {size} does not fit the {len(blob) - 4} bytes that follow (or is not "
+                              "whole units)", format="sentencepiece",
+                              path="normalizer_spec.precompiled_charsmap.trie_size", offset=0)
+        self.trie_size = size
+        self.units = np.frombuffer(blob, "<u4", size // 4, 4)
+        self.normalized = bytes(blob[4 + size :])
+
+    @property
+    def replacements(self) -> list[str]:
+        """The replacement strings of the blob, in order."""
+        return [x.decode("utf-8", "surrogateescape") for x in self.normalized.split(b"\0")[:-1]]
+
+    def mapping(self) -> dict[str, str]:
+        u = self.units.astype(np.int64)
+        n = len(u)
+        if not n:
+            return {}
+        label = u & ((1 << 31) | 0xFF)
+        leaf = (u >> 8) & 1
+        offset = (u >> 10) << ((u & (1 << 9)) >> 6)
+        value = u & ((1 << 31) - 1)
+        labels = np.arange(1, 256)
+        frontier, keys = np.array([offset[0]]), [b""]
+        out: dict[str, str] = {}
+        for _ in range(256):  # a key is at most as deep as the longest source sequence
+            if not frontier.size:
+                break
+            cand = frontier[:, None] ^ labels[None, :]
+            inside = cand < n
+            hit = inside & (label[np.where(inside, cand, 0)] == labels[None, :])
+            fi, ci = np.nonzero(hit)
+            child = cand[fi, ci]
+            nxt = child ^ offset[child]
+            keys = [keys[f] + bytes((c + 1,)) for f, c in zip(fi.tolist(), ci.tolist(), strict=True)]
+            for k, is_leaf, at in zip(keys, leaf[child].tolist(), nxt.tolist(), strict=True):
+                if is_leaf:
+                    v = int(value[at])
+                    end = self.normalized.find(b"\0", v)
+                    out[k.decode("utf-8", "surrogateescape")] = self.normalized[v : end if end >= 0 else None
+                                                                              ].decode("utf-8", "surrogateescape")
+            frontier = nxt
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trie_size": self.trie_size, "trie_units": len(self.units),
+                "replacements": len(self.replacements), "normalized_bytes": len(self.normalized)}
+
+
 class SentencePieceModel:
     """A ``tokenizer.model``: ``pieces`` (piece, score, type per id), trainer/normalizer specs as views.
 
@@ -146,6 +209,12 @@ class SentencePieceModel:
     @property
     def trainer_spec(self) -> View:
         return self.proto.trainer_spec
+
+    @property
+    def charsmap(self) -> CharsMap | None:
+        """The normalizer's precompiled charsmap decoded (None when the model has none)."""
+        blob = self.normalizer_spec.precompiled_charsmap
+        return CharsMap(blob) if blob else None
 
     @property
     def normalizer_spec(self) -> View:

@@ -65,6 +65,7 @@ def inspect(parsed: Any) -> dict[str, Any]:
     return {"pieces": len(model), "piece_types": dict(counts),
             "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
             "vocab_size": model.trainer_spec.vocab_size, "normalizer": model.normalizer_spec.name,
+            "charsmap": model.charsmap.to_dict() if model.charsmap else None,
             "field_bytes": dict(sizes)}
 
 
