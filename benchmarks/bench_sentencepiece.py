@@ -44,10 +44,23 @@ def main() -> None:
         return out.getvalue()
 
     assert ours_build() == data
+    from wvformats.sentencepiece import set_piece
+
+    model = fmt.to_model(parsed)
+
+    def edit_and_build():
+        import io
+
+        out = io.BytesIO()
+        fmt.build(fmt.from_model(set_piece(model, 5, score=-1.0)), out)
+        return out.getvalue()
+
+    assert len(edit_and_build()) == len(data)
     rows = [("wvformats parse -> typed model", in_process(ours_parse, args.repeat)),
             ("protobuf ParseFromString", in_process(lambda: pb2.ModelProto().ParseFromString(data), args.repeat)),
             ("wvformats rebuild", in_process(ours_build, args.repeat)),
-            ("protobuf SerializeToString", in_process(m.SerializeToString, args.repeat))]
+            ("protobuf SerializeToString", in_process(m.SerializeToString, args.repeat)),
+            ("wvformats set_piece (re-score one piece) + rebuild", in_process(edit_and_build, args.repeat))]
     print(f"{args.pieces} pieces, {len(data)} bytes, median of {args.repeat}")
     print("| step | median ms |\n|---|---|")
     for name, t in rows:

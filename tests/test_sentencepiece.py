@@ -241,3 +241,33 @@ def test_a_broken_charsmap_is_a_clean_format_error():
     with pytest.raises(FormatError):
         CharsMap((1000).to_bytes(4, "little") + b"\0" * 8)
     assert CharsMap((4).to_bytes(4, "little") + b"\0\0\0\0" + b"x\0").replacements == ["x"]
+
+
+def test_spliced_edits_equal_field_list_edits(corpus, tmp_path):
+    """Piece edits on a parsed file splice its bytes; on a model made from a plain field list they edit the
+    list. Both give the same file, and the result has the same pieces as the edit asked for."""
+    from wvformats import sentencepiece as S
+    from wvformats.protowire import LazyMessage
+
+    model, _, _ = _load(_train(corpus), tmp_path, "orig.model")
+    plain = S.SentencePieceModel(list(model.fields))
+    assert isinstance(model._msg, LazyMessage) and not isinstance(plain._msg, LazyMessage)
+
+    def edits(m):
+        m = S.set_piece(m, 7, piece="\u2581renamed", score=-3.5, type="USER_DEFINED")
+        m = S.remove_piece(m, 3)
+        m = S.add_piece(m, "x" * 130, -1.0)  # a piece whose length takes a two-byte varint
+        return S.merge(m, S.add_piece(plain, "<z>", 0.0), score=-9.0)
+
+    a, b = edits(model), edits(plain)
+    out_a, out_b = io.BytesIO(), io.BytesIO()
+    fmt = wv.registry.get("sentencepiece")
+    fmt.build(fmt.from_model(a), out_a)
+    fmt.build(fmt.from_model(b), out_b)
+    assert out_a.getvalue() == out_b.getvalue()
+    expected = list(model.piece_strings)
+    expected[7] = "\u2581renamed"
+    del expected[3]
+    # merge appends what the first lacks: the removed and the renamed piece, then <z>
+    assert a.piece_strings[: len(expected) + 1] == [*expected, "x" * 130] and a.piece(6)[1:] == (-3.5, "USER_DEFINED")
+    assert a.piece_strings[len(expected) + 1 :] == [model.piece_strings[3], model.piece_strings[7], "<z>"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import FormatError
 from .protobuf import View
-from .protowire import LEN, LazyMessage, parse_fields
+from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
 from .schemas.sentencepiece import PIECE_TYPES, ModelProto
 
 
@@ -85,6 +85,15 @@ def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, 
         pieces = [buf[s + 4 : s + 4 + k].decode("utf-8", "surrogateescape")
                   for s, k in zip(starts.tolist(), l2.tolist(), strict=True)]
     return pieces, scores, types
+
+
+def parse_model_fields(data: bytes, fallback: Any) -> Any:
+    """A ModelProto's fields: a :class:`LazyMessage` when it starts with pieces in sentencepiece's layout,
+    else ``fallback(data)`` (the generic field-by-field parse)."""
+    starts, run_end = scan_piece_run(data)
+    if not len(starts):
+        return fallback(data)
+    return run_message(data, 1, starts, run_end, "fields")
 
 
 class CharsMap:
@@ -198,6 +207,11 @@ class SentencePieceModel:
         """The ModelProto's wire fields, in file order (a list; made on first use for a parsed file)."""
         return self._msg.fields if isinstance(self._msg, LazyMessage) else self._msg
 
+    def piece(self, i: int) -> tuple[str, float, str]:
+        """Piece ``i`` as (piece, score, type name)."""
+        t = int(self.types[i])
+        return self.piece_strings[i], float(self.scores[i]), PIECE_TYPES.get(t, str(t))
+
     @property
     def pieces(self) -> list[tuple[str, float, str]]:
         return [(p, float(s), PIECE_TYPES.get(int(t), str(int(t))))
@@ -253,13 +267,36 @@ def _piece_positions(model: SentencePieceModel) -> list[int]:
     return [i for i, f in enumerate(model.fields) if f["number"] == 1 and f["wire_type"] == LEN]
 
 
+def _record(piece: str, score: float, type_id: int) -> bytes:
+    body = _piece_message(piece, score, type_id)
+    return b"\x0a" + encode_varint(len(body)) + body
+
+
+def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) -> SentencePieceModel | None:
+    """Pieces ``first:stop`` replaced by ``records`` (encoded piece fields) in the file's bytes, when the
+    model's pieces are all in its leading run; None otherwise (the caller edits the field list)."""
+    msg = model._msg
+    if not isinstance(msg, LazyMessage) or any(f["number"] == 1 for f in msg.rest):
+        return None
+    bounds = [*msg.starts[[first, stop]].tolist()] if stop < len(msg.starts) else (
+        [int(msg.starts[first]) if first < len(msg.starts) else msg.run_end, msg.run_end])
+    data = msg.buf[: bounds[0]] + records + msg.buf[bounds[1] :]
+    from .codecs.sentencepiece import _parse_generic
+
+    return SentencePieceModel(parse_model_fields(data, _parse_generic))
+
+
 def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None, score: float | None = None,
               type: str | None = None) -> SentencePieceModel:
     """A copy with piece ``index`` renamed, re-scored or re-typed (only that piece's bytes change)."""
+    index = range(len(model))[index]
+    p, s, t = model.piece(index)
+    args = (p if piece is None else piece, s if score is None else score, _TYPE_IDS[t if type is None else type])
+    spliced = _splice(model, index, index + 1, _record(*args))
+    if spliced is not None:
+        return spliced
     pos = _piece_positions(model)[index]
-    p, s, t = model.pieces[index]
-    data = _piece_message(p if piece is None else piece, s if score is None else score,
-                          _TYPE_IDS[t if type is None else type])
+    data = _piece_message(*args)
     fields = list(model.fields)
     fields[pos] = dict(number=1, wire_type=LEN, value=data)
     return _edited(model, fields)
@@ -270,6 +307,9 @@ def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: s
     """A copy with ``piece`` appended as the last id."""
     if piece in model.piece_strings:
         raise ValueError(f"piece {piece!r} already exists (id {model.piece_to_id(piece)})")
+    spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[type]))
+    if spliced is not None:
+        return spliced
     positions = _piece_positions(model)
     at = positions[-1] + 1 if positions else 0
     fields = list(model.fields)
@@ -279,6 +319,10 @@ def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: s
 
 def remove_piece(model: SentencePieceModel, index: int) -> SentencePieceModel:
     """A copy without piece ``index`` (later ids shift down by one)."""
+    index = range(len(model))[index]
+    spliced = _splice(model, index, index + 1, b"")
+    if spliced is not None:
+        return spliced
     fields = list(model.fields)
     del fields[_piece_positions(model)[index]]
     return _edited(model, fields)
@@ -324,12 +368,18 @@ def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceMode
 def merge(first: SentencePieceModel, second: SentencePieceModel, score: float | None = None
           ) -> SentencePieceModel:
     """``first`` plus the pieces of ``second`` it lacks (appended, keeping their type; optional score)."""
-    out = first
     have = set(first.piece_strings)
+    new = []
     for p, s, t in second.pieces:
         if p not in have and t in ("NORMAL", "USER_DEFINED"):
-            out = add_piece(out, p, s if score is None else score, t)
+            new.append((p, s if score is None else score, t))
             have.add(p)
+    spliced = _splice(first, len(first), len(first), b"".join(_record(p, s, _TYPE_IDS[t]) for p, s, t in new))
+    if spliced is not None:
+        return spliced
+    out = first
+    for p, s, t in new:
+        out = add_piece(out, p, s, t)
     return out
 
 

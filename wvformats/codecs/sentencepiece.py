@@ -6,10 +6,10 @@ from collections import Counter
 from typing import Any
 
 from ..errors import BuildError, FormatError
-from ..protowire import LEN, parse_fields, run_message
+from ..protowire import LEN, parse_fields
 from ..registry import Format, register, schema_io
 from ..schemas import sentencepiece as schema
-from ..sentencepiece import SentencePieceModel, scan_piece_run
+from ..sentencepiece import SentencePieceModel, parse_model_fields
 
 NAME = "sentencepiece"
 
@@ -20,12 +20,8 @@ _parse_generic, build = schema_io(NAME, schema.model_proto)
 def parse(buf: Any, **options: Any) -> Any:
     """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
     found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
-    data = bytes(buf)
-    starts, run_end = scan_piece_run(data)
-    if not len(starts):
-        return _parse_generic(data, **options)
     try:
-        return run_message(data, 1, starts, run_end, "fields")
+        return parse_model_fields(bytes(buf), _parse_generic)
     except FormatError as e:
         raise e.located(format=NAME) from None
 
@@ -40,7 +36,7 @@ def to_model(parsed: Any, **_: Any) -> SentencePieceModel:
 def from_model(model: Any, **_: Any) -> Any:
     if not isinstance(model, SentencePieceModel):
         raise BuildError(f"expected SentencePieceModel, got {type(model).__name__}", format=NAME)
-    return model.fields
+    return model._msg  # a LazyMessage of an unedited file builds as its own bytes
 
 
 def sniff(head: bytes) -> bool:
