@@ -1,9 +1,11 @@
 """SentencePiece ``tokenizer.model``: the ``sentencepiece.ModelProto`` protobuf message.
 
-Described field by field as ``sentencepiece_model.proto`` declares it (0.2.0 and 0.2.3: 0.2.3 reserves
-field 4, where 0.2.0 has SelfTestData, and adds TrainerSpec field 55). On disk it is plain protobuf wire
-data, parsed losslessly by ``wvformats.schemas.protobuf.message``; these descriptions give the fields
-their names and types.
+Described field by field as ``sentencepiece_model.proto`` declares it. Two schema generations:
+``GENERATIONS["0.2.0"]`` (``self_test_data = 4``, no TrainerSpec field 55) and ``GENERATIONS["0.2.3"]``
+(``reserved 4``: an old file's self-test data is an unknown field; ``auto_character_coverage = 55``).
+``ModelProto`` is their union, the default for reading. Every message but ``Sample`` has ``extensions 200
+to max``. On disk it is plain protobuf wire data, parsed losslessly by ``wvformats.schemas.protobuf.message``;
+these descriptions give the fields their names and types.
 """
 
 from wvformats.schemas.protobuf import message
@@ -13,11 +15,13 @@ from wvformats.protobuf import F, MessageType
 PIECE_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
 
+EXTENSIONS = (200, (1 << 29) - 1)  # every message but Sample: extensions 200 to max
+
 SentencePiece = MessageType("SentencePiece", [
     F(1, "piece", "string", default=""),
     F(2, "score", "float", default=0.0),
     F(3, "type", "enum", default=1, enum=PIECE_TYPES),
-])
+], EXTENSIONS)
 
 TrainerSpec = MessageType("TrainerSpec", [
     F(1, "input", "string", "repeated"),
@@ -67,7 +71,8 @@ TrainerSpec = MessageType("TrainerSpec", [
     F(53, "pretokenization_delimiter", "string", default=""),
     F(54, "seed_sentencepieces_file", "string", default=""),
     F(55, "auto_character_coverage", "bool", default=False),  # 0.2.3
-])
+], EXTENSIONS)
+TrainerSpec_0_2_0 = MessageType("TrainerSpec", [f for f in TrainerSpec.fields if f.number != 55], EXTENSIONS)
 
 NormalizerSpec = MessageType("NormalizerSpec", [
     F(1, "name", "string", default=""),
@@ -76,10 +81,10 @@ NormalizerSpec = MessageType("NormalizerSpec", [
     F(4, "remove_extra_whitespaces", "bool", default=True),
     F(5, "escape_whitespaces", "bool", default=True),
     F(6, "normalization_rule_tsv", "string", default=""),
-])
+], EXTENSIONS)
 
 Sample = MessageType("Sample", [F(1, "input", "string", default=""), F(2, "expected", "string", default="")])
-SelfTestData = MessageType("SelfTestData", [F(1, "samples", Sample, "repeated")])
+SelfTestData = MessageType("SelfTestData", [F(1, "samples", Sample, "repeated")], EXTENSIONS)
 
 ModelProto = MessageType("ModelProto", [
     F(1, "pieces", SentencePiece, "repeated"),
@@ -87,6 +92,22 @@ ModelProto = MessageType("ModelProto", [
     F(3, "normalizer_spec", NormalizerSpec),
     F(4, "self_test_data", SelfTestData),  # 0.2.0; reserved in 0.2.3 (then an unknown field)
     F(5, "denormalizer_spec", NormalizerSpec),
-])
+], EXTENSIONS)
+
+GENERATIONS = {
+    "0.2.0": MessageType("ModelProto", [
+        F(1, "pieces", SentencePiece, "repeated"),
+        F(2, "trainer_spec", TrainerSpec_0_2_0),
+        F(3, "normalizer_spec", NormalizerSpec),
+        F(4, "self_test_data", SelfTestData),
+        F(5, "denormalizer_spec", NormalizerSpec),
+    ], EXTENSIONS),
+    "0.2.3": MessageType("ModelProto", [
+        F(1, "pieces", SentencePiece, "repeated"),
+        F(2, "trainer_spec", TrainerSpec),
+        F(3, "normalizer_spec", NormalizerSpec),
+        F(5, "denormalizer_spec", NormalizerSpec),
+    ], EXTENSIONS, reserved=(4,)),
+}
 
 model_proto = message

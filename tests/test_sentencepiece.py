@@ -271,3 +271,108 @@ def test_spliced_edits_equal_field_list_edits(corpus, tmp_path):
     # merge appends what the first lacks: the removed and the renamed piece, then <z>
     assert a.piece_strings[: len(expected) + 1] == [*expected, "x" * 130] and a.piece(6)[1:] == (-3.5, "USER_DEFINED")
     assert a.piece_strings[len(expected) + 1 :] == [model.piece_strings[3], model.piece_strings[7], "<z>"]
+
+
+HF_TEXTS = ["The quick brown fox", "  leading and   multiple spaces  ", "Naïve café 東京", "ＡＢＣ①ﬁ fullwidth",
+            "jumps over the lazy dog. Pack my box", "12345 67890", "unseen wörds zebra", "a\tb\nc", "", " ",
+            "坊っちゃん 親譲りの無鉄砲で小供の時から損ばかりしている。", "I said, 'Hello!' -- and left..."]
+
+
+def _hf_cases(corpus):
+    for model_type, extra in [("unigram", {}), ("bpe", {}), ("bpe", {"byte_fallback": True}),
+                              ("unigram", {"byte_fallback": True}), ("unigram", {"add_dummy_prefix": False}),
+                              ("bpe", {"remove_extra_whitespaces": False})]:
+        out = io.BytesIO()
+        spm.SentencePieceTrainer.train(input=str(corpus), model_writer=out, model_type=model_type, minloglevel=2,
+                                       vocab_size=400 if extra.get("byte_fallback") else 120,
+                                       hard_vocab_limit=False, **extra)
+        yield f"{model_type}-{'-'.join(extra) or 'default'}", out.getvalue()
+    for path in SOURCE_MODELS:
+        yield path.stem, path.read_bytes()
+
+
+def test_hugging_face_tokenizer_json_tokenizes_as_sentencepiece(corpus, tmp_path):
+    """Our tokenizer.json, loaded by the `tokenizers` library, gives sentencepiece's ids (and decodes to its
+    text) for trained Unigram and BPE models (byte fallback, no dummy prefix, whitespace kept) and for the
+    source distribution's models (nmt_nfkc charsmap, Japanese)."""
+    import json
+
+    tokenizers = pytest.importorskip("tokenizers")  # installed with transformers (the 'peers' extra)
+    from wvformats.sentencepiece import to_hf_tokenizer
+
+    lines = [x for x in corpus.read_text(encoding="utf-8").splitlines() if x][:40]
+    for name, data in _hf_cases(corpus):
+        model, sp, _ = _load(data, tmp_path, f"{name}.model")
+        tok = tokenizers.Tokenizer.from_str(json.dumps(to_hf_tokenizer(model)))
+        for text in HF_TEXTS + lines:
+            ids = sp.encode(text)
+            assert tok.encode(text).ids == ids, (name, text)
+            if sp.unk_id() not in ids:
+                assert tok.decode(ids) == sp.decode(ids), (name, text)
+    char = _train(corpus, model_type="char")
+    with pytest.raises(ValueError):
+        to_hf_tokenizer(_load(char, tmp_path, "char.model")[0])
+
+
+def test_cli_export(tmp_path, capsys):
+    import json
+
+    from wvformats.cli import main
+
+    src = SOURCE_MODELS[0]
+    out = tmp_path / "tokenizer.json"
+    assert main(["sentencepiece", "export", str(src), str(out), "--to", "hf"]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["model"]["type"] in ("BPE", "Unigram") and doc["normalizer"]["normalizers"][0]["type"] == "Precompiled"
+    assert main(["sentencepiece", "export", str(src), str(out), "--to", "tsv"]) == 2  # exists: no --force
+    assert "exists" in capsys.readouterr().err
+    assert main(["sentencepiece", "export", str(src), str(out), "--to", "tsv", "--force"]) == 0
+    assert len(out.read_text(encoding="utf-8").splitlines()) == len(wv.read(src))
+    assert main(["sentencepiece", "export", str(src), str(src), "--to", "tsv", "--force"]) == 2
+    assert src.read_bytes()[:1] == b"\n"  # the input is untouched
+
+
+def test_schema_generations_self_test_data_and_extensions(corpus, tmp_path):
+    """A 0.2.0-style file (self_test_data = 4 before denormalizer_spec = 5, an extension field 200 and
+    auto_character_coverage = 55 in its TrainerSpec): read under each generation, byte-exact where the
+    protobuf runtime of 0.2.3 moves field 4 behind field 5."""
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+
+    from wvformats.protowire import build_fields, parse_fields
+
+    def msg(fields):
+        out = bytearray()
+        build_fields(fields, out)
+        return bytes(out)
+
+    base = pb2.ModelProto()
+    base.ParseFromString(_train(corpus))
+    base.denormalizer_spec.name = "identity"
+    base.trainer_spec.auto_character_coverage = True
+    data = base.SerializeToString()
+    fields, _, _ = parse_fields(data, 0, len(data), "", 0)
+    sample = msg([dict(number=1, wire_type=2, value="ﬁ x".encode()), dict(number=2, wire_type=2, value=b"fi x")])
+    stdata = msg([dict(number=1, wire_type=2, value=sample)])
+    at5 = next(i for i, f in enumerate(fields) if f["number"] == 5)
+    fields.insert(at5, dict(number=4, wire_type=2, value=stdata))
+    ts = next(f for f in fields if f["number"] == 2)
+    ts["value"] += msg([dict(number=200, wire_type=0, value=7)])
+    p = tmp_path / "old.model"
+    p.write_bytes(msg(fields))
+    assert wv.validate(p).ok
+    union, new, old = wv.read(p), wv.read(p, generation="0.2.3"), wv.read(p, generation="0.2.0")
+    assert union.self_test_data.samples[0].input == "ﬁ x" and union.self_test_data.samples[0].expected == "fi x"
+    assert old.self_test_data.samples[0].expected == "fi x"
+    assert new.self_test_data is None and [f["number"] for f in new.proto.unknown] == [4]
+    assert new.trainer_spec.auto_character_coverage is True
+    with pytest.raises(AttributeError):  # the 0.2.0 schema has no such field: it is an unknown field there
+        old.trainer_spec.auto_character_coverage  # noqa: B018
+    assert [f["number"] for f in old.trainer_spec.unknown] == [55, 200]
+    assert [f["number"] for f in old.trainer_spec.extensions] == [200] == [f["number"] for f in
+                                                                          new.trainer_spec.extensions]
+    assert new.denormalizer_spec.name == "identity"
+    again = pb2.ModelProto()
+    again.ParseFromString(p.read_bytes())
+    assert again.SerializeToString() != p.read_bytes()  # protobuf moves the unknown field 4 after field 5
+    with pytest.raises(wv.FormatError):
+        wv.read(p, generation="0.1")

@@ -31,6 +31,7 @@ commands:
   validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
   convert SRC DST            convert between formats (atomic; never overwrites without --force)
   rwkv quantize IN OUT --type T   re-quantize an rwkv.cpp model with rwkv.cpp's rules
+  sentencepiece export MODEL OUT --to hf|tsv|json   vocabulary export (hf: a tokenizer.json)
   infinigram build DATA OUT  index a folder of JSONL files as the real infini-gram indexer does
   infinigram count INDEX IDS...   occurrences of a token sequence (--text for u8 indexes)
   docs OUTDIR                write one Markdown page per format, generated from the schemas
@@ -86,6 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--type", required=True, help="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, FP16 (v100 also Q4_2)")
     q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
     q.add_argument("--force", action="store_true", help="replace DST if it exists")
+    s = sub.add_parser("sentencepiece", help="SentencePiece model tools")
+    ss = s.add_subparsers(dest="sp_command", metavar="SENTENCEPIECE_COMMAND", required=True)
+    e = ss.add_parser("export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
+    e.add_argument("model", type=Path)
+    e.add_argument("out", type=Path)
+    e.add_argument("--to", choices=["hf", "tsv", "json"], required=True)
+    e.add_argument("--force", action="store_true", help="replace OUT if it exists")
     s = sub.add_parser("infinigram", help="infini-gram index tools")
     gs = s.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
     b = gs.add_parser("build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
@@ -263,6 +271,29 @@ def cmd_rwkv(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sentencepiece(args: argparse.Namespace) -> int:
+    from . import sentencepiece as S
+    from .fileio import atomic_output, same_file
+
+    model = api.read(args.model, "sentencepiece")
+    try:
+        if args.to == "hf":
+            text = json.dumps(S.to_hf_tokenizer(model), ensure_ascii=False, indent=2)
+        elif args.to == "json":
+            text = json.dumps(S.to_json(model), ensure_ascii=False, indent=1)
+        else:
+            text = S.to_tsv(model)
+    except ValueError as e:
+        print(f"wvformats: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    if args.out.exists() and same_file(args.out, args.model):
+        raise FormatError(f"refusing to write {args.out} over its own input")
+    with atomic_output(args.out, overwrite=args.force) as f:
+        f.write(text.encode("utf-8"))
+    print(f"wrote {args.out} [{args.to}, {len(model)} pieces]")
+    return EXIT_OK
+
+
 def cmd_infinigram(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
@@ -349,6 +380,7 @@ _COMMANDS = {
     "docs": cmd_docs,
     "rwkv": cmd_rwkv,
     "infinigram": cmd_infinigram,
+    "sentencepiece": cmd_sentencepiece,
     "samples": cmd_samples,
 }
 

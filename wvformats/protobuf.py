@@ -35,8 +35,12 @@ class F:
 
 @dataclass
 class MessageType:
+    """A message: its fields, its extension range (``extensions 200 to max``) and reserved numbers."""
+
     name: str
     fields: list[F]
+    extensions: tuple[int, int] | None = None
+    reserved: tuple[int, ...] = ()
     by_number: dict[int, F] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,8 +114,15 @@ class View:
 
     @property
     def unknown(self) -> list[Any]:
-        """Wire fields whose numbers the description does not name (kept in place when rebuilding)."""
+        """Wire fields whose numbers the description does not name (kept in place when rebuilding),
+        extensions and reserved numbers included."""
         return [f for f in self._fields if f["number"] not in self._type.by_number]
+
+    @property
+    def extensions(self) -> list[Any]:
+        """The unknown fields whose numbers lie in the message's extension range."""
+        r = self._type.extensions
+        return [f for f in self.unknown if r and r[0] <= f["number"] <= r[1]]
 
     def to_dict(self) -> dict[str, Any]:
         """Present fields by name (sub-messages as dicts); bytes as hex."""

@@ -10,7 +10,7 @@ import numpy as np
 from .errors import FormatError
 from .protobuf import View
 from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
-from .schemas.sentencepiece import PIECE_TYPES, ModelProto
+from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto
 
 
 def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
@@ -166,9 +166,10 @@ class SentencePieceModel:
     dicts are only made when something asks for ``fields``.
     """
 
-    def __init__(self, fields: Any) -> None:
+    def __init__(self, fields: Any, generation: str | None = None) -> None:
         self._msg = fields
-        self.proto = View(ModelProto, fields, "model")
+        self.generation = generation
+        self.proto = View(ModelProto if generation is None else GENERATIONS[generation], fields, "model")
         if isinstance(fields, LazyMessage) and not any(f["number"] == 1 for f in fields.rest):
             self.piece_strings, self.scores, self.types = _decode_run(fields.buf, fields.starts)
             return
@@ -238,6 +239,13 @@ class SentencePieceModel:
     def denormalizer_spec(self) -> View:
         return self.proto.denormalizer_spec
 
+    @property
+    def self_test_data(self) -> View | None:
+        """SelfTestData (field 4 of 0.2.0 files); None under the 0.2.3 schema, where it is an unknown field."""
+        if self.generation == "0.2.3":
+            return None
+        return self.proto.self_test_data
+
     def piece_to_id(self, piece: str) -> int:
         return self.piece_strings.index(piece)
 
@@ -260,7 +268,7 @@ _TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}
 
 
 def _edited(model: SentencePieceModel, fields: list[Any]) -> SentencePieceModel:
-    return SentencePieceModel(fields)
+    return SentencePieceModel(fields, model.generation)
 
 
 def _piece_positions(model: SentencePieceModel) -> list[int]:
@@ -283,7 +291,7 @@ def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) ->
     data = msg.buf[: bounds[0]] + records + msg.buf[bounds[1] :]
     from .codecs.sentencepiece import _parse_generic
 
-    return SentencePieceModel(parse_model_fields(data, _parse_generic))
+    return SentencePieceModel(parse_model_fields(data, _parse_generic), model.generation)
 
 
 def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None, score: float | None = None,
@@ -392,3 +400,69 @@ def to_tsv(model: SentencePieceModel) -> str:
 
 def to_json(model: SentencePieceModel) -> list[dict[str, Any]]:
     return [{"id": i, "piece": p, "score": s, "type": t} for i, (p, s, t) in enumerate(model.pieces)]
+
+
+def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
+    """A Hugging Face ``tokenizer.json`` (as a dict) for a Unigram or BPE model, tokenizing as sentencepiece.
+
+    Normalizer: the precompiled charsmap (``Precompiled``, the same blob), then sentencepiece's whitespace
+    rules (strip, collapse runs of spaces) when ``remove_extra_whitespaces``, the dummy prefix when
+    ``add_dummy_prefix`` and spaces as U+2581; pre-tokenizer: ``Metaspace`` splitting there when
+    ``split_by_whitespace``. Unigram:
+    pieces with their scores and ``unk_id``. BPE: the vocabulary and merges recovered from it (every split
+    of a piece into two pieces, ranked by the merged piece's score, as sentencepiece's BPE applies them).
+    Control and unknown pieces become special added tokens, user-defined pieces non-special added tokens
+    matched before normalisation. Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
+    """
+    import base64
+
+    ts, ns = model.trainer_spec, model.normalizer_spec
+    kind = {1: "Unigram", 2: "BPE"}.get(ts.model_type)
+    if kind is None:
+        raise ValueError(f"tokenizer.json export covers Unigram and BPE models, not model_type {ts.model_type}")
+    pieces = model.piece_strings
+    scores = model.scores.astype(float).tolist()
+    types = model.types.tolist()
+    added = [{"id": i, "content": p, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": t != 4} for i, (p, t) in enumerate(zip(pieces, types, strict=True)) if t in (2, 3, 4)]
+    norms: list[dict[str, Any]] = []
+    if ns.precompiled_charsmap:
+        norms.append({"type": "Precompiled",
+                      "precompiled_charsmap": base64.b64encode(ns.precompiled_charsmap).decode("ascii")})
+    if ns.remove_extra_whitespaces:
+        norms += [{"type": "Strip", "strip_left": True, "strip_right": True},
+                  {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+    # sentencepiece adds the dummy prefix even before a leading space (Metaspace's "always" does not)
+    if ns.add_dummy_prefix:
+        norms.append({"type": "Prepend", "prepend": "\u2581"})
+    norms.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
+    meta = {"type": "Metaspace", "replacement": "\u2581", "split": bool(ts.split_by_whitespace),
+            "prepend_scheme": "never"}
+    decoders: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}]
+    if ts.byte_fallback:
+        decoders.append({"type": "ByteFallback"})
+    decoders.append({"type": "Fuse"})  # one string, so that Strip removes the dummy prefix's space once
+    if ns.add_dummy_prefix:
+        decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    unk_id = ts.unk_id
+    if kind == "Unigram":
+        hf_model: dict[str, Any] = {"type": "Unigram", "unk_id": unk_id if unk_id >= 0 else None,
+                                    "vocab": [[p, s] for p, s in zip(pieces, scores, strict=True)],
+                                    "byte_fallback": bool(ts.byte_fallback)}
+    else:
+        vocab = {p: i for i, p in reversed(list(enumerate(pieces)))}
+        merges = []
+        for i, p in enumerate(pieces):
+            if types[i] != 1:  # only NORMAL pieces come from merges
+                continue
+            local = [(vocab[p[:k]], vocab[p[k:]], p[:k], p[k:]) for k in range(1, len(p))
+                     if p[:k] in vocab and p[k:] in vocab]
+            merges += [(scores[i], i, a, b, left, right) for a, b, left, right in sorted(local)]
+        merges.sort(key=lambda m: (-m[0], m[1], m[2], m[3]))
+        hf_model = {"type": "BPE", "dropout": None, "unk_token": pieces[unk_id] if 0 <= unk_id < len(pieces)
+                    else None, "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                    "byte_fallback": bool(ts.byte_fallback), "ignore_merges": False, "vocab": vocab,
+                    "merges": [[m[4], m[5]] for m in merges]}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "Sequence", "normalizers": norms}, "pre_tokenizer": meta,
+            "post_processor": None, "decoder": {"type": "Sequence", "decoders": decoders}, "model": hf_model}

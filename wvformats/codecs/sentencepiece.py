@@ -26,9 +26,12 @@ def parse(buf: Any, **options: Any) -> Any:
         raise e.located(format=NAME) from None
 
 
-def to_model(parsed: Any, **_: Any) -> SentencePieceModel:
+def to_model(parsed: Any, generation: str | None = None, **_: Any) -> SentencePieceModel:
+    """``generation``: "0.2.0" or "0.2.3" to read with that schema (default: their union)."""
+    if generation is not None and generation not in schema.GENERATIONS:
+        raise FormatError(f"unknown schema generation {generation!r} (0.2.0 or 0.2.3)", format=NAME)
     try:
-        return SentencePieceModel(parsed)
+        return SentencePieceModel(parsed, generation)
     except FormatError as e:
         raise e.located(format=NAME) from None
 
