@@ -376,3 +376,25 @@ def test_schema_generations_self_test_data_and_extensions(corpus, tmp_path):
     assert again.SerializeToString() != p.read_bytes()  # protobuf moves the unknown field 4 after field 5
     with pytest.raises(wv.FormatError):
         wv.read(p, generation="0.1")
+
+
+@pytest.mark.parametrize("rule", ["identity", "nfkc_cf", "custom"])
+def test_custom_normalization_rules(corpus, tmp_path, rule):
+    """Models trained with other normalization rules (a custom TSV: A -> a, fullwidth Ａ -> "x y"): same
+    pieces, byte-exact, and the decoded charsmap holds the custom rule."""
+    kw = {"normalization_rule_name": rule}
+    if rule == "custom":
+        tsv = tmp_path / "rules.tsv"
+        tsv.write_text("41\t61\nFF21\t78 20 79\n", encoding="utf-8")
+        kw = {"normalization_rule_tsv": str(tsv)}
+    model, sp, p = _load(_train(corpus, **kw), tmp_path, f"{rule}.model")
+    assert wv.validate(p).ok
+    assert model.piece_strings == [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    if rule == "identity":
+        assert model.charsmap is None
+    else:
+        mapping = model.charsmap.mapping()
+        if rule == "custom":
+            assert mapping == {"A": "a", "\uff21": "x y"}
+        else:
+            assert mapping["A"] == "a"  # case folding
