@@ -355,3 +355,53 @@ def test_convert_round_trip_with_unnormalize(tmp_path):
     plain = tmp_path / "plain.txt"
     wv.convert(fifu, plain)
     assert np.allclose(wv.read(plain).vectors, [[0.6, 0.8], [1, 0], [0, 0]], atol=1e-6)
+
+
+def test_murmur3_x64_128_smhasher_verification_value():
+    """SMHasher's verification test: hash keys 0..255 bytes long (key[i] = i) with seed 256 - len, hash the
+    concatenated results with seed 0; the first four bytes read little-endian are 0x6384BA69."""
+    from wvformats.finalfusion import murmur3_x64_128
+
+    out = b""
+    for n in range(256):
+        h1, h2 = murmur3_x64_128(bytes(range(n)), 256 - n)
+        out += h1.to_bytes(8, "little") + h2.to_bytes(8, "little")
+    h1, _ = murmur3_x64_128(out, 0)
+    assert h1 & 0xFFFFFFFF == 0x6384BA69
+
+
+@given(data=st.binary(max_size=70), seed=st.integers(0, 2**32 - 1))
+def test_murmur3_x64_128_equals_mmh3(data, seed):
+    mmh3 = pytest.importorskip("mmh3")
+    from wvformats.finalfusion import murmur3_x64_128
+
+    h1, h2 = murmur3_x64_128(data, seed)
+    assert mmh3.hash_bytes(data, seed) == h1.to_bytes(8, "little") + h2.to_bytes(8, "little")
+
+
+def test_floret_lookups(tmp_path):
+    """A floret vocabulary (no word list, n_hashes words of MurmurHash3 per n-gram and for the whole
+    bracketed word): the rows and the normalised sum, recomputed independently from mmh3's raw bytes."""
+    mmh3 = pytest.importorskip("mmh3")
+    buckets, k, seed, lo, hi = 1000, 3, 2166136261, 3, 5
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(buckets, 8)).astype("<f4")
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([9, 2], "<u4"), chunks=[
+        cs.Container(chunk_id=9, name="floret_subword_vocab", body=cs.Container(
+            min_n=lo, max_n=hi, n_buckets=buckets, n_hashes=k, seed=seed, bow="[", eow="]")),
+        cs.Container(chunk_id=2, name="ndarray", body=cs.Container(rows=buckets, cols=8, type_id=10, padding=None,
+                                                                   data=data))])
+    p = tmp_path / "floret.fifu"
+    with open(p, "wb") as f:
+        codec.build(obj, f)
+    assert wv.validate(p).ok
+    emb = wv.read(p)
+    assert len(emb) == 0
+    for word in ["Daniël", "x", "東京タワー", ""]:
+        w = f"[{word}]"
+        grams = [w] + [w[i:i + n] for i in range(len(w)) for n in range(min(hi, len(w) - i), lo - 1, -1)]
+        rows = [int(x) % buckets for g in grams
+                for x in np.frombuffer(mmh3.hash_bytes(g.encode("utf-8"), seed), "<u4")[:k]]
+        assert emb.subword_indices(word) == rows
+        v = data[rows].sum(axis=0, dtype=np.float32)
+        assert np.array_equal(emb.embedding(word), v / np.linalg.norm(v))

@@ -2,8 +2,10 @@
 
 Exactly as finalfusion-rust and finalfusion-python compute them: n-grams over code points of ``<word>``,
 for each start the longest first, duplicates kept; finalfusion FNV-1a-64 over ``u64le(len) + u32le(chars)``
-masked to ``2^bucket_exp``; fastText FNV-1a-32 over sign-extended UTF-8 bytes modulo the bucket count. An
-unknown word's embedding is the L2-normalised sum of its n-gram rows (None when it has no n-gram).
+masked to ``2^bucket_exp``; fastText FNV-1a-32 over sign-extended UTF-8 bytes modulo the bucket count;
+floret MurmurHash3_x64_128 of the UTF-8 bytes with the vocabulary's seed, 1 to 4 of its 32-bit words modulo
+the bucket count, for the whole bracketed word and each n-gram. An unknown word's embedding is the
+L2-normalised sum of its n-gram rows (None when it has no n-gram).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ _FNV64_OFFSET, _FNV64_PRIME, _MASK64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 
 _FNV32_OFFSET, _FNV32_PRIME, _MASK32 = 2166136261, 16777619, (1 << 32) - 1
 
 
-def ngrams(word: str, min_n: int, max_n: int) -> list[str]:
+def ngrams(word: str, min_n: int, max_n: int, bow: str = "<", eow: str = ">") -> list[str]:
     """The n-grams of ``<word>`` in finalfusion's order (each start, longest first)."""
-    w = f"<{word}>"
+    w = f"{bow}{word}{eow}"
     out = []
     for i in range(0, len(w) - min_n + 1):
         for n in range(min(max_n, len(w) - i), min_n - 1, -1):
@@ -56,6 +58,65 @@ def fasttext_hash(ngram: str) -> int:
     return h
 
 
+_C1, _C2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+
+
+def _fmix64(k: int) -> int:
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & _MASK64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & _MASK64
+    return k ^ (k >> 33)
+
+
+def _rotl64(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK64
+
+
+def murmur3_x64_128(data: bytes, seed: int) -> tuple[int, int]:
+    """MurmurHash3_x64_128 (Appleby's reference): the two 64-bit halves (h1, h2)."""
+    n = len(data)
+    h1 = h2 = seed & 0xFFFFFFFF
+    nblocks = n // 16
+    for i in range(nblocks):
+        k1 = int.from_bytes(data[16 * i : 16 * i + 8], "little")
+        k2 = int.from_bytes(data[16 * i + 8 : 16 * i + 16], "little")
+        h1 ^= (_rotl64((k1 * _C1) & _MASK64, 31) * _C2) & _MASK64
+        h1 = ((_rotl64(h1, 27) + h2) * 5 + 0x52DCE729) & _MASK64
+        h2 ^= (_rotl64((k2 * _C2) & _MASK64, 33) * _C1) & _MASK64
+        h2 = ((_rotl64(h2, 31) + h1) * 5 + 0x38495AB5) & _MASK64
+    tail = data[16 * nblocks :]
+    if len(tail) > 8:
+        k2 = int.from_bytes(tail[8:], "little")
+        h2 ^= (_rotl64((k2 * _C2) & _MASK64, 33) * _C1) & _MASK64
+    if tail:
+        k1 = int.from_bytes(tail[:8], "little")
+        h1 ^= (_rotl64((k1 * _C1) & _MASK64, 31) * _C2) & _MASK64
+    h1 ^= n
+    h2 ^= n
+    h1 = (h1 + h2) & _MASK64
+    h2 = (h2 + h1) & _MASK64
+    h1, h2 = _fmix64(h1), _fmix64(h2)
+    h1 = (h1 + h2) & _MASK64
+    h2 = (h2 + h1) & _MASK64
+    return h1, h2
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def floret_hashes(ngram: str, seed: int) -> tuple[int, int, int, int]:
+    """The four 32-bit words of MurmurHash3_x64_128(UTF-8 bytes, seed), low word of h1 first (floret's and
+    finalfusion-rust's order). Uses the ``mmh3`` package when it is installed (C speed), else pure Python."""
+    data = ngram.encode("utf-8")
+    try:
+        import mmh3
+    except ImportError:
+        h1, h2 = murmur3_x64_128(data, seed)
+    else:
+        h = mmh3.hash128(data, seed=seed, x64arch=True, signed=False)
+        h1, h2 = h & _MASK64, h >> 64
+    return h1 & _MASK32, h1 >> 32, h2 & _MASK32, h2 >> 32
+
+
 def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[int]] | None:
     """A function word -> storage rows of its n-grams for a subword vocabulary (None for a simple one)."""
     if vocab_type == "bucket_subword_vocab":
@@ -70,6 +131,18 @@ def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[
             table.setdefault(g, i)
         lo, hi = int(vocab["min_n"]), int(vocab["max_n"])
         return lambda word: [n_words + table[g] for g in ngrams(word, lo, hi) if g in table]
+    if vocab_type == "floret_subword_vocab":
+        # every n-gram and the whole bracketed word, each to its first n_hashes hash words mod n_buckets
+        buckets, k, seed = int(vocab["n_buckets"]), int(vocab["n_hashes"]), int(vocab["seed"])
+        lo, hi, bow, eow = int(vocab["min_n"]), int(vocab["max_n"]), str(vocab["bow"]), str(vocab["eow"])
+        if not 1 <= k <= 4 or buckets < 1:
+            return None
+
+        def floret_rows(word: str) -> list[int]:
+            grams = [f"{bow}{word}{eow}", *ngrams(word, lo, hi, bow, eow)]
+            return [n_words + h % buckets for g in grams for h in floret_hashes(g, seed)[:k]]
+
+        return floret_rows
     return None
 
 
