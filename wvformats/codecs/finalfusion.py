@@ -80,6 +80,10 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
     body = storage["body"]
     if storage["chunk_id"] == 2:
+        extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
+    else:
+        extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
+    if storage["chunk_id"] == 2:
         def storage_rows(rows: list[int]) -> np.ndarray:
             return body["data"][rows]
     else:
@@ -94,11 +98,51 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
                       metadata=metadata, extra=extra)
 
 
-def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Container:
-    """Embeddings -> [Metadata] SimpleVocab NdArray [NdNorms].
+_SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != 1}
 
-    Word-vector input is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters
-    do (``normalize=False`` keeps the rows as they are and writes no norms).
+
+def _vocab_chunk(obj: Embeddings) -> cs.Container:
+    """The vocabulary the embeddings were read with (subword ones keep their n-gram settings), else simple."""
+    vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab")
+    if vocab_type not in _SUBWORD_IDS or fields is None:
+        return cs.Container(chunk_id=1, name="simple_vocab",
+                            body=cs.Container(n_words=len(obj.words), words=list(obj.words)))
+    body = cs.Container(**fields)
+    if vocab_type == "floret_subword_vocab":
+        if obj.words:
+            raise BuildError("a floret vocabulary has no word list", format=NAME, path="chunks.vocab")
+    else:
+        body["n_words"], body["words"] = len(obj.words), list(obj.words)
+    return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
+
+
+def _storage_chunk(obj: Embeddings, vectors: np.ndarray, normalized: bool) -> cs.Container:
+    """Dense word rows plus the subword rows that were read; the quantized array that was read while the
+    word rows are still the ones it reconstructs (an edited matrix is written dense)."""
+    q = obj.extra.get("quantized")
+    if q is not None and not normalized and len(q["codes"]) >= len(vectors):
+        if np.array_equal(reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True):
+            return cs.Container(chunk_id=4, name="quantized_array", body=q)
+    if obj.extra.get("vocab_type") in _SUBWORD_IDS:
+        sub = obj.extra.get("subword_vectors")
+        if sub is None and q is not None:
+            sub = reconstruct(q, slice(len(vectors), None))
+        if sub is None or sub.shape[1:] != vectors.shape[1:]:
+            raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
+                             format=NAME, path="chunks.storage")
+        vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
+    return cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
+
+
+def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+
+    Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
+    n-grams with their settings), their subword rows and their quantized storage (while the word rows are
+    unchanged), so that reading and writing a file gives it back. Word-vector input gets a simple vocab and
+    is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters do
+    (``normalize=False`` keeps the rows as they are and writes no norms).
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
@@ -106,8 +150,9 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
     vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
     norms = obj.norms
-    if normalize is None:
-        normalize = norms is None
+    vocab_type = obj.extra.get("vocab_type")
+    if normalize is None:  # a finalfusion file's rows are written as they were read
+        normalize = norms is None and vocab_type is None
     if normalize:
         norms = np.linalg.norm(vectors, axis=1).astype("<f4")
         safe = np.where(norms > 0, norms, 1).astype("<f4")
@@ -116,10 +161,8 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
     if obj.metadata:
         chunks.append(cs.Container(chunk_id=5, name="metadata",
                                    body=cs.Container(toml=tomli_w.dumps(obj.metadata).encode("utf-8"))))
-    chunks.append(cs.Container(chunk_id=1, name="simple_vocab",
-                               body=cs.Container(n_words=len(obj.words), words=list(obj.words))))
-    chunks.append(cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
-        rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors)))
+    chunks.append(_vocab_chunk(obj))
+    chunks.append(_storage_chunk(obj, vectors, normalize))
     if norms is not None:
         chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
