@@ -4,7 +4,7 @@ import mmap
 import construct as cs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from roundtrip import MODES, assert_truncations_fail, roundtrip
 
@@ -146,3 +146,35 @@ def test_buffer_stream_views_do_not_copy():
 def test_format_error_message_names_everything():
     e = FormatError("bad", format="leader", path="records[3].word", offset=99, expected=1, found=2)
     assert str(e) == "leader records[3].word at byte 99: bad (expected 1, found 2)"
+
+
+NASTY = st.text(alphabet=st.sampled_from(["a", "\x00", "é", "東", "\n"]), max_size=6) | st.text(
+    alphabet=st.sampled_from(["b", "\x00"]), min_size=254, max_size=258)
+
+
+@settings(max_examples=30, deadline=None)
+@given(strings=st.lists(NASTY, max_size=30), repeat=st.sampled_from([1, 1, 300]), cut=st.integers(0, 10**9))
+def test_string_table_vectorised_offsets_equal_a_plain_loop(strings, repeat, cut):
+    """Strings with NULs (false candidates), empty ones, ones of 256+ bytes (two-byte lengths) and tables
+    larger than the first 64 KiB window: the same strings as a plain loop; a cut anywhere fails naming the
+    string that is cut."""
+    import struct
+
+    from wvformats.framework import StringTable
+
+    strings = strings * repeat
+    data = b"".join(struct.pack("<I", len(s.encode())) + s.encode() for s in strings) + b"tail"
+    table = cs.Struct("words" / StringTable(len(strings)))
+    assert framework.parse(table, data, format="t").words == strings
+    if strings:
+        n = cut % (len(data) - 4)
+        with pytest.raises(FormatError) as e:
+            framework.parse(table, data[:n], format="t")
+        if n < 4 * len(strings):  # not even the length fields fit: refused before reading
+            return
+        # the first string that does not fit in the cut data
+        pos, i = 0, 0
+        while pos + 4 <= n and pos + 4 + len(strings[i].encode()) <= n:
+            pos += 4 + len(strings[i].encode())
+            i += 1
+        assert e.value.path == f"words[{i}]"

@@ -378,6 +378,126 @@ class CheckedString(_Checked):
         raise cs.SizeofError(path=path)
 
 
+def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word") -> list[str]:
+    """Decode many words at once when they can be joined safely, else one by one (naming the bad one)."""
+    blob = b"\x00".join(raws)
+    if errors == "strict" and blob.count(0) == max(len(raws) - 1, 0):
+        try:
+            return blob.decode("utf-8").split("\x00") if raws else []
+        except UnicodeDecodeError:
+            pass
+    out = []
+    for i, raw in enumerate(raws):
+        try:
+            out.append(str(raw, "utf-8", errors))
+        except UnicodeDecodeError as e:
+            raise fail(f"{path}[{i}]{field}", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
+                       ValueMismatchError, found=bytes(raw[e.start : e.end])) from None
+    return out
+
+
+def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
+                 base: int, field: str = ".word") -> list[str]:
+    """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
+
+    The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
+    are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
+    byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
+    """
+    n = len(starts)
+    if n == 0:
+        return []
+    u8 = np.frombuffer(buf, np.uint8)
+    lens = ends - starts
+    total = int(lens.sum())
+    first = np.cumsum(lens) - lens  # offset of each word inside the blob
+    idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
+    blob = u8[idx]
+    lead = (blob & 0xC0) != 0x80
+    nonempty = lens > 0
+    if errors == "strict" and bool(lead[first[nonempty]].all()):
+        try:
+            text = blob.tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and n > 1 and not (blob == 10).any():
+            # no word holds a newline: put one between the words and let str.split cut them
+            joined = np.insert(blob, first[1:], 10).tobytes().decode("utf-8")
+            return joined.split("\n")
+        if text is not None:
+            if len(text) == total:  # all ASCII: byte offsets are character offsets
+                cuts = np.cumsum(lens).tolist()
+            else:
+                chars = np.add.reduceat(lead, first[nonempty]) if total else np.zeros(0, np.int64)
+                clens = np.zeros(n, np.int64)
+                clens[nonempty] = chars
+                cuts = np.cumsum(clens).tolist()
+            return [text[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+    mv = memoryview(buf)
+    return decode_all([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], errors, path,
+                      lambda i: base + int(starts[i]), field)
+
+
+_U32 = struct.Struct("<I")
+
+
+def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int) -> tuple[np.ndarray, int]:
+    """Starts of ``count`` records ``u32le length, bytes`` back to back from ``pos``; the position after.
+
+    Runs of records shorter than 256 bytes are found vectorised, a window at a time: the candidates are the
+    offsets followed by three zero bytes, and the run is the chain of candidates in which each record ends
+    where the next begins (a candidate inside a record is dropped). Where no run starts (a longer record, a
+    chain that cannot be told) the checked loop takes the next 256 records; it names the record
+    (``path[i]``) of a truncation.
+    """
+    u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
+    unpack = _U32.unpack_from
+    parts: list[np.ndarray] = []
+    done = 0
+    window = 1 << 16
+    while done < count:
+        hi = min(end, pos + window)
+        seg = u8[pos:hi]
+        run = np.zeros(0, np.int64)
+        if len(seg) >= 4:
+            z = seg == 0
+            c = np.flatnonzero(z[1:-2] & z[2:-1] & z[3:]).astype(np.int64)
+            if c.size and c[0] == 0:
+                nxt = c + 4 + seg[c]
+                for _ in range(64):  # a candidate inside a record (NULs in a string) is dropped
+                    bad = np.flatnonzero(nxt[:-1] != c[1:])
+                    if not bad.size or c[int(bad[0]) + 1] >= nxt[int(bad[0])]:
+                        break
+                    j = int(bad[0]) + 1
+                    c, nxt = np.delete(c, j), np.delete(nxt, j)
+                bad = np.flatnonzero(nxt[:-1] != c[1:])
+                k = int(bad[0]) + 1 if bad.size else len(c)
+                k = min(k, count - done, int(np.searchsorted(nxt, len(seg), "right")))
+                run = c[:k]
+        if run.size:
+            parts.append(run + pos)
+            done += len(run)
+            pos += int(run[-1]) + 4 + int(seg[run[-1]])
+            window = min(window * 2, 1 << 24)
+            continue
+        # up to 256 records by the checked loop (a long string, the end of the data, a truncation to name),
+        # so that tables of long strings do not rescan a window per record
+        window = 1 << 16
+        stepped: list[int] = []
+        for _ in range(min(256, count - done)):
+            if pos + 4 > end:
+                raise fail(f"{path}[{done}]", base + pos, "string length", TruncatedError)
+            (n,) = unpack(buf, pos)
+            if pos + 4 + n > end:
+                raise fail(f"{path}[{done}]", base + pos + 4, f"string needs {n} bytes but only "
+                           f"{end - pos - 4} remain", TruncatedError)
+            stepped.append(pos)
+            done += 1
+            pos += 4 + n
+        parts.append(np.array(stepped, np.int64))
+    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
+
+
 class StringTable(_Checked):
     """``count`` length-prefixed UTF-8 strings back to back, parsed by one tight, checked loop.
 
@@ -405,6 +525,15 @@ class StringTable(_Checked):
         unpack = self._fmt.unpack_from
         end = len(buf)
         pos = start - base
+        if width == 4 and not self._ifmt:  # the common table: vectorised offsets, one decode
+            starts, pos = prefixed_starts(buf, pos, end, count, path, base)
+            u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
+            n = u8[starts].astype(np.int64) | u8[starts + 1].astype(np.int64) << 8
+            n |= u8[starts + 2].astype(np.int64) << 16 | u8[starts + 3].astype(np.int64) << 24
+            del u8
+            out = decode_spans(buf, starts + 4, starts + 4 + n, "strict", path, base, field="")
+            stream.seek(base + pos)
+            return out
         out: list[str] = []
         append = out.append
         indices: list[int] = []

@@ -18,7 +18,7 @@ import construct as cs
 import numpy as np
 
 from .errors import BuildError, TruncatedError, ValueMismatchError
-from .framework import _Checked, _evaluate, _tell, _window, byte_view, fail
+from .framework import _Checked, _evaluate, _tell, _window, byte_view, decode_all, decode_spans, fail
 
 F32 = np.dtype("<f4")
 
@@ -34,66 +34,6 @@ def _limit(context: Any, count: int) -> int:
 
 def _errors(context: Any) -> str:
     return _params(context).get("unicode_errors", "strict")
-
-
-def _decode_all(raws: list[Any], errors: str, path: str, offsets: Any) -> list[str]:
-    """Decode many words at once when they can be joined safely, else one by one (naming the bad one)."""
-    blob = b"\x00".join(raws)
-    if errors == "strict" and blob.count(0) == max(len(raws) - 1, 0):
-        try:
-            return blob.decode("utf-8").split("\x00") if raws else []
-        except UnicodeDecodeError:
-            pass
-    out = []
-    for i, raw in enumerate(raws):
-        try:
-            out.append(str(raw, "utf-8", errors))
-        except UnicodeDecodeError as e:
-            raise fail(f"{path}[{i}].word", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
-                       ValueMismatchError, found=bytes(raw[e.start : e.end])) from None
-    return out
-
-
-def _decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
-                  base: int) -> list[str]:
-    """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
-
-    The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
-    are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
-    byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
-    """
-    n = len(starts)
-    if n == 0:
-        return []
-    u8 = np.frombuffer(buf, np.uint8)
-    lens = ends - starts
-    total = int(lens.sum())
-    first = np.cumsum(lens) - lens  # offset of each word inside the blob
-    idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
-    blob = u8[idx]
-    lead = (blob & 0xC0) != 0x80
-    nonempty = lens > 0
-    if errors == "strict" and bool(lead[first[nonempty]].all()):
-        try:
-            text = blob.tobytes().decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and n > 1 and not (blob == 10).any():
-            # no word holds a newline: put one between the words and let str.split cut them
-            joined = np.insert(blob, first[1:], 10).tobytes().decode("utf-8")
-            return joined.split("\n")
-        if text is not None:
-            if len(text) == total:  # all ASCII: byte offsets are character offsets
-                cuts = np.cumsum(lens).tolist()
-            else:
-                chars = np.add.reduceat(lead, first[nonempty]) if total else np.zeros(0, np.int64)
-                clens = np.zeros(n, np.int64)
-                clens[nonempty] = chars
-                cuts = np.cumsum(clens).tolist()
-            return [text[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
-    mv = memoryview(buf)
-    return _decode_all([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], errors, path,
-                       lambda i: base + int(starts[i]))
 
 
 def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
@@ -140,7 +80,7 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
            path: str, base: int) -> tuple[list[str], np.ndarray]:
     """Words and vectors of a binary table from the record offsets found by a parse loop."""
     ws = np.asarray(wstarts, np.int64)
-    words = _decode_spans(buf, ws, np.asarray(wends, np.int64), _errors(context), path, base)
+    words = decode_spans(buf, ws, np.asarray(wends, np.int64), _errors(context), path, base)
     vs = np.asarray(vstarts, np.int64)
     keep = _keep_vocab(context, words)
     if keep is not None:
@@ -420,7 +360,7 @@ class TextRecords(_Checked):
                        TruncatedError, expected=declared, found=i)
         dim = dim or 0
         lines = i
-        words = _decode_all(raws, _errors(context), path, lambda k: base + starts[k])
+        words = decode_all(raws, _errors(context), path, lambda k: base + starts[k])
         keep = _keep_vocab(context, words)
         if keep is not None:  # the vocab option: unwanted lines never reach the number parser
             words, raws = [words[k] for k in keep], [raws[k] for k in keep]
