@@ -88,6 +88,31 @@ class Embeddings:
         oov = self.extra.get("oov")
         return oov(word) if oov else None
 
+    def embedding_batch(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of many words at once: a (len(words), dim) float32 matrix and a boolean ``found``
+        mask (rows of words that are unknown and cannot be composed are zero). Known words give their rows;
+        unknown ones are composed from their n-grams exactly as :meth:`embedding` does, vectorised over the
+        whole batch where the vocabulary allows (finalfusion bucket vocabularies)."""
+        words = list(words)
+        out = np.zeros((len(words), self.vectors.shape[1]), np.float32)
+        found = np.zeros(len(words), bool)
+        vocab = self.vocab
+        known = [(i, vocab[w]) for i, w in enumerate(words) if w in vocab]
+        if known:
+            at, rows = np.array(known, np.intp).T
+            out[at], found[at] = self.vectors[rows], True
+        unknown = [i for i in range(len(words)) if not found[i]]
+        batch = self.extra.get("oov_batch")
+        if batch is not None and unknown:
+            vecs, ok = batch([words[i] for i in unknown])
+            out[unknown], found[unknown] = vecs, ok
+        elif self.extra.get("oov") is not None:
+            for i in unknown:
+                v = self.extra["oov"](words[i])
+                if v is not None:
+                    out[i], found[i] = v, True
+        return out, found
+
     def subword_indices(self, word: str) -> list[int]:
         """The storage rows an unknown word's embedding sums (empty without a subword vocabulary)."""
         rows_of = self.extra.get("subword_indices")

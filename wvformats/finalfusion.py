@@ -22,11 +22,8 @@ _FNV32_OFFSET, _FNV32_PRIME, _MASK32 = 2166136261, 16777619, (1 << 32) - 1
 def ngrams(word: str, min_n: int, max_n: int, bow: str = "<", eow: str = ">") -> list[str]:
     """The n-grams of ``<word>`` in finalfusion's order (each start, longest first)."""
     w = f"{bow}{word}{eow}"
-    out = []
-    for i in range(0, len(w) - min_n + 1):
-        for n in range(min(max_n, len(w) - i), min_n - 1, -1):
-            out.append(w[i : i + n])
-    return out
+    size = len(w)
+    return [w[i : i + n] for i in range(size - min_n + 1) for n in range(min(max_n, size - i), min_n - 1, -1)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -152,6 +149,81 @@ def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[i
     rows = rows_of(word)
     if not rows:
         return None
-    v = storage_rows(rows).sum(axis=0, dtype=np.float32)
-    norm = np.linalg.norm(v)
+    # row after row in float32, as finalfusion-rust adds them (and composed_batch, to the same bits)
+    v = storage_rows(np.array(rows, np.intp)).sum(axis=0, dtype=np.float32)
+    norm = np.sqrt((v * v).sum())  # the Euclidean norm, summed as composed_batch sums each row
     return v / norm if norm > 0 else v
+
+
+def _fnv64_columns(cps: np.ndarray, lengths: np.ndarray, min_n: int, max_n: int) -> np.ndarray:
+    """finalfusion_hash of many n-grams at once: ``cps`` (k, max_n) code points, ``lengths`` (k,).
+
+    FNV-1a-64 is sequential over bytes but independent across n-grams: one numpy step per byte column,
+    grouped by n-gram length (the hash starts from the state after the u64le length).
+    """
+    out = np.empty(len(lengths), np.uint64)
+    prime = np.uint64(_FNV64_PRIME)
+    for n in range(min_n, max_n + 1):
+        sel = np.flatnonzero(lengths == n)
+        if not sel.size:
+            continue
+        h = np.full(sel.size, _length_state(n), np.uint64)
+        block = cps[sel, :n]
+        for j in range(n):
+            c = block[:, j].astype(np.uint64)
+            for shift in (0, 8, 16, 24):
+                h ^= (c >> np.uint64(shift)) & np.uint64(0xFF)
+                h *= prime
+        out[sel] = h
+    return out
+
+
+def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int, n_words: int,
+                      bow: str = "<", eow: str = ">") -> tuple[np.ndarray, np.ndarray]:
+    """Storage rows of the n-grams of many words, vectorised: (rows, owner) with ``owner[i]`` the index of
+    the word that n-gram ``i`` belongs to, in finalfusion's n-gram order within each word."""
+    bracketed = [f"{bow}{w}{eow}" for w in words]
+    sizes = np.fromiter(map(len, bracketed), np.int64, len(bracketed))
+    cps = np.frombuffer("".join(bracketed).encode("utf-32-le"), "<u4")
+    word_at = np.cumsum(sizes) - sizes
+    # every (word, start): the n-gram lengths from min(max_n, size - start) down to min_n
+    n_starts = np.maximum(sizes - min_n + 1, 0)
+    owner_s = np.repeat(np.arange(len(words)), n_starts)
+    start = np.arange(int(n_starts.sum())) - np.repeat(np.cumsum(n_starts) - n_starts, n_starts)
+    longest = np.minimum(max_n, sizes[owner_s] - start)
+    count = longest - min_n + 1
+    owner = np.repeat(owner_s, count)
+    first = np.repeat(word_at[owner_s] + start, count)
+    lengths = np.repeat(longest, count) - (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
+    idx = first[:, None] + np.arange(max_n)
+    block = cps[np.minimum(idx, len(cps) - 1)] if len(cps) else np.zeros((0, max_n), np.uint32)
+    mask = np.uint64((1 << bucket_exp) - 1) if bucket_exp < 64 else np.uint64(_MASK64)
+    hashes = _fnv64_columns(block, lengths, min_n, max_n)
+    return (hashes & mask).astype(np.int64) + n_words, owner
+
+
+def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``n`` words, the L2-normalised sum of their n-gram rows, to the bits of :func:`composed`, and
+    which words had any n-gram (``owner`` is sorted: each word's n-grams are together, in order).
+
+    Each word's first row, then its j-th row for j = 1, 2, ... across all words that have one: the same
+    float32 additions in the same order as a row-by-row sum, gathered straight from the storage.
+    """
+    out = np.zeros((n, data.shape[1]), np.float32)
+    counts = np.bincount(owner, minlength=n)
+    found = counts > 0
+    words = np.flatnonzero(found)
+    if not words.size:
+        return out, found
+    first = (np.cumsum(counts) - counts)[words]
+    cnt = counts[words]
+    acc = np.take(data, rows[first], axis=0).astype(np.float32, copy=False)
+    for j in range(1, int(cnt.max())):
+        more = np.flatnonzero(cnt > j)
+        if more.size == len(cnt):
+            acc += np.take(data, rows[first + j], axis=0)
+        else:
+            acc[more] += np.take(data, rows[first[more] + j], axis=0)
+    norms = np.sqrt((acc * acc).sum(axis=1))  # as composed: a pairwise sum along each row
+    out[words] = acc / np.where(norms > 0, norms, 1)[:, None]
+    return out, found

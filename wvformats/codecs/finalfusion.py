@@ -91,6 +91,16 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
             return reconstruct(body, np.asarray(rows))
     extra["storage_rows"] = storage_rows
     rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
+    # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
+    if vocab["name"] == "bucket_subword_vocab" and storage["chunk_id"] == 2 and vocab_fields["bucket_exp"] <= 40:
+        lo, hi, exp, data = (int(vocab_fields["min_n"]), int(vocab_fields["max_n"]),
+                             int(vocab_fields["bucket_exp"]), body["data"])
+
+        def oov_batch(batch: list[str]) -> tuple[np.ndarray, np.ndarray]:
+            rows, owner = lookups.bucket_rows_batch(batch, lo, hi, exp, n)
+            return lookups.composed_batch(rows, owner, len(batch), data)
+
+        extra["oov_batch"] = oov_batch
     if rows_of is not None:
         extra["subword_indices"] = rows_of
         extra["oov"] = lambda word: lookups.composed(rows_of, storage_rows, word)
