@@ -96,14 +96,17 @@ def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
 
 
 def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: bool = True,
-          **options: Any) -> None:
-    """Write a model object to ``path`` atomically (temporary file in the same folder, then rename)."""
+          durable: bool = True, **options: Any) -> None:
+    """Write a model object to ``path`` atomically (temporary file in the same folder, then rename).
+
+    ``durable``: fsync the file before the rename, so that a crash never leaves a renamed but empty file
+    (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself)."""
     fmt = _format_for_output(path, format)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return
-    with atomic_output(path, overwrite=overwrite) as out:
+    with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
         fmt.build(parsed, out)
 
 

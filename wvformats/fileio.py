@@ -10,11 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from .errors import FormatError
 
 
 def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
-    """The whole file as a buffer: a read-only mmap (zero-copy) or a writable bytearray."""
+    """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy uint8
+    array, read straight into uninitialised memory)."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
@@ -23,8 +26,10 @@ def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
                 return b""
             if use_mmap:
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            buf = bytearray(size)
-            got = f.readinto(buf)
+            # an uninitialised numpy buffer: a bytearray would be zero-filled first (a second pass over
+            # the whole size); the parse sees it as a writable memoryview, bulk arrays become views of it
+            buf = np.empty(size, np.uint8)
+            got = f.readinto(memoryview(buf))
             return buf if got == size else buf[:got]
     except IsADirectoryError:
         raise FormatError(f"{p} is a directory", path=None) from None
@@ -38,11 +43,13 @@ def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[IO[bytes]]:
+def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
+                  fsync: bool = True) -> Iterator[IO[bytes]]:
     """A binary file object whose contents replace ``path`` only when the block succeeds.
 
     Writes go to a temporary file in the target folder, which is renamed over ``path`` at the end and
     removed on any failure, so a failed write leaves nothing behind and never a half-written target.
+    ``fsync``: flush the data to disk before the rename (durable against a crash).
     """
     target = Path(path)
     if not overwrite and target.exists():
@@ -56,7 +63,8 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> It
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -472,7 +472,8 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
                     c, nxt = np.delete(c, j), np.delete(nxt, j)
                 bad = np.flatnonzero(nxt[:-1] != c[1:])
                 k = int(bad[0]) + 1 if bad.size else len(c)
-                k = min(k, count - done, int(np.searchsorted(nxt, len(seg), "right")))
+                k = min(k, count - done)
+                k = int(np.searchsorted(nxt[:k], len(seg), "right"))  # whole records inside the window
                 run = c[:k]
         if run.size:
             parts.append(run + pos)
@@ -496,6 +497,36 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
             pos += 4 + n
         parts.append(np.array(stepped, np.int64))
     return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
+
+
+def _pack_prefixed(strings: Sequence[Any]) -> bytes | None:
+    """``u32le length, UTF-8 bytes`` for every string, with one encode and numpy scatters; None when a
+    string is not a str, holds NUL (the separator used here) or does not encode (the caller's loop then
+    names it)."""
+    if not all(type(s) is str for s in strings):
+        return None
+    try:
+        blob = "\x00".join(strings).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    u8 = np.frombuffer(blob, np.uint8)
+    cuts = np.flatnonzero(u8 == 0)
+    if len(cuts) != len(strings) - 1:
+        return None
+    ends = np.append(cuts, len(u8))
+    lens = ends - np.concatenate([[0], cuts + 1])
+    if lens.size and int(lens.max()) >= 1 << 32:
+        return None
+    out = np.empty(4 * len(strings) + len(u8) - len(cuts), np.uint8)
+    # record i starts at 4 * i + (bytes of the strings before it)
+    rec = 4 * np.arange(len(strings)) + np.concatenate([[0], np.cumsum(lens)[:-1]])
+    out[rec[:, None] + np.arange(4)] = lens.astype("<u4").view(np.uint8).reshape(-1, 4)
+    keep = u8 != 0
+    # each string byte moves right by the length fields before it (and left by the NULs dropped)
+    owner = np.cumsum(~keep)  # string index of each blob byte (separators count toward the next)
+    dest = np.arange(len(u8)) + 4 * (owner + 1) - owner
+    out[dest[keep]] = u8[keep]
+    return out.tobytes()
 
 
 class StringTable(_Checked):
@@ -566,6 +597,11 @@ class StringTable(_Checked):
         if len(strings) != count or indices is not None and len(indices) != count:
             raise fail(path, _tell(stream), "string count does not match its header", BuildError,
                        expected=count, found=len(obj))
+        if self._fmt.size == 4 and not self._ifmt and count:
+            fast = _pack_prefixed(strings)
+            if fast is not None:  # every string a str without NUL that encodes: one vectorised pass
+                stream.write(fast)
+                return obj
         pack = self._fmt.pack
         limit = 1 << (8 * self._fmt.size)
         parts = []

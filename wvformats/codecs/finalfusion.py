@@ -81,6 +81,7 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     body = storage["body"]
     if storage["chunk_id"] == 2:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
+        extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
     else:
         extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
     if storage["chunk_id"] == 2:
@@ -126,6 +127,14 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
     return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
 
 
+def _is_head(part: np.ndarray, whole: Any) -> bool:
+    """``part`` is the first rows of ``whole`` in the same memory (the same array, not a copy)."""
+    if not isinstance(whole, np.ndarray) or part.dtype != whole.dtype or part.shape[1:] != whole.shape[1:]:
+        return False
+    return (part.__array_interface__["data"][0] == whole.__array_interface__["data"][0]
+            and part.strides == whole.strides and len(part) <= len(whole))
+
+
 def _storage_chunk(obj: Embeddings, vectors: np.ndarray, normalized: bool) -> cs.Container:
     """Dense word rows plus the subword rows that were read; the quantized array that was read while the
     word rows are still the ones it reconstructs (an edited matrix is written dense)."""
@@ -140,7 +149,11 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray, normalized: bool) -> cs
         if sub is None or sub.shape[1:] != vectors.shape[1:]:
             raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
                              format=NAME, path="chunks.storage")
-        vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
+        whole = obj.extra.get("storage_data")
+        if _is_head(vectors, whole) and _is_head(np.asarray(sub), whole[len(vectors):]):
+            vectors = whole  # word rows and subword rows still the read matrix: no copy
+        else:
+            vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
     return cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
