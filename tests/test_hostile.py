@@ -58,3 +58,26 @@ def test_hostile_lengths_do_not_allocate(path):
                 fmt.parse(bytes(bad))
             except FormatError:
                 pass
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_in_memory_reads_equal_mmap_reads_and_are_writable(path):
+    """mmap=False reads the file into memory (an uninitialised numpy buffer): the same model as the
+    zero-copy read, with bulk arrays that can be written without touching the file."""
+    import numpy as np
+
+    import wvformats as wv
+
+    before = path.read_bytes()
+    a, b = wv.read(path, mmap=True), wv.read(path, mmap=False)
+    assert type(a) is type(b)
+    if hasattr(a, "vectors"):
+        assert a.words == b.words and a.vectors.tobytes() == b.vectors.tobytes()
+        if b.vectors.size:
+            b.vectors[0, 0] += 1
+            assert path.read_bytes() == before
+    elif hasattr(a, "tensors"):
+        assert list(a.tensors) == list(b.tensors)
+        assert all(np.array_equal(a.tensors[k].blocks, b.tensors[k].blocks) for k in a.tensors)
+    else:
+        assert a.piece_strings == b.piece_strings

@@ -755,7 +755,7 @@ INTERPRETED_ONLY: dict[str, str] = {}
 
 
 def _as_stream(data: Any) -> Any:
-    if isinstance(data, (bytes, bytearray, memoryview, mmap.mmap)):
+    if isinstance(data, (bytes, bytearray, memoryview, mmap.mmap, np.ndarray)):
         return BufferStream(data)
     return data
 

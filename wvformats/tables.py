@@ -430,7 +430,9 @@ class HeaderLine(_Checked):
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         pos = stream.tell()
         buf, base = _window(stream)
-        nl = buf.find(b"\n", pos - base, pos - base + 256)
+        head = bytes(buf[pos - base : pos - base + 256])  # any buffer (a memoryview has no find)
+        nl = head.find(b"\n")
+        nl = nl + pos - base if nl >= 0 else -1
         if nl < 0:
             raise fail(path, pos, "no header line '<count> <dim>'", TruncatedError)
         raw = bytes(buf[pos - base : nl + 1])
