@@ -52,11 +52,10 @@ class Embeddings:
     def vocab(self) -> dict[str, int]:
         """word -> row of its first occurrence."""
         if self._index is None:
-            index: dict[str, int] = {}
-            setdefault = index.setdefault
-            for i, w in enumerate(self.words):
-                setdefault(w, i)
-            self.duplicates = len(self.words) - len(index)
+            n = len(self.words)
+            # built from the last word to the first, so that the first occurrence is the one kept (C speed)
+            index = dict(zip(reversed(self.words), range(n - 1, -1, -1)))
+            self.duplicates = n - len(index)
             self._index = index
         return self._index
 

@@ -441,13 +441,16 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
 _U32 = struct.Struct("<I")
 
 
-def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int) -> tuple[np.ndarray, int]:
-    """Starts of ``count`` records ``u32le length, bytes`` back to back from ``pos``; the position after.
+def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int,
+                    fixed: int = 0) -> tuple[np.ndarray, int]:
+    """Starts of ``count`` records ``u32le length, bytes[, fixed bytes]`` back to back from ``pos`` (``fixed``:
+    a tail of constant size, as a Leader record's vector); the position after.
 
-    Runs of records shorter than 256 bytes are found vectorised, a window at a time: the candidates are the
-    offsets followed by three zero bytes, and the run is the chain of candidates in which each record ends
-    where the next begins (a candidate inside a record is dropped). Where no run starts (a longer record, a
-    chain that cannot be told) the checked loop takes the next 256 records; it names the record
+    Runs of records shorter than 256 bytes are found a window at a time: the candidates are the offsets
+    followed by three zero bytes (numpy), each candidate's successor is looked up among them (numpy), and the
+    run is the chain of successors from the current offset (a cheap loop over a list; candidates inside a
+    record, from NULs in a string or zero bytes in a vector, are never reached). Where no run starts (a
+    longer record, or the end of the data) the checked loop takes the next 256 records; it names the record
     (``path[i]``) of a truncation.
     """
     u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
@@ -463,22 +466,25 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
             z = seg == 0
             c = np.flatnonzero(z[1:-2] & z[2:-1] & z[3:]).astype(np.int64)
             if c.size and c[0] == 0:
-                nxt = c + 4 + seg[c]
-                for _ in range(64):  # a candidate inside a record (NULs in a string) is dropped
-                    bad = np.flatnonzero(nxt[:-1] != c[1:])
-                    if not bad.size or c[int(bad[0]) + 1] >= nxt[int(bad[0])]:
-                        break
-                    j = int(bad[0]) + 1
-                    c, nxt = np.delete(c, j), np.delete(nxt, j)
-                bad = np.flatnonzero(nxt[:-1] != c[1:])
-                k = int(bad[0]) + 1 if bad.size else len(c)
-                k = min(k, count - done)
-                k = int(np.searchsorted(nxt[:k], len(seg), "right"))  # whole records inside the window
-                run = c[:k]
+                nxt = c + (4 + fixed) + seg[c]
+                # follow the chain from offset 0 through the candidates: a candidate inside a record (NULs
+                # in a string or a vector) is never reached; stop where the next record is no candidate
+                j = np.minimum(np.searchsorted(c, nxt), len(c) - 1)
+                linked = (c[j] == nxt).tolist()
+                jumps = j.tolist()
+                limit = min(count - done, len(c))
+                chain = [0]
+                i = 0
+                while linked[i] and len(chain) < limit:
+                    i = jumps[i]
+                    chain.append(i)
+                idx = np.array(chain, np.int64)
+                k = int(np.searchsorted(nxt[idx], len(seg), "right"))  # whole records inside the window
+                run = c[idx[:k]]
         if run.size:
             parts.append(run + pos)
             done += len(run)
-            pos += int(run[-1]) + 4 + int(seg[run[-1]])
+            pos += int(run[-1]) + 4 + fixed + int(seg[run[-1]])
             window = min(window * 2, 1 << 24)
             continue
         # up to 256 records by the checked loop (a long string, the end of the data, a truncation to name),
@@ -489,12 +495,12 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
             if pos + 4 > end:
                 raise fail(f"{path}[{done}]", base + pos, "string length", TruncatedError)
             (n,) = unpack(buf, pos)
-            if pos + 4 + n > end:
-                raise fail(f"{path}[{done}]", base + pos + 4, f"string needs {n} bytes but only "
+            if pos + 4 + n + fixed > end:
+                raise fail(f"{path}[{done}]", base + pos + 4, f"record needs {n + fixed} bytes but only "
                            f"{end - pos - 4} remain", TruncatedError)
             stepped.append(pos)
             done += 1
-            pos += 4 + n
+            pos += 4 + n + fixed
         parts.append(np.array(stepped, np.int64))
     return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
 

@@ -18,7 +18,17 @@ import construct as cs
 import numpy as np
 
 from .errors import BuildError, TruncatedError, ValueMismatchError
-from .framework import _Checked, _evaluate, _tell, _window, byte_view, decode_all, decode_spans, fail
+from .framework import (
+    _Checked,
+    _evaluate,
+    _tell,
+    _window,
+    byte_view,
+    decode_all,
+    decode_spans,
+    fail,
+    prefixed_starts,
+)
 
 F32 = np.dtype("<f4")
 
@@ -118,23 +128,10 @@ class LeaderRecords(_Checked):
         buf, base = _window(stream)
         pos = stream.tell() - base
         end = len(buf)
-        unpack = struct.Struct("<I").unpack_from
-        # the loop only finds record offsets; words and vectors are then cut out in vectorised passes.
-        # Lists grow as records are found: every record takes at least 4 bytes, so a hostile count runs
-        # into the end of the file (and names the record) long before memory runs out.
-        starts: list[int] = []
-        add = starts.append
-        fixed = 4 + rowbytes
-        for i in range(count):
-            if pos + 4 > end:
-                raise fail(f"{path}[{i}].word", base + pos, "record is cut off", TruncatedError)
-            (n,) = unpack(buf, pos)
-            add(pos)
-            pos += fixed + n
-            if pos > end:
-                raise fail(f"{path}[{i}]", base + pos - fixed - n, f"record needs {fixed + n} bytes, "
-                           f"only {end - pos + fixed + n} remain", TruncatedError)
-        rs = np.array(starts, np.int64)
+        # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
+        # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
+        # count runs into the end of the file long before memory runs out: offsets grow as records are found.
+        rs, pos = prefixed_starts(buf, pos, end, count, path, base, fixed=rowbytes)
         u8 = np.frombuffer(buf, np.uint8)
         lens = u8[rs].astype(np.int64) | u8[rs + 1].astype(np.int64) << 8
         lens |= u8[rs + 2].astype(np.int64) << 16 | u8[rs + 3].astype(np.int64) << 24
