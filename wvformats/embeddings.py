@@ -54,7 +54,7 @@ class Embeddings:
         if self._index is None:
             n = len(self.words)
             # built from the last word to the first, so that the first occurrence is the one kept (C speed)
-            index = dict(zip(reversed(self.words), range(n - 1, -1, -1)))
+            index = dict(zip(reversed(self.words), range(n - 1, -1, -1), strict=True))
             self.duplicates = n - len(index)
             self._index = index
         return self._index
