@@ -5,7 +5,7 @@ import struct
 import construct as cs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
 from wvformats.schemas import wordvec as schema
@@ -268,3 +268,38 @@ def test_validate_names_the_field_of_a_difference(tmp_path):
     p.write_bytes(b"1 2\na 0.10 2\n")  # "0.10" is not any writer's form: the rebuild writes "0.1"
     report = wv.validate(p)
     assert not report.ok and report.first_difference == 9 and report.field == "records"
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(st.tuples(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
+                                          min_size=1, max_size=5),
+                                  st.binary(min_size=8, max_size=8), st.integers(0, 2)), min_size=1, max_size=40),
+       window=st.integers(1, 400))
+def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
+    """The vectorised run finder, window by window (spaces and newlines inside vectors, 0 to 2 newlines
+    before a word), finds exactly the records the file holds; what it does not take the loop takes."""
+    from wvformats.tables import _w2v_run
+
+    data = bytearray()
+    expected = []
+    for k, (word, vec, nl) in enumerate(records):
+        if k:
+            data += b"\n" * nl
+        start = len(data)
+        data += word.encode() + b" "
+        expected.append((start, len(data) - 1))
+        data += vec
+    u8 = np.frombuffer(bytes(data), np.uint8)
+    pos, got = 0, []
+    while len(got) < len(records):
+        ws, sps, after = _w2v_run(u8, pos, len(u8), len(records) - len(got), 8, window=window)
+        if not len(ws):  # the loop's step: skip newlines, take one record
+            while u8[pos] == 10:
+                pos += 1
+            sp = bytes(data).find(b" ", pos)
+            got.append((pos, sp))
+            pos = sp + 1 + 8
+            continue
+        got += list(zip(ws.tolist(), sps.tolist(), strict=True))
+        pos = after
+    assert got == expected and pos == len(data)

@@ -474,10 +474,12 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
                 jumps = j.tolist()
                 limit = min(count - done, len(c))
                 chain = [0]
-                i = 0
-                while linked[i] and len(chain) < limit:
+                add = chain.append
+                i, left = 0, limit - 1
+                while left and linked[i]:
                     i = jumps[i]
-                    chain.append(i)
+                    add(i)
+                    left -= 1
                 idx = np.array(chain, np.int64)
                 k = int(np.searchsorted(nxt[idx], len(seg), "right"))  # whole records inside the window
                 run = c[idx[:k]]

@@ -49,26 +49,20 @@ def _errors(context: Any) -> str:
 def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
     """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix.
 
-    Rows sit at arbitrary byte offsets, so they are gathered as 4-byte words from the four views of the
-    buffer shifted by 0..3 bytes, in chunks that bound the size of the index arrays.
+    Rows sit at arbitrary byte offsets: every window of ``4 * dim`` bytes of the buffer is a row of a
+    strided view, and indexing it copies the wanted windows (a memcpy per row), a few MB at a time.
     """
     n = len(vstarts)
     out = np.empty((n, dim), F32)
     if n == 0 or dim == 0:
         return out
-    size = len(buf)
-    residue = vstarts & 3
-    for r in range(4):
-        rows = np.flatnonzero(residue == r)
-        if rows.size == 0:
-            continue
-        words = np.frombuffer(buf, F32, count=(size - r) // 4, offset=r)
-        # every window of dim consecutive words, as a view: indexing its first axis copies whole rows
-        windows = np.lib.stride_tricks.sliding_window_view(words, dim)
-        step = max(1, (16 << 20) // (4 * dim))  # bound the temporary copy to about 16 MB
-        for a in range(0, rows.size, step):
-            sel = rows[a : a + step]
-            out[sel] = windows[(vstarts[sel] - r) >> 2]
+    u8 = np.frombuffer(buf, np.uint8)
+    windows = np.lib.stride_tricks.sliding_window_view(u8, 4 * dim)
+    dest = out.view(np.uint8).reshape(n, 4 * dim)
+    idx = np.asarray(vstarts, np.intp)
+    step = max(1, (4 << 20) // (4 * dim))  # rows per copy: a 4 MB temporary stays in cache
+    for a in range(0, n, step):
+        dest[a : a + step] = windows[idx[a : a + step]]
     return out
 
 
@@ -169,6 +163,50 @@ class LeaderRecords(_Checked):
         raise cs.SizeofError(path=path)
 
 
+def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
+             window: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, int]:
+    """word2vec binary records from ``pos`` found with numpy: (word starts, word-ending spaces, position
+    after the last record). Every space is a candidate end of a word; from one, the next record's word
+    starts after the vector and at most one newline, and ends at the first space after that. The run is the
+    chain of those successors from ``pos`` (a loop over a list); it stops at a record it cannot take whole:
+    an empty word, two newlines, a word without its space or vector inside the window."""
+    hi = min(end, pos + max(window, rowbytes + 2))
+    seg = u8[pos:hi]
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), pos)
+    if len(seg) < 2 or seg[0] == 10:
+        return empty
+    spaces = np.flatnonzero(seg == 32)
+    if not spaces.size or spaces[0] == 0:
+        return empty
+    vec_end = spaces + 1 + rowbytes  # where each candidate's record would end
+    inside = vec_end < len(seg)
+    nl = np.zeros(len(spaces), bool)
+    nl[inside] = seg[vec_end[inside]] == 10
+    nxt_word = vec_end + nl
+    ok = nxt_word + 1 < len(seg)
+    ok[ok] &= seg[np.minimum(nxt_word[ok], len(seg) - 1)] != 10  # two newlines, or a word that starts with one
+    j = np.minimum(np.searchsorted(spaces, nxt_word), len(spaces) - 1)
+    ok &= (spaces[j] > nxt_word) & (spaces[j] - nxt_word < 1_000_000)
+    linked, jumps = ok.tolist(), j.tolist()
+    chain = [0]
+    add = chain.append
+    k, left = 0, most - 1
+    while left and linked[k]:
+        k = jumps[k]
+        add(k)
+        left -= 1
+    idx = np.array(chain, np.int64)
+    done = int(np.searchsorted(vec_end[idx], len(seg), "right"))  # records whose vector is in the window
+    idx = idx[:done]
+    if not idx.size:
+        return empty
+    sps = spaces[idx]
+    ws = np.empty(len(idx), np.int64)
+    ws[0] = 0
+    ws[1:] = nxt_word[idx[:-1]]
+    return ws + pos, sps + pos, int(vec_end[idx[-1]]) + pos
+
+
 class Word2VecRecords(_Checked):
     """``count`` word2vec binary records: word bytes, one space, ``dim`` little-endian float32.
 
@@ -195,7 +233,20 @@ class Word2VecRecords(_Checked):
         wstarts: list[int] = []  # grown per record: a hostile count cannot allocate ahead of the data
         wends: list[int] = []
         gaps: dict[int, int] = {}
-        for i in range(count):
+        u8 = np.frombuffer(buf, np.uint8) if end else np.zeros(0, np.uint8)
+        i = 0
+        while i < count:
+            # a run of records found vectorised: from each space ending a word, the vector, at most one
+            # newline, then the next word up to its space; the loop below takes what the run cannot
+            ws, sps, after = _w2v_run(u8, pos, end, count - i, rowbytes)
+            if len(ws):
+                for k in np.flatnonzero(ws - np.concatenate([[pos], sps[:-1] + 1 + rowbytes])).tolist():
+                    gaps[i + k] = int(ws[k] - (pos if k == 0 else sps[k - 1] + 1 + rowbytes))
+                wstarts.extend(ws.tolist())
+                wends.extend(sps.tolist())
+                i += len(ws)
+                pos = after
+                continue
             w = pos
             while w < end and buf[w] == 10:
                 w += 1
@@ -213,6 +264,7 @@ class Word2VecRecords(_Checked):
                            f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
             wstarts.append(w)
             wends.append(sp)
+            i += 1
         words, vectors = _table(context, buf, wstarts, wends, [e + 1 for e in wends], dim, path, base)
         stream.seek(base + pos)
         newlines = None
