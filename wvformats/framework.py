@@ -441,6 +441,16 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
 _U32 = struct.Struct("<I")
 
 
+def release(buf: Any, upto: int) -> None:
+    """Let go of the pages of a read-only file mapping before byte ``upto`` once they have been read (they
+    stay in the page cache and come back on the next access): the process's memory then holds the result
+    rather than the file as well. A no-op for in-memory buffers."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        length = upto - upto % mmap.PAGESIZE
+        if length > 0:
+            buf.madvise(mmap.MADV_DONTNEED, 0, length)
+
+
 def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int,
                     fixed: int = 0) -> tuple[np.ndarray, int]:
     """Starts of ``count`` records ``u32le length, bytes[, fixed bytes]`` back to back from ``pos`` (``fixed``:
@@ -488,6 +498,7 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
             done += len(run)
             pos += int(run[-1]) + 4 + fixed + int(seg[run[-1]])
             window = min(window * 2, 1 << 24)
+            release(buf, pos)
             continue
         # up to 256 records by the checked loop (a long string, the end of the data, a truncation to name),
         # so that tables of long strings do not rescan a window per record

@@ -28,6 +28,7 @@ from .framework import (
     decode_spans,
     fail,
     prefixed_starts,
+    release,
 )
 
 F32 = np.dtype("<f4")
@@ -61,8 +62,11 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
     dest = out.view(np.uint8).reshape(n, 4 * dim)
     idx = np.asarray(vstarts, np.intp)
     step = max(1, (4 << 20) // (4 * dim))  # rows per copy: a 4 MB temporary stays in cache
+    ordered = n < 2 or bool((idx[1:] >= idx[:-1]).all())
     for a in range(0, n, step):
         dest[a : a + step] = windows[idx[a : a + step]]
+        if ordered:  # rows in file order: the pages behind them are done with
+            release(buf, int(idx[min(a + step, n) - 1]))
     return out
 
 
@@ -246,6 +250,7 @@ class Word2VecRecords(_Checked):
                 wends.extend(sps.tolist())
                 i += len(ws)
                 pos = after
+                release(buf, pos)
                 continue
             w = pos
             while w < end and buf[w] == 10:
@@ -340,6 +345,82 @@ def detect_style(lines: list[list[str]], values: np.ndarray) -> str:
     return "repr"
 
 
+_TEXT_CHUNK = 16384  # lines whose numbers are parsed together
+
+
+class _TextNumbers:
+    """The numbers of text lines, parsed a chunk of lines at a time into one growing matrix (peak memory:
+    the result plus one chunk, not the whole text again), with the ``vocab`` filter applied per chunk so
+    that unwanted lines never reach the number parser; errors name the line."""
+
+    def __init__(self, context: Any, buf: Any, raws: list[Any], starts: list[int], base: int, path: str) -> None:
+        self.context, self.buf, self.raws, self.starts, self.base, self.path = context, buf, raws, starts, base, path
+        self.dim: int | None = None
+        self.errors = _errors(context)
+        vocab = _params(context).get("vocab")
+        self.wanted = None if vocab is None else set(vocab)
+        self.words: list[str] = []
+        self.parts: list[np.ndarray] = []
+        self.rows = 0
+        self.sample: list[bytes] = []
+        self.sample_values = np.zeros((0, 0), F32)
+
+    def add(self, nums: list[bytes], first: int) -> None:
+        if not nums:
+            return
+        if self.dim is None:  # the width is known once the first line was read
+            self.dim = nums[0].count(b" ")
+        dim = self.dim
+        raws = self.raws[first : first + len(nums)]
+        words = decode_all(raws, self.errors, self.path, lambda k: self.base + self.starts[first + k])
+        lines = list(range(len(nums)))
+        if self.wanted is not None:
+            lines = []
+            for k, w in enumerate(words):
+                if w in self.wanted:
+                    self.wanted.discard(w)
+                    lines.append(k)
+            words = [words[k] for k in lines]
+            nums = [nums[k] for k in lines]
+        self.words += words
+        blob = b"".join(nums)
+        with np.errstate(all="ignore"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                try:
+                    values = np.fromstring(blob, dtype=F32, sep=" ") if blob else np.zeros(0, F32)
+                except (DeprecationWarning, ValueError):
+                    values = None
+        if values is None or values.size != len(nums) * dim:
+            for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
+                try:
+                    np.array(chunk.split(b" ")[1:], dtype=F32)
+                except ValueError as e:
+                    at = first + j
+                    raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
+                               f"not a number: {e}", ValueMismatchError) from None
+            raise fail(self.path, self.base + self.starts[first], "numbers do not parse", ValueMismatchError)
+        matrix = values.reshape(len(nums), dim)
+        if not self.sample and len(nums):
+            self.sample, self.sample_values = nums[:50], matrix[:50]
+        self.parts.append(matrix)
+        self.rows += len(nums)
+
+    def result(self, lines: int) -> tuple[list[str], np.ndarray]:
+        dim = self.dim or 0
+        if len(self.parts) == 1:
+            return self.words, self.parts[0]
+        out = np.empty((self.rows, dim), F32)  # pages are committed as rows are copied in
+        at = 0
+        self.parts.reverse()
+        while self.parts:  # each chunk is released as soon as it is copied
+            part = self.parts.pop()
+            out[at : at + len(part)] = part
+            at += len(part)
+            del part
+        return self.words, out
+
+
 class TextRecords(_Checked):
     """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
 
@@ -363,13 +444,14 @@ class TextRecords(_Checked):
         buf, base = _window(stream)
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
-        start = pos = stream.tell() - base
+        pos = stream.tell() - base
         end = len(buf)
         find = buf.find
         raws: list[bytes] = []
         nums: list[bytes] = []
         starts: list[int] = []
         trailing = crlf = 0
+        parsed = _TextNumbers(context, buf, raws, starts, base, path)
         i = 0
         while pos < end and (want is None or i < want):
             nl = find(b"\n", pos)
@@ -400,6 +482,10 @@ class TextRecords(_Checked):
             nums.append(chunk)
             i += 1
             pos = end if nl < 0 else nl + 1
+            if len(nums) == _TEXT_CHUNK:  # parse the numbers a chunk of lines at a time: bounded memory
+                parsed.add(nums, i - len(nums))
+                nums = []
+                release(buf, pos)
         if i and buf[pos - 1 : pos] != b"\n" and (want is None or i <= want):
             # every writer ends each line with a newline: a last line without one was cut off
             raise fail(f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline (file cut off?)",
@@ -409,35 +495,14 @@ class TextRecords(_Checked):
                        TruncatedError, expected=declared, found=i)
         dim = dim or 0
         lines = i
-        words = decode_all(raws, _errors(context), path, lambda k: base + starts[k])
-        keep = _keep_vocab(context, words)
-        if keep is not None:  # the vocab option: unwanted lines never reach the number parser
-            words, raws = [words[k] for k in keep], [raws[k] for k in keep]
-            nums, starts = [nums[k] for k in keep], [starts[k] for k in keep]
-        i = len(raws)
-        blob = b"".join(nums)
-        with np.errstate(all="ignore"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", DeprecationWarning)
-                try:
-                    values = np.fromstring(blob, dtype=F32, sep=" ") if blob else np.zeros(0, F32)
-                except (DeprecationWarning, ValueError):
-                    values = None
-        if values is None or values.size != i * dim:
-            # find the first line that does not parse, to name it
-            for j, chunk in enumerate(nums):
-                try:
-                    np.array(chunk.split(b" ")[1:], dtype=F32)
-                except ValueError as e:
-                    raise fail(f"{path}[{j}]", base + starts[j] + len(raws[j]),
-                               f"not a number: {e}", ValueMismatchError) from None
-            raise fail(path, base + start, "numbers do not parse", ValueMismatchError)
-        vectors = values.reshape(i, dim)
+        parsed.dim = dim
+        parsed.add(nums, i - len(nums))
+        words, vectors = parsed.result(i)
         stream.seek(base + pos)
         style = "repr"
-        if i:
-            sample = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in nums[:50]]
-            style = detect_style(sample, vectors[:50])
+        if len(words):
+            sample = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in parsed.sample]
+            style = detect_style(sample, parsed.sample_values)
         ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
         layout = cs.Container(style=style, trailing_space=bool(lines) and trailing == lines,
                               crlf=bool(lines) and crlf == lines, final_newline=ends_nl)
