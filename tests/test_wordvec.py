@@ -303,3 +303,24 @@ def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
         got += list(zip(ws.tolist(), sps.tolist(), strict=True))
         pos = after
     assert got == expected and pos == len(data)
+
+
+def test_text_files_larger_than_one_parse_chunk(tmp_path):
+    """More lines than one number-parsing chunk (16384): same rows, the vocab filter across chunks keeps
+    first occurrences, and a bad number far into the file is named by its line."""
+    rng = np.random.default_rng(4)
+    n = 40000
+    words = [f"w{i}" for i in range(n)]
+    m = rng.normal(size=(n, 3)).astype(np.float32)
+    p = tmp_path / "big.txt"
+    wv.write(wv.Embeddings(words, m), p, "glove")
+    e = wv.read(p, "glove")
+    assert e.words == words and np.array_equal(e.vectors, m)
+    sub = wv.read(p, "glove", vocab={"w5", "w20000", "w39999", "nope"})
+    assert sub.words == ["w5", "w20000", "w39999"] and np.array_equal(sub.vectors, m[[5, 20000, 39999]])
+    lines = p.read_bytes().split(b"\n")
+    lines[35000] = lines[35000].replace(b" ", b" x", 1)
+    p.write_bytes(b"\n".join(lines))
+    with pytest.raises(ValueMismatchError) as err:
+        wv.read(p, "glove")
+    assert err.value.path.endswith("[35000]")
