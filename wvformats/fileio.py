@@ -20,16 +20,22 @@ def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
     array, read straight into uninitialised memory)."""
     p = Path(path)
     try:
-        with open(p, "rb") as f:
+        with open(p, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return b""
             if use_mmap:
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            # an uninitialised numpy buffer: a bytearray would be zero-filled first (a second pass over
-            # the whole size); the parse sees it as a writable memoryview, bulk arrays become views of it
+            # an uninitialised numpy buffer (a bytearray would be zero-filled first, a second pass over the
+            # whole size), filled by unbuffered reads straight into it; the parse sees a writable memoryview,
+            # bulk arrays become views of it
             buf = np.empty(size, np.uint8)
-            got = f.readinto(memoryview(buf))
+            view, got = memoryview(buf), 0
+            while got < size:
+                n = f.readinto(view[got:])
+                if not n:
+                    break
+                got += n
             return buf if got == size else buf[:got]
     except IsADirectoryError:
         raise FormatError(f"{p} is a directory", path=None) from None
