@@ -276,7 +276,11 @@ class NumpyArray(_Checked):
             raise fail(path, _tell(stream), "array shape does not match its header", BuildError,
                        expected=dims, found=arr.shape)
         if arr.size:
-            stream.write(byte_view(arr))
+            view = byte_view(arr)
+            # in 16 MB pieces: one multi-GB write() can stall for seconds in the kernel's dirty-page
+            # throttling, where a run of moderate writes streams
+            for a in range(0, len(view), 1 << 24):
+                stream.write(view[a : a + (1 << 24)])
         return arr
 
     def _sizeof(self, context: Any, path: str) -> int:
