@@ -118,3 +118,20 @@ def test_cli_validate_inspect_dump_convert(tmp_path):
 def test_cli_main_in_process(capsys):
     assert cli.main(["formats"]) == 0
     assert "leader" in capsys.readouterr().out
+
+
+def test_progress_bars_show_only_on_a_terminal(monkeypatch):
+    from tqdm import tqdm
+
+    from wvformats import progress
+
+    items = [1, 2, 3]
+    assert progress.iterate(items, True) is items  # stderr is not a terminal under pytest
+    assert not isinstance(progress.bar(True, total=3), tqdm)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    wrapped = progress.iterate(items, True, desc="x")
+    assert isinstance(wrapped, tqdm) and list(wrapped) == items
+    assert progress.iterate(items, False) is items  # --quiet
+    b = progress.bar(True, total=3)
+    assert isinstance(b, tqdm)
+    b.close()

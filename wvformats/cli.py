@@ -386,27 +386,22 @@ _COMMANDS = {
 
 
 def _progress(items: list[Any], args: argparse.Namespace, desc: str) -> Any:
-    if args.quiet or not sys.stderr.isatty() or len(items) < 2:
-        return items
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc=desc, file=sys.stderr, unit="file")
+    from . import progress
+
+    return progress.iterate(items, not args.quiet and len(items) > 1, desc=desc, unit="file")
 
 
 class _Spinner:
     """An elapsed-time bar on stderr for one long step; silent when not a terminal or with --quiet."""
 
     def __init__(self, args: argparse.Namespace, desc: str) -> None:
-        self.bar = None
-        if args.quiet or not sys.stderr.isatty():
-            return
-        try:
-            import threading
+        import threading
 
-            from tqdm import tqdm
-        except ImportError:
+        from .progress import _tqdm
+
+        self.bar = None
+        tqdm = _tqdm(not args.quiet)
+        if tqdm is None:
             return
         self.bar = tqdm(desc=desc, file=sys.stderr, bar_format="{desc}: {elapsed}")
         self._stop = threading.Event()

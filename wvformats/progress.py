@@ -17,14 +17,28 @@ class _Silent:
         pass
 
 
+def _tqdm(enabled: bool) -> Any:
+    """tqdm's class when a bar should show (enabled, stderr a terminal, tqdm installed), else None."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def iterate(items: Any, enabled: bool, *, desc: str = "", unit: str = "it") -> Any:
+    """``items`` wrapped in a bar on stderr when one should show (else ``items`` itself)."""
+    tqdm = _tqdm(enabled)
+    return items if tqdm is None else tqdm(items, desc=desc, unit=unit, file=sys.stderr)
+
+
 def bar(enabled: bool, *, total: int | None = None, desc: str = "", unit: str = "it",
         unit_scale: bool = False) -> Any:
     """A tqdm bar on stderr, or an object with the same ``update``/``set_description``/``close`` doing
     nothing (progress off, stderr not a terminal, or tqdm not installed)."""
-    if not enabled or not sys.stderr.isatty():
-        return _Silent()
-    try:
-        from tqdm import tqdm
-    except ImportError:
+    tqdm = _tqdm(enabled)
+    if tqdm is None:
         return _Silent()
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, file=sys.stderr, leave=False)
