@@ -455,6 +455,38 @@ def release(buf: Any, upto: int) -> None:
             buf.madvise(mmap.MADV_DONTNEED, 0, length)
 
 
+def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
+    """Indices of the records chained from ``starts[0]``: record ``i`` spans ``starts[i]:ends[i]`` and the
+    next one is the candidate starting at ``ends[i]``. ``starts`` are sorted candidate record offsets that
+    may include false ones (inside a record); those are never reached. At most ``most`` records; numpy finds
+    each candidate's successor, a loop over plain lists walks the chain."""
+    if not len(starts) or most < 1:
+        return np.zeros(0, np.int64)
+    # the common case first: while every candidate is a record, the chain is just the next index
+    n = len(starts)
+    breaks = np.flatnonzero(ends[:-1] != starts[1:])
+    head = min(int(breaks[0]) if breaks.size else n - 1, most - 1)
+    if head == n - 1 or head == most - 1:
+        return np.arange(head + 1, dtype=np.int64)
+    # past the first break: each candidate's successor (from the break on), followed in a loop
+    j = np.minimum(np.searchsorted(starts, ends[head:]), n - 1)
+    linked, jumps = (starts[j] == ends[head:]).tolist(), j.tolist()
+    chain = list(range(head + 1))
+    add = chain.append
+    i, left = head, most - 1 - head
+    while left and linked[i - head]:
+        i = jumps[i - head]
+        add(i)
+        left -= 1
+    return np.array(chain, np.int64)
+
+
+def u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The little-endian u32 at each byte offset of ``u8`` (offsets need not be aligned), as int64."""
+    v = u8[offsets].astype(np.int64) | u8[offsets + 1].astype(np.int64) << 8
+    return v | u8[offsets + 2].astype(np.int64) << 16 | u8[offsets + 3].astype(np.int64) << 24
+
+
 def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int,
                     fixed: int = 0) -> tuple[np.ndarray, int]:
     """Starts of ``count`` records ``u32le length, bytes[, fixed bytes]`` back to back from ``pos`` (``fixed``:
@@ -481,20 +513,8 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
             c = np.flatnonzero(z[1:-2] & z[2:-1] & z[3:]).astype(np.int64)
             if c.size and c[0] == 0:
                 nxt = c + (4 + fixed) + seg[c]
-                # follow the chain from offset 0 through the candidates: a candidate inside a record (NULs
-                # in a string or a vector) is never reached; stop where the next record is no candidate
-                j = np.minimum(np.searchsorted(c, nxt), len(c) - 1)
-                linked = (c[j] == nxt).tolist()
-                jumps = j.tolist()
-                limit = min(count - done, len(c))
-                chain = [0]
-                add = chain.append
-                i, left = 0, limit - 1
-                while left and linked[i]:
-                    i = jumps[i]
-                    add(i)
-                    left -= 1
-                idx = np.array(chain, np.int64)
+                # a candidate inside a record (NULs in a string or a vector) is never reached
+                idx = follow_chain(c, nxt, count - done)
                 k = int(np.searchsorted(nxt[idx], len(seg), "right"))  # whole records inside the window
                 run = c[idx[:k]]
         if run.size:
@@ -581,10 +601,7 @@ class StringTable(_Checked):
         pos = start - base
         if width == 4 and not self._ifmt:  # the common table: vectorised offsets, one decode
             starts, pos = prefixed_starts(buf, pos, end, count, path, base)
-            u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
-            n = u8[starts].astype(np.int64) | u8[starts + 1].astype(np.int64) << 8
-            n |= u8[starts + 2].astype(np.int64) << 16 | u8[starts + 3].astype(np.int64) << 24
-            del u8
+            n = u32_at(np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8), starts)
             out = decode_spans(buf, starts + 4, starts + 4 + n, "strict", path, base, field="")
             stream.seek(base + pos)
             return out

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .errors import FormatError
+from .framework import follow_chain
 from .protobuf import View
 from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
 from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto
@@ -19,7 +20,7 @@ def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
     A record is ``0a L1 | 0a L2 piece[L2] | 15 score[4] | (18 type)`` with one-byte lengths and type,
     L1 = L2 + 7 (NORMAL, type omitted) or L2 + 9. Candidates are the positions where all of that holds;
     the run is the chain of candidates from offset 0 in which each record ends where the next begins
-    (a candidate inside a piece string is dropped; the first record that breaks the layout ends the run,
+    (a candidate inside a piece string is never reached; the first record that breaks the layout ends the run,
     and the rest of the message is parsed field by field). Returns (starts, end of the run).
     """
     a = np.frombuffer(buf, np.uint8)
@@ -39,25 +40,11 @@ def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
     t_at = np.where(typed, score_tag + 5, 0)
     ok &= ~typed | ((a[t_at] == 0x18) & (a[np.minimum(t_at + 1, n - 1)] < 0x80))
     c, l1 = c[ok], l1[ok]
-    nxt = c + 2 + l1
-    for _ in range(64):  # drop candidates that sit inside an earlier record (a 0a byte in a piece string)
-        bad = np.flatnonzero(nxt[:-1] != c[1:])
-        if not bad.size or c[0] != 0:
-            break
-        j = int(bad[0])
-        if c[j + 1] < nxt[j]:
-            c, nxt = np.delete(c, j + 1), np.delete(nxt, j + 1)
-            continue
-        c, nxt = c[: j + 1], nxt[: j + 1]  # the next record is not in this layout: the run ends
-        break
-    else:
-        return np.zeros(0, np.int64), 0
     if not c.size or c[0] != 0:
         return np.zeros(0, np.int64), 0
-    bad = np.flatnonzero(nxt[:-1] != c[1:])
-    if bad.size:
-        c, nxt = c[: int(bad[0]) + 1], nxt[: int(bad[0]) + 1]
-    return c, int(nxt[-1])
+    nxt = c + 2 + l1
+    idx = follow_chain(c, nxt, len(c))  # a candidate inside a piece string is never reached
+    return c[idx], int(nxt[idx[-1]])
 
 
 def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -27,8 +27,10 @@ from .framework import (
     decode_all,
     decode_spans,
     fail,
+    follow_chain,
     prefixed_starts,
     release,
+    u32_at,
 )
 
 F32 = np.dtype("<f4")
@@ -131,8 +133,7 @@ class LeaderRecords(_Checked):
         # count runs into the end of the file long before memory runs out: offsets grow as records are found.
         rs, pos = prefixed_starts(buf, pos, end, count, path, base, fixed=rowbytes)
         u8 = np.frombuffer(buf, np.uint8)
-        lens = u8[rs].astype(np.int64) | u8[rs + 1].astype(np.int64) << 8
-        lens |= u8[rs + 2].astype(np.int64) << 16 | u8[rs + 3].astype(np.int64) << 24
+        lens = u32_at(u8, rs)
         del u8
         words, vectors = _table(context, buf, rs + 4, rs + 4 + lens, rs + 4 + lens, dim, path, base)
         stream.seek(base + pos)
@@ -189,17 +190,11 @@ def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
     nxt_word = vec_end + nl
     ok = nxt_word + 1 < len(seg)
     ok[ok] &= seg[np.minimum(nxt_word[ok], len(seg) - 1)] != 10  # two newlines, or a word that starts with one
+    # the space that ends the next word: the first one after it starts (an empty word or one past the window
+    # cannot be taken whole: the chain ends there)
     j = np.minimum(np.searchsorted(spaces, nxt_word), len(spaces) - 1)
     ok &= (spaces[j] > nxt_word) & (spaces[j] - nxt_word < 1_000_000)
-    linked, jumps = ok.tolist(), j.tolist()
-    chain = [0]
-    add = chain.append
-    k, left = 0, most - 1
-    while left and linked[k]:
-        k = jumps[k]
-        add(k)
-        left -= 1
-    idx = np.array(chain, np.int64)
+    idx = follow_chain(spaces, np.where(ok, spaces[j], -1), most)
     done = int(np.searchsorted(vec_end[idx], len(seg), "right"))  # records whose vector is in the window
     idx = idx[:done]
     if not idx.size:
