@@ -160,8 +160,10 @@ def test_vectorised_piece_run_equals_the_field_by_field_parse(pieces, spec):
     bytes, explicit NORMAL types): the numpy run path gives the same pieces, score bits and types as
     protobuf and as the generic field-by-field parse, and the same fields when materialised."""
     from sentencepiece import sentencepiece_model_pb2 as pb2
+    from wvformats.schemas.sentencepiece import model_proto
 
-    from wvformats.codecs.sentencepiece import _parse_generic, parse
+    from wvformats import framework
+    from wvformats.codecs.sentencepiece import parse
     from wvformats.sentencepiece import SentencePieceModel
 
     m = pb2.ModelProto()
@@ -174,7 +176,7 @@ def test_vectorised_piece_run_equals_the_field_by_field_parse(pieces, spec):
         m.trainer_spec.vocab_size = len(pieces)
         m.normalizer_spec.add_dummy_prefix = False
     data = m.SerializeToString()
-    fast, slow = parse(data), _parse_generic(data)
+    fast, slow = parse(data), framework.parse(model_proto, data, format="sentencepiece")
     a, b = SentencePieceModel(fast), SentencePieceModel(slow)
     assert a.piece_strings == b.piece_strings == [p.piece for p in m.pieces]
     assert a.scores.tobytes() == b.scores.tobytes() == np.array([p.score for p in m.pieces], "<f4").tobytes()

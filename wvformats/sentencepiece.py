@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from .errors import FormatError
-from .framework import follow_chain
+from .framework import follow_chain, parse
 from .protobuf import View
 from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
-from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto
+from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, model_proto
 
 
 def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
@@ -74,12 +74,12 @@ def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, 
     return pieces, scores, types
 
 
-def parse_model_fields(data: bytes, fallback: Any) -> Any:
+def parse_model_fields(data: bytes) -> Any:
     """A ModelProto's fields: a :class:`LazyMessage` when it starts with pieces in sentencepiece's layout,
-    else ``fallback(data)`` (the generic field-by-field parse)."""
+    else the generic field-by-field parse of the wire schema."""
     starts, run_end = scan_piece_run(data)
     if not len(starts):
-        return fallback(data)
+        return parse(model_proto, data, format="sentencepiece")
     return run_message(data, 1, starts, run_end, "fields")
 
 
@@ -276,9 +276,7 @@ def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) ->
     bounds = [*msg.starts[[first, stop]].tolist()] if stop < len(msg.starts) else (
         [int(msg.starts[first]) if first < len(msg.starts) else msg.run_end, msg.run_end])
     data = msg.buf[: bounds[0]] + records + msg.buf[bounds[1] :]
-    from .codecs.sentencepiece import _parse_generic
-
-    return SentencePieceModel(parse_model_fields(data, _parse_generic), model.generation)
+    return SentencePieceModel(parse_model_fields(data), model.generation)
 
 
 def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None, score: float | None = None,

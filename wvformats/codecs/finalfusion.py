@@ -82,12 +82,12 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     if storage["chunk_id"] == 2:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
         extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
-    else:
-        extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
-    if storage["chunk_id"] == 2:
+
         def storage_rows(rows: list[int]) -> np.ndarray:
             return body["data"][rows]
     else:
+        extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
+
         def storage_rows(rows: list[int]) -> np.ndarray:
             return reconstruct(body, np.asarray(rows))
     extra["storage_rows"] = storage_rows

@@ -14,14 +14,14 @@ from ..sentencepiece import SentencePieceModel, parse_model_fields
 NAME = "sentencepiece"
 
 
-_parse_generic, build = schema_io(NAME, schema.model_proto)
+_, build = schema_io(NAME, schema.model_proto)
 
 
 def parse(buf: Any, **options: Any) -> Any:
     """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
     found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
     try:
-        return parse_model_fields(bytes(buf), _parse_generic)
+        return parse_model_fields(bytes(buf))
     except FormatError as e:
         raise e.located(format=NAME) from None
 
