@@ -350,7 +350,6 @@ class _TextNumbers:
 
     def __init__(self, context: Any, buf: Any, raws: list[Any], starts: list[int], base: int, path: str) -> None:
         self.context, self.buf, self.raws, self.starts, self.base, self.path = context, buf, raws, starts, base, path
-        self.dim: int | None = None
         self.errors = _errors(context)
         vocab = _params(context).get("vocab")
         self.wanted = None if vocab is None else set(vocab)
@@ -360,12 +359,9 @@ class _TextNumbers:
         self.sample: list[bytes] = []
         self.sample_values = np.zeros((0, 0), F32)
 
-    def add(self, nums: list[bytes], first: int) -> None:
+    def add(self, nums: list[bytes], first: int, dim: int) -> None:
         if not nums:
             return
-        if self.dim is None:  # the width is known once the first line was read
-            self.dim = nums[0].count(b" ")
-        dim = self.dim
         raws = self.raws[first : first + len(nums)]
         words = decode_all(raws, self.errors, self.path, lambda k: self.base + self.starts[first + k])
         lines = list(range(len(nums)))
@@ -401,8 +397,7 @@ class _TextNumbers:
         self.parts.append(matrix)
         self.rows += len(nums)
 
-    def result(self, lines: int) -> tuple[list[str], np.ndarray]:
-        dim = self.dim or 0
+    def result(self, dim: int) -> tuple[list[str], np.ndarray]:
         if len(self.parts) == 1:
             return self.words, self.parts[0]
         out = np.empty((self.rows, dim), F32)  # pages are committed as rows are copied in
@@ -478,7 +473,7 @@ class TextRecords(_Checked):
             i += 1
             pos = end if nl < 0 else nl + 1
             if len(nums) == _TEXT_CHUNK:  # parse the numbers a chunk of lines at a time: bounded memory
-                parsed.add(nums, i - len(nums))
+                parsed.add(nums, i - len(nums), dim)
                 nums = []
                 release(buf, pos)
         if i and buf[pos - 1 : pos] != b"\n" and (want is None or i <= want):
@@ -490,9 +485,8 @@ class TextRecords(_Checked):
                        TruncatedError, expected=declared, found=i)
         dim = dim or 0
         lines = i
-        parsed.dim = dim
-        parsed.add(nums, i - len(nums))
-        words, vectors = parsed.result(i)
+        parsed.add(nums, i - len(nums), dim)
+        words, vectors = parsed.result(dim)
         stream.seek(base + pos)
         style = "repr"
         if len(words):
