@@ -1,5 +1,6 @@
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=30, deadline=None)
@@ -8,3 +9,27 @@ settings.register_profile("ci", max_examples=100, deadline=None,
 settings.register_profile("thorough", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(params=["arrow", "lines"])
+def text_parser(request, monkeypatch):
+    """Run a text-format test through both number parsers: pyarrow's CSV reader (the fast path, forced on
+    for files of any size) and the line loop. Returns the list of parses the fast path accepted."""
+    from wvformats import tables
+
+    accepted: list[int] = []
+    if request.param == "arrow":
+        assert tables._arrow_csv() is not None, "pyarrow (in the test extra) is needed to test the fast path"
+        fast = tables._arrow_text
+
+        def counted(*args, **kwargs):
+            got = fast(*args, **kwargs)
+            if got is not None:
+                accepted.append(len(got[0]))
+            return got
+
+        monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 0)
+        monkeypatch.setattr(tables, "_arrow_text", counted)
+    else:
+        monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 1 << 62)
+    return request.param, accepted

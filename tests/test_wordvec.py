@@ -5,7 +5,7 @@ import struct
 import construct as cs
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
 from wvformats.schemas import wordvec as schema
@@ -59,8 +59,10 @@ def test_word2vec_binary_roundtrip_with_and_without_c_newlines(compiled, emb, ne
 
 
 @MODES
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(embeddings(finite=False, min_words=1), st.sampled_from(["repr"]), st.booleans(), st.booleans())
-def test_text_formats_roundtrip_bit_exact(compiled, emb, style, trailing, header):
+def test_text_formats_roundtrip_bit_exact(text_parser, compiled, emb, style, trailing, header):
+    parser, accepted = text_parser
     words, vectors = emb
     # text carries "nan", not a NaN's sign or payload: every other value, -0.0 and inf included, is exact
     vectors = np.where(np.isnan(vectors), np.float32(np.nan), vectors).astype("<f4")
@@ -75,10 +77,12 @@ def test_text_formats_roundtrip_bit_exact(compiled, emb, style, trailing, header
     assert back.records.words == words
     assert back.records.vectors.tobytes() == vectors.tobytes()  # NaN, inf, -0.0 bit-exact via repr
     assert framework.build(s, back, format=name, compile=compiled) == data
+    if parser == "arrow":  # every file in a writer's canonical form takes the fast path
+        assert accepted and accepted[-1] == len(words)
 
 
 @pytest.mark.parametrize("style", ["fixed6", "g5"])
-def test_lossy_text_styles_rebuild_byte_exact(style):
+def test_lossy_text_styles_rebuild_byte_exact(text_parser, style):
     rng = np.random.default_rng(1)
     vectors = np.round(rng.normal(0, 1, (5, 4)), 4).astype("<f4")
     obj = codec._w2v_text_from(wv.Embeddings(list("abcde"), vectors), style=style, trailing_space=True)
@@ -170,22 +174,24 @@ def test_word2vec_c_trailing_newline_and_google_news_style(tmp_path, emb):
     assert wv.validate(c_style).ok and wv.validate(gn_style).ok
 
 
-def test_text_with_trailing_spaces_crlf_and_odd_header(tmp_path):
+def test_text_with_trailing_spaces_crlf_and_odd_header(tmp_path, text_parser):
     p = tmp_path / "x.vec"
     p.write_bytes(b"2 3 \r\nfoo 1 2 3 \r\nbar 4 5e-05 -6 \r\n")
     assert wv.sniff(p) == "word2vec-text"
     e = wv.read(p)
     assert e.words == ["foo", "bar"] and e.vectors[1].tolist() == pytest.approx([4, 5e-05, -6])
+    assert wv.validate(p).ok
+    assert bool(text_parser[1]) == (text_parser[0] == "arrow")
 
 
-def test_glove_sniffs_with_exponents_integers_and_cjk(tmp_path):
+def test_glove_sniffs_with_exponents_integers_and_cjk(tmp_path, text_parser):
     p = tmp_path / "g"
     p.write_text("日本 1e-05 2\n東京 3 4.5\n", encoding="utf-8")
     assert wv.sniff(p) == "glove"
     assert wv.read(p).words == ["日本", "東京"]
 
 
-def test_header_count_larger_than_records_is_a_clear_error(tmp_path):
+def test_header_count_larger_than_records_is_a_clear_error(tmp_path, text_parser):
     for fmt, data in [("word2vec-binary", b"3 1\na \0\0\0\0"), ("word2vec-text", b"3 1\na 1\n"),
                       ("leader", struct.pack("<QQQIc", 38941, 3, 0, 1, b"a"))]:
         p = tmp_path / fmt
@@ -195,7 +201,7 @@ def test_header_count_larger_than_records_is_a_clear_error(tmp_path):
         assert e.value.format == fmt and "records" in (e.value.path or "")
 
 
-def test_header_count_smaller_than_records_is_reported_by_validate(tmp_path):
+def test_header_count_smaller_than_records_is_reported_by_validate(tmp_path, text_parser):
     p = tmp_path / "x.txt"
     p.write_bytes(b"1 1\na 1\nb 2\n")
     assert wv.read(p).words == ["a"]
@@ -213,7 +219,7 @@ def test_unicode_errors_option(tmp_path):
     assert wv.read(p, unicode_errors="ignore").words == ["あ", "ok"]
 
 
-def test_duplicates_first_wins_with_warning(tmp_path):
+def test_duplicates_first_wins_with_warning(tmp_path, text_parser):
     p = tmp_path / "d.txt"
     p.write_bytes(b"4 1\na 1\nb 2\na 3\nc 4\n")
     with pytest.warns(wv.DuplicateWordsWarning):
@@ -305,7 +311,7 @@ def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
     assert got == expected and pos == len(data)
 
 
-def test_text_files_larger_than_one_parse_chunk(tmp_path):
+def test_text_files_larger_than_one_parse_chunk(tmp_path, text_parser):
     """More lines than one number-parsing chunk (16384): same rows, the vocab filter across chunks keeps
     first occurrences, and a bad number far into the file is named by its line."""
     rng = np.random.default_rng(4)
@@ -324,3 +330,44 @@ def test_text_files_larger_than_one_parse_chunk(tmp_path):
     with pytest.raises(ValueMismatchError) as err:
         wv.read(p, "glove")
     assert err.value.path.endswith("[35000]")
+
+
+_numbers = ["1", "-0", "2.5", "1e-05", "+.5", "5.", "inf", "-inf", "nan", "-nan", "NaN", "3.4028236e38", "1e400",
+            "1.00000005960464477539062500000001", "0.1000000000000000055511151231257827", "4.9e-324"]
+_tokens = st.sampled_from([*_numbers, "0x10", "1_0", "", "x", "\t1", "1\t", "1,5"])
+_words = st.sampled_from(["a", "é", "b\tc", "d\re", '"q"', "\x00", "", "日本", "\xa0", "\xff"])
+_ends = st.sampled_from(["\n", "\r\n", " \n", " \r\n", "  \n"])
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.tuples(_words, st.lists(_tokens, min_size=1, max_size=3), _ends), min_size=1, max_size=8),
+       regular=st.sampled_from(["numbers", "shape", "free"]), final=st.booleans(), piece=st.integers(1, 64),
+       errors=st.sampled_from(["strict", "replace"]))
+def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, final, piece, errors):
+    """Whenever pyarrow's fast path accepts a text body (in pieces of any size), the line loop reads the same
+    words, bit-identical values and layout; on everything else the fast path declines."""
+    from wvformats import tables
+
+    if regular != "free":  # mostly well-formed bodies, so that the fast path is exercised, not only refusals
+        dim = len(lines[0][1])
+        lines = [(w or "w", (t + ["1"] * dim)[:dim], lines[0][2]) for w, t, _ in lines]
+    if regular == "numbers":  # and words that the fast path takes
+        lines = [(w.replace("\r", "") or "w", [x if x in _numbers else "1" for x in t], e) for w, t, e in lines]
+        final = True
+    body = "".join(w + " " + " ".join(t) + e for w, t, e in lines).encode("utf-8", "surrogateescape")
+    body = body.replace(b"\xc3\xbf", b"\xff")  # "\xff" stands for a byte that is not UTF-8
+    if not final:
+        body = body[:-1]
+    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(tables, "_ARROW_PIECE", piece)
+    fast = tables._arrow_text(body, 0, len(body), None, None, errors, "records")
+    if fast is None:
+        return
+    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 1 << 62)
+    slow = framework.parse(schema.glove, body, format="glove", unicode_errors=errors).records
+    words, vectors, layout = fast
+    assert words == slow.words
+    assert vectors.tobytes() == slow.vectors.tobytes()
+    assert dict(layout) == dict(slow.layout)
+    counted = tables._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
+    assert counted is None  # a header count that disagrees with the body is left to the line loop

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import wvformats as wv
@@ -44,14 +44,16 @@ def same_bits(a, b):
 
 
 @pytest.mark.parametrize("fmt", sorted(WV_WRITERS))
-@settings(max_examples=25)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(emb=embeddings())
-def test_word_vectors_files_read_bit_identical_and_rebuild_byte_exact(tmp_path_factory, fmt, emb):
+def test_word_vectors_files_read_bit_identical_and_rebuild_byte_exact(tmp_path_factory, text_parser, fmt, emb):
     words, vectors = emb
     p = tmp_path_factory.mktemp("wv") / "f"
     WV_WRITERS[fmt](str(p), words, vectors)
     got = wv.read(p, fmt)
     assert got.words == words and same_bits(got.vectors, vectors)
+    if text_parser[0] == "arrow" and fmt in ("glove", "word2vec-text") and words and vectors.shape[1]:
+        assert text_parser[1], "the peer's text file did not take the fast path"
     assert wv.sniff(p) == fmt or (fmt == "glove" and len(words) == 1 and vectors.shape[1] == 1)
     report = wv.validate(p, fmt)
     assert report.ok, report
@@ -87,9 +89,9 @@ GENSIM = {
 
 
 @pytest.mark.parametrize("fmt", sorted(GENSIM))
-@settings(max_examples=25)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(emb=embeddings(finite=False))
-def test_gensim_files_read_bit_identical_and_rebuild_byte_exact(tmp_path_factory, fmt, emb):
+def test_gensim_files_read_bit_identical_and_rebuild_byte_exact(tmp_path_factory, text_parser, fmt, emb):
     words, vectors = emb
     p = tmp_path_factory.mktemp("gs") / "f"
     opts = GENSIM[fmt]
@@ -97,6 +99,8 @@ def test_gensim_files_read_bit_identical_and_rebuild_byte_exact(tmp_path_factory
                                              write_header=not opts.get("no_header"))
     got = wv.read(p, fmt)
     assert got.words == words and same_bits(got.vectors, vectors)
+    if text_parser[0] == "arrow" and not opts["binary"] and words and vectors.shape[1]:
+        assert text_parser[1], "gensim's text file did not take the fast path"
     assert wv.validate(p, fmt).ok
 
 
@@ -121,7 +125,7 @@ def test_word2vec_c_newlines_read_like_gensim(tmp_path):
     assert wv.validate(p).ok
 
 
-def test_fasttext_vec_and_crlf_read_like_gensim(tmp_path):
+def test_fasttext_vec_and_crlf_read_like_gensim(tmp_path, text_parser):
     p = tmp_path / "x.vec"
     p.write_bytes("3 3 \r\n</s> 0.1 -0.2 3e-05 \r\nnaïve 1 2 3 \r\na\u00a0b 0.12345 -1.5 7 \r\n".encode())
     kv = gensim_kv.load_word2vec_format(str(p), binary=False)

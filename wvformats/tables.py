@@ -17,7 +17,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from .errors import BuildError, TruncatedError, ValueMismatchError
+from .errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from .framework import (
     _Checked,
     _evaluate,
@@ -411,6 +411,132 @@ class _TextNumbers:
         return self.words, out
 
 
+_ARROW_MIN_BYTES = 1 << 20  # text bodies at least this large try pyarrow's parser first (tests lower it)
+_ARROW_PIECE = 16 << 20  # bytes of lines handed to pyarrow at once: bounds the float64 intermediate
+
+
+def _arrow_csv() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+    except ImportError:  # the optional `fast` extra
+        return None
+    return pa, pcsv
+
+
+def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
+                path: str) -> tuple[list[str], np.ndarray, cs.Container] | None:
+    """Parse a regular text table with pyarrow's multi-threaded CSV reader, or return None.
+
+    Regular means: every line is ``word`` and ``dim`` numbers separated by single spaces, all lines end
+    alike (``\n`` or ``\r\n``, with or without one trailing space), the last line ends with a newline and
+    ``count`` (when given) matches. The result is then exactly what the line loop produces: numbers are
+    parsed as float64 and rounded to float32 as numpy does (NaN made positive as numpy's parser makes it),
+    words are decoded with the same policy. Anything else, a bad UTF-8 word included, returns None and the
+    line loop parses the file and names the offending line.
+    """
+    arrow = _arrow_csv()
+    if arrow is None or end - pos < _ARROW_MIN_BYTES or buf[end - 1 : end] != b"\n":
+        return None
+    pa, pcsv = arrow
+    first = buf.find(b"\n", pos, end)
+    line = bytes(buf[pos:first])
+    crlf = line.endswith(b"\r")
+    line = line[:-1] if crlf else line
+    trailing = line.endswith(b" ")
+    line = line[:-1] if trailing else line
+    width = line.count(b" ")
+    if (dim is not None and width != dim) or width == 0 or line.endswith(b" "):
+        return None
+    dim = width
+    names = ["w", *(f"v{j}" for j in range(dim)), *(["t"] if trailing else [])]
+    types = {n: pa.float64() for n in names[1 : dim + 1]} | {"w": pa.binary(), "t": pa.binary()}
+    options = dict(
+        read_options=pcsv.ReadOptions(column_names=names, block_size=4 << 20),
+        parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
+                                        newlines_in_values=False, ignore_empty_lines=False),
+        convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                            quoted_strings_can_be_null=False))
+    u8 = np.frombuffer(buf, np.uint8)
+    parts: list[np.ndarray] = []
+    words: list[str] = []
+    rows = 0
+    at = pos
+    while at < end:
+        stop = buf.find(b"\n", min(at + _ARROW_PIECE, end - 1), end) + 1
+        if crlf:  # \r only right before each \n, or a word holding a \r would be cut in two
+            cr = int(np.count_nonzero(u8[at:stop] == 13))
+            if cr != int(np.count_nonzero(u8[at:stop] == 10)):
+                return None
+        elif buf.find(b"\r", at, stop) >= 0:
+            return None
+        try:
+            table = pcsv.read_csv(pa.py_buffer(memoryview(buf)[at:stop]), **options)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        n = table.num_rows
+        if crlf and n != cr:
+            return None
+        offsets = _arrow_offsets(table.column("w"), n)
+        if n and int(np.diff(offsets).min()) == 0:
+            return None  # a line starting with a space: the line loop reports it
+        if trailing and (offsets_t := _arrow_offsets(table.column("t"), n))[-1] != offsets_t[0]:
+            return None  # something after the trailing space
+        try:
+            words += decode_spans(table.column("w").combine_chunks().buffers()[2] or b"", offsets[:-1],
+                                  offsets[1:], errors, path, 0)
+        except FormatError:
+            return None
+        stacked = np.empty((dim, n), np.float64)
+        for j in range(dim):
+            col = table.column(j + 1)
+            k = 0
+            for chunk in col.chunks:
+                stacked[j, k : k + len(chunk)] = chunk.to_numpy()
+                k += len(chunk)
+        del table
+        with np.errstate(all="ignore"):
+            part = stacked.T.astype(F32)
+        del stacked
+        nan = np.isnan(part)
+        if nan.any():
+            part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
+        parts.append(part)
+        rows += n
+        release(buf, stop)
+        at = stop
+    if count is not None and rows != count:
+        return None
+    vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    del parts
+    head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
+    sample = [_line_numbers(ln).decode("ascii", "replace").split(" ")[1:] for ln in head.split(b"\n")[:-1]]
+    style = detect_style(sample, vectors[:50]) if rows else "repr"
+    layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
+                          final_newline=True)
+    return words, vectors, layout
+
+
+def _line_numbers(line: bytes) -> bytes:
+    """The numbers of a line (from its first space on) as the line loop sees them: a final ``\r`` dropped,
+    and trailing spaces and tabs when the line ends with a space."""
+    line = line[:-1] if line.endswith(b"\r") else line
+    line = line.rstrip(b" \t") if line.endswith(b" ") else line
+    return line[line.find(b" ") :]
+
+
+def _arrow_offsets(column: Any, n: int) -> np.ndarray:
+    """The n + 1 value offsets of a binary column, as int64 positions in its data buffer."""
+    array = column.combine_chunks()
+    return np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4).astype(np.int64)
+
+
+def _nth_newline(buf: Any, pos: int, n: int) -> int:
+    for _ in range(n):
+        pos = buf.find(b"\n", pos) + 1
+    return pos
+
+
 class TextRecords(_Checked):
     """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
 
@@ -436,6 +562,12 @@ class TextRecords(_Checked):
             buf = buf.tobytes()
         pos = stream.tell() - base
         end = len(buf)
+        if limit is None and _params(context).get("vocab") is None:
+            fast = _arrow_text(buf, pos, end, declared, dim, _errors(context), path)
+            if fast is not None:
+                words, vectors, layout = fast
+                stream.seek(base + end)
+                return cs.Container(words=words, vectors=vectors, layout=layout)
         find = buf.find
         raws: list[bytes] = []
         nums: list[bytes] = []
