@@ -178,3 +178,34 @@ def test_string_table_vectorised_offsets_equal_a_plain_loop(strings, repeat, cut
             pos += 4 + len(strings[i].encode())
             i += 1
         assert e.value.path == f"words[{i}]"
+
+
+def _chain_reference(starts, ends, most):
+    """follow_chain, one successor at a time."""
+    at = {s: k for k, s in enumerate(starts.tolist())}
+    chain, i = [], 0
+    while len(starts) and len(chain) < most:
+        chain.append(i)
+        nxt = at.get(int(ends[i]))
+        if nxt is None:
+            break
+        i = nxt
+    return chain
+
+
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 9).map(lambda k: k == 0), st.integers(1, 5)), min_size=10, max_size=120),
+       st.integers(0, 130))
+def test_follow_chain_matches_the_one_by_one_walk(records, most):
+    """Records tile the data; some have a false candidate inside them (ending anywhere): the chain from the
+    first record is the records, in order, and never a false candidate, up to ``most``."""
+    starts, ends, pos = [], [], 0
+    for size, false, inner in records:
+        starts.append(pos)
+        ends.append(pos + size)
+        if false and size > 1:  # a candidate inside this record, with a bogus length
+            starts.append(pos + min(inner, size - 1))
+            ends.append(pos + min(inner, size - 1) + inner * 3)
+        pos += size
+    starts_a, ends_a = np.array(starts, np.int64), np.array(ends, np.int64)
+    got = framework.follow_chain(starts_a, ends_a, most).tolist()
+    assert got == _chain_reference(starts_a, ends_a, most)

@@ -18,6 +18,7 @@ compiled schema keeps every check.
 
 from __future__ import annotations
 
+import bisect
 import io
 import mmap
 import os
@@ -468,17 +469,30 @@ def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     head = min(int(breaks[0]) if breaks.size else n - 1, most - 1)
     if head == n - 1 or head == most - 1:
         return np.arange(head + 1, dtype=np.int64)
-    # past the first break: each candidate's successor (from the break on), followed in a loop
+    # past the first break: each candidate's successor (from the break on), followed in a loop that takes
+    # every run of consecutive records between two breaks at once (false candidates are rare, so are breaks)
     j = np.minimum(np.searchsorted(starts, ends[head:]), n - 1)
     linked, jumps = (starts[j] == ends[head:]).tolist(), j.tolist()
-    chain = list(range(head + 1))
-    add = chain.append
+    stops = [*breaks.tolist(), n - 1]  # the last record of each consecutive run
+    parts = [np.arange(head + 1, dtype=np.int64)]
+    chain: list[int] = []
     i, left = head, most - 1 - head
     while left and linked[i - head]:
         i = jumps[i - head]
-        add(i)
         left -= 1
-    return np.array(chain, np.int64)
+        b = stops[bisect.bisect_left(stops, i)]
+        if b - i > 8 and left:  # i + 1 .. b follow i one after the other
+            take = min(b - i, left)
+            if chain:
+                parts.append(np.array(chain, np.int64))
+                chain = []
+            parts.append(np.arange(i, i + take + 1, dtype=np.int64))
+            i += take
+            left -= take
+        else:
+            chain.append(i)
+    parts.append(np.array(chain, np.int64))
+    return np.concatenate(parts)
 
 
 def u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
