@@ -18,7 +18,6 @@ compiled schema keeps every check.
 
 from __future__ import annotations
 
-import bisect
 import io
 import mmap
 import os
@@ -459,8 +458,12 @@ def release(buf: Any, upto: int) -> None:
 def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     """Indices of the records chained from ``starts[0]``: record ``i`` spans ``starts[i]:ends[i]`` and the
     next one is the candidate starting at ``ends[i]``. ``starts`` are sorted candidate record offsets that
-    may include false ones (inside a record); those are never reached. At most ``most`` records; numpy finds
-    each candidate's successor, a loop over plain lists walks the chain."""
+    may include false ones (inside a record); those are never reached. At most ``most`` records.
+
+    All in numpy: each candidate's successor is looked up at once, and the chain is enumerated by pointer
+    doubling (the first 2^k records, then their 2^k-th successors, ...), so that even a table where most
+    candidates are false (bytes of a vector that look like a separator) costs log(n) vectorised passes.
+    """
     if not len(starts) or most < 1:
         return np.zeros(0, np.int64)
     # the common case first: while every candidate is a record, the chain is just the next index
@@ -469,30 +472,16 @@ def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     head = min(int(breaks[0]) if breaks.size else n - 1, most - 1)
     if head == n - 1 or head == most - 1:
         return np.arange(head + 1, dtype=np.int64)
-    # past the first break: each candidate's successor (from the break on), followed in a loop that takes
-    # every run of consecutive records between two breaks at once (false candidates are rare, so are breaks)
-    j = np.minimum(np.searchsorted(starts, ends[head:]), n - 1)
-    linked, jumps = (starts[j] == ends[head:]).tolist(), j.tolist()
-    stops = [*breaks.tolist(), n - 1]  # the last record of each consecutive run
-    parts = [np.arange(head + 1, dtype=np.int64)]
-    chain: list[int] = []
-    i, left = head, most - 1 - head
-    while left and linked[i - head]:
-        i = jumps[i - head]
-        left -= 1
-        b = stops[bisect.bisect_left(stops, i)]
-        if b - i > 8 and left:  # i + 1 .. b follow i one after the other
-            take = min(b - i, left)
-            if chain:
-                parts.append(np.array(chain, np.int64))
-                chain = []
-            parts.append(np.arange(i, i + take + 1, dtype=np.int64))
-            i += take
-            left -= take
-        else:
-            chain.append(i)
-    parts.append(np.array(chain, np.int64))
-    return np.concatenate(parts)
+    j = np.minimum(np.searchsorted(starts, ends), n - 1)
+    jump = np.append(np.where(starts[j] == ends, j, n), n)  # successor, or n (absorbing) for none
+    path = np.array([head], np.int64)  # the records reached from ``head``, 2^k of them after k rounds
+    want = most - head
+    while len(path) < want and path[-1] != n:
+        path = np.concatenate([path, jump[path]])
+        jump = jump[jump]
+    path = path[:want]
+    path = path[: int(np.searchsorted(path, n))]  # up to the end of the chain (the path is increasing)
+    return np.concatenate([np.arange(head, dtype=np.int64), path])
 
 
 def u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
