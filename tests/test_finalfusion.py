@@ -461,13 +461,18 @@ def test_quantized_storage_is_kept_until_the_word_rows_change(tmp_path):
     assert np.allclose(theirs.embedding("zzz"), emb.embedding("zzz"), atol=1e-6)
 
 
-def test_batch_lookups_equal_one_by_one(tmp_path):
-    """embedding_batch (vectorised FNV over n-gram columns, rows gathered a position at a time) gives the
-    bits of embedding() for known, unknown, empty and non-ASCII words, on a bucket vocab from the peer."""
+def test_batch_lookups_equal_one_by_one(tmp_path, monkeypatch):
+    """embedding_batch (vectorised FNV over n-gram columns, rows gathered a position at a time, a block of
+    words at a time) gives the bits of embedding() for known, unknown, empty and non-ASCII words, on a bucket
+    vocab from the peer."""
+    from wvformats import finalfusion
+
+    monkeypatch.setattr(finalfusion, "_SUM_BLOCK_BYTES", 48)  # blocks of 3 words (dim 4)
     embs, paths = _peer_files(tmp_path)
     for name in ("bucket", "fasttext", "simple"):
         emb = wv.read(paths[name])
-        words = ["hallo", "Daniël", "", "x", "東京タワー", "überspringen", "a", "zz" * 30, "日本"]
+        words = ["hallo", "Daniël", "", "x", "東京タワー", "überspringen", "a", "zz" * 30, "日本", "Straße",
+                 "naïveté", "ab"]
         m, found = emb.embedding_batch(words)
         for i, w in enumerate(words):
             v = emb.embedding(w)

@@ -163,14 +163,20 @@ def _fnv64_columns(cps: np.ndarray, lengths: np.ndarray, min_n: int, max_n: int)
     """
     out = np.empty(len(lengths), np.uint64)
     prime = np.uint64(_FNV64_PRIME)
+    prime4 = np.uint64(pow(_FNV64_PRIME, 4, 1 << 64))
     for n in range(min_n, max_n + 1):
         sel = np.flatnonzero(lengths == n)
         if not sel.size:
             continue
         h = np.full(sel.size, _length_state(n), np.uint64)
-        block = cps[sel, :n]
+        block = cps[sel, :n].astype(np.uint64)
+        latin1 = bool((block < 256).all())  # then three of each character's four bytes are zero
         for j in range(n):
-            c = block[:, j].astype(np.uint64)
+            c = block[:, j]
+            if latin1:  # xor with 0 changes nothing: (h ^ c) * p * p * p * p, with p^4 taken mod 2^64
+                h ^= c
+                h *= prime4
+                continue
             for shift in (0, 8, 16, 24):
                 h ^= (c >> np.uint64(shift)) & np.uint64(0xFF)
                 h *= prime
@@ -202,6 +208,9 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     return (hashes & mask).astype(np.int64) + n_words, owner
 
 
+_SUM_BLOCK_BYTES = 512 << 10  # composed_batch sums this many bytes of rows at a time
+
+
 def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ``n`` words, the L2-normalised sum of their n-gram rows, to the bits of :func:`composed`, and
     which words had any n-gram (``owner`` is sorted: each word's n-grams are together, in order).
@@ -215,15 +224,20 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     words = np.flatnonzero(found)
     if not words.size:
         return out, found
-    first = (np.cumsum(counts) - counts)[words]
-    cnt = counts[words]
-    acc = np.take(data, rows[first], axis=0).astype(np.float32, copy=False)
-    for j in range(1, int(cnt.max())):
-        more = np.flatnonzero(cnt > j)
-        if more.size == len(cnt):
-            acc += np.take(data, rows[first + j], axis=0)
-        else:
-            acc[more] += np.take(data, rows[first[more] + j], axis=0)
-    norms = np.sqrt((acc * acc).sum(axis=1))  # as composed: a pairwise sum along each row
-    out[words] = acc / np.where(norms > 0, norms, 1)[:, None]
+    starts = (np.cumsum(counts) - counts)[words]
+    block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
+    row = np.empty((min(block, len(words)), data.shape[1]), np.float32)  # the j-th rows of a block of words
+    for a in range(0, len(words), block):
+        first, cnt = starts[a : a + block], counts[words[a : a + block]]
+        acc = np.take(data, rows[first], axis=0).astype(np.float32, copy=False)
+        tmp = row[: len(first)]
+        for j in range(1, int(cnt.max())):
+            more = np.flatnonzero(cnt > j)
+            if more.size == len(cnt):
+                np.take(data, rows[first + j], axis=0, out=tmp)
+                acc += tmp
+            else:
+                acc[more] += np.take(data, rows[first[more] + j], axis=0)
+        norms = np.sqrt((acc * acc).sum(axis=1))  # as composed: a pairwise sum along each row
+        out[words[a : a + block]] = acc / np.where(norms > 0, norms, 1)[:, None]
     return out, found
