@@ -9,13 +9,14 @@ run fits a few minutes on 2 cores. Measures opening (mmap and read), OOV lookups
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import measure, table  # noqa: E402
+from common import floor_read, floor_write, measure, table  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -40,12 +41,14 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--bucket-exp", type=int, default=18)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--parts", default="open,oov,write", help="which measurements, comma-separated")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     p = str(generate(args.words, args.dim, args.bucket_exp))
     open(p, "rb").read()
     oov = [f"unknownword{i}" for i in range(2000)]
-    rows = [
-        ("floor: read() the file", measure("", f"open({p!r}, 'rb').read()", args.repeat)),
+    rows = [] if "open" not in parts else [
+        ("floor: read the file into memory", measure(*floor_read(p), args.repeat)),
         # wv.formats() loads the codec registry (about 60 ms, once per process), as `import finalfusion`
         # loads that library: imports are setup for both
         ("wvformats read (mmap)", measure("import wvformats as wv\nwv.formats()", f"e = wv.read({p!r}, mmap=True)",
@@ -57,34 +60,51 @@ def main() -> None:
         ("finalfusion-python (read)", measure("import finalfusion as ff", f"e = ff.load_finalfusion({p!r})",
                                               args.repeat)),
     ]
-    print(table(f"open {Path(p).name}", rows, "wvformats read (mmap)"))
-    lookups = [
-        ("wvformats embedding_batch (2000 OOV words)", measure(
-            f"import wvformats as wv\ne = wv.read({p!r})\nws = {oov!r}\ne.embedding_batch(ws[:10])",
-            "e.embedding_batch(ws)", args.repeat)),
-        ("wvformats embedding() x 2000", measure(f"import wvformats as wv\ne = wv.read({p!r})\nws = {oov!r}",
-                                                 "[e.embedding(w) for w in ws]", args.repeat)),
-        ("finalfusion-python embedding() x 2000", measure(
-            f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})\nws = {oov!r}",
-            "[e.embedding(w) for w in ws]", args.repeat)),
+    if rows:
+        print(table(f"open {Path(p).name}", rows, "wvformats read (mmap)"))
+    # both models in memory (finalfusion-python's default load reads the file; ours with mmap=False), five
+    # rounds of the same 2000 unknown words in each process, after one warm-up round
+    lookups = [] if "oov" not in parts else [
+        ("wvformats embedding_batch", measure(
+            f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\ne.embedding_batch(ws)",
+            "for _ in range(5): e.embedding_batch(ws)", args.repeat)),
+        ("wvformats embedding() per word", measure(
+            f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\n[e.embedding(w) for w in ws]",
+            "for _ in range(5): [e.embedding(w) for w in ws]", args.repeat)),
+        ("finalfusion-python embedding() per word", measure(
+            f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})\nws = {oov!r}\n[e.embedding(w) for w in ws]",
+            "for _ in range(5): [e.embedding(w) for w in ws]", args.repeat)),
     ]
-    print(table("OOV lookups (2000 unknown words; finalfusion-python has no batch call)", lookups,
-                "wvformats embedding_batch (2000 OOV words)"))
+    if lookups:
+        print(table("OOV lookups: 5 x 2000 unknown words (finalfusion-python has no batch call)", lookups,
+                    "wvformats embedding_batch"))
     out = str(DATA / "ff-out.fifu")
-    writes = [
-        ("floor: write() the file's bytes", measure(f"data = open({p!r}, 'rb').read()",
-                                                    f"f = open({out!r}, 'wb'); f.write(data); f.close()",
-                                                    args.repeat)),
-        ("wvformats write (atomic, fsync)", measure(f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)",
-                                                    f"wv.write(e, {out!r})", args.repeat)),
-        ("wvformats write (atomic, durable=False)", measure(
-            f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)", f"wv.write(e, {out!r}, durable=False)",
-            args.repeat)),
-        ("finalfusion-python write (in place, no fsync)", measure(
-            f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})", f"e.write({out!r})", args.repeat)),
-    ]
-    print(table("write (from a model read into memory; output replaces an existing file)", writes,
-                "wvformats write (atomic, durable=False)"))
+    for scenario, prepare in [] if "write" not in parts else [
+        ("a new file", f"os.path.exists({out!r}) and os.unlink({out!r})"),
+        ("replacing an existing file", f"os.path.exists({out!r}) or shutil.copyfile({p!r}, {out!r})"),
+    ]:
+        # every trial starts with no dirty pages (os.sync in the setup), so that one writer's writeback does
+        # not slow the next one down; the output is removed first or left in place, as the scenario says
+        def setup(load: str, prepare: str = prepare) -> str:
+            return f"import os, shutil\n{load}\n{prepare}\nos.sync()"
+
+        writes = [
+            ("floor: write the file's bytes", measure(
+                setup(floor_write(p, out)[0]), floor_write(p, out)[1], args.repeat)),
+            ("wvformats write (atomic, fsync: the default)", measure(
+                setup(f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)"), f"wv.write(e, {out!r})",
+                args.repeat)),
+            ("wvformats write (atomic, durable=False)", measure(
+                setup(f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)"),
+                f"wv.write(e, {out!r}, durable=False)", args.repeat)),
+            ("finalfusion-python write (in place, no fsync)", measure(
+                setup(f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})"), f"e.write({out!r})",
+                args.repeat)),
+        ]
+        print(table(f"write {scenario} (from a model read into memory)", writes,
+                    "wvformats write (atomic, durable=False)"))
+    if os.path.exists(out):
+        os.unlink(out)
 
 
 if __name__ == "__main__":
