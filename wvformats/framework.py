@@ -417,6 +417,13 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     first = np.cumsum(lens) - lens  # offset of each word inside the blob
     idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
     blob = u8[idx]
+    if errors == "strict" and n > 1 and not (blob == 10).any():
+        # no word holds a newline: put one between the words, decode once and let str.split cut them (a
+        # word that is not UTF-8 on its own fails the decode, whatever its neighbours)
+        try:
+            return np.insert(blob, first[1:], 10).tobytes().decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            pass
     lead = (blob & 0xC0) != 0x80
     nonempty = lens > 0
     if errors == "strict" and bool(lead[first[nonempty]].all()):
@@ -424,10 +431,6 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
             text = blob.tobytes().decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        if text is not None and n > 1 and not (blob == 10).any():
-            # no word holds a newline: put one between the words and let str.split cut them
-            joined = np.insert(blob, first[1:], 10).tobytes().decode("utf-8")
-            return joined.split("\n")
         if text is not None:
             if len(text) == total:  # all ASCII: byte offsets are character offsets
                 cuts = np.cumsum(lens).tolist()
