@@ -371,3 +371,41 @@ def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, f
     assert dict(layout) == dict(slow.layout)
     counted = tables._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
     assert counted is None  # a header count that disagrees with the body is left to the line loop
+
+
+def _build_both_ways(monkeypatch, s, obj, name, chunk):
+    """(result of the vectorised record writer, result of the per-record loop): bytes, or the error."""
+    from wvformats import tables
+
+    def run():
+        try:
+            return framework.build(s, obj, format=name)
+        except BuildError as e:  # the loop's offset is where it last flushed; the record is what must match
+            return (type(e), e.path, e.found)
+
+    monkeypatch.setattr(tables, "_PACK_CHUNK", chunk)
+    fast = run()
+    with monkeypatch.context() as m:
+        m.setattr(tables, "_pack_records", lambda words, rows, stream, start=0, **kw: start)
+        slow = run()
+    return fast, slow
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(emb=embeddings(word=st.one_of(any_word, st.sampled_from(["", " ", "a b", "\n", "x\x00y", "\ud800"]))),
+       chunk=st.integers(1, 4), newline=st.booleans(), gap=st.integers(0, 2))
+def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chunk, newline, gap):
+    """Leader and word2vec binary records packed a chunk at a time with numpy give the loop's bytes, and a
+    word that only the loop can judge (NUL, a space, an empty or unencodable word) gets the loop's error at
+    the same record, wherever it falls in a chunk."""
+    words, vectors = emb
+    leader = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
+                          records=cs.Container(words=words, vectors=vectors), trailer=b"")
+    fast, slow = _build_both_ways(monkeypatch, schema.leader, leader, "leader", chunk)
+    assert fast == slow
+    w2v = codec._w2v_bin_from((words, vectors), newline=newline)
+    w2v.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    if gap and words:
+        w2v.records.newlines = [gap * (i % 2) for i in range(len(words))]
+    fast, slow = _build_both_ways(monkeypatch, schema.word2vec_binary, w2v, "word2vec-binary", chunk)
+    assert fast == slow

@@ -112,6 +112,62 @@ def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarra
     return arr
 
 
+_PACK_CHUNK = 16384  # records packed into one buffer per write by _pack_records
+
+
+def _pack_records(words: list[Any], rows: np.ndarray, stream: Any, *, length_prefix: bool,
+                  gaps: Any = None, start: int = 0) -> int:
+    """Write binary records ``[gap newlines][u32le length]word[space]row`` from record ``start`` on, a chunk
+    of records at a time, each chunk built with numpy scatters into one buffer (Leader: ``length_prefix``;
+    word2vec: a space after the word and ``gaps`` newlines before it). Returns the index of the first record
+    it did not write: a word the vectorised path cannot vouch for (not a str, not encodable, holding the
+    separator used here, or, for word2vec, empty or holding a space) is left to the caller's checked loop,
+    which names it. ``rows``: the (n, 4 * dim) bytes of the vectors."""
+    sep = 0 if length_prefix else 10  # a byte that cannot be in the words joined with it
+    rb = rows.shape[1]
+    n = len(words)
+    at = start
+    while at < n:
+        chunk = words[at : at + _PACK_CHUNK]
+        if not all(type(w) is str for w in chunk):
+            return at
+        try:
+            u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8"), np.uint8)
+        except UnicodeEncodeError:
+            return at
+        cuts = np.flatnonzero(u8 == sep)
+        k = len(chunk)
+        if len(cuts) != k - 1 or (not length_prefix and bool((u8 == 32).any())):
+            return at
+        wlen = np.diff(np.concatenate([[-1], cuts, [len(u8)]])) - 1
+        if (not length_prefix and bool((wlen == 0).any())) or (k and int(wlen.max()) >= 1 << 32):
+            return at
+        gap = np.zeros(k, np.int64) if gaps is None else np.asarray(gaps[at : at + k], np.int64)
+        head = gap + (4 if length_prefix else 0)  # bytes before each word
+        size = head + wlen + (0 if length_prefix else 1) + rb
+        rec = np.cumsum(size) - size
+        out = np.empty(int(size.sum()), np.uint8)
+        if gap.any():
+            g = np.repeat(rec, gap) + np.arange(int(gap.sum())) - np.repeat(np.cumsum(gap) - gap, gap)
+            out[g] = 10
+        if length_prefix:
+            out[(rec + gap)[:, None] + np.arange(4)] = wlen.astype("<u4").view(np.uint8).reshape(-1, 4)
+        word_at = rec + head
+        keep = u8 != sep
+        owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
+        blob_at = np.cumsum(wlen + 1) - (wlen + 1)  # where each word starts in the joined bytes
+        dest = np.arange(len(u8)) - blob_at[owner] + word_at[owner]
+        out[dest[keep]] = u8[keep]
+        if not length_prefix:
+            out[word_at + wlen] = 32
+        if rb:
+            windows = np.lib.stride_tricks.as_strided(out, (len(out) - rb + 1, rb), (1, 1))
+            windows[word_at + wlen + (0 if length_prefix else 1)] = rows[at : at + k]
+        stream.write(out)
+        at += k
+    return at
+
+
 class LeaderRecords(_Checked):
     """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
 
@@ -150,8 +206,9 @@ class LeaderRecords(_Checked):
         pack = struct.Struct("<I").pack
         mv = byte_view(arr)
         rb = 4 * dim
+        done = _pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=True)
         chunk: list[bytes | memoryview] = []
-        for i, w in enumerate(words):
+        for i, w in enumerate(words[done:], done):
             if not isinstance(w, str):
                 raise fail(f"{path}[{i}].word", _tell(stream), "expected a str", BuildError)
             raw = w.encode("utf-8")
@@ -286,8 +343,10 @@ class Word2VecRecords(_Checked):
             raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
         mv = byte_view(arr)
         rb = 4 * dim
+        done = _pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
+                             gaps=gaps)
         chunk: list[bytes | memoryview] = []
-        for i, w in enumerate(words):
+        for i, w in enumerate(words[done:], done):
             raw = _word_bytes(w, f"{path}[{i}].word", stream)
             if gaps is not None and gaps[i]:
                 chunk.append(b"\n" * int(gaps[i]))
