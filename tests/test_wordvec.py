@@ -383,10 +383,11 @@ def _build_both_ways(monkeypatch, s, obj, name, chunk):
         except BuildError as e:  # the loop's offset is where it last flushed; the record is what must match
             return (type(e), e.path, e.found)
 
-    monkeypatch.setattr(tables, "_PACK_CHUNK", chunk)
+    monkeypatch.setattr(framework, "_PACK_CHUNK", chunk)
     fast = run()
     with monkeypatch.context() as m:
-        m.setattr(tables, "_pack_records", lambda words, rows, stream, start=0, **kw: start)
+        for module in (tables, framework):  # the binary record tables, and StringTable
+            m.setattr(module, "pack_records", lambda words, rows, stream, start=0, **kw: start)
         slow = run()
     return fast, slow
 
@@ -395,9 +396,9 @@ def _build_both_ways(monkeypatch, s, obj, name, chunk):
 @given(emb=embeddings(word=st.one_of(any_word, st.sampled_from(["", " ", "a b", "\n", "x\x00y", "\ud800"]))),
        chunk=st.integers(1, 4), newline=st.booleans(), gap=st.integers(0, 2))
 def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chunk, newline, gap):
-    """Leader and word2vec binary records packed a chunk at a time with numpy give the loop's bytes, and a
-    word that only the loop can judge (NUL, a space, an empty or unencodable word) gets the loop's error at
-    the same record, wherever it falls in a chunk."""
+    """Leader and word2vec binary records and u32-prefixed string tables packed a chunk at a time with numpy
+    give the loop's bytes, and a word that only the loop can judge (NUL, a space, an empty or unencodable
+    word) gets the loop's error at the same record, wherever it falls in a chunk."""
     words, vectors = emb
     leader = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
                           records=cs.Container(words=words, vectors=vectors), trailer=b"")
@@ -408,4 +409,7 @@ def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chun
     if gap and words:
         w2v.records.newlines = [gap * (i % 2) for i in range(len(words))]
     fast, slow = _build_both_ways(monkeypatch, schema.word2vec_binary, w2v, "word2vec-binary", chunk)
+    assert fast == slow
+    table = framework.StringTable(len(words))
+    fast, slow = _build_both_ways(monkeypatch, table, words, "strings", chunk)
     assert fast == slow

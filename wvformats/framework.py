@@ -548,34 +548,60 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
     return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
 
 
-def _pack_prefixed(strings: Sequence[Any]) -> bytes | None:
-    """``u32le length, UTF-8 bytes`` for every string, with one encode and numpy scatters; None when a
-    string is not a str, holds NUL (the separator used here) or does not encode (the caller's loop then
-    names it)."""
-    if not all(type(s) is str for s in strings):
-        return None
-    try:
-        blob = "\x00".join(strings).encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    u8 = np.frombuffer(blob, np.uint8)
-    cuts = np.flatnonzero(u8 == 0)
-    if len(cuts) != len(strings) - 1:
-        return None
-    ends = np.append(cuts, len(u8))
-    lens = ends - np.concatenate([[0], cuts + 1])
-    if lens.size and int(lens.max()) >= 1 << 32:
-        return None
-    out = np.empty(4 * len(strings) + len(u8) - len(cuts), np.uint8)
-    # record i starts at 4 * i + (bytes of the strings before it)
-    rec = 4 * np.arange(len(strings)) + np.concatenate([[0], np.cumsum(lens)[:-1]])
-    out[rec[:, None] + np.arange(4)] = lens.astype("<u4").view(np.uint8).reshape(-1, 4)
-    keep = u8 != 0
-    # each string byte moves right by the length fields before it (and left by the NULs dropped)
-    owner = np.cumsum(~keep)  # string index of each blob byte (separators count toward the next)
-    dest = np.arange(len(u8)) + 4 * (owner + 1) - owner
-    out[dest[keep]] = u8[keep]
-    return out.tobytes()
+_PACK_CHUNK = 16384  # records packed into one buffer per write by pack_records
+
+
+def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_prefix: bool,
+                  gaps: Any = None, start: int = 0) -> int:
+    """Write binary records ``[gap newlines][u32le length]word[space]row`` from record ``start`` on, a chunk
+    of records at a time, each chunk built with numpy scatters into one buffer (Leader: ``length_prefix``;
+    word2vec: a space after the word and ``gaps`` newlines before it). Returns the index of the first record
+    it did not write: a word the vectorised path cannot vouch for (not a str, not encodable, holding the
+    separator used here, or, for word2vec, empty or holding a space) is left to the caller's checked loop,
+    which names it. ``rows``: the (n, row bytes) bytes written after each word (none for a string table)."""
+    sep = 0 if length_prefix else 10  # a byte that cannot be in the words joined with it
+    rb = rows.shape[1]
+    n = len(words)
+    at = start
+    while at < n:
+        chunk = words[at : at + _PACK_CHUNK]
+        if not all(type(w) is str for w in chunk):
+            return at
+        try:
+            u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8"), np.uint8)
+        except UnicodeEncodeError:
+            return at
+        cuts = np.flatnonzero(u8 == sep)
+        k = len(chunk)
+        if len(cuts) != k - 1 or (not length_prefix and bool((u8 == 32).any())):
+            return at
+        wlen = np.diff(np.concatenate([[-1], cuts, [len(u8)]])) - 1
+        if (not length_prefix and bool((wlen == 0).any())) or (k and int(wlen.max()) >= 1 << 32):
+            return at
+        gap = np.zeros(k, np.int64) if gaps is None else np.asarray(gaps[at : at + k], np.int64)
+        head = gap + (4 if length_prefix else 0)  # bytes before each word
+        size = head + wlen + (0 if length_prefix else 1) + rb
+        rec = np.cumsum(size) - size
+        out = np.empty(int(size.sum()), np.uint8)
+        if gap.any():
+            g = np.repeat(rec, gap) + np.arange(int(gap.sum())) - np.repeat(np.cumsum(gap) - gap, gap)
+            out[g] = 10
+        if length_prefix:
+            out[(rec + gap)[:, None] + np.arange(4)] = wlen.astype("<u4").view(np.uint8).reshape(-1, 4)
+        word_at = rec + head
+        keep = u8 != sep
+        owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
+        blob_at = np.cumsum(wlen + 1) - (wlen + 1)  # where each word starts in the joined bytes
+        dest = np.arange(len(u8)) - blob_at[owner] + word_at[owner]
+        out[dest[keep]] = u8[keep]
+        if not length_prefix:
+            out[word_at + wlen] = 32
+        if rb:
+            windows = np.lib.stride_tricks.as_strided(out, (len(out) - rb + 1, rb), (1, 1))
+            windows[word_at + wlen + (0 if length_prefix else 1)] = rows[at : at + k]
+        stream.write(out)
+        at += k
+    return at
 
 
 class StringTable(_Checked):
@@ -643,15 +669,13 @@ class StringTable(_Checked):
         if len(strings) != count or indices is not None and len(indices) != count:
             raise fail(path, _tell(stream), "string count does not match its header", BuildError,
                        expected=count, found=len(obj))
-        if self._fmt.size == 4 and not self._ifmt and count:
-            fast = _pack_prefixed(strings)
-            if fast is not None:  # every string a str without NUL that encodes: one vectorised pass
-                stream.write(fast)
-                return obj
+        done = 0
+        if self._fmt.size == 4 and not self._ifmt:  # vectorised up to a string only the loop can judge
+            done = pack_records(strings, np.zeros((count, 0), np.uint8), stream, length_prefix=True)
         pack = self._fmt.pack
         limit = 1 << (8 * self._fmt.size)
         parts = []
-        for i, s in enumerate(strings):
+        for i, s in enumerate(strings[done:], done):
             raw = _encode(s, f"{path}[{i}]", stream)
             if len(raw) >= limit:
                 raise fail(f"{path}[{i}]", _tell(stream), "string too long for its length field", BuildError)

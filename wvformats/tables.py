@@ -28,6 +28,7 @@ from .framework import (
     decode_spans,
     fail,
     follow_chain,
+    pack_records,
     prefixed_starts,
     release,
     u32_at,
@@ -112,62 +113,6 @@ def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarra
     return arr
 
 
-_PACK_CHUNK = 16384  # records packed into one buffer per write by _pack_records
-
-
-def _pack_records(words: list[Any], rows: np.ndarray, stream: Any, *, length_prefix: bool,
-                  gaps: Any = None, start: int = 0) -> int:
-    """Write binary records ``[gap newlines][u32le length]word[space]row`` from record ``start`` on, a chunk
-    of records at a time, each chunk built with numpy scatters into one buffer (Leader: ``length_prefix``;
-    word2vec: a space after the word and ``gaps`` newlines before it). Returns the index of the first record
-    it did not write: a word the vectorised path cannot vouch for (not a str, not encodable, holding the
-    separator used here, or, for word2vec, empty or holding a space) is left to the caller's checked loop,
-    which names it. ``rows``: the (n, 4 * dim) bytes of the vectors."""
-    sep = 0 if length_prefix else 10  # a byte that cannot be in the words joined with it
-    rb = rows.shape[1]
-    n = len(words)
-    at = start
-    while at < n:
-        chunk = words[at : at + _PACK_CHUNK]
-        if not all(type(w) is str for w in chunk):
-            return at
-        try:
-            u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8"), np.uint8)
-        except UnicodeEncodeError:
-            return at
-        cuts = np.flatnonzero(u8 == sep)
-        k = len(chunk)
-        if len(cuts) != k - 1 or (not length_prefix and bool((u8 == 32).any())):
-            return at
-        wlen = np.diff(np.concatenate([[-1], cuts, [len(u8)]])) - 1
-        if (not length_prefix and bool((wlen == 0).any())) or (k and int(wlen.max()) >= 1 << 32):
-            return at
-        gap = np.zeros(k, np.int64) if gaps is None else np.asarray(gaps[at : at + k], np.int64)
-        head = gap + (4 if length_prefix else 0)  # bytes before each word
-        size = head + wlen + (0 if length_prefix else 1) + rb
-        rec = np.cumsum(size) - size
-        out = np.empty(int(size.sum()), np.uint8)
-        if gap.any():
-            g = np.repeat(rec, gap) + np.arange(int(gap.sum())) - np.repeat(np.cumsum(gap) - gap, gap)
-            out[g] = 10
-        if length_prefix:
-            out[(rec + gap)[:, None] + np.arange(4)] = wlen.astype("<u4").view(np.uint8).reshape(-1, 4)
-        word_at = rec + head
-        keep = u8 != sep
-        owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
-        blob_at = np.cumsum(wlen + 1) - (wlen + 1)  # where each word starts in the joined bytes
-        dest = np.arange(len(u8)) - blob_at[owner] + word_at[owner]
-        out[dest[keep]] = u8[keep]
-        if not length_prefix:
-            out[word_at + wlen] = 32
-        if rb:
-            windows = np.lib.stride_tricks.as_strided(out, (len(out) - rb + 1, rb), (1, 1))
-            windows[word_at + wlen + (0 if length_prefix else 1)] = rows[at : at + k]
-        stream.write(out)
-        at += k
-    return at
-
-
 class LeaderRecords(_Checked):
     """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
 
@@ -206,7 +151,7 @@ class LeaderRecords(_Checked):
         pack = struct.Struct("<I").pack
         mv = byte_view(arr)
         rb = 4 * dim
-        done = _pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=True)
+        done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=True)
         chunk: list[bytes | memoryview] = []
         for i, w in enumerate(words[done:], done):
             if not isinstance(w, str):
@@ -343,8 +288,8 @@ class Word2VecRecords(_Checked):
             raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
         mv = byte_view(arr)
         rb = 4 * dim
-        done = _pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
-                             gaps=gaps)
+        done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
+                            gaps=gaps)
         chunk: list[bytes | memoryview] = []
         for i, w in enumerate(words[done:], done):
             raw = _word_bytes(w, f"{path}[{i}].word", stream)
@@ -391,8 +336,10 @@ def _fmt_g5(row: np.ndarray) -> list[str]:
 STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5}
 
 
-def detect_style(lines: list[list[str]], values: np.ndarray) -> str:
-    """The number style that reproduces the sampled lines' tokens from their values ("repr" if none does)."""
+def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
+    """The number style that reproduces the sampled lines' numbers (each chunk from the line's first space
+    on) from their values ("repr" if none does)."""
+    lines = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in chunks]
     for name, fn in STYLES.items():
         if all(fn(row) == tokens for tokens, row in zip(lines, values, strict=False)):
             return name
@@ -536,14 +483,13 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
         n = table.num_rows
         if crlf and n != cr:
             return None
-        offsets = _arrow_offsets(table.column("w"), n)
+        offsets, data = _arrow_binary(table.column("w"), n)
         if n and int(np.diff(offsets).min()) == 0:
             return None  # a line starting with a space: the line loop reports it
-        if trailing and (offsets_t := _arrow_offsets(table.column("t"), n))[-1] != offsets_t[0]:
+        if trailing and (tail := _arrow_binary(table.column("t"), n)[0])[-1] != tail[0]:
             return None  # something after the trailing space
         try:
-            words += decode_spans(table.column("w").combine_chunks().buffers()[2] or b"", offsets[:-1],
-                                  offsets[1:], errors, path, 0)
+            words += decode_spans(data, offsets[:-1], offsets[1:], errors, path, 0)
         except FormatError:
             return None
         stacked = np.empty((dim, n), np.float64)
@@ -569,8 +515,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
     del parts
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
-    sample = [_line_numbers(ln).decode("ascii", "replace").split(" ")[1:] for ln in head.split(b"\n")[:-1]]
-    style = detect_style(sample, vectors[:50]) if rows else "repr"
+    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
     layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
                           final_newline=True)
     return words, vectors, layout
@@ -584,10 +529,11 @@ def _line_numbers(line: bytes) -> bytes:
     return line[line.find(b" ") :]
 
 
-def _arrow_offsets(column: Any, n: int) -> np.ndarray:
-    """The n + 1 value offsets of a binary column, as int64 positions in its data buffer."""
+def _arrow_binary(column: Any, n: int) -> tuple[np.ndarray, Any]:
+    """A binary column's n + 1 value offsets (int64 positions in its data buffer) and that buffer."""
     array = column.combine_chunks()
-    return np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4).astype(np.int64)
+    offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4).astype(np.int64)
+    return offsets, array.buffers()[2] or b""
 
 
 def _nth_newline(buf: Any, pos: int, n: int) -> int:
@@ -681,8 +627,7 @@ class TextRecords(_Checked):
         stream.seek(base + pos)
         style = "repr"
         if len(words):
-            sample = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in parsed.sample]
-            style = detect_style(sample, parsed.sample_values)
+            style = detect_style(parsed.sample, parsed.sample_values)
         ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
         layout = cs.Container(style=style, trailing_space=bool(lines) and trailing == lines,
                               crlf=bool(lines) and crlf == lines, final_newline=ends_nl)
