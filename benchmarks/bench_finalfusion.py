@@ -88,9 +88,9 @@ def main() -> None:
         def setup(load: str, prepare: str = prepare) -> str:
             return f"import os, shutil\n{load}\n{prepare}\nos.sync()"
 
+        load, write = floor_write(p, out)
         writes = [
-            ("floor: write the file's bytes", measure(
-                setup(floor_write(p, out)[0]), floor_write(p, out)[1], args.repeat)),
+            ("floor: write the file's bytes", measure(setup(load), write, args.repeat)),
             ("wvformats write (atomic, fsync: the default)", measure(
                 setup(f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)"), f"wv.write(e, {out!r})",
                 args.repeat)),
