@@ -209,3 +209,15 @@ def test_follow_chain_matches_the_one_by_one_walk(records, most):
     starts_a, ends_a = np.array(starts, np.int64), np.array(ends, np.int64)
     got = framework.follow_chain(starts_a, ends_a, most).tolist()
     assert got == _chain_reference(starts_a, ends_a, most)
+
+
+@given(data=st.binary(max_size=80).map(lambda b: bytes(c if c < 3 else 0 for c in b)) | st.binary(max_size=80),
+       lo=st.integers(0, 80), width=st.integers(0, 80))
+def test_short_prefix_candidates_are_exactly_the_offsets_before_three_zero_bytes(data, lo, width):
+    """The u16 shortcut finds every offset in [lo, hi - 4] whose next three bytes are zero, and no other,
+    whatever the window's parity and edges."""
+    hi = min(len(data), lo + width)
+    lo = min(lo, hi)
+    u8 = np.frombuffer(data, np.uint8)
+    want = [p for p in range(lo, hi - 3) if data[p + 1 : p + 4] == b"\0\0\0"]
+    assert framework._short_prefixes(u8, lo, hi).tolist() == want

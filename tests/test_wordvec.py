@@ -227,6 +227,25 @@ def test_duplicates_first_wins_with_warning(tmp_path, text_parser):
     assert e.words == ["a", "b", "a", "c"] and e["a"][0] == 1 and e.duplicates == 1 and e.index("c") == 3
 
 
+class _Colliding(str):
+    """A str whose hash collides with every other one's: the duplicate count must compare the words."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+@given(st.lists(st.sampled_from(["a", "b", "東", "a\u00a0", ""]) | st.text(max_size=3), max_size=40),
+       st.booleans())
+def test_duplicate_count_equals_what_the_index_shadows(words, collide):
+    from wvformats.embeddings import count_duplicates
+
+    if collide:
+        words = [_Colliding(w) for w in words]
+    assert count_duplicates(words) == len(words) - len(set(words))
+    e = wv.Embeddings(words, np.zeros((len(words), 1), np.float32))
+    assert e.duplicates == len(words) - len(e.vocab)
+
+
 def test_limit_vocab_and_dtype_options(tmp_path, emb):
     for fmt in ["leader", "word2vec-binary", "word2vec-text", "glove"]:
         p = tmp_path / fmt

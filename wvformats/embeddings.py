@@ -13,6 +13,21 @@ class DuplicateWordsWarning(UserWarning):
     """A file holds the same word more than once; lookups use the first occurrence."""
 
 
+def count_duplicates(words: Sequence[str]) -> int:
+    """How many of ``words`` equal an earlier one: the strings' hashes are sorted in numpy, and only words
+    whose hash occurs twice are compared (about half the time of building the word index)."""
+    n = len(words)
+    if n < 2:
+        return 0
+    hashes = np.fromiter(map(hash, words), np.int64, n)
+    ordered = np.sort(hashes)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not repeated.size:
+        return 0
+    suspects = [words[i] for i in np.flatnonzero(np.isin(hashes, repeated)).tolist()]
+    return len(suspects) - len(set(suspects))
+
+
 class Embeddings:
     """Words in file order and one float32 row per word.
 
@@ -44,20 +59,27 @@ class Embeddings:
         self.metadata = metadata
         self.extra: dict[str, Any] = dict(extra or {})
         self._index: dict[str, int] | None = None
-        self.duplicates = 0
+        self._duplicates: int | None = None
 
     # -- lookups -------------------------------------------------------------------------------------------
 
     @property
     def vocab(self) -> dict[str, int]:
-        """word -> row of its first occurrence."""
+        """word -> row of its first occurrence (built on first use, as reading and converting need none)."""
         if self._index is None:
             n = len(self.words)
             # built from the last word to the first, so that the first occurrence is the one kept (C speed)
             index = dict(zip(reversed(self.words), range(n - 1, -1, -1), strict=True))
-            self.duplicates = n - len(index)
+            self._duplicates = n - len(index)
             self._index = index
         return self._index
+
+    @property
+    def duplicates(self) -> int:
+        """How many rows repeat an earlier word (lookups never reach them)."""
+        if self._duplicates is None:
+            self._duplicates = count_duplicates(self.words)
+        return self._duplicates
 
     def __len__(self) -> int:
         return len(self.words)
@@ -169,7 +191,6 @@ class Embeddings:
 
     def warn_duplicates(self) -> None:
         """Count duplicates now and warn once if there are any."""
-        _ = self.vocab
         if self.duplicates:
             warnings.warn(
                 f"{self.duplicates} duplicate word(s); lookups use the first occurrence",

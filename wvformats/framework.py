@@ -400,6 +400,9 @@ def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str
     return out
 
 
+_SPAN_CHUNK = 1 << 16  # words gathered per pass by decode_spans
+
+
 def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
                  base: int, field: str = ".word") -> list[str]:
     """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
@@ -415,8 +418,14 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     lens = ends - starts
     total = int(lens.sum())
     first = np.cumsum(lens) - lens  # offset of each word inside the blob
-    idx = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
-    blob = u8[idx]
+    blob = np.empty(total, np.uint8)
+    ordered = bool((starts[1:] >= starts[:-1]).all())
+    for a in range(0, n, _SPAN_CHUNK):  # a chunk of words at a time, letting go of the pages read
+        b = min(n, a + _SPAN_CHUNK)
+        lo, hi = int(first[a]), int(first[b - 1] + lens[b - 1])
+        blob[lo:hi] = u8[np.repeat(starts[a:b] - first[a:b], lens[a:b]) + np.arange(lo, hi, dtype=np.int64)]
+        if ordered:
+            release(buf, int(starts[b - 1]))
     if errors == "strict" and n > 1 and not (blob == 10).any():
         # no word holds a newline: put one between the words, decode once and let str.split cut them (a
         # word that is not UTF-8 on its own fails the decode, whatever its neighbours)
@@ -487,46 +496,56 @@ def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     return np.concatenate([np.arange(head, dtype=np.int64), path])
 
 
-def u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The little-endian u32 at each byte offset of ``u8`` (offsets need not be aligned), as int64."""
-    v = u8[offsets].astype(np.int64) | u8[offsets + 1].astype(np.int64) << 8
-    return v | u8[offsets + 2].astype(np.int64) << 16 | u8[offsets + 3].astype(np.int64) << 24
+def _short_prefixes(u8: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Offsets ``p`` in ``[lo, hi - 4]`` whose next three bytes are zero: where a u32le length under 256 may
+    start. Any three bytes hold an aligned zero u16, so one compare of the window as u16 (half the elements
+    of a byte compare) finds the few places worth a look; the byte on either side of each then decides."""
+    a = lo + 1 + ((lo + 1) & 1)  # the first even offset after lo
+    b = hi - ((hi - a) & 1)  # u16 view [a, b)
+    if b - a < 2:
+        return np.zeros(0, np.int64)
+    pairs = a + 2 * np.flatnonzero(u8[a:b].view(np.uint16) == 0)
+    # the pair is bytes p+2, p+3 (p = pair - 2, byte p+1 must be zero) or bytes p+1, p+2 (p = pair - 1,
+    # byte p+3 must be zero); in that order the candidates come out sorted
+    before = (u8[pairs - 1] == 0) & (pairs >= lo + 2)
+    after = (u8[np.minimum(pairs + 2, hi - 1)] == 0) & (pairs + 2 < hi)
+    return np.stack([pairs - 2, pairs - 1], axis=1).ravel()[np.stack([before, after], axis=1).ravel()]
 
 
 def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int,
-                    fixed: int = 0) -> tuple[np.ndarray, int]:
-    """Starts of ``count`` records ``u32le length, bytes[, fixed bytes]`` back to back from ``pos`` (``fixed``:
-    a tail of constant size, as a Leader record's vector); the position after.
+                    fixed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """Starts and lengths of ``count`` records ``u32le length, bytes[, fixed bytes]`` back to back from ``pos``
+    (``fixed``: a tail of constant size, as a Leader record's vector); the position after.
 
     Runs of records shorter than 256 bytes are found a window at a time: the candidates are the offsets
     followed by three zero bytes (numpy), each candidate's successor is looked up among them (numpy), and the
-    run is the chain of successors from the current offset (a cheap loop over a list; candidates inside a
-    record, from NULs in a string or zero bytes in a vector, are never reached). Where no run starts (a
+    run is the chain of successors from the current offset (candidates inside a record, from NULs in a
+    string or zero bytes in a vector, are never reached). Where no run starts (a
     longer record, or the end of the data) the checked loop takes the next 256 records; it names the record
     (``path[i]``) of a truncation.
     """
     u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
     unpack = _U32.unpack_from
     parts: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
     done = 0
     window = 1 << 16
     while done < count:
         hi = min(end, pos + window)
-        seg = u8[pos:hi]
         run = np.zeros(0, np.int64)
-        if len(seg) >= 4:
-            z = seg == 0
-            c = np.flatnonzero(z[1:-2] & z[2:-1] & z[3:]).astype(np.int64)
-            if c.size and c[0] == 0:
-                nxt = c + (4 + fixed) + seg[c]
-                # a candidate inside a record (NULs in a string or a vector) is never reached
-                idx = follow_chain(c, nxt, count - done)
-                k = int(np.searchsorted(nxt[idx], len(seg), "right"))  # whole records inside the window
-                run = c[idx[:k]]
+        c = _short_prefixes(u8, pos, hi)
+        if c.size and c[0] == pos:
+            lens = u8[c].astype(np.int64)
+            nxt = c + (4 + fixed) + lens
+            # a candidate inside a record (NULs in a string or a vector) is never reached
+            idx = follow_chain(c, nxt, count - done)
+            k = int(np.searchsorted(nxt[idx], hi, "right"))  # whole records inside the window
+            run = c[idx[:k]]
         if run.size:
-            parts.append(run + pos)
+            parts.append(run)
+            sizes.append(lens[idx[:k]])
             done += len(run)
-            pos += int(run[-1]) + 4 + fixed + int(seg[run[-1]])
+            pos = int(nxt[idx[k - 1]])
             window = min(window * 2, 1 << 24)
             release(buf, pos)
             continue
@@ -534,6 +553,7 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
         # so that tables of long strings do not rescan a window per record
         window = 1 << 16
         stepped: list[int] = []
+        lengths: list[int] = []
         for _ in range(min(256, count - done)):
             if pos + 4 > end:
                 raise fail(f"{path}[{done}]", base + pos, "string length", TruncatedError)
@@ -542,10 +562,14 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
                 raise fail(f"{path}[{done}]", base + pos + 4, f"record needs {n + fixed} bytes but only "
                            f"{end - pos - 4} remain", TruncatedError)
             stepped.append(pos)
+            lengths.append(n)
             done += 1
             pos += 4 + n + fixed
         parts.append(np.array(stepped, np.int64))
-    return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
+        sizes.append(np.array(lengths, np.int64))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+    return np.concatenate(parts), np.concatenate(sizes), pos
 
 
 _PACK_CHUNK = 16384  # records packed into one buffer per write by pack_records
@@ -632,8 +656,7 @@ class StringTable(_Checked):
         end = len(buf)
         pos = start - base
         if width == 4 and not self._ifmt:  # the common table: vectorised offsets, one decode
-            starts, pos = prefixed_starts(buf, pos, end, count, path, base)
-            n = u32_at(np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8), starts)
+            starts, n, pos = prefixed_starts(buf, pos, end, count, path, base)
             out = decode_spans(buf, starts + 4, starts + 4 + n, "strict", path, base, field="")
             stream.seek(base + pos)
             return out

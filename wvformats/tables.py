@@ -10,8 +10,10 @@ details (newlines between binary records, the number style of text files) make t
 
 from __future__ import annotations
 
+import mmap
 import struct
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import construct as cs
@@ -31,7 +33,6 @@ from .framework import (
     pack_records,
     prefixed_starts,
     release,
-    u32_at,
 )
 
 F32 = np.dtype("<f4")
@@ -50,14 +51,16 @@ def _errors(context: Any) -> str:
     return _params(context).get("unicode_errors", "strict")
 
 
-def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
-    """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix.
+def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix (into
+    ``out`` when it has that shape).
 
     Rows sit at arbitrary byte offsets: every window of ``4 * dim`` bytes of the buffer is a row of a
     strided view, and indexing it copies the wanted windows (a memcpy per row), a few MB at a time.
     """
     n = len(vstarts)
-    out = np.empty((n, dim), F32)
+    if out is None or out.shape != (n, dim):
+        out = np.empty((n, dim), F32)
     if n == 0 or dim == 0:
         return out
     u8 = np.frombuffer(buf, np.uint8)
@@ -71,6 +74,35 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int) -> np.ndarray:
         if ordered:  # rows in file order: the pages behind them are done with
             release(buf, int(idx[min(a + step, n) - 1]))
     return out
+
+
+_POOL: ThreadPoolExecutor | None = None
+_AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
+
+
+def _background(fn: Any, *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` on a worker thread. The work sent here is numpy copying and page faulting, which
+    release the GIL, so it proceeds beside the Python work of the caller (decoding the words)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
+    return _POOL.submit(fn, *args)
+
+
+def _touched(shape: tuple[int, int]) -> np.ndarray:
+    """An uninitialised float32 matrix with every page already faulted in (one write per page)."""
+    out = np.empty(shape, F32)
+    out.reshape(-1).view(np.uint8)[:: mmap.PAGESIZE] = 0
+    return out
+
+
+def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> Future[Any] | None:
+    """Start allocating the (count, dim) result while the record offsets are found, when the table is big
+    and ``count`` records of at least ``least`` bytes fit in the ``room`` bytes left (a hostile count gets
+    nothing ahead: the matrix is then allocated for the records really found)."""
+    if _params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
+        return None
+    return _background(_touched, (count, dim))
 
 
 def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
@@ -88,11 +120,26 @@ def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
 
 
 def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
-           path: str, base: int) -> tuple[list[str], np.ndarray]:
-    """Words and vectors of a binary table from the record offsets found by a parse loop."""
+           path: str, base: int, ahead: Future[Any] | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and vectors of a binary table from the record offsets found by a parse loop (``ahead``: the
+    matrix being allocated by :func:`_matrix_ahead`).
+
+    The rows are copied on a worker thread while this one decodes the words; with the ``vocab`` option the
+    words come first, to choose the rows."""
     ws = np.asarray(wstarts, np.int64)
-    words = decode_spans(buf, ws, np.asarray(wends, np.int64), _errors(context), path, base)
+    we = np.asarray(wends, np.int64)
     vs = np.asarray(vstarts, np.int64)
+    if _params(context).get("vocab") is None:
+        out = ahead.result() if ahead is not None else None
+        if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
+            return decode_spans(buf, ws, we, _errors(context), path, base), _gather_rows(buf, vs, dim)
+        rows = _background(_gather_rows, buf, vs, dim, out)
+        try:
+            words = decode_spans(buf, ws, we, _errors(context), path, base)
+        finally:
+            vectors = rows.result()  # the copy reads ``buf``: it ends before any error leaves here
+        return words, vectors
+    words = decode_spans(buf, ws, we, _errors(context), path, base)
     keep = _keep_vocab(context, words)
     if keep is not None:
         words = [words[i] for i in keep]
@@ -132,11 +179,9 @@ class LeaderRecords(_Checked):
         # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
         # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
         # count runs into the end of the file long before memory runs out: offsets grow as records are found.
-        rs, pos = prefixed_starts(buf, pos, end, count, path, base, fixed=rowbytes)
-        u8 = np.frombuffer(buf, np.uint8)
-        lens = u32_at(u8, rs)
-        del u8
-        words, vectors = _table(context, buf, rs + 4, rs + 4 + lens, rs + 4 + lens, dim, path, base)
+        ahead = _matrix_ahead(context, count, dim, 4 + rowbytes, end - pos)
+        rs, lens, pos = prefixed_starts(buf, pos, end, count, path, base, fixed=rowbytes)
+        words, vectors = _table(context, buf, rs + 4, rs + 4 + lens, rs + 4 + lens, dim, path, base, ahead)
         stream.seek(base + pos)
         return cs.Container(words=words, vectors=vectors)
 
@@ -208,6 +253,15 @@ def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
     return ws + pos, sps + pos, int(vec_end[idx[-1]]) + pos
 
 
+def _flush(loose: list[tuple[int, int]], starts: list[np.ndarray], ends: list[np.ndarray]) -> None:
+    """Move records found one by one onto the lists of offset arrays, as one array each."""
+    if loose:
+        pairs = np.array(loose, np.int64)
+        starts.append(pairs[:, 0])
+        ends.append(pairs[:, 1])
+        loose.clear()
+
+
 class Word2VecRecords(_Checked):
     """``count`` word2vec binary records: word bytes, one space, ``dim`` little-endian float32.
 
@@ -231,10 +285,13 @@ class Word2VecRecords(_Checked):
         pos = stream.tell() - base
         end = len(buf)
         find = buf.find
-        wstarts: list[int] = []  # grown per record: a hostile count cannot allocate ahead of the data
-        wends: list[int] = []
+        # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
+        wstarts: list[np.ndarray] = []
+        wends: list[np.ndarray] = []
+        loose: list[tuple[int, int]] = []  # records taken one by one since the last run
         gaps: dict[int, int] = {}
         u8 = np.frombuffer(buf, np.uint8) if end else np.zeros(0, np.uint8)
+        ahead = _matrix_ahead(context, count, dim, 2 + rowbytes, end - pos)
         i = 0
         while i < count:
             # a run of records found vectorised: from each space ending a word, the vector, at most one
@@ -243,8 +300,9 @@ class Word2VecRecords(_Checked):
             if len(ws):
                 for k in np.flatnonzero(ws - np.concatenate([[pos], sps[:-1] + 1 + rowbytes])).tolist():
                     gaps[i + k] = int(ws[k] - (pos if k == 0 else sps[k - 1] + 1 + rowbytes))
-                wstarts.extend(ws.tolist())
-                wends.extend(sps.tolist())
+                _flush(loose, wstarts, wends)
+                wstarts.append(ws)
+                wends.append(sps)
                 i += len(ws)
                 pos = after
                 release(buf, pos)
@@ -264,10 +322,12 @@ class Word2VecRecords(_Checked):
             if pos > end:
                 raise fail(f"{path}[{i}].vector", base + sp + 1,
                            f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
-            wstarts.append(w)
-            wends.append(sp)
+            loose.append((w, sp))
             i += 1
-        words, vectors = _table(context, buf, wstarts, wends, [e + 1 for e in wends], dim, path, base)
+        _flush(loose, wstarts, wends)
+        ws = np.concatenate(wstarts) if wstarts else np.zeros(0, np.int64)
+        we = np.concatenate(wends) if wends else np.zeros(0, np.int64)
+        words, vectors = _table(context, buf, ws, we, we + 1, dim, path, base, ahead)
         stream.seek(base + pos)
         newlines = None
         if gaps and _params(context).get("vocab") is None:
@@ -463,8 +523,11 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
                                         newlines_in_values=False, ignore_empty_lines=False),
         convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
                                             quoted_strings_can_be_null=False))
+    if count is not None and count * (2 + 2 * dim) > end - pos:
+        return None  # more lines than the bytes can hold: the line loop names where they run out
     u8 = np.frombuffer(buf, np.uint8)
-    parts: list[np.ndarray] = []
+    ahead = _background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
+    out: np.ndarray | None = None
     words: list[str] = []
     rows = 0
     at = pos
@@ -492,33 +555,42 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
             words += decode_spans(data, offsets[:-1], offsets[1:], errors, path, 0)
         except FormatError:
             return None
-        stacked = np.empty((dim, n), np.float64)
-        for j in range(dim):
-            col = table.column(j + 1)
-            k = 0
-            for chunk in col.chunks:
-                stacked[j, k : k + len(chunk)] = chunk.to_numpy()
-                k += len(chunk)
+        out = ahead.result() if out is None else out
+        if rows + n > len(out):
+            return None
+        part = out[rows : rows + n]
+        with np.errstate(all="ignore"):  # float64 to float32 as numpy's parser rounds, column by column
+            for j in range(dim):
+                k = 0
+                for chunk in table.column(j + 1).chunks:
+                    part[k : k + len(chunk), j] = chunk.to_numpy()
+                    k += len(chunk)
         del table
-        with np.errstate(all="ignore"):
-            part = stacked.T.astype(F32)
-        del stacked
         nan = np.isnan(part)
         if nan.any():
             part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
-        parts.append(part)
         rows += n
         release(buf, stop)
         at = stop
-    if count is not None and rows != count:
+    vectors = ahead.result() if out is None else out
+    if rows != len(vectors):
         return None
-    vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    del parts
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
     style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
     layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
                           final_newline=True)
     return words, vectors, layout
+
+
+def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int) -> np.ndarray:
+    """The (lines, dim) result of a text body, faulted in: ``count`` lines, or as many as it has newlines."""
+    if count is None:
+        u8 = np.frombuffer(buf, np.uint8)
+        count = 0
+        for a in range(pos, end, _ARROW_PIECE):
+            count += int(np.count_nonzero(u8[a : min(end, a + _ARROW_PIECE)] == 10))
+            release(buf, a)
+    return _touched((count, dim))
 
 
 def _line_numbers(line: bytes) -> bytes:

@@ -8,7 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ..embeddings import Embeddings
+from ..embeddings import Embeddings, count_duplicates
 from ..errors import BuildError
 from ..registry import Format, register, schema_io
 from ..schemas import wordvec as schema
@@ -177,7 +177,7 @@ def _inspect(parsed: Any) -> dict[str, Any]:
     trailer = parsed.get("trailer")
     if trailer:
         info["trailing_bytes"] = len(trailer)
-    info["duplicates"] = len(rec["words"]) - len(set(rec["words"]))
+    info["duplicates"] = count_duplicates(rec["words"])
     return info
 
 
