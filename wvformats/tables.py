@@ -478,7 +478,8 @@ class _TextNumbers:
 
 
 _ARROW_MIN_BYTES = 1 << 20  # text bodies at least this large try pyarrow's parser first (tests lower it)
-_ARROW_PIECE = 16 << 20  # bytes of lines handed to pyarrow at once: bounds the float64 intermediate
+_ARROW_PIECE = 8 << 20  # bytes of lines handed to pyarrow at once: bounds the float64 intermediate
+_ARROW_BLOCK = 2 << 20  # pyarrow parses a piece in blocks of this size, one per thread
 
 
 def _arrow_csv() -> Any:
@@ -518,7 +519,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     names = ["w", *(f"v{j}" for j in range(dim)), *(["t"] if trailing else [])]
     types = {n: pa.float64() for n in names[1 : dim + 1]} | {"w": pa.binary(), "t": pa.binary()}
     options = dict(
-        read_options=pcsv.ReadOptions(column_names=names, block_size=4 << 20),
+        read_options=pcsv.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
         parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
                                         newlines_in_values=False, ignore_empty_lines=False),
         convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
@@ -527,51 +528,61 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
         return None  # more lines than the bytes can hold: the line loop names where they run out
     u8 = np.frombuffer(buf, np.uint8)
     ahead = _background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
-    out: np.ndarray | None = None
-    words: list[str] = []
-    rows = 0
-    at = pos
-    while at < end:
+
+    def piece(at: int) -> tuple[int, Any]:
+        """Parse the lines from ``at`` up to about _ARROW_PIECE bytes on: (where they stop, table or None)."""
         stop = buf.find(b"\n", min(at + _ARROW_PIECE, end - 1), end) + 1
         if crlf:  # \r only right before each \n, or a word holding a \r would be cut in two
             cr = int(np.count_nonzero(u8[at:stop] == 13))
             if cr != int(np.count_nonzero(u8[at:stop] == 10)):
-                return None
+                return stop, None
         elif buf.find(b"\r", at, stop) >= 0:
-            return None
+            return stop, None
         try:
             table = pcsv.read_csv(pa.py_buffer(memoryview(buf)[at:stop]), **options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
-        n = table.num_rows
-        if crlf and n != cr:
-            return None
-        offsets, data = _arrow_binary(table.column("w"), n)
-        if n and int(np.diff(offsets).min()) == 0:
-            return None  # a line starting with a space: the line loop reports it
-        if trailing and (tail := _arrow_binary(table.column("t"), n)[0])[-1] != tail[0]:
-            return None  # something after the trailing space
-        try:
-            words += decode_spans(data, offsets[:-1], offsets[1:], errors, path, 0)
-        except FormatError:
-            return None
-        out = ahead.result() if out is None else out
-        if rows + n > len(out):
-            return None
-        part = out[rows : rows + n]
-        with np.errstate(all="ignore"):  # float64 to float32 as numpy's parser rounds, column by column
-            for j in range(dim):
-                k = 0
-                for chunk in table.column(j + 1).chunks:
-                    part[k : k + len(chunk), j] = chunk.to_numpy()
-                    k += len(chunk)
-        del table
-        nan = np.isnan(part)
-        if nan.any():
-            part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
-        rows += n
-        release(buf, stop)
-        at = stop
+            return stop, None
+        return stop, (None if crlf and table.num_rows != cr else table)
+
+    out: np.ndarray | None = None
+    words: list[str] = []
+    rows = 0
+    pending = _background(piece, pos)  # the next piece parses on a worker while this thread copies one
+    try:
+        while pending is not None:
+            stop, table = pending.result()
+            pending = _background(piece, stop) if stop < end and table is not None else None
+            if table is None:
+                return None
+            n = table.num_rows
+            offsets, data = _arrow_binary(table.column("w"), n)
+            if n and int(np.diff(offsets).min()) == 0:
+                return None  # a line starting with a space: the line loop reports it
+            if trailing and (tail := _arrow_binary(table.column("t"), n)[0])[-1] != tail[0]:
+                return None  # something after the trailing space
+            try:
+                words += decode_spans(data, offsets[:-1], offsets[1:], errors, path, 0)
+            except FormatError:
+                return None
+            out = ahead.result() if out is None else out
+            if rows + n > len(out):
+                return None
+            part = out[rows : rows + n]
+            with np.errstate(all="ignore"):  # float64 to float32 as numpy's parser rounds, column by column
+                for j in range(dim):
+                    k = 0
+                    for chunk in table.column(j + 1).chunks:
+                        part[k : k + len(chunk), j] = chunk.to_numpy()
+                        k += len(chunk)
+            del table
+            nan = np.isnan(part)
+            if nan.any():
+                part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
+            rows += n
+            release(buf, stop)
+    finally:
+        if pending is not None:  # a piece still reading the buffer: done before the caller may close it
+            pending.result()
     vectors = ahead.result() if out is None else out
     if rows != len(vectors):
         return None
