@@ -489,3 +489,72 @@ def test_vectorised_bucket_rows_equal_the_per_word_indexer(words, min_n, extra, 
     rows_of = indexer("bucket_subword_vocab", {"bucket_exp": exp, "min_n": min_n, "max_n": min_n + extra}, 7)
     rows, owner = bucket_rows_batch(words, min_n, min_n + extra, exp, 7)
     assert [rows[owner == i].tolist() for i in range(len(words))] == [rows_of(w) for w in words]
+
+
+@pytest.mark.parametrize("proj,norms", [(False, False), (True, True)])
+def test_quantized_files_open_lazily_and_look_up_like_finalfusion_python(tmp_path, proj, norms):
+    """A quantized storage is not reconstructed when the file is opened: lookups (known words, batches,
+    n-gram composition) reconstruct only their rows, give what the whole matrix gives and what the peer
+    gives, and writing the embeddings back gives the same file without reconstructing anything."""
+    rng = np.random.default_rng(13)
+    words = ["hallo", "Daniël", "東京", "x", "überspringen"]
+    n, q, c, sub, exp = len(words), 3, 8, 2, 4
+    r, rows = q * sub, len(words) + 2**exp
+    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
+                        n_centroids=c, n_embeddings=rows, quantized_type=1, reconstructed_type=10, padding=None,
+                        projection=rng.normal(size=(r, r)).astype("<f4") if proj else None,
+                        subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"),
+                        norms=rng.random(rows).astype("<f4") + 0.5 if norms else None,
+                        codes=rng.integers(0, c, (rows, q)).astype(np.uint8))
+    vocab = cs.Container(n_words=n, min_n=3, max_n=6, bucket_exp=exp, words=words)
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([3, 4], "<u4"), chunks=[
+        cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab),
+        cs.Container(chunk_id=4, name="quantized_array", body=body)])
+    p = tmp_path / "q.fifu"
+    with open(p, "wb") as f:
+        codec.build(obj, f)
+    emb = wv.read(p)
+    assert emb.lazy and "lazy" in repr(emb) and emb.dim == r
+    theirs = ff.load_finalfusion(str(p))
+    unknown = ["hallöchen", "Tokyo", "xyz", "überspringend", "a"]
+    batch, found = emb.embedding_batch(words + unknown)
+    for i, w in enumerate(words + unknown):
+        one = emb.embedding(w)
+        assert found[i] == (one is not None)
+        assert np.allclose(batch[i], one, rtol=1e-6, atol=1e-6)
+        if not proj:  # without a projection the rows are the same bits however many are reconstructed
+            assert np.array_equal(batch[i], one)
+        assert np.allclose(one, theirs.embedding(w), rtol=1e-5, atol=1e-5), w
+    assert emb.lazy  # nothing above made the whole matrix
+    same = tmp_path / "same.fifu"
+    wv.write(emb, same)
+    assert same.read_bytes() == p.read_bytes() and emb.lazy
+    whole = emb.vectors  # made now, once
+    assert not emb.lazy and whole is emb.vectors and whole.shape == (n, r)
+    for i, w in enumerate(words):
+        assert np.allclose(emb[w], whole[i], rtol=1e-6, atol=1e-6) and np.allclose(whole[i], theirs.storage[i], atol=1e-5)
+    wv.write(emb, same)  # the matrix made from the codes is still theirs: the quantized array is kept
+    assert same.read_bytes() == p.read_bytes()
+
+
+@pytest.mark.parametrize("storage", ["ndarray", "quantized_array"])
+def test_storage_shorter_than_the_subword_vocab_is_refused_on_read(tmp_path, storage):
+    """A bucket vocab of 2^10 buckets over 3 storage rows: lookups would index past the storage, so reading
+    fails with a FormatError naming the storage, not an IndexError at the first unknown word."""
+    vocab = cs.Container(n_words=2, min_n=3, max_n=6, bucket_exp=10, words=["a", "b"])
+    if storage == "ndarray":
+        chunk = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+            rows=3, cols=2, type_id=10, padding=None, data=np.ones((3, 2), "<f4")))
+    else:
+        chunk = cs.Container(chunk_id=4, name="quantized_array", body=cs.Container(
+            use_projection=0, use_norms=0, quantized_len=1, reconstructed_len=2, n_centroids=2, n_embeddings=3,
+            quantized_type=1, reconstructed_type=10, padding=None, projection=None,
+            subquantizers=np.ones((1, 2, 2), "<f4"), norms=None, codes=np.zeros((3, 1), np.uint8)))
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([3, chunk.chunk_id], "<u4"),
+                       chunks=[cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab), chunk])
+    p = tmp_path / "short.fifu"
+    with open(p, "wb") as f:
+        codec.build(obj, f)
+    with pytest.raises(FormatError) as e:
+        wv.read(p)
+    assert e.value.path == "chunks.storage" and "2 + 1024" in str(e.value)

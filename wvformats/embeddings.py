@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,12 +28,24 @@ def count_duplicates(words: Sequence[str]) -> int:
     return len(suspects) - len(set(suspects))
 
 
+class LazyRows:
+    """Rows made on demand, for storages that are not a matrix in the file (finalfusion's quantized arrays):
+    ``take(rows)`` makes the rows at an index array or slice. Embeddings built on it look words up without
+    making the whole matrix; ``.vectors`` makes it on first use."""
+
+    def __init__(self, shape: tuple[int, int], take: Callable[[Any], np.ndarray]) -> None:
+        self.shape = shape
+        self.take = take
+
+
 class Embeddings:
     """Words in file order and one float32 row per word.
 
     Duplicate words keep all their rows in ``.words``/``.vectors`` (nothing is dropped), and lookups by word
     use the first occurrence, as gensim and word-vectors do; ``.duplicates`` counts the shadowed rows.
-    Format-specific parts (finalfusion vocab details, norms, metadata) live in ``.extra``.
+    Format-specific parts (finalfusion vocab details, norms, metadata) live in ``.extra``. ``vectors`` may be
+    a :class:`LazyRows`: lookups then make only the rows they return, and ``.vectors`` is the whole matrix,
+    made when first asked for.
     """
 
     def __init__(
@@ -45,21 +57,56 @@ class Embeddings:
         metadata: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        vectors = np.asarray(vectors)
-        if vectors.ndim != 2:
-            if vectors.size == 0:
-                vectors = vectors.reshape(len(words), 0) if len(words) else vectors.reshape(0, 0)
-            else:
-                raise ValueError(f"vectors must be a 2-D matrix, got shape {vectors.shape}")
-        if vectors.shape[0] != len(words):
-            raise ValueError(f"{len(words)} words but {vectors.shape[0]} vector rows")
+        self._lazy: LazyRows | None = None
+        if isinstance(vectors, LazyRows):
+            if len(vectors.shape) != 2 or vectors.shape[0] != len(words):
+                raise ValueError(f"{len(words)} words but lazy rows of shape {vectors.shape}")
+            self._lazy, vectors = vectors, None
+        else:
+            vectors = self._matrix(vectors, len(words))
         self.words: list[str] = list(words)
-        self.vectors: np.ndarray = vectors
+        self._vectors: np.ndarray | None = vectors
         self.norms = norms
         self.metadata = metadata
         self.extra: dict[str, Any] = dict(extra or {})
         self._index: dict[str, int] | None = None
         self._duplicates: int | None = None
+
+    @staticmethod
+    def _matrix(vectors: Any, n: int) -> np.ndarray:
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2:
+            if vectors.size == 0:
+                vectors = vectors.reshape(n, 0) if n else vectors.reshape(0, 0)
+            else:
+                raise ValueError(f"vectors must be a 2-D matrix, got shape {vectors.shape}")
+        if vectors.shape[0] != n:
+            raise ValueError(f"{n} words but {vectors.shape[0]} vector rows")
+        return vectors
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """One row per word (for lazy rows, the whole matrix is made here, once)."""
+        if self._vectors is None:
+            assert self._lazy is not None
+            self._vectors = self._matrix(self._lazy.take(slice(0, len(self.words))), len(self.words))
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, value: Any) -> None:
+        self._vectors, self._lazy = self._matrix(value, len(self.words)), None
+
+    @property
+    def lazy(self) -> bool:
+        """True while the rows come from a :class:`LazyRows` and ``.vectors`` has not been made."""
+        return self._vectors is None
+
+    def rows(self, rows: Any) -> np.ndarray:
+        """The rows at an index array (or slice), made alone when the matrix is lazy."""
+        if self._vectors is None:
+            assert self._lazy is not None
+            return self._lazy.take(np.asarray(rows, np.intp) if not isinstance(rows, slice) else rows)
+        return self._vectors[rows]
 
     # -- lookups -------------------------------------------------------------------------------------------
 
@@ -88,7 +135,7 @@ class Embeddings:
         return word in self.vocab
 
     def __getitem__(self, word: str) -> np.ndarray:
-        return self.vectors[self.vocab[word]]
+        return self.rows([self.vocab[word]])[0]
 
     def index(self, word: str) -> int:
         """The row of ``word`` (its first occurrence); KeyError when absent."""
@@ -96,7 +143,7 @@ class Embeddings:
 
     def get(self, word: str, default: Any = None) -> Any:
         i = self.vocab.get(word)
-        return default if i is None else self.vectors[i]
+        return default if i is None else self.rows([i])[0]
 
     def embedding(self, word: str) -> np.ndarray | None:
         """The vector of ``word``; for subword vocabularies an unknown word is composed from its n-grams.
@@ -105,7 +152,7 @@ class Embeddings:
         """
         i = self.vocab.get(word)
         if i is not None:
-            return self.vectors[i]
+            return self.rows([i])[0]
         oov = self.extra.get("oov")
         return oov(word) if oov else None
 
@@ -115,13 +162,13 @@ class Embeddings:
         unknown ones are composed from their n-grams exactly as :meth:`embedding` does, vectorised over the
         whole batch where the vocabulary allows (finalfusion bucket vocabularies)."""
         words = list(words)
-        out = np.zeros((len(words), self.vectors.shape[1]), np.float32)
+        out = np.zeros((len(words), self.dim), np.float32)
         found = np.zeros(len(words), bool)
         vocab = self.vocab
         known = [(i, vocab[w]) for i, w in enumerate(words) if w in vocab]
         if known:
             at, rows = np.array(known, np.intp).T
-            out[at], found[at] = self.vectors[rows], True
+            out[at], found[at] = self.rows(rows), True
         unknown = [i for i in range(len(words)) if not found[i]]
         batch = self.extra.get("oov_batch")
         if batch is not None and unknown:
@@ -184,10 +231,12 @@ class Embeddings:
 
     @property
     def dim(self) -> int:
-        return int(self.vectors.shape[1])
+        shape = self._vectors.shape if self._vectors is not None else self._lazy.shape  # type: ignore[union-attr]
+        return int(shape[1])
 
     def __repr__(self) -> str:
-        return f"<Embeddings {len(self)} x {self.dim} {self.vectors.dtype}>"
+        dtype = np.float32 if self._vectors is None else self._vectors.dtype
+        return f"<Embeddings {len(self)} x {self.dim} {np.dtype(dtype)}{' lazy' if self.lazy else ''}>"
 
     def warn_duplicates(self) -> None:
         """Count duplicates now and warn once if there are any."""

@@ -143,6 +143,20 @@ def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[
     return None
 
 
+def subword_rows(vocab_type: str, vocab: dict) -> int:
+    """How many storage rows after the words a subword vocabulary can address (0 for a simple one)."""
+    if vocab_type == "bucket_subword_vocab":
+        return 1 << int(vocab["bucket_exp"])
+    if vocab_type == "fasttext_subword_vocab":
+        return int(vocab["buckets"])
+    if vocab_type == "explicit_subword_vocab":
+        indices = vocab["ngrams"]["indices"]
+        return int(indices.max()) + 1 if len(indices) else 0
+    if vocab_type == "floret_subword_vocab":
+        return int(vocab["n_buckets"])
+    return 0
+
+
 def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[int]], np.ndarray],
              word: str) -> np.ndarray | None:
     """The L2-normalised sum of a word's n-gram rows; None when it has no n-gram."""

@@ -10,7 +10,7 @@ import numpy as np
 import tomli_w
 
 from .. import finalfusion as lookups
-from ..embeddings import Embeddings
+from ..embeddings import Embeddings, LazyRows
 from ..errors import BuildError, FormatError
 from ..registry import Format, register, schema_io
 from ..schemas import finalfusion as schema
@@ -40,15 +40,17 @@ def _chunk(parsed: Any, ids: dict[int, str]) -> Any:
 def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
     codes = q["codes"] if rows is None else q["codes"][rows]
-    codes = codes.reshape(-1, int(q["quantized_len"]))
-    sub = q["subquantizers"]
-    parts = [sub[i][codes[:, i]] for i in range(int(q["quantized_len"]))]
-    x = np.concatenate(parts, axis=1) if parts else np.zeros((len(codes), 0), np.float32)
+    sub = q["subquantizers"]  # (quantized_len, n_centroids, sub_len)
+    nq, nc, width = sub.shape
+    codes = codes.reshape(-1, nq)
+    # one gather: code j of a row picks centroid (j, code) from the flattened table; rows come out concatenated
+    x = sub.reshape(nq * nc, width)[codes + np.arange(0, nq * nc, nc)].reshape(len(codes), nq * width)
+    x = x.astype(np.float32, copy=False)
     if q["use_projection"]:
         x = x @ q["projection"].T
     if q["use_norms"]:
         norms = q["norms"] if rows is None else q["norms"][rows]
-        x = x * norms[:, None]
+        x *= norms[:, None]
     return x.astype(np.float32, copy=False)
 
 
@@ -59,13 +61,18 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
         raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
     words = vocab["body"].get("words", [])  # floret vocabularies have no word list
     n = len(words)
+    body = storage["body"]
     if storage["chunk_id"] == 2:
-        vectors = storage["body"]["data"][:n]
-    else:
-        vectors = reconstruct(storage["body"], slice(0, n))
-    if vectors.shape[0] != n:
-        raise FormatError(f"storage has {vectors.shape[0]} rows for {n} words", format=NAME)
-    if np.dtype(dtype) != vectors.dtype:
+        vectors: Any = body["data"][:n]
+        have = vectors.shape[0]
+    else:  # rows reconstructed on demand: opening reads the codes, not a dense matrix
+        have = len(body["codes"])
+        vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
+        if np.dtype(dtype) != np.float32 and have >= n:
+            vectors = reconstruct(body, slice(0, n))
+    if have < n:
+        raise FormatError(f"storage has {have} rows for {n} words", format=NAME)
+    if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
     norms = _chunk(parsed, {6: "nd_norms"})
     meta = _chunk(parsed, {5: "metadata"})
@@ -78,7 +85,6 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
-    body = storage["body"]
     if storage["chunk_id"] == 2:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
         extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
@@ -92,14 +98,23 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
             return reconstruct(body, np.asarray(rows))
     extra["storage_rows"] = storage_rows
     rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
+    total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])
+    if rows_of is not None and total < n + lookups.subword_rows(vocab["name"], vocab_fields):
+        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses "
+                          f"{n} + {lookups.subword_rows(vocab['name'], vocab_fields)}", format=NAME,
+                          path="chunks.storage")
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
-    if vocab["name"] == "bucket_subword_vocab" and storage["chunk_id"] == 2 and vocab_fields["bucket_exp"] <= 40:
-        lo, hi, exp, data = (int(vocab_fields["min_n"]), int(vocab_fields["max_n"]),
-                             int(vocab_fields["bucket_exp"]), body["data"])
+    if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
+        lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
+        dense = body["data"] if storage["chunk_id"] == 2 else None
 
         def oov_batch(batch: list[str]) -> tuple[np.ndarray, np.ndarray]:
             rows, owner = lookups.bucket_rows_batch(batch, lo, hi, exp, n)
-            return lookups.composed_batch(rows, owner, len(batch), data)
+            if dense is not None:
+                return lookups.composed_batch(rows, owner, len(batch), dense)
+            # quantized: each n-gram row the batch needs is reconstructed once
+            needed, at = np.unique(rows, return_inverse=True)
+            return lookups.composed_batch(at.reshape(-1), owner, len(batch), reconstruct(body, needed))
 
         extra["oov_batch"] = oov_batch
     if rows_of is not None:
@@ -171,11 +186,15 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
-    vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
     norms = obj.norms
     vocab_type = obj.extra.get("vocab_type")
     if normalize is None:  # a finalfusion file's rows are written as they were read
         normalize = norms is None and vocab_type is None
+    q = obj.extra.get("quantized")
+    if obj.lazy and q is not None and not normalize:
+        vectors = None  # rows still the quantized array's: it is written back without being reconstructed
+    else:
+        vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
     if normalize:
         norms = np.linalg.norm(vectors, axis=1).astype("<f4")
         safe = np.where(norms > 0, norms, 1).astype("<f4")
@@ -185,7 +204,8 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
         chunks.append(cs.Container(chunk_id=5, name="metadata",
                                    body=cs.Container(toml=tomli_w.dumps(obj.metadata).encode("utf-8"))))
     chunks.append(_vocab_chunk(obj))
-    chunks.append(_storage_chunk(obj, vectors, normalize))
+    chunks.append(_storage_chunk(obj, vectors, normalize) if vectors is not None
+                  else cs.Container(chunk_id=4, name="quantized_array", body=q))
     if norms is not None:
         chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
