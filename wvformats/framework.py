@@ -23,7 +23,8 @@ import mmap
 import os
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import construct as cs
@@ -455,6 +456,17 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
 
 
 _U32 = struct.Struct("<I")
+_POOL: ThreadPoolExecutor | None = None
+
+
+def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` on one of two worker threads. What is sent here is numpy copying, page faulting or
+    pyarrow parsing, which release the GIL, so it proceeds beside the caller's own work. Jobs never wait
+    for other jobs (only callers wait), so the pool cannot deadlock."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
+    return _POOL.submit(fn, *args)
 
 
 def release(buf: Any, upto: int) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 import struct
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import construct as cs
@@ -25,6 +25,7 @@ from .framework import (
     _evaluate,
     _tell,
     _window,
+    background,
     byte_view,
     decode_all,
     decode_spans,
@@ -76,17 +77,7 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None
     return out
 
 
-_POOL: ThreadPoolExecutor | None = None
 _AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
-
-
-def _background(fn: Any, *args: Any) -> Future[Any]:
-    """Run ``fn(*args)`` on a worker thread. The work sent here is numpy copying and page faulting, which
-    release the GIL, so it proceeds beside the Python work of the caller (decoding the words)."""
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
-    return _POOL.submit(fn, *args)
 
 
 def _touched(shape: tuple[int, int]) -> np.ndarray:
@@ -102,7 +93,7 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
     nothing ahead: the matrix is then allocated for the records really found)."""
     if _params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
         return None
-    return _background(_touched, (count, dim))
+    return background(_touched, (count, dim))
 
 
 def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
@@ -133,7 +124,7 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
         out = ahead.result() if ahead is not None else None
         if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
             return decode_spans(buf, ws, we, _errors(context), path, base), _gather_rows(buf, vs, dim)
-        rows = _background(_gather_rows, buf, vs, dim, out)
+        rows = background(_gather_rows, buf, vs, dim, out)
         try:
             words = decode_spans(buf, ws, we, _errors(context), path, base)
         finally:
@@ -527,7 +518,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     if count is not None and count * (2 + 2 * dim) > end - pos:
         return None  # more lines than the bytes can hold: the line loop names where they run out
     u8 = np.frombuffer(buf, np.uint8)
-    ahead = _background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
+    ahead = background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
 
     def piece(at: int) -> tuple[int, Any]:
         """Parse the lines from ``at`` up to about _ARROW_PIECE bytes on: (where they stop, table or None)."""
@@ -547,11 +538,11 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     out: np.ndarray | None = None
     words: list[str] = []
     rows = 0
-    pending = _background(piece, pos)  # the next piece parses on a worker while this thread copies one
+    pending = background(piece, pos)  # the next piece parses on a worker while this thread copies one
     try:
         while pending is not None:
             stop, table = pending.result()
-            pending = _background(piece, stop) if stop < end and table is not None else None
+            pending = background(piece, stop) if stop < end and table is not None else None
             if table is None:
                 return None
             n = table.num_rows
