@@ -22,8 +22,13 @@ _FNV32_OFFSET, _FNV32_PRIME, _MASK32 = 2166136261, 16777619, (1 << 32) - 1
 def ngrams(word: str, min_n: int, max_n: int, bow: str = "<", eow: str = ">") -> list[str]:
     """The n-grams of ``<word>`` in finalfusion's order (each start, longest first)."""
     w = f"{bow}{word}{eow}"
-    size = len(w)
-    return [w[i : i + n] for i in range(size - min_n + 1) for n in range(min(max_n, size - i), min_n - 1, -1)]
+    return [w[i:j] for i, j in _spans(len(w), min_n, max_n)]
+
+
+@functools.lru_cache(maxsize=256)
+def _spans(size: int, min_n: int, max_n: int) -> tuple[tuple[int, int], ...]:
+    """(start, end) of every n-gram of a string of ``size`` characters, in finalfusion's order."""
+    return tuple((i, i + n) for i in range(size - min_n + 1) for n in range(min(max_n, size - i), min_n - 1, -1))
 
 
 @functools.lru_cache(maxsize=64)
@@ -34,19 +39,14 @@ def _length_state(n: int) -> int:
     return h
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def finalfusion_hash(ngram: str) -> int:
-    """FNV-1a-64 over u64le(char count) followed by u32le(code point) of each character.
-
-    Cached: the n-grams of real vocabularies repeat across words, as fastText's own tables exploit.
-    """
+    """FNV-1a-64 over u64le(char count) followed by u32le(code point) of each character."""
     h = _length_state(len(ngram))
     for b in ngram.encode("utf-32-le"):
         h = ((h ^ b) * _FNV64_PRIME) & _MASK64
     return h
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def fasttext_hash(ngram: str) -> int:
     """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
     h = _FNV32_OFFSET
@@ -114,14 +114,36 @@ def floret_hashes(ngram: str, seed: int) -> tuple[int, int, int, int]:
     return h1 & _MASK32, h1 >> 32, h2 & _MASK32, h2 >> 32
 
 
+_MEMO_NGRAMS = 1 << 20  # n-gram -> row memos are cleared when they reach this size
+
+
+def _memo_rows(row_of: Callable[[str], int], min_n: int, max_n: int) -> Callable[[str], list[int]]:
+    """word -> the rows of its n-grams, each n-gram's row computed once (n-grams repeat across words) and
+    looked up in one C-level pass over the word's n-grams afterwards."""
+    memo: dict[str, int] = {}
+
+    def rows(word: str) -> list[int]:
+        grams = ngrams(word, min_n, max_n)
+        got = list(map(memo.get, grams))
+        if None in got:
+            if len(memo) > _MEMO_NGRAMS:
+                memo.clear()
+            for k, g in enumerate(grams):
+                if got[k] is None:
+                    got[k] = memo[g] = row_of(g)
+        return got  # type: ignore[return-value]
+
+    return rows
+
+
 def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[int]] | None:
     """A function word -> storage rows of its n-grams for a subword vocabulary (None for a simple one)."""
     if vocab_type == "bucket_subword_vocab":
         mask, lo, hi = (1 << int(vocab["bucket_exp"])) - 1, int(vocab["min_n"]), int(vocab["max_n"])
-        return lambda word: [n_words + (finalfusion_hash(g) & mask) for g in ngrams(word, lo, hi)]
+        return _memo_rows(lambda g: n_words + (finalfusion_hash(g) & mask), lo, hi)
     if vocab_type == "fasttext_subword_vocab":
         buckets, lo, hi = int(vocab["buckets"]), int(vocab["min_n"]), int(vocab["max_n"])
-        return lambda word: [n_words + fasttext_hash(g) % buckets for g in ngrams(word, lo, hi)]
+        return _memo_rows(lambda g: n_words + fasttext_hash(g) % buckets, lo, hi)
     if vocab_type == "explicit_subword_vocab":
         table: dict[str, int] = {}
         for g, i in zip(vocab["ngrams"]["strings"], vocab["ngrams"]["indices"].tolist(), strict=True):
