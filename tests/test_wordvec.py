@@ -432,3 +432,19 @@ def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chun
     table = framework.StringTable(len(words))
     fast, slow = _build_both_ways(monkeypatch, table, words, "strings", chunk)
     assert fast == slow
+
+
+def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, monkeypatch, text_parser):
+    """GloVe: a first line of 200,000 values, then 200,000 one-value lines. The fast path sizes its matrix
+    from the newline count and the first line's width (40 billion values here); it must see that they cannot
+    fit in the file and decline, and the line loop names the short line."""
+    import tracemalloc
+
+    p = tmp_path / "wide.txt"
+    p.write_bytes(b"w" + b" 1" * 200_000 + b"\n" + b"a 1\n" * 200_000)
+    tracemalloc.start()
+    with pytest.raises(FormatError) as e:
+        wv.read(p, "glove")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert e.value.path.startswith("records") and peak < 200 << 20

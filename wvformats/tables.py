@@ -127,9 +127,10 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
         rows = background(_gather_rows, buf, vs, dim, out)
         try:
             words = decode_spans(buf, ws, we, _errors(context), path, base)
-        finally:
-            vectors = rows.result()  # the copy reads ``buf``: it ends before any error leaves here
-        return words, vectors
+        except BaseException:
+            rows.exception()  # the copy reads ``buf``: it ends before the error leaves here
+            raise
+        return words, rows.result()
     words = decode_spans(buf, ws, we, _errors(context), path, base)
     keep = _keep_vocab(context, words)
     if keep is not None:
@@ -515,8 +516,6 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
                                         newlines_in_values=False, ignore_empty_lines=False),
         convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
                                             quoted_strings_can_be_null=False))
-    if count is not None and count * (2 + 2 * dim) > end - pos:
-        return None  # more lines than the bytes can hold: the line loop names where they run out
     u8 = np.frombuffer(buf, np.uint8)
     ahead = background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
 
@@ -556,7 +555,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
             except FormatError:
                 return None
             out = ahead.result() if out is None else out
-            if rows + n > len(out):
+            if out is None or rows + n > len(out):
                 return None
             part = out[rows : rows + n]
             with np.errstate(all="ignore"):  # float64 to float32 as numpy's parser rounds, column by column
@@ -575,7 +574,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
         if pending is not None:  # a piece still reading the buffer: done before the caller may close it
             pending.result()
     vectors = ahead.result() if out is None else out
-    if rows != len(vectors):
+    if vectors is None or rows != len(vectors):
         return None
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
     style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
@@ -584,14 +583,17 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     return words, vectors, layout
 
 
-def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int) -> np.ndarray:
-    """The (lines, dim) result of a text body, faulted in: ``count`` lines, or as many as it has newlines."""
+def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int) -> np.ndarray | None:
+    """The (lines, dim) result of a text body, faulted in: ``count`` lines, or as many as it has newlines;
+    None when that many lines of ``dim`` numbers cannot fit in the body (it is not regular)."""
     if count is None:
         u8 = np.frombuffer(buf, np.uint8)
         count = 0
         for a in range(pos, end, _ARROW_PIECE):
             count += int(np.count_nonzero(u8[a : min(end, a + _ARROW_PIECE)] == 10))
             release(buf, a)
+    if count * (2 + 2 * dim) > end - pos:  # a line holds a word, dim numbers and their separators
+        return None
     return _touched((count, dim))
 
 
