@@ -570,9 +570,10 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
                 part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
             rows += n
             release(buf, stop)
-    finally:
-        if pending is not None:  # a piece still reading the buffer: done before the caller may close it
-            pending.result()
+    finally:  # a piece or the line count may still read the buffer: done before the caller may close it
+        if pending is not None:
+            pending.exception()
+        ahead.exception()
     vectors = ahead.result() if out is None else out
     if vectors is None or rows != len(vectors):
         return None
