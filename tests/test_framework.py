@@ -1,5 +1,6 @@
 import io
 import mmap
+import os
 
 import construct as cs
 import numpy as np
@@ -221,3 +222,23 @@ def test_short_prefix_candidates_are_exactly_the_offsets_before_three_zero_bytes
     u8 = np.frombuffer(data, np.uint8)
     want = [p for p in range(lo, hi - 3) if data[p + 1 : p + 4] == b"\0\0\0"]
     assert framework._short_prefixes(u8, lo, hi).tolist() == want
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_gets_its_own_worker_pool():
+    """After the parent has used the worker pool, a forked child's jobs still run (a pool inherited without
+    its threads would queue them forever)."""
+    import multiprocessing
+
+    assert framework.background(sum, [1, 2]).result(timeout=30) == 3
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_use_pool_or_fail)
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0
+
+
+def _use_pool_or_fail() -> None:
+    os._exit(0 if framework.background(sum, [3, 4]).result(timeout=20) == 7 else 1)

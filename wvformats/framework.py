@@ -459,6 +459,15 @@ _U32 = struct.Struct("<I")
 _POOL: ThreadPoolExecutor | None = None
 
 
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads: it starts its own pool when it needs one
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
     """Run ``fn(*args)`` on one of two worker threads. What is sent here is numpy copying, page faulting or
     pyarrow parsing, which release the GIL, so it proceeds beside the caller's own work. Jobs never wait
