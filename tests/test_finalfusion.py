@@ -260,24 +260,35 @@ def test_indexed_string_table_roundtrip(compiled, ngrams):
     assert_truncations_fail(s, data, format="t", compiled=compiled)
 
 
+def _quantized(rng, rows, q, c, sub, proj=False, norms=False):
+    """A quantized_array chunk of ``rows`` random codes over q subquantizers of c centroids of sub dims."""
+    r = q * sub
+    return cs.Container(chunk_id=4, name="quantized_array", body=cs.Container(
+        use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r, n_centroids=c,
+        n_embeddings=rows, quantized_type=1, reconstructed_type=10, padding=None,
+        projection=rng.normal(size=(r, r)).astype("<f4") if proj else None,
+        subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"),
+        norms=rng.random(rows).astype("<f4") + 0.5 if norms else None,
+        codes=rng.integers(0, c, (rows, q)).astype(np.uint8)))
+
+
+def _fifu(path, *chunks):
+    """Build a finalfusion file of these chunks with our codec; its path."""
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=len(chunks),
+                       chunk_ids=np.array([c.chunk_id for c in chunks], "<u4"), chunks=list(chunks))
+    with open(path, "wb") as f:
+        codec.build(obj, f)
+    return path
+
+
 @pytest.mark.parametrize("proj,norms", [(False, False), (True, True), (False, True)])
 def test_quantized_storage_reconstructs_like_finalfusion_python(tmp_path, proj, norms):
     rng = np.random.default_rng(11)
     words = ["a", "b", "c", "d", "e"]
-    n, q, c, sub = len(words), 2, 4, 3
-    r = q * sub
-    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
-                        n_centroids=c, n_embeddings=n, quantized_type=1, reconstructed_type=10, padding=None,
-                        projection=rng.normal(size=(r, r)).astype("<f4") if proj else None,
-                        subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"),
-                        norms=rng.random(n).astype("<f4") + 0.5 if norms else None,
-                        codes=rng.integers(0, c, (n, q)).astype(np.uint8))
-    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([1, 4], "<u4"), chunks=[
-        cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=n, words=words)),
-        cs.Container(chunk_id=4, name="quantized_array", body=body)])
-    p = tmp_path / "q.fifu"
-    with open(p, "wb") as f:
-        codec.build(obj, f)
+    n = len(words)
+    p = _fifu(tmp_path / "q.fifu",
+              cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=n, words=words)),
+              _quantized(rng, n, 2, 4, 3, proj, norms))
     theirs = ff.load_finalfusion(str(p))
     ours = wv.read(p)
     for i, w in enumerate(words):
@@ -433,18 +444,10 @@ def test_read_then_write_gives_the_peer_file_back(tmp_path):
 def test_quantized_storage_is_kept_until_the_word_rows_change(tmp_path):
     rng = np.random.default_rng(12)
     words = ["a", "b", "c"]
-    n, q, c, sub, buckets = 3, 2, 4, 3, 8
-    body = cs.Container(use_projection=0, use_norms=0, quantized_len=q, reconstructed_len=q * sub, n_centroids=c,
-                        n_embeddings=n + buckets, quantized_type=1, reconstructed_type=10, padding=None,
-                        projection=None, subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"), norms=None,
-                        codes=rng.integers(0, c, (n + buckets, q)).astype(np.uint8))
+    n, buckets = 3, 8
     vocab = cs.Container(n_words=n, min_n=3, max_n=6, bucket_exp=3, words=words)
-    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([3, 4], "<u4"), chunks=[
-        cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab),
-        cs.Container(chunk_id=4, name="quantized_array", body=body)])
-    p = tmp_path / "q.fifu"
-    with open(p, "wb") as f:
-        codec.build(obj, f)
+    p = _fifu(tmp_path / "q.fifu", cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab),
+              _quantized(rng, n + buckets, 2, 4, 3))
     emb = wv.read(p)
     same = tmp_path / "same.fifu"
     wv.write(emb, same)
@@ -498,21 +501,10 @@ def test_quantized_files_open_lazily_and_look_up_like_finalfusion_python(tmp_pat
     gives, and writing the embeddings back gives the same file without reconstructing anything."""
     rng = np.random.default_rng(13)
     words = ["hallo", "Daniël", "東京", "x", "überspringen"]
-    n, q, c, sub, exp = len(words), 3, 8, 2, 4
-    r, rows = q * sub, len(words) + 2**exp
-    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
-                        n_centroids=c, n_embeddings=rows, quantized_type=1, reconstructed_type=10, padding=None,
-                        projection=rng.normal(size=(r, r)).astype("<f4") if proj else None,
-                        subquantizers=rng.normal(size=(q, c, sub)).astype("<f4"),
-                        norms=rng.random(rows).astype("<f4") + 0.5 if norms else None,
-                        codes=rng.integers(0, c, (rows, q)).astype(np.uint8))
+    n, exp, r = len(words), 4, 6
     vocab = cs.Container(n_words=n, min_n=3, max_n=6, bucket_exp=exp, words=words)
-    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([3, 4], "<u4"), chunks=[
-        cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab),
-        cs.Container(chunk_id=4, name="quantized_array", body=body)])
-    p = tmp_path / "q.fifu"
-    with open(p, "wb") as f:
-        codec.build(obj, f)
+    p = _fifu(tmp_path / "q.fifu", cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab),
+              _quantized(rng, n + 2**exp, 3, 8, r // 3, proj, norms))
     emb = wv.read(p)
     assert emb.lazy and "lazy" in repr(emb) and emb.dim == r
     theirs = ff.load_finalfusion(str(p))
@@ -550,11 +542,7 @@ def test_storage_shorter_than_the_subword_vocab_is_refused_on_read(tmp_path, sto
             use_projection=0, use_norms=0, quantized_len=1, reconstructed_len=2, n_centroids=2, n_embeddings=3,
             quantized_type=1, reconstructed_type=10, padding=None, projection=None,
             subquantizers=np.ones((1, 2, 2), "<f4"), norms=None, codes=np.zeros((3, 1), np.uint8)))
-    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([3, chunk.chunk_id], "<u4"),
-                       chunks=[cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab), chunk])
-    p = tmp_path / "short.fifu"
-    with open(p, "wb") as f:
-        codec.build(obj, f)
+    p = _fifu(tmp_path / "short.fifu", cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab), chunk)
     with pytest.raises(FormatError) as e:
         wv.read(p)
     assert e.value.path == "chunks.storage" and "2 + 1024" in str(e.value)

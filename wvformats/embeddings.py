@@ -101,6 +101,12 @@ class Embeddings:
         """True while the rows come from a :class:`LazyRows` and ``.vectors`` has not been made."""
         return self._vectors is None
 
+    def _row(self, i: int) -> np.ndarray:
+        """Row ``i``: a view of the matrix, or made alone when the matrix is lazy."""
+        if self._vectors is None:
+            return self.rows([i])[0]
+        return self._vectors[i]
+
     def rows(self, rows: Any) -> np.ndarray:
         """The rows at an index array (or slice), made alone when the matrix is lazy."""
         if self._vectors is None:
@@ -135,7 +141,7 @@ class Embeddings:
         return word in self.vocab
 
     def __getitem__(self, word: str) -> np.ndarray:
-        return self.rows([self.vocab[word]])[0]
+        return self._row(self.vocab[word])
 
     def index(self, word: str) -> int:
         """The row of ``word`` (its first occurrence); KeyError when absent."""
@@ -143,7 +149,7 @@ class Embeddings:
 
     def get(self, word: str, default: Any = None) -> Any:
         i = self.vocab.get(word)
-        return default if i is None else self.rows([i])[0]
+        return default if i is None else self._row(i)
 
     def embedding(self, word: str) -> np.ndarray | None:
         """The vector of ``word``; for subword vocabularies an unknown word is composed from its n-grams.
@@ -152,7 +158,7 @@ class Embeddings:
         """
         i = self.vocab.get(word)
         if i is not None:
-            return self.rows([i])[0]
+            return self._row(i)
         oov = self.extra.get("oov")
         return oov(word) if oov else None
 

@@ -62,16 +62,15 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     words = vocab["body"].get("words", [])  # floret vocabularies have no word list
     n = len(words)
     body = storage["body"]
+    total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
+    if total < n:
+        raise FormatError(f"storage has {total} rows for {n} words", format=NAME)
     if storage["chunk_id"] == 2:
         vectors: Any = body["data"][:n]
-        have = vectors.shape[0]
+    elif np.dtype(dtype) != np.float32:
+        vectors = reconstruct(body, slice(0, n))
     else:  # rows reconstructed on demand: opening reads the codes, not a dense matrix
-        have = len(body["codes"])
         vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
-        if np.dtype(dtype) != np.float32 and have >= n:
-            vectors = reconstruct(body, slice(0, n))
-    if have < n:
-        raise FormatError(f"storage has {have} rows for {n} words", format=NAME)
     if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
     norms = _chunk(parsed, {6: "nd_norms"})
@@ -98,11 +97,10 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
             return reconstruct(body, np.asarray(rows))
     extra["storage_rows"] = storage_rows
     rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
-    total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])
-    if rows_of is not None and total < n + lookups.subword_rows(vocab["name"], vocab_fields):
-        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses "
-                          f"{n} + {lookups.subword_rows(vocab['name'], vocab_fields)}", format=NAME,
-                          path="chunks.storage")
+    subword = lookups.subword_rows(vocab["name"], vocab_fields)
+    if rows_of is not None and total < n + subword:
+        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses {n} + {subword}",
+                          format=NAME, path="chunks.storage")
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
     if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
         lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
@@ -150,13 +148,16 @@ def _is_head(part: np.ndarray, whole: Any) -> bool:
             and part.strides == whole.strides and len(part) <= len(whole))
 
 
-def _storage_chunk(obj: Embeddings, vectors: np.ndarray, normalized: bool) -> cs.Container:
+def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool) -> cs.Container:
     """Dense word rows plus the subword rows that were read; the quantized array that was read while the
-    word rows are still the ones it reconstructs (an edited matrix is written dense)."""
+    word rows are still the ones it reconstructs (``vectors`` None: never reconstructed, so still its rows;
+    an edited matrix is written dense)."""
     q = obj.extra.get("quantized")
-    if q is not None and not normalized and len(q["codes"]) >= len(vectors):
-        if np.array_equal(reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True):
+    if q is not None and not normalized:
+        if vectors is None or (len(q["codes"]) >= len(vectors) and np.array_equal(
+                reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True)):
             return cs.Container(chunk_id=4, name="quantized_array", body=q)
+    assert vectors is not None  # only a lazy quantized model is written without its rows
     if obj.extra.get("vocab_type") in _SUBWORD_IDS:
         sub = obj.extra.get("subword_vectors")
         if sub is None and q is not None:
@@ -190,11 +191,9 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
     vocab_type = obj.extra.get("vocab_type")
     if normalize is None:  # a finalfusion file's rows are written as they were read
         normalize = norms is None and vocab_type is None
-    q = obj.extra.get("quantized")
-    if obj.lazy and q is not None and not normalize:
-        vectors = None  # rows still the quantized array's: it is written back without being reconstructed
-    else:
-        vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
+    # rows still a read quantized array's are not made: the array is written back as it is
+    keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
+    vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
     if normalize:
         norms = np.linalg.norm(vectors, axis=1).astype("<f4")
         safe = np.where(norms > 0, norms, 1).astype("<f4")
@@ -204,8 +203,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Conta
         chunks.append(cs.Container(chunk_id=5, name="metadata",
                                    body=cs.Container(toml=tomli_w.dumps(obj.metadata).encode("utf-8"))))
     chunks.append(_vocab_chunk(obj))
-    chunks.append(_storage_chunk(obj, vectors, normalize) if vectors is not None
-                  else cs.Container(chunk_id=4, name="quantized_array", body=q))
+    chunks.append(_storage_chunk(obj, vectors, normalize))
     if norms is not None:
         chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
