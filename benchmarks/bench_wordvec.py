@@ -105,6 +105,27 @@ def main() -> None:
         print(text, flush=True)
         out.append(text)
         os.unlink(dst)
+    # writing text: wvformats vs the peers (none of them fsyncs: durable=False here) and the raw-write floor
+    wvw = {"word2vec-text": "write_w2v_text", "glove": "write_glove"}
+    gensim_w = {"word2vec-text": "", "glove": ", write_header=False"}
+    src = str(paths["word2vec-binary"])
+    for fmt in ("word2vec-text", "glove"):
+        dst = str(DATA / f"out.{fmt}")
+        fresh = f"import os\nos.path.exists({dst!r}) and os.unlink({dst!r})\nos.sync()"
+        load, write = floor_write(str(paths[fmt]), dst)
+        rows = [("floor: write the same bytes", measure(f"{load}\n{fresh}", write, repeat=args.repeat)),
+                ("wvformats write", measure(f"import wvformats as wv\ne = wv.read({src!r})\n{fresh}",
+                                            f"wv.write(e, {dst!r}, {fmt!r}, durable=False)", repeat=args.repeat)),
+                ("word-vectors", measure(f"import word_vectors as w\nv, m = w.read_w2v({src!r})\n{fresh}",
+                                         f"w.{wvw[fmt]}({dst!r}, v, m)", repeat=args.repeat)),
+                ("gensim", measure(f"from gensim.models import KeyedVectors as K\n"
+                                   f"kv = K.load_word2vec_format({src!r}, binary=True)\n{fresh}",
+                                   f"kv.save_word2vec_format({dst!r}, binary=False{gensim_w[fmt]})",
+                                   repeat=args.repeat))]
+        text = table(f"write {fmt} (from a model in memory)", rows, "wvformats write")
+        print(text, flush=True)
+        out.append(text)
+        os.unlink(dst)
     (DATA / "last-run.md").write_text("\n".join(out), encoding="utf-8")
 
 

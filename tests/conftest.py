@@ -19,7 +19,7 @@ def text_parser(request, monkeypatch):
 
     accepted: list[int] = []
     if request.param == "arrow":
-        assert tables._arrow_csv() is not None, "pyarrow (in the test extra) is needed to test the fast path"
+        assert tables._pyarrow() is not None, "pyarrow (in the test extra) is needed to test the fast path"
         fast = tables._arrow_text
 
         def counted(*args, **kwargs):

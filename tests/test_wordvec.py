@@ -448,3 +448,63 @@ def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, 
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert e.value.path.startswith("records") and peak < 200 << 20
+
+
+@pytest.mark.parametrize("few", [0, 10**9])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7]),
+                       max_size=300))
+def test_text_numbers_through_pyarrow_are_spelled_as_numpy_spells_them(monkeypatch, few, values):
+    """pyarrow's float32 -> string cast, mended where numpy spells a number differently (whole numbers,
+    scientific notation, NaN, inf), gives numpy's str() of every value: mended by splicing (few) or by one
+    masked pass (many)."""
+    from wvformats import tables
+
+    pa, _, pc = tables._pyarrow()
+    monkeypatch.setattr(tables, "_FEW", few)
+    flat = np.array(values, dtype="<f4")
+    assert tables._repr_numbers(pa, pc, flat).to_pylist() == [str(v) for v in flat]
+
+
+def test_text_numbers_through_pyarrow_over_random_bit_patterns():
+    """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
+    embedding's range: the same spelling as numpy's str()."""
+    from wvformats import tables
+
+    pa, _, pc = tables._pyarrow()
+    rng = np.random.default_rng(7)
+    flat = np.concatenate([rng.integers(0, 1 << 32, 300_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
+                           rng.normal(0, 0.5, 100_000).astype("<f4")])
+    assert tables._repr_numbers(pa, pc, flat).to_pylist() == [str(v) for v in flat]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(emb=embeddings(word=st.one_of(spaced_word, st.sampled_from(["", " ", "a b", "\n", "x\ry", "\ud800"])),
+                      min_words=1),
+       per_job=st.integers(1, 12), trailing=st.booleans(), crlf=st.booleans(), final=st.booleans())
+def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, per_job, trailing, crlf, final):
+    """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout) gives the
+    line loop's bytes; a word only the loop can judge gets the loop's error at the same line."""
+    from wvformats import tables
+
+    words, vectors = emb
+    obj = codec._w2v_text_from(wv.Embeddings(words, vectors), trailing_space=trailing)
+    obj.records.layout.crlf, obj.records.layout.final_newline = crlf, final
+    formatted = []
+    lines = tables._repr_lines
+
+    def run():
+        try:
+            return framework.build(schema.word2vec_text, obj, format="word2vec-text")
+        except BuildError as e:
+            return (e.path, e.found)
+
+    with monkeypatch.context() as m:  # undone after each example
+        m.setattr(tables, "_WRITE_VALUES", per_job)
+        m.setattr(tables, "_repr_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
+        fast = run()
+        m.setattr(tables, "_pyarrow", lambda: None)
+        slow = run()
+    assert fast == slow
+    if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
+        assert formatted and all(text is not None for text in formatted)  # the fast path wrote every line

@@ -474,13 +474,15 @@ _ARROW_PIECE = 8 << 20  # bytes of lines handed to pyarrow at once: bounds the f
 _ARROW_BLOCK = 2 << 20  # pyarrow parses a piece in blocks of this size, one per thread
 
 
-def _arrow_csv() -> Any:
+def _pyarrow() -> Any:
+    """(pyarrow, pyarrow.csv, pyarrow.compute), or None without the optional `fast` extra."""
     try:
         import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.csv as pcsv
-    except ImportError:  # the optional `fast` extra
+    except ImportError:
         return None
-    return pa, pcsv
+    return pa, pcsv, pc
 
 
 def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
@@ -494,10 +496,10 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     words are decoded with the same policy. Anything else, a bad UTF-8 word included, returns None and the
     line loop parses the file and names the offending line.
     """
-    arrow = _arrow_csv()
+    arrow = _pyarrow()
     if arrow is None or end - pos < _ARROW_MIN_BYTES or buf[end - 1 : end] != b"\n":
         return None
-    pa, pcsv = arrow
+    pa, pcsv, _ = arrow
     first = buf.find(b"\n", pos, end)
     line = bytes(buf[pos:first])
     crlf = line.endswith(b"\r")
@@ -619,6 +621,102 @@ def _nth_newline(buf: Any, pos: int, n: int) -> int:
     return pos
 
 
+_WRITE_VALUES = 1 << 18  # numbers formatted per pyarrow job when writing text
+_FEW = 64  # at most this many numbers (or 1/64 of a job) are mended by splicing, more by one masked pass
+
+
+def _repr_digits(pa: Any, pc: Any) -> bool:
+    """Whether this pyarrow's float32 -> string cast writes what the text writer relies on: the shortest
+    digits that read back to the value, positional from 1e-4 to 1e6, ``1`` for 1.0 (checked once)."""
+    global _REPR_OK
+    if _REPR_OK is None:
+        probe = np.array([0.1, -1.5e-4, 999999.94, 1.0, -0.0, 0.33333334, 123.456], F32)
+        _REPR_OK = pc.cast(pa.array(probe), pa.string()).to_pylist() == [
+            "0.1", "-0.00015", "999999.94", "1", "-0", "0.33333334", "123.456"]
+    return _REPR_OK
+
+
+_REPR_OK: bool | None = None
+# numpy prints a float32 positionally when its magnitude, as a double, is 0 or in [1e-4, 1e6): the least
+# float32 from 1e-4 on (float32(1e-4) itself is just below it and prints as 1e-04)
+_POSITIONAL_FROM = np.nextafter(np.float32(1e-4), np.float32(1))
+
+
+def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """numpy's ``str()`` of each float32 of ``flat``, as a pyarrow string array.
+
+    pyarrow's cast writes the same shortest digits; the spellings differ only where numpy writes ``1.0``
+    for ``1`` (whole numbers: ``.0`` appended) and where it switches to scientific notation (magnitudes
+    under 1e-4 or from 1e6 on, NaN and inf: numpy formats those, usually few)."""
+    text = pc.cast(pa.array(flat), pa.string())
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(flat)
+        positional = (mag == 0) | ((mag >= _POSITIONAL_FROM) & (mag < np.float32(1e6)))
+        whole = positional & (flat == np.trunc(flat))
+    few = max(_FEW, len(flat) // 64)
+    if np.count_nonzero(whole) > few:  # many whole numbers (zero rows, counts): one pass appends ".0"
+        text = pc.if_else(pa.array(whole), pc.binary_join_element_wise(text, ".0", ""), text)
+        whole[:] = False
+    fix = np.flatnonzero(~positional | whole)
+    if not fix.size:
+        return text
+    spelled = pa.array([str(v) for v in flat[fix]], pa.string())
+    if fix.size > few:
+        return pc.replace_with_mask(text, pa.array(~positional | whole), spelled)
+    parts, at = [], 0
+    for j, i in enumerate(fix.tolist()):  # splice the few mended numbers in between unchanged runs
+        parts += [text.slice(at, i - at), spelled.slice(j, 1)]
+        at = i + 1
+    parts.append(text.slice(at))
+    return pa.concat_arrays(parts)
+
+
+def _repr_lines(arrow: Any, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
+    """The text lines ``word v1 ... vD`` of ``words`` and ``rows`` (numbers as :func:`_repr_numbers`)
+    joined by ``tail``, as one pyarrow buffer; None when a word is for the checked loop to refuse (not a
+    str, empty, holding a space or newline, not UTF-8 encodable)."""
+    pa, _, pc = arrow
+    if not all(type(w) is str for w in words) or min(map(len, words)) == 0:
+        return None
+    joined = "\n".join(words)
+    if " " in joined or joined.count("\n") != len(words) - 1:
+        return None
+    try:
+        names = pa.array(words, pa.string())
+    except (pa.ArrowException, UnicodeError):
+        return None
+    n, dim = rows.shape
+    numbers = _repr_numbers(pa, pc, rows.reshape(-1))
+    per_row = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * dim), numbers)
+    lines = pc.binary_join_element_wise(names, pc.binary_join(per_row, " "), " ")
+    return pc.binary_join(pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines), tail)[0].as_buffer()
+
+
+def _write_repr_lines(words: list[Any], arr: np.ndarray, tail: str, final: bool, stream: Any) -> int:
+    """Write the lines of a text table in numpy's float32 spelling through pyarrow's casts, two blocks of
+    rows formatting on worker threads while this one writes; the index of the first line not written
+    (every line without pyarrow, or from the first block holding a word the checked loop must refuse)."""
+    arrow = _pyarrow()
+    n, dim = arr.shape
+    if arrow is None or not n or not _repr_digits(arrow[0], arrow[2]):
+        return 0
+    step = max(1, _WRITE_VALUES // max(dim, 1))
+    starts = list(range(0, n, step))
+    jobs = [background(_repr_lines, arrow, words[a : a + step], arr[a : a + step], tail) for a in starts[:2]]
+    for k, a in enumerate(starts):
+        text = jobs[k].result()
+        if k + 2 < len(starts):
+            b = starts[k + 2]
+            jobs.append(background(_repr_lines, arrow, words[b : b + step], arr[b : b + step], tail))
+        if text is None:
+            for job in jobs[k + 1 :]:
+                job.exception()  # done with the rows before the checked loop goes on
+            return a
+        stream.write(memoryview(text))
+        stream.write((tail if final or a + step < n else tail.rstrip("\r\n")).encode("ascii"))
+    return n
+
+
 class TextRecords(_Checked):
     """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
 
@@ -722,11 +820,13 @@ class TextRecords(_Checked):
         dim = int(_evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
         arr = _matrix(arr, n, dim, path, stream)
         layout = obj.get("layout") or {}
-        fmt = STYLES[layout.get("style", "repr")]
+        style = layout.get("style", "repr")
+        fmt = STYLES[style]
         tail = (" " if layout.get("trailing_space") else "") + ("\r\n" if layout.get("crlf") else "\n")
         final = layout.get("final_newline", True)
+        done = _write_repr_lines(words, arr, tail, final, stream) if style == "repr" else 0
         out: list[str] = []
-        for i, w in enumerate(words):
+        for i, w in enumerate(words[done:], done):
             _word_bytes(w, f"{path}[{i}].word", stream)
             line = w + " " + " ".join(fmt(arr[i]))
             out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
