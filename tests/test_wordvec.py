@@ -450,48 +450,53 @@ def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, 
     assert e.value.path.startswith("records") and peak < 200 << 20
 
 
+@pytest.mark.parametrize("style", ["repr", "g5"])
 @pytest.mark.parametrize("few", [0, 10**9])
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7]),
-                       max_size=300))
-def test_text_numbers_through_pyarrow_are_spelled_as_numpy_spells_them(monkeypatch, few, values):
-    """pyarrow's float32 -> string cast, mended where numpy spells a number differently (whole numbers,
-    scientific notation, NaN, inf), gives numpy's str() of every value: mended by splicing (few) or by one
-    masked pass (many)."""
+@given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7, 99999.5,
+                                              99999.49, 0.099999997, 0.000123455, 12345.678]), max_size=300))
+def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monkeypatch, style, few, values):
+    """pyarrow's float -> string casts, mended where the style spells a number differently (numpy's str():
+    whole numbers, scientific notation; %.5g: scientific notation, a round up to 1e5; NaN and inf), give the
+    style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
     from wvformats import tables
 
     pa, _, pc = tables._pyarrow()
     monkeypatch.setattr(tables, "_FEW", few)
     flat = np.array(values, dtype="<f4")
-    assert tables._repr_numbers(pa, pc, flat).to_pylist() == [str(v) for v in flat]
+    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
 
 
-def test_text_numbers_through_pyarrow_over_random_bit_patterns():
+@pytest.mark.parametrize("style", ["repr", "g5"])
+def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
-    embedding's range: the same spelling as numpy's str()."""
+    embedding's range: spelled as the style's own formatter spells them."""
     from wvformats import tables
 
     pa, _, pc = tables._pyarrow()
     rng = np.random.default_rng(7)
     flat = np.concatenate([rng.integers(0, 1 << 32, 300_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
                            rng.normal(0, 0.5, 100_000).astype("<f4")])
-    assert tables._repr_numbers(pa, pc, flat).to_pylist() == [str(v) for v in flat]
+    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(emb=embeddings(word=st.one_of(spaced_word, st.sampled_from(["", " ", "a b", "\n", "x\ry", "\ud800"])),
                       min_words=1),
-       per_job=st.integers(1, 12), trailing=st.booleans(), crlf=st.booleans(), final=st.booleans())
-def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, per_job, trailing, crlf, final):
-    """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout) gives the
-    line loop's bytes; a word only the loop can judge gets the loop's error at the same line."""
+       style=st.sampled_from(["repr", "g5", "fixed6"]), per_job=st.integers(1, 12), trailing=st.booleans(),
+       crlf=st.booleans(), final=st.booleans())
+def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, style, per_job, trailing, crlf,
+                                                          final):
+    """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout and number
+    style) gives the line loop's bytes; a word only the loop can judge gets the loop's error at the same
+    line."""
     from wvformats import tables
 
     words, vectors = emb
-    obj = codec._w2v_text_from(wv.Embeddings(words, vectors), trailing_space=trailing)
+    obj = codec._w2v_text_from(wv.Embeddings(words, vectors), style=style, trailing_space=trailing)
     obj.records.layout.crlf, obj.records.layout.final_newline = crlf, final
     formatted = []
-    lines = tables._repr_lines
+    lines = tables._text_lines
 
     def run():
         try:
@@ -501,10 +506,40 @@ def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, per_
 
     with monkeypatch.context() as m:  # undone after each example
         m.setattr(tables, "_WRITE_VALUES", per_job)
-        m.setattr(tables, "_repr_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
+        m.setattr(tables, "_text_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
         fast = run()
         m.setattr(tables, "_pyarrow", lambda: None)
         slow = run()
     assert fast == slow
-    if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
+    if style != "fixed6" and all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
         assert formatted and all(text is not None for text in formatted)  # the fast path wrote every line
+
+
+def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
+    """The writer keeps at most the blocks being formatted and the one being written, not every block of
+    the file (it once held them all: 340 MB more for a 400k x 100 GloVe file)."""
+    import threading
+
+    from wvformats import tables
+
+    lock, live, most = threading.Lock(), [0], [0]
+
+    class Block(bytearray):
+        def __init__(self, data):
+            super().__init__(data)
+            with lock:
+                live[0] += 1
+                most[0] = max(most[0], live[0])
+
+        def __del__(self):
+            with lock:
+                live[0] -= 1
+
+    lines = tables._text_lines
+    monkeypatch.setattr(tables, "_text_lines", lambda *a: Block(memoryview(lines(*a))))
+    monkeypatch.setattr(tables, "_WRITE_VALUES", 4)
+    vectors = np.arange(100, dtype="<f4").reshape(50, 2) / 8
+    data = framework.build(schema.glove, codec._glove_from(wv.Embeddings([f"w{i}" for i in range(50)], vectors)),
+                           format="glove")
+    assert data.count(b"\n") == 50 and data.startswith(b"w0 0.0 0.125\n")
+    assert 1 <= most[0] <= 3  # 25 blocks, never more than three alive at once

@@ -13,6 +13,7 @@ from __future__ import annotations
 import mmap
 import struct
 import warnings
+from collections import deque
 from concurrent.futures import Future
 from typing import Any
 
@@ -623,27 +624,48 @@ def _nth_newline(buf: Any, pos: int, n: int) -> int:
 
 _WRITE_VALUES = 1 << 18  # numbers formatted per pyarrow job when writing text
 _FEW = 64  # at most this many numbers (or 1/64 of a job) are mended by splicing, more by one masked pass
+_POW10 = np.array([10**i for i in range(13)], dtype=np.float64)  # exact powers of ten
 
 
-def _repr_digits(pa: Any, pc: Any) -> bool:
-    """Whether this pyarrow's float32 -> string cast writes what the text writer relies on: the shortest
-    digits that read back to the value, positional from 1e-4 to 1e6, ``1`` for 1.0 (checked once)."""
-    global _REPR_OK
-    if _REPR_OK is None:
-        probe = np.array([0.1, -1.5e-4, 999999.94, 1.0, -0.0, 0.33333334, 123.456], F32)
-        _REPR_OK = pc.cast(pa.array(probe), pa.string()).to_pylist() == [
-            "0.1", "-0.00015", "999999.94", "1", "-0", "0.33333334", "123.456"]
-    return _REPR_OK
+def _casts_as_expected(pa: Any, pc: Any) -> bool:
+    """Whether this pyarrow's float -> string casts write what the text writer relies on: the shortest digits
+    that read back to the value, positionally from 1e-4 to 1e5 or more, ``1`` for 1.0 (checked once)."""
+    global _CASTS_OK
+    if _CASTS_OK is None:
+        f32 = np.array([0.1, -1.5e-4, 999999.94, 1.0, -0.0, 0.33333334, 123.456], F32)
+        f64 = np.array([0.00015, 2.0, 99999.0, -0.0, 0.1, 12345.0])
+        _CASTS_OK = (pc.cast(pa.array(f32), pa.string()).to_pylist()
+                     == ["0.1", "-0.00015", "999999.94", "1", "-0", "0.33333334", "123.456"]
+                     and pc.cast(pa.array(f64), pa.string()).to_pylist()
+                     == ["0.00015", "2", "99999", "-0", "0.1", "12345"])
+    return _CASTS_OK
 
 
-_REPR_OK: bool | None = None
+_CASTS_OK: bool | None = None
 # numpy prints a float32 positionally when its magnitude, as a double, is 0 or in [1e-4, 1e6): the least
 # float32 from 1e-4 on (float32(1e-4) itself is just below it and prints as 1e-04)
 _POSITIONAL_FROM = np.nextafter(np.float32(1e-4), np.float32(1))
 
 
+def _mended(pa: Any, pc: Any, text: Any, wrong: np.ndarray, flat: np.ndarray, style: str) -> Any:
+    """``text`` with the numbers at ``wrong`` spelled by the style's own formatter: spliced in between the
+    unchanged runs when they are few, by one masked pass when many."""
+    fix = np.flatnonzero(wrong)
+    if not fix.size:
+        return text
+    spelled = pa.array(STYLES[style](flat[fix]), pa.string())
+    if fix.size > max(_FEW, len(flat) // 64):
+        return pc.replace_with_mask(text, pa.array(wrong), spelled)
+    parts, at = [], 0
+    for j, i in enumerate(fix.tolist()):
+        parts += [text.slice(at, i - at), spelled.slice(j, 1)]
+        at = i + 1
+    parts.append(text.slice(at))
+    return pa.concat_arrays(parts)
+
+
 def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
-    """numpy's ``str()`` of each float32 of ``flat``, as a pyarrow string array.
+    """numpy's ``str()`` of each float32 of ``flat`` (the "repr" style), as a pyarrow string array.
 
     pyarrow's cast writes the same shortest digits; the spellings differ only where numpy writes ``1.0``
     for ``1`` (whole numbers: ``.0`` appended) and where it switches to scientific notation (magnitudes
@@ -653,28 +675,43 @@ def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
         mag = np.abs(flat)
         positional = (mag == 0) | ((mag >= _POSITIONAL_FROM) & (mag < np.float32(1e6)))
         whole = positional & (flat == np.trunc(flat))
-    few = max(_FEW, len(flat) // 64)
-    if np.count_nonzero(whole) > few:  # many whole numbers (zero rows, counts): one pass appends ".0"
+    if np.count_nonzero(whole) > max(_FEW, len(flat) // 64):  # many whole numbers (zero rows, counts)
         text = pc.if_else(pa.array(whole), pc.binary_join_element_wise(text, ".0", ""), text)
         whole[:] = False
-    fix = np.flatnonzero(~positional | whole)
-    if not fix.size:
-        return text
-    spelled = pa.array([str(v) for v in flat[fix]], pa.string())
-    if fix.size > few:
-        return pc.replace_with_mask(text, pa.array(~positional | whole), spelled)
-    parts, at = [], 0
-    for j, i in enumerate(fix.tolist()):  # splice the few mended numbers in between unchanged runs
-        parts += [text.slice(at, i - at), spelled.slice(j, 1)]
-        at = i + 1
-    parts.append(text.slice(at))
-    return pa.concat_arrays(parts)
+    return _mended(pa, pc, text, ~positional | whole, flat, "repr")
 
 
-def _repr_lines(arrow: Any, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
-    """The text lines ``word v1 ... vD`` of ``words`` and ``rows`` (numbers as :func:`_repr_numbers`)
-    joined by ``tail``, as one pyarrow buffer; None when a word is for the checked loop to refuse (not a
-    str, empty, holding a space or newline, not UTF-8 encodable)."""
+def _g5_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """``"%.5g" % v`` of each float32 of ``flat`` (the "g5" style of fastText), as a pyarrow string array.
+
+    A magnitude in [1e-4, 1e5) times 10^(4 - its decimal exponent) is exact in float64 (a 24-bit
+    significand times 5^k, k <= 9, fits in 53 bits), so rounding it half to even gives the 5 significant
+    digits printf gives; the double nearest those digits is then cast to its shortest spelling, which is
+    %g's (positional in that range, trailing zeros dropped). Other magnitudes (scientific in %g), a round
+    up to 1e5, NaN and inf are formatted by Python."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mag = np.abs(flat).astype(np.float64)
+        plain = (mag >= 1e-4) & (mag < 1e5)
+        k = np.where(plain, 4 - np.floor(np.log10(np.where(plain, mag, 1.0))), 0).astype(np.intp)
+        s = mag * _POW10[k]
+        k[plain & (s < 1e4)] += 1  # log10 rounded across a power of ten
+        k[plain & (s >= 1e5)] -= 1
+        r = np.rint(mag * _POW10[k])
+        plain &= (r < 1e5) | (k > 0)  # 99999.5 rounds to 1e+05: scientific
+        zero = mag == 0
+        y = np.where(plain, np.copysign(r / _POW10[k], flat), flat)  # zeros as they are: "0", "-0"
+        plain |= zero
+    text = pc.cast(pa.array(np.where(plain, y, 0.0)), pa.string())
+    return _mended(pa, pc, text, ~plain, flat, "g5")
+
+
+_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers}  # number styles written through pyarrow
+
+
+def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
+    """The text lines ``word v1 ... vD`` of ``words`` and ``rows`` (numbers in ``style``) joined by
+    ``tail``, as one pyarrow buffer; None when a word is for the checked loop to refuse (not a str, empty,
+    holding a space or newline, not UTF-8 encodable)."""
     pa, _, pc = arrow
     if not all(type(w) is str for w in words) or min(map(len, words)) == 0:
         return None
@@ -686,31 +723,35 @@ def _repr_lines(arrow: Any, words: list[Any], rows: np.ndarray, tail: str) -> An
     except (pa.ArrowException, UnicodeError):
         return None
     n, dim = rows.shape
-    numbers = _repr_numbers(pa, pc, rows.reshape(-1))
+    numbers = _ARROW_STYLES[style](pa, pc, rows.reshape(-1))
     per_row = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * dim), numbers)
     lines = pc.binary_join_element_wise(names, pc.binary_join(per_row, " "), " ")
     return pc.binary_join(pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines), tail)[0].as_buffer()
 
 
-def _write_repr_lines(words: list[Any], arr: np.ndarray, tail: str, final: bool, stream: Any) -> int:
-    """Write the lines of a text table in numpy's float32 spelling through pyarrow's casts, two blocks of
-    rows formatting on worker threads while this one writes; the index of the first line not written
-    (every line without pyarrow, or from the first block holding a word the checked loop must refuse)."""
+def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, final: bool, stream: Any) -> int:
+    """Write the lines of a text table with pyarrow's casts and joins, two blocks of rows formatting on
+    worker threads while this one writes; the index of the first line not written (every line without
+    pyarrow or for a style it does not spell, or from the first block holding a word the checked loop must
+    refuse)."""
     arrow = _pyarrow()
     n, dim = arr.shape
-    if arrow is None or not n or not _repr_digits(arrow[0], arrow[2]):
+    if style not in _ARROW_STYLES or arrow is None or not n or not _casts_as_expected(arrow[0], arrow[2]):
         return 0
     step = max(1, _WRITE_VALUES // max(dim, 1))
     starts = list(range(0, n, step))
-    jobs = [background(_repr_lines, arrow, words[a : a + step], arr[a : a + step], tail) for a in starts[:2]]
+
+    def job(a: int) -> Future[Any]:
+        return background(_text_lines, arrow, style, words[a : a + step], arr[a : a + step], tail)
+
+    jobs = deque(job(a) for a in starts[:2])  # a block's text is let go of once written
     for k, a in enumerate(starts):
-        text = jobs[k].result()
+        text = jobs.popleft().result()
         if k + 2 < len(starts):
-            b = starts[k + 2]
-            jobs.append(background(_repr_lines, arrow, words[b : b + step], arr[b : b + step], tail))
+            jobs.append(job(starts[k + 2]))
         if text is None:
-            for job in jobs[k + 1 :]:
-                job.exception()  # done with the rows before the checked loop goes on
+            for pending in jobs:
+                pending.exception()  # done with the rows before the checked loop goes on
             return a
         stream.write(memoryview(text))
         stream.write((tail if final or a + step < n else tail.rstrip("\r\n")).encode("ascii"))
@@ -824,7 +865,7 @@ class TextRecords(_Checked):
         fmt = STYLES[style]
         tail = (" " if layout.get("trailing_space") else "") + ("\r\n" if layout.get("crlf") else "\n")
         final = layout.get("final_newline", True)
-        done = _write_repr_lines(words, arr, tail, final, stream) if style == "repr" else 0
+        done = _write_text_lines(style, words, arr, tail, final, stream)
         out: list[str] = []
         for i, w in enumerate(words[done:], done):
             _word_bytes(w, f"{path}[{i}].word", stream)
