@@ -450,14 +450,16 @@ def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, 
     assert e.value.path.startswith("records") and peak < 200 << 20
 
 
-@pytest.mark.parametrize("style", ["repr", "g5"])
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
 @pytest.mark.parametrize("few", [0, 10**9])
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7, 99999.5,
-                                              99999.49, 0.099999997, 0.000123455, 12345.678]), max_size=300))
+                                              99999.49, 0.099999997, 0.000123455, 12345.678, 5e-7, -2.5e-6,
+                                              -1e-7, 999999999.0, 1e9, 9.5]), max_size=300))
 def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monkeypatch, style, few, values):
-    """pyarrow's float -> string casts, mended where the style spells a number differently (numpy's str():
-    whole numbers, scientific notation; %.5g: scientific notation, a round up to 1e5; NaN and inf), give the
+    """The vectorised spellings (pyarrow's float -> string casts for numpy's str() and %.5g, numpy digit rows
+    for %f), mended where they cannot follow the style (whole numbers and scientific notation of str(),
+    scientific notation and a round up to 1e5 of %.5g, magnitudes from 1e9 of %f, NaN and inf), give the
     style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
     from wvformats import tables
 
@@ -467,7 +469,7 @@ def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monke
     assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
 
 
-@pytest.mark.parametrize("style", ["repr", "g5"])
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
 def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
     embedding's range: spelled as the style's own formatter spells them."""
@@ -511,7 +513,7 @@ def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, styl
         m.setattr(tables, "_pyarrow", lambda: None)
         slow = run()
     assert fast == slow
-    if style != "fixed6" and all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
+    if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
         assert formatted and all(text is not None for text in formatted)  # the fast path wrote every line
 
 

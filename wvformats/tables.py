@@ -705,7 +705,42 @@ def _g5_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
     return _mended(pa, pc, text, ~plain, flat, "g5")
 
 
-_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers}  # number styles written through pyarrow
+_FIXED_COLUMN = np.arange(17)  # "-123456789.123456": the widest %f spelling taken by _fixed6_numbers
+
+
+def _fixed6_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """``"%f" % v`` of each float32 of ``flat`` (the "fixed6" style of word2vec.c), as a pyarrow string array.
+
+    A float32 magnitude times 1e6 is exact in float64 (a 24-bit significand times 2^6 5^6), so rint gives
+    printf's six decimals of the exact value, rounded half to even. The digits are laid out in numpy as
+    17-byte rows, right-aligned, and the used part of each row packed into the array. Magnitudes from 1e9
+    on, NaN and inf are formatted by Python."""
+    n = len(flat)
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(flat).astype(np.float64)
+        plain = mag < 1e9
+    whole, frac = np.divmod(np.rint(np.where(plain, mag, 0.0) * 1e6).astype(np.int64), 1_000_000)
+    digits = np.searchsorted(_POW10[1:10], whole, side="right") + 1  # of the whole part
+    whole, frac = whole.astype(np.int32), frac.astype(np.int32)
+    out = np.empty((n, 17), np.uint8)
+    for c in range(16, 10, -1):
+        frac, out[:, c] = np.divmod(frac, 10)
+    for c in range(9, 0, -1):
+        whole, out[:, c] = np.divmod(whole, 10)
+    out += 48
+    out[:, 10] = 46  # "."
+    neg = np.signbit(flat)  # -0.0 and what rounds to zero keep their sign, as printf's do
+    first = 10 - digits - neg
+    out[np.flatnonzero(neg), first[neg]] = 45  # "-"
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(17 - first, out=offsets[1:])
+    packed = out[_FIXED_COLUMN >= first[:, None]]
+    text = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(packed))
+    return _mended(pa, pc, text, ~plain, flat, "fixed6")
+
+
+# number styles written through pyarrow
+_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers, "fixed6": _fixed6_numbers}
 
 
 def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
@@ -730,10 +765,9 @@ def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail
 
 
 def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, final: bool, stream: Any) -> int:
-    """Write the lines of a text table with pyarrow's casts and joins, two blocks of rows formatting on
-    worker threads while this one writes; the index of the first line not written (every line without
-    pyarrow or for a style it does not spell, or from the first block holding a word the checked loop must
-    refuse)."""
+    """Write the lines of a text table with the vectorised number spellings and pyarrow's joins, two blocks
+    of rows formatting on worker threads while this one writes; the index of the first line not written
+    (every line without pyarrow, or from the first block holding a word the checked loop must refuse)."""
     arrow = _pyarrow()
     n, dim = arr.shape
     if style not in _ARROW_STYLES or arrow is None or not n or not _casts_as_expected(arrow[0], arrow[2]):
