@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, floor_write, measure, table  # noqa: E402
+from common import floor_read, floor_write, measure, table, warm  # noqa: E402
 
 import wvformats as wv  # noqa: E402
 
@@ -71,19 +71,21 @@ def main() -> None:
     out = [f"Synthetic {args.words} x {args.dim}, median of {args.repeat} fresh-process runs, warm cache.\n"]
     for fmt, p in paths.items():
         path = str(p)
-        open(p, "rb").read()  # warm the page cache
-        rows = [("floor: read the file into memory", measure(*floor_read(path), repeat=args.repeat)),
+        hot = warm(path)  # every trial starts with the file in the page cache
+        floor_setup, floor_timed = floor_read(path)
+        rows = [("floor: read the file into memory", measure(f"{floor_setup}\n{hot}", floor_timed,
+                                                              repeat=args.repeat)),
                 # wv.formats() loads the codec registry (about 45 ms, once per process), as importing a peer
                 # loads that library: imports are setup for every reader
-                ("wvformats", measure("import wvformats as wv\nwv.formats()", f"e = wv.read({path!r}, {fmt!r})",
-                                      repeat=args.repeat))]
+                ("wvformats", measure(f"import wvformats as wv\nwv.formats()\n{hot}",
+                                      f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat))]
         try:
-            rows.append(("word-vectors", measure("import word_vectors as w", f"w.{wvr[fmt]}({path!r})",
+            rows.append(("word-vectors", measure(f"import word_vectors as w\n{hot}", f"w.{wvr[fmt]}({path!r})",
                                                  repeat=args.repeat)))
         except RuntimeError:
             rows.append(("word-vectors", None))
         if fmt in gensim and not (args.skip_gensim_text and fmt != "word2vec-binary"):
-            rows.append(("gensim", measure("from gensim.models import KeyedVectors as K",
+            rows.append(("gensim", measure(f"from gensim.models import KeyedVectors as K\n{hot}",
                                            f"K.load_word2vec_format({path!r}, {gensim[fmt]})",
                                            repeat=args.repeat)))
         size = p.stat().st_size / 1e6

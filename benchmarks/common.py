@@ -39,6 +39,14 @@ def floor_write(src: str, dst: str, fsync: bool = False) -> tuple[str, str]:
     return f"{setup}\n{read}", timed
 
 
+def warm(path: str) -> str:
+    """Setup code that reads ``path`` through once (1 MB at a time, so that it adds nothing to the peak
+    memory): the VM this runs on pages out cold file pages within seconds (DAMON), so a file warmed once
+    before a row is partly on disk again by its later trials."""
+    return (f"_f = open({path!r}, 'rb', buffering=0)\n_b = bytearray(1 << 20)\n"
+            "while _f.readinto(_b):\n    pass\n_f.close()\ndel _f, _b")
+
+
 def trial(setup: str, timed: str, timeout: float = 600) -> dict[str, float]:
     """Run ``timed`` once in a fresh interpreter after ``setup`` (imports); only ``timed`` is timed."""
     code = _RUNNER.format(setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
