@@ -242,3 +242,28 @@ def test_a_forked_child_gets_its_own_worker_pool():
 
 def _use_pool_or_fail() -> None:
     os._exit(0 if framework.background(sum, [3, 4]).result(timeout=20) == 7 else 1)
+
+
+@given(reference=st.binary(max_size=40),
+       writes=st.lists(st.tuples(st.integers(0, 48), st.binary(max_size=12)), max_size=8),
+       step=st.sampled_from([1, 3, 1 << 24]), most=st.sampled_from([0, 1, 256]))
+def test_compare_stream_finds_what_a_byte_buffer_would_show(reference, writes, step, most):
+    """Writes at any positions (seeking back to patch, forward past a gap, beyond the reference's end),
+    compared as they come in small or whole steps, their differences kept as runs or the writes kept
+    whole: the size and first difference are those of the same writes into a byte buffer compared with
+    the reference afterwards."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(framework.CompareStream, "_STEP", step)
+        m.setattr(framework.CompareStream, "_MOST_RUNS", most)
+        stream = framework.CompareStream(reference)
+        plain = io.BytesIO()
+        for at, data in writes:
+            for s in (stream, plain):
+                s.seek(at)
+                s.write(data)
+        built = plain.getvalue()
+        first = next((i for i, (a, b) in enumerate(zip(reference, built, strict=False)) if a != b), None)
+        if first is None and len(built) != len(reference):
+            first = min(len(built), len(reference))
+        assert stream.size == len(built)
+        assert stream.first_difference() == first

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from . import framework, registry
 from .errors import FormatError, UnknownFormatError
 from .fileio import atomic_output, open_buffer, read_head, same_file
 
@@ -176,35 +175,19 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False) -
             return report
         data = open_buffer(path)
         parsed = fmt.parse(data)
-        out = io.BytesIO()
+        out = framework.CompareStream(data)  # compared as it is written: the rebuild is never held
         fmt.build(parsed, out)
-        rebuilt = out.getbuffer()
-        report.size, report.rebuilt_size = len(data), len(rebuilt)
+        report.size, report.rebuilt_size = len(data), out.size
         if fmt.check:
             report.problems = fmt.check(parsed)
-        same = len(data) == len(rebuilt) and memoryview(data) == rebuilt
-        if not same:
-            report.first_difference = _first_difference(data, rebuilt)
-            report.field = _field_at(fmt, data, report.first_difference)
-        report.ok = same and not report.problems
+        first = out.first_difference()
+        if first is not None:
+            report.first_difference = first
+            report.field = _field_at(fmt, data, first)
+        report.ok = first is None and not report.problems
     except FormatError as e:
         report.error = str(e)
     return report
-
-
-def _first_difference(a: Any, b: Any) -> int:
-    import numpy as np
-
-    x = np.frombuffer(a, np.uint8)
-    y = np.frombuffer(b, np.uint8)
-    n = min(len(x), len(y))
-    step = 1 << 20
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        diff = np.flatnonzero(x[lo:hi] != y[lo:hi])
-        if diff.size:
-            return lo + int(diff[0])
-    return n
 
 
 def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:

@@ -107,6 +107,92 @@ class BufferStream(io.RawIOBase):
         pass
 
 
+class CompareStream(io.RawIOBase):
+    """A writable, seekable stream that compares what is written with ``reference`` instead of keeping it:
+    validating a file by rebuilding it then needs no second copy of the file in memory when they agree.
+
+    Builders seek back to patch what they wrote (a chunk's length once its body is written), so the stream
+    keeps the runs of offsets that differ, and a later write over a run judges those bytes anew. A write
+    that differs in many places (a rebuild that does not match) is kept instead, to be compared at the end
+    with whatever is written over it later. ``first_difference()`` is the first differing offset (or where
+    the shorter of the two ends), None when they are equal."""
+
+    _STEP = 1 << 24  # bytes compared at once (bounds the temporary of a big write)
+    _MOST_RUNS = 256  # a write differing in more runs than this is kept rather than its runs
+
+    def __init__(self, reference: Any) -> None:
+        super().__init__()
+        self._ref = np.frombuffer(reference, np.uint8) if len(reference) else np.zeros(0, np.uint8)
+        self._pos = 0
+        self.size = 0  # bytes written so far (the end of the furthest write)
+        self._runs: list[tuple[int, int]] = []  # sorted, disjoint [start, end) spans that differ
+        self._kept: list[tuple[int, np.ndarray]] = []  # writes with many differences, kept up to date
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def write(self, b: Any) -> int:
+        data = np.frombuffer(memoryview(b).cast("B"), np.uint8)
+        n = len(data)
+        if not n:  # writes nothing, extends nothing (as with a file)
+            return 0
+        lo, hi = self._pos, self._pos + n
+        if lo > self.size:  # a gap never written reads as zeros
+            self._judge(self.size, np.zeros(lo - self.size, np.uint8))
+        for at, kept in self._kept:  # kept writes follow what is written over them
+            a, z = max(lo, at), min(hi, at + len(kept))
+            if a < z:
+                kept[a - at : z - at] = data[a - lo : z - lo]
+        self._runs = [piece for a, z in self._runs for piece in ((a, min(z, lo)), (max(a, hi), z))
+                      if piece[0] < piece[1]]  # what this write covers is judged anew
+        self._judge(lo, data)
+        self._pos = hi
+        self.size = max(self.size, hi)
+        return n
+
+    def _differences(self, lo: int, data: Any) -> np.ndarray:
+        """Offsets where ``data``, written at ``lo``, differs from the reference (or goes beyond it)."""
+        parts = []
+        for at in range(0, len(data), self._STEP):
+            chunk = data[at : at + self._STEP]
+            ref = self._ref[lo + at : lo + at + len(chunk)]
+            parts.append(np.flatnonzero(ref != chunk[: len(ref)]) + lo + at)
+            parts.append(np.arange(lo + at + len(ref), lo + at + len(chunk)))  # beyond the reference's end
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def _judge(self, lo: int, data: np.ndarray) -> None:
+        wrong = self._differences(lo, data)
+        if not wrong.size:
+            return
+        cuts = np.flatnonzero(np.diff(wrong) != 1) + 1
+        if len(cuts) >= self._MOST_RUNS:
+            self._kept.append((lo, data.copy()))
+            return
+        starts, ends = wrong[np.r_[0, cuts]], wrong[np.r_[cuts - 1, len(wrong) - 1]] + 1
+        self._runs = sorted(self._runs + list(zip(starts.tolist(), ends.tolist(), strict=True)))
+
+    def first_difference(self) -> int | None:
+        found = [self._runs[0][0]] if self._runs else []
+        for at, kept in self._kept:
+            wrong = self._differences(at, kept)
+            if wrong.size:
+                found.append(int(wrong[0]))
+        if self.size != len(self._ref):
+            found.append(min(self.size, len(self._ref)))
+        return min(found) if found else None
+
+
 def remaining(stream: Any) -> int | None:
     """Bytes left in a seekable stream, or None when the stream cannot tell."""
     size = getattr(stream, "size", None)
