@@ -135,3 +135,32 @@ def test_progress_bars_show_only_on_a_terminal(monkeypatch):
     b = progress.bar(True, total=3)
     assert isinstance(b, tqdm)
     b.close()
+
+
+@pytest.mark.parametrize("fmt", ["leader", "word2vec-binary", "glove", "word2vec-text", "finalfusion"])
+def test_write_reports_how_the_file_grows(tmp_path, fmt):
+    """``progress`` hears of every byte once, in positive steps, also where the builder seeks back to patch
+    a length (finalfusion's chunks), and the file is the one written without it."""
+    import numpy as np
+
+    emb = wv.Embeddings([f"w{i}" for i in range(300)], np.arange(1200, dtype="<f4").reshape(300, 4) / 7)
+    steps: list[int] = []
+    wv.write(emb, tmp_path / "with", fmt, progress=steps.append)
+    wv.write(emb, tmp_path / "without", fmt)
+    size = (tmp_path / "with").stat().st_size
+    assert (tmp_path / "with").read_bytes() == (tmp_path / "without").read_bytes()
+    assert sum(steps) == size and all(s > 0 for s in steps)
+
+
+def test_convert_counts_the_bytes_written_on_a_terminal(tmp_path, monkeypatch, capsys):
+    import numpy as np
+    from tqdm import tqdm
+
+    src, dst = tmp_path / "a.leader", tmp_path / "b.txt"
+    wv.write(wv.Embeddings([f"w{i}" for i in range(500)], np.ones((500, 3))), src)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert cli.main(["convert", str(src), str(dst), "--to", "glove"]) == 0
+    shown = capsys.readouterr().err
+    assert "converting" in shown and tqdm.format_sizeof(dst.stat().st_size, "B") in shown
+    assert cli.main(["--quiet", "convert", str(src), str(tmp_path / "c.txt"), "--to", "glove"]) == 0
+    assert capsys.readouterr().err == ""

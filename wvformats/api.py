@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
 from pathlib import Path
@@ -95,18 +96,37 @@ def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
 
 
 def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: bool = True,
-          durable: bool = True, **options: Any) -> None:
+          durable: bool = True, progress: Callable[[int], Any] | None = None, **options: Any) -> None:
     """Write a model object to ``path`` atomically (temporary file in the same folder, then rename).
 
     ``durable``: fsync the file before the rename, so that a crash never leaves a renamed but empty file
-    (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself)."""
+    (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
+    ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
     fmt = _format_for_output(path, format)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return
     with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
-        fmt.build(parsed, out)
+        fmt.build(parsed, out if progress is None else _Growing(out, progress))
+
+
+class _Growing:
+    """A file object that reports how far its furthest write has grown the file."""
+
+    def __init__(self, file: Any, report: Callable[[int], Any]) -> None:
+        self._file, self._report, self._end = file, report, 0
+
+    def write(self, data: Any) -> int:
+        n = self._file.write(data)
+        end = self._file.tell()
+        if end > self._end:
+            self._report(end - self._end)
+            self._end = end
+        return n
+
+    def __getattr__(self, name: str) -> Any:  # tell, seek, flush, ... are the file's
+        return getattr(self._file, name)
 
 
 def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format: str | None = None,

@@ -247,6 +247,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if args.normalize is not None:
         options["normalize"] = args.normalize
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
+    if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
+        options["progress"] = spinner.bar.update
     try:
         api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force, **options)
     finally:
@@ -392,7 +394,8 @@ def _progress(items: list[Any], args: argparse.Namespace, desc: str) -> Any:
 
 
 class _Spinner:
-    """An elapsed-time bar on stderr for one long step; silent when not a terminal or with --quiet."""
+    """A bar on stderr for one long step: the bytes it reports to ``bar.update`` with their rate, and the
+    elapsed time ticking while it reports nothing (reading); silent when not a terminal or with --quiet."""
 
     def __init__(self, args: argparse.Namespace, desc: str) -> None:
         import threading
@@ -403,7 +406,7 @@ class _Spinner:
         tqdm = _tqdm(not args.quiet)
         if tqdm is None:
             return
-        self.bar = tqdm(desc=desc, file=sys.stderr, bar_format="{desc}: {elapsed}")
+        self.bar = tqdm(desc=desc, file=sys.stderr, unit="B", unit_scale=True)
         self._stop = threading.Event()
 
         def tick() -> None:
