@@ -53,7 +53,22 @@ __all__ = [
 # streams
 
 
-class BufferStream(io.RawIOBase):
+class _Positioned(io.RawIOBase):
+    """Seeking in the in-memory streams below, which keep ``_pos`` and ``size`` (for seeking from the end)."""
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+
+class BufferStream(_Positioned):
     """A read-only stream over a buffer (bytes, memoryview, mmap) that hands out zero-copy views."""
 
     def __init__(self, buffer: Any) -> None:
@@ -66,17 +81,6 @@ class BufferStream(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self.size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
 
     def read(self, n: int = -1) -> bytes:
         end = self.size if n is None or n < 0 else min(self.size, self._pos + n)
@@ -107,7 +111,7 @@ class BufferStream(io.RawIOBase):
         pass
 
 
-class CompareStream(io.RawIOBase):
+class CompareStream(_Positioned):
     """A writable, seekable stream that compares what is written with ``reference`` instead of keeping it:
     validating a file by rebuilding it then needs no second copy of the file in memory when they agree.
 
@@ -130,17 +134,6 @@ class CompareStream(io.RawIOBase):
 
     def writable(self) -> bool:
         return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self.size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
 
     def write(self, b: Any) -> int:
         data = np.frombuffer(memoryview(b).cast("B"), np.uint8)

@@ -624,6 +624,11 @@ def _nth_newline(buf: Any, pos: int, n: int) -> int:
 
 _WRITE_VALUES = 1 << 18  # numbers formatted per pyarrow job when writing text
 _FEW = 64  # at most this many numbers (or 1/64 of a job) are mended by splicing, more by one masked pass
+
+
+def _many(count: int, n: int) -> bool:
+    """Whether ``count`` of a job's ``n`` numbers to mend are too many to splice in one by one."""
+    return count > max(_FEW, n // 64)
 _POW10 = np.array([10**i for i in range(13)], dtype=np.float64)  # exact powers of ten
 
 
@@ -654,7 +659,7 @@ def _mended(pa: Any, pc: Any, text: Any, wrong: np.ndarray, flat: np.ndarray, st
     if not fix.size:
         return text
     spelled = pa.array(STYLES[style](flat[fix]), pa.string())
-    if fix.size > max(_FEW, len(flat) // 64):
+    if _many(fix.size, len(flat)):
         return pc.replace_with_mask(text, pa.array(wrong), spelled)
     parts, at = [], 0
     for j, i in enumerate(fix.tolist()):
@@ -675,7 +680,7 @@ def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
         mag = np.abs(flat)
         positional = (mag == 0) | ((mag >= _POSITIONAL_FROM) & (mag < np.float32(1e6)))
         whole = positional & (flat == np.trunc(flat))
-    if np.count_nonzero(whole) > max(_FEW, len(flat) // 64):  # many whole numbers (zero rows, counts)
+    if _many(np.count_nonzero(whole), len(flat)):  # whole numbers (zero rows, counts)
         text = pc.if_else(pa.array(whole), pc.binary_join_element_wise(text, ".0", ""), text)
         whole[:] = False
     return _mended(pa, pc, text, ~positional | whole, flat, "repr")
