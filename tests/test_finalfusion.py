@@ -546,3 +546,46 @@ def test_storage_shorter_than_the_subword_vocab_is_refused_on_read(tmp_path, sto
     with pytest.raises(FormatError) as e:
         wv.read(p)
     assert e.value.path == "chunks.storage" and "2 + 1024" in str(e.value)
+
+
+@pytest.mark.parametrize("kind", ["simple", "bucket"])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path, kind, quantized):
+    """``limit``/``vocab`` on a finalfusion file keep the chosen word rows (with their norms); unknown words
+    are still composed from the file's subword rows, and a file written from the result is the kept words
+    with the same subword rows, read alike by finalfusion-python."""
+    rng = np.random.default_rng(3)
+    words = [f"w{i}é" for i in range(40)]
+    if kind == "simple":
+        vocab, rows = ff.vocab.SimpleVocab(words), len(words)
+    else:
+        vocab = ff.vocab.FinalfusionBucketVocab(words, ff.subword.FinalfusionHashIndexer(bucket_exp=5))
+        rows = len(words) + 32
+    if quantized:
+        pq = ff.storage.quantized.PQ(rng.normal(size=(2, 256, 4)).astype(np.float32), None)
+        storage = ff.storage.QuantizedArray(pq, rng.integers(0, 256, (rows, 2), dtype=np.uint8),
+                                            (rng.random(rows) + 0.5).astype(np.float32))
+    else:
+        storage = ff.storage.NdArray(rng.normal(size=(rows, 8)).astype(np.float32))
+    p = tmp_path / "e.fifu"
+    ff.Embeddings(storage, vocab, norms=ff.norms.Norms((rng.random(len(words)) + 1).astype(np.float32))).write(str(p))
+    full = wv.read(p)
+    for options, expect in [({"limit": 7}, words[:7]), ({"vocab": ["w3é", "w1é", "nope", "w3é"]}, ["w1é", "w3é"]),
+                            ({"limit": 3, "vocab": ["w1é", "w9é"]}, ["w1é"]), ({"limit": 0}, [])]:
+        got = wv.read(p, **options)
+        keep = [full.index(w) for w in expect]
+        assert got.words == expect
+        assert np.array_equal(got.vectors, full.vectors[keep]) and np.array_equal(got.norms, full.norms[keep])
+        if kind == "bucket":  # a dropped word is now unknown: composed from the same n-gram rows
+            assert np.array_equal(got.embedding("w9é"), full.embedding("w9é") if "w9é" in got else
+                                  codec.lookups.composed(full.extra["subword_indices"], full.extra["storage_rows"],
+                                                         "w9é"))
+        out = tmp_path / "kept.fifu"
+        wv.write(got, out)
+        assert wv.validate(out).ok
+        peer = ff.load_finalfusion(str(out))
+        assert list(peer.vocab.words) == expect
+        for w in expect:
+            assert np.array_equal(peer[w], got[w])
+        if kind == "bucket":
+            assert np.allclose(peer.embedding("unseen"), full.embedding("unseen"), atol=1e-6)

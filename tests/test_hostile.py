@@ -8,6 +8,8 @@ from wvformats.errors import FormatError
 from wvformats.samples import sample_files
 
 FILES = [p for p in sample_files() if p.is_file()]
+# cut text files may read with a NoFinalNewlineWarning (their own tests check it); the point here is errors
+pytestmark = pytest.mark.filterwarnings("ignore::wvformats.errors.NoFinalNewlineWarning")
 
 
 def _fmt(path):

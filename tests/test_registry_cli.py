@@ -164,3 +164,84 @@ def test_convert_counts_the_bytes_written_on_a_terminal(tmp_path, monkeypatch, c
     assert "converting" in shown and tqdm.format_sizeof(dst.stat().st_size, "B") in shown
     assert cli.main(["--quiet", "convert", str(src), str(tmp_path / "c.txt"), "--to", "glove"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _tiny(tmp_path, name="e.leader"):
+    p = tmp_path / name
+    wv.write(wv.Embeddings(["a", "b", "c"], [[1, 2], [3, 4], [5, 6]]), p)
+    return p
+
+
+def test_read_options_are_checked(tmp_path):
+    p = _tiny(tmp_path)
+    for bad in ({"limit": -1}, {"limit": 2.5}, {"limit": "3"}, {"limit": True}, {"vocab": "cat"}, {"vocab": 5},
+                {"unicode_errors": "bogus"}):
+        with pytest.raises(ValueError):
+            wv.read(p, **bad)
+    with pytest.raises(TypeError, match="limt"):
+        wv.read(p, limt=3)
+    with pytest.raises(TypeError, match="unicode_errors"):  # finalfusion words are always strict UTF-8
+        wv.read(ROOT / "wvformats/sample_files/sample-simple.fifu", unicode_errors="replace")
+    assert wv.read(p, limit=0).words == [] and wv.read(p, vocab=iter(["c", "a"])).words == ["a", "c"]
+    assert cli.main(["convert", str(p), str(tmp_path / "x.txt"), "--limit", "-1"]) == 2
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_write_options_the_format_does_not_take_are_refused(tmp_path):
+    emb = wv.read(_tiny(tmp_path))
+    with pytest.raises(TypeError, match="newline"):
+        wv.write(emb, tmp_path / "x.glove", newline=True)
+    with pytest.raises(TypeError, match="style"):
+        wv.convert(tmp_path / "e.leader", tmp_path / "y.leader", style="g5")
+    assert not (tmp_path / "x.glove").exists() and not (tmp_path / "y.leader").exists()
+    wv.write(emb, tmp_path / "z.bin", newline=True)
+    assert (tmp_path / "z.bin").read_bytes().endswith(b"\n")
+
+
+def test_convert_checks_the_output_folder_before_reading(tmp_path, monkeypatch):
+    p = _tiny(tmp_path)
+    monkeypatch.setattr(wv.api, "read", lambda *a, **k: pytest.fail("read before the folder was checked"))
+    with pytest.raises(FileNotFoundError, match="folder .*missing does not exist"):
+        wv.convert(p, tmp_path / "missing" / "out.txt")
+    monkeypatch.undo()
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        wv.write(wv.read(p), tmp_path / "missing" / "out.txt")
+
+
+def test_convert_to_an_empty_glove_file_reports_success(tmp_path, capsys):
+    """0 words: the output is an empty file (GloVe has no header), which no sniffer can recognise; the
+    command must report the format it wrote, not sniff its output."""
+    p = _tiny(tmp_path)
+    assert cli.main(["convert", str(p), str(tmp_path / "e.glove"), "--limit", "0"]) == 0
+    assert (tmp_path / "e.glove").read_bytes() == b""
+    assert "[glove]" in capsys.readouterr().out
+
+
+def test_debug_and_quiet_also_after_the_command(tmp_path, capsys):
+    bad = tmp_path / "bad.leader"
+    bad.write_bytes(b"\x1d\x98" + b"\0" * 6 + b"\xff" * 8)
+    assert cli.main(["inspect", str(bad), "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+    assert cli.main(["inspect", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("wvformats: error: leader")
+    assert cli.main(["validate", str(_tiny(tmp_path)), "-q"]) == 0
+
+
+def test_sigterm_during_convert_leaves_no_temporary_file(tmp_path):
+    """A real SIGTERM delivered once the output is written but not yet renamed (at its fsync): exit 143,
+    nothing left in the folder."""
+    src = _tiny(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    code = f"""
+import os, signal, sys
+from wvformats import cli
+def fsync(fd):
+    os.kill(os.getpid(), signal.SIGTERM)
+os.fsync = fsync
+sys.exit(cli.main(["convert", {str(src)!r}, {str(out / 'e.txt')!r}]))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 143, run.stderr
+    assert list(out.iterdir()) == []

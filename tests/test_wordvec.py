@@ -1,6 +1,7 @@
 """Leader, word2vec binary/text and GloVe: schemas, quirks of real files, options, bad input."""
 
 import struct
+import warnings
 
 import construct as cs
 import numpy as np
@@ -11,7 +12,7 @@ from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
 from wvformats.schemas import wordvec as schema
 
 import wvformats as wv
-from wvformats import framework
+from wvformats import cli, framework
 from wvformats.codecs import wordvec as codec
 from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 
@@ -128,17 +129,53 @@ def test_read_write_sniff_validate(tmp_path, emb, fmt, ext):
     assert got["日本"].tolist() == emb.vectors[2].tolist() and "a\u00a0b" in got and got.index("x\ty") == 4
     report = wv.validate(p)
     assert report.ok and report.size == p.stat().st_size
-    # every strict prefix fails cleanly, except that GloVe (no header) cut right after a line break is
-    # a shorter GloVe file
+    # every strict prefix fails cleanly or warns, except that GloVe (no header) cut right after a line
+    # break is a shorter GloVe file; a text file cut inside its last number reads with a warning
     data = p.read_bytes()
     for n in range(len(data)):
         q = tmp_path / "cut"
         q.write_bytes(data[:n])
-        try:
-            got = wv.read(q, fmt)
-        except FormatError:
-            continue
-        assert fmt == "glove" and (n == 0 or data[n - 1] == 10) and len(got) < len(emb), n
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = wv.read(q, fmt)
+            except FormatError:
+                assert not caught, n  # no warning for a file that fails
+                continue
+        if any(issubclass(w.category, wv.NoFinalNewlineWarning) for w in caught):
+            assert fmt in ("glove", "word2vec-text") and data[n - 1] != 10, n
+            assert len(got) == len(emb) if fmt == "word2vec-text" else len(got) <= len(emb), n
+        else:
+            assert fmt == "glove" and (n == 0 or data[n - 1] == 10) and len(got) < len(emb), n
+
+
+@pytest.mark.parametrize("fmt,ext", [("word2vec-text", "txt"), ("glove", "glove")])
+def test_text_without_final_newline_reads_like_the_peers_and_rebuilds(tmp_path, fmt, ext):
+    """A last line without its newline (scripts joining lines write them): read as complete, as gensim and
+    word-vectors read it, with a warning naming the line; validate rebuilds it byte-exact."""
+    body = b"a 1 2.5 3\nb\xc2\xa0c -4 5e-05 6"
+    p = tmp_path / f"e.{ext}"
+    p.write_bytes((b"2 3\n" if fmt == "word2vec-text" else b"") + body)
+    with pytest.warns(wv.NoFinalNewlineWarning, match=r"records\[1\] at byte"):
+        got = wv.read(p)
+    assert got.words == ["a", "b\u00a0c"]
+    assert got.vectors.tolist() == np.array([[1, 2.5, 3], [-4, 5e-05, 6]], np.float32).tolist()
+    with pytest.warns(wv.NoFinalNewlineWarning):
+        assert wv.validate(p).ok
+    out = tmp_path / f"copy.{ext}"
+    wv.write(got, out)
+    assert out.read_bytes().endswith(b" 6.0\n")  # written in the canonical form (numpy's spelling)
+    with pytest.warns(wv.NoFinalNewlineWarning):
+        assert wv.read(p, limit=5).words == got.words  # GloVe: a limit past the end is at most
+
+
+def test_cli_prints_a_warning_once_as_one_line(tmp_path, capsys):
+    p = tmp_path / "e.glove"
+    p.write_bytes(b"a 1 2\nb 3 4")
+    assert cli.main(["validate", str(p)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["wvformats: warning: glove records[1] at byte 6: the last line has no newline; read as "
+                   "complete (a file cut off inside its last number would look the same)"]
 
 
 @pytest.mark.parametrize("fmt", ["leader", "word2vec-binary"])

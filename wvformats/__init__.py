@@ -13,7 +13,14 @@ Public API, the same for every format::
 
 from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
 from .embeddings import DuplicateWordsWarning, Embeddings
-from .errors import BuildError, FormatError, TruncatedError, UnknownFormatError, ValueMismatchError
+from .errors import (
+    BuildError,
+    FormatError,
+    NoFinalNewlineWarning,
+    TruncatedError,
+    UnknownFormatError,
+    ValueMismatchError,
+)
 from .registry import Format, register
 
 __version__ = "0.1.0"
@@ -24,6 +31,7 @@ __all__ = [
     "Embeddings",
     "Format",
     "FormatError",
+    "NoFinalNewlineWarning",
     "TruncatedError",
     "UnknownFormatError",
     "ValidationReport",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect as inspect_module
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import framework, registry
+from .embeddings import check_read_options
 from .errors import FormatError, UnknownFormatError
 from .fileio import atomic_output, open_buffer, read_head, same_file
 
@@ -67,6 +69,7 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     ``dtype`` (float32 default), ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
     """
     fmt = _resolve(path, format)
+    _check_options(fmt, options)
     use_mmap = options.pop("mmap", None)
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
@@ -76,6 +79,15 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
 
 
 _MODEL_ONLY = {"dtype"}
+
+
+def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
+    """Refuse a read option the format does not take (a typo would otherwise be ignored) or a bad value."""
+    given = {k for k, v in options.items() if v is not None}
+    if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
+        raise TypeError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
+                        f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+    check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
 
 def _parse_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +103,8 @@ def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
         return found[0]
     names = ", ".join(f.name for f in found) if found else "none"
     raise UnknownFormatError(
-        f"cannot tell the output format from the extension {suffix!r} (matches: {names}); pass format="
+        f"cannot tell the output format from the extension {suffix!r} (matches: {names}); name it "
+        "(format= in Python, --to on the command line)"
     )
 
 
@@ -103,12 +116,24 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
     ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
     fmt = _format_for_output(path, format)
+    _check_write_options(fmt, options)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return
     with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
         fmt.build(parsed, out if progress is None else _Growing(out, progress))
+
+
+def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
+    """Refuse an option the format's writer does not take (``newline`` for GloVe, ``style`` for Leader)."""
+    params = inspect_module.signature(fmt.from_model).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    if unknown := sorted(k for k in options if k not in takes):
+        raise TypeError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
+                        f"(options: {', '.join(takes) or 'none'})")
 
 
 class _Growing:
@@ -130,20 +155,28 @@ class _Growing:
 
 
 def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format: str | None = None,
-            overwrite: bool = False, **options: Any) -> None:
-    """Read ``src`` and write it to ``dst`` in format ``to`` (or the format ``dst``'s extension names).
+            overwrite: bool = False, **options: Any) -> str:
+    """Read ``src`` and write it to ``dst`` in format ``to`` (or the format ``dst``'s extension names);
+    returns the name of the format written.
 
-    Never writes over ``src``, and never over an existing ``dst`` unless ``overwrite=True``.
+    Never writes over ``src``, and never over an existing ``dst`` unless ``overwrite=True``. Everything that
+    can be checked before reading (the output format, its folder, the options) is checked first.
     """
     if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
         raise FormatError(f"refusing to write {dst} over its own input")
     fmt = _format_for_output(dst, to)
     if not overwrite and Path(dst).exists():
         raise FileExistsError(f"{dst} exists (use --force / overwrite=True to replace it)")
+    folder = Path(dst).parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {dst}: the folder {folder} does not exist")
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
+    own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
+    _check_write_options(fmt, write_opts)
     model = read(src, from_format, **read_opts)
-    write(model, dst, fmt.name, overwrite=overwrite, **write_opts)
+    write(model, dst, fmt.name, overwrite=overwrite, **own, **write_opts)
+    return fmt.name
 
 
 @dataclass

@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +49,33 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    # the same two options also after a command (``wvformats validate f --debug``)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    sub.add_parser("formats", help="list the registered formats").add_argument("--json", action="store_true")
-    s = sub.add_parser("sniff", help="tell the format of files from their content")
+    def command(group: Any, name: str, **kw: Any) -> argparse.ArgumentParser:
+        return group.add_parser(name, parents=[common], **kw)
+
+    command(sub, "formats", help="list the registered formats").add_argument("--json", action="store_true")
+    s = command(sub, "sniff", help="tell the format of files from their content")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--json", action="store_true")
-    s = sub.add_parser("inspect", help="structure summary of a file")
+    s = command(sub, "inspect", help="structure summary of a file")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--json", action="store_true")
-    s = sub.add_parser("dump", help="annotated hex dump")
+    s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--bytes", type=int, default=32, help="bytes shown per field (default 32)")
-    s = sub.add_parser("validate", help="byte-exact round trip of files")
+    s = command(sub, "validate", help="byte-exact round trip of files")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     s.add_argument("--json", action="store_true")
-    s = sub.add_parser("convert", help="convert between formats")
+    s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
     s.add_argument("dst", type=Path)
     s.add_argument("--from", dest="from_format", help="input format (default: sniffed)")
@@ -79,24 +89,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
     s.add_argument("--no-normalize", dest="normalize", action="store_false", default=None,
                    help="finalfusion output: keep rows as they are and write no norms")
-    s = sub.add_parser("rwkv", help="rwkv.cpp model tools")
+    s = command(sub, "rwkv", help="rwkv.cpp model tools")
     rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
-    q = rs.add_parser("quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
+    q = command(rs, "quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
     q.add_argument("--type", required=True, help="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, FP16 (v100 also Q4_2)")
     q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
     q.add_argument("--force", action="store_true", help="replace DST if it exists")
-    s = sub.add_parser("sentencepiece", help="SentencePiece model tools")
+    s = command(sub, "sentencepiece", help="SentencePiece model tools")
     ss = s.add_subparsers(dest="sp_command", metavar="SENTENCEPIECE_COMMAND", required=True)
-    e = ss.add_parser("export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
+    e = command(ss, "export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
     e.add_argument("model", type=Path)
     e.add_argument("out", type=Path)
     e.add_argument("--to", choices=["hf", "tsv", "json"], required=True)
     e.add_argument("--force", action="store_true", help="replace OUT if it exists")
-    s = sub.add_parser("infinigram", help="infini-gram index tools")
+    s = command(sub, "infinigram", help="infini-gram index tools")
     gs = s.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
-    b = gs.add_parser("build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
+    b = command(gs, "build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
     b.add_argument("data_dir", type=Path)
     b.add_argument("out_dir", type=Path)
     b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
@@ -110,15 +120,15 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
     b.add_argument("--force", action="store_true", help="write into OUT even if it holds files")
     b.add_argument("--json", action="store_true")
-    c = gs.add_parser("count", help="count a token sequence in an index")
+    c = command(gs, "count", help="count a token sequence in an index")
     c.add_argument("index", type=Path)
     c.add_argument("ids", nargs="*", type=int, help="token ids")
     c.add_argument("--text", help="UTF-8 text (u8 indexes), instead of ids")
     c.add_argument("--version", type=int, choices=[4, 5, 6], default=4)
     c.add_argument("--json", action="store_true")
-    s = sub.add_parser("docs", help="write Markdown pages generated from the schemas")
+    s = command(sub, "docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
-    s = sub.add_parser("samples", help="run the main job on the bundled sample files")
+    s = command(sub, "samples", help="run the main job on the bundled sample files")
     s.add_argument("--json", action="store_true")
     return p
 
@@ -132,15 +142,43 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_INPUT
+    shown: set[str] = set()
+
+    def show(message: Any, category: Any, *rest: Any, **kw: Any) -> None:
+        """A warning as one line, once (a file is parsed more than once by sniff, read and validate)."""
+        text = f"wvformats: warning: {message}"
+        if text not in shown:
+            shown.add(text)
+            print(text, file=sys.stderr)
+
+    terminate = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if terminate else None
     try:
-        return int(_COMMANDS[args.command](args) or 0)
-    except (FormatError, FileExistsError, OSError) as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = show
+            return int(_COMMANDS[args.command](args) or 0)
+    except (FormatError, FileExistsError, OSError, ValueError) as e:
+        # ValueError: an argument the API refuses (a limit below 0, a token id the index cannot hold)
         if args.debug:
             traceback.print_exc()
         print(f"wvformats: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except _Terminated:
+        return 143  # killed (SIGTERM): the atomic writers have removed their temporary files on the way out
+    finally:
+        if terminate:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` and cleanup runs as for Ctrl-C."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
 
 
 def _print_json(obj: Any) -> None:
@@ -250,10 +288,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
         options["progress"] = spinner.bar.update
     try:
-        api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force, **options)
+        written = api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force,
+                              **options)
     finally:
         spinner.close()
-    print(f"wrote {args.dst} [{args.to or api.sniff(args.dst)}]")
+    print(f"wrote {args.dst} [{written}]")
     return EXIT_OK
 
 

@@ -28,6 +28,33 @@ def count_duplicates(words: Sequence[str]) -> int:
     return len(suspects) - len(set(suspects))
 
 
+def selected_rows(words: Sequence[str], limit: int | None = None, vocab: Iterable[str] | None = None) -> list[int] | None:
+    """The rows the ``limit`` and ``vocab`` read options keep: the first ``limit`` rows, and of those the first
+    occurrence of each word in ``vocab``; None when both are None (every row)."""
+    if limit is None and vocab is None:
+        return None
+    rows = range(len(words) if limit is None else min(limit, len(words)))
+    if vocab is None:
+        return list(rows)
+    wanted, keep = set(vocab), []
+    for i in rows:
+        if words[i] in wanted:
+            wanted.discard(words[i])
+            keep.append(i)
+    return keep
+
+
+def check_read_options(limit: Any = None, vocab: Any = None, unicode_errors: Any = None) -> None:
+    """Refuse read options that would otherwise be misread (a negative limit reads nothing, a string as
+    ``vocab`` would be a set of its letters)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
+        raise ValueError(f"limit must be a whole number >= 0, got {limit!r}")
+    if vocab is not None and (isinstance(vocab, (str, bytes)) or not isinstance(vocab, Iterable)):
+        raise ValueError(f"vocab must be a collection of words (a set or list of str), got {type(vocab).__name__}")
+    if unicode_errors is not None and unicode_errors not in ("strict", "replace", "ignore"):
+        raise ValueError(f"unicode_errors must be 'strict', 'replace' or 'ignore', got {unicode_errors!r}")
+
+
 class LazyRows:
     """Rows made on demand, for storages that are not a matrix in the file (finalfusion's quantized arrays):
     ``take(rows)`` makes the rows at an index array or slice. Embeddings built on it look words up without

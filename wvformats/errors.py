@@ -68,3 +68,8 @@ class BuildError(FormatError):
 
 class UnknownFormatError(FormatError):
     """No registered format matches a file, or a format name is unknown."""
+
+
+class NoFinalNewlineWarning(UserWarning):
+    """A text file's last line has no newline: it is read as complete, as the peers read it, but a file cut
+    off inside its last number looks the same."""

@@ -61,6 +61,8 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
     if not overwrite and target.exists():
         raise FileExistsError(f"{target} exists (use --force / overwrite=True to replace it)")
     folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         # mkstemp makes 0600; give the file the mode a plain open() would (or the replaced file's)

@@ -23,6 +23,7 @@ import mmap
 import os
 import re
 import struct
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -242,6 +243,14 @@ def fail(
 ) -> FormatError:
     """A FormatError for a field at construct path ``path``; raise the result."""
     return cls(message, path=dotted(path) or None, offset=offset, **kw)
+
+
+def warn(context: Any, path: str | None, offset: int | None, message: str, cls: type[Warning]) -> None:
+    """Warn about a field that is read although it looks doubtful, located like a FormatError."""
+    params = getattr(context, "_params", None) or {}
+    where = " ".join(x for x in (params.get("_format"), dotted(path) or None,
+                                 None if offset is None else f"at byte {offset}") if x)
+    warnings.warn(cls(f"{where}: {message}" if where else message), stacklevel=3)
 
 
 def byte_view(arr: np.ndarray) -> memoryview:
@@ -984,6 +993,7 @@ def parse(
     stream = _as_stream(data)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
+    params.setdefault("_format", format)  # for the warnings of doubtful fields
     try:
         return runner.parse_stream(stream, **params)
     except FormatError as e:

@@ -43,6 +43,8 @@ class Format:
     # sniffers run in ascending priority: magic bytes first (0), content heuristics later
     priority: int = 50
     schemas: dict[str, cs.Construct] = field(default_factory=dict)
+    # the options ``read`` takes for this format (others are refused); None: not checked
+    read_options: tuple[str, ...] | None = None
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

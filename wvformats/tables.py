@@ -20,7 +20,8 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from .errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+from .embeddings import selected_rows
+from .errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
 from .framework import (
     _Checked,
     _evaluate,
@@ -35,6 +36,7 @@ from .framework import (
     pack_records,
     prefixed_starts,
     release,
+    warn,
 )
 
 F32 = np.dtype("<f4")
@@ -99,16 +101,7 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
 
 def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
     """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
-    vocab = _params(context).get("vocab")
-    if vocab is None:
-        return None
-    wanted = set(vocab)
-    keep = []
-    for i, w in enumerate(words):
-        if w in wanted:
-            wanted.discard(w)
-            keep.append(i)
-    return keep
+    return selected_rows(words, vocab=_params(context).get("vocab"))
 
 
 def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
@@ -868,13 +861,14 @@ class TextRecords(_Checked):
                 parsed.add(nums, i - len(nums), dim)
                 nums = []
                 release(buf, pos)
-        if i and buf[pos - 1 : pos] != b"\n" and (want is None or i <= want):
-            # every writer ends each line with a newline: a last line without one was cut off
-            raise fail(f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline (file cut off?)",
-                       TruncatedError)
-        if want is not None and i < want:
+        if declared is not None and want is not None and i < want:  # (GloVe: a limit is at most)
             raise fail(f"{path}[{i}]", base + pos, f"header declares {declared} lines, file has {i}",
                        TruncatedError, expected=declared, found=i)
+        if i and buf[pos - 1 : pos] != b"\n":
+            # the peers read a last line without its newline as complete (scripts that join lines write
+            # them); so does this, but a file cut inside its last number looks the same: say so
+            warn(context, f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline; read as "
+                 "complete (a file cut off inside its last number would look the same)", NoFinalNewlineWarning)
         dim = dim or 0
         lines = i
         parsed.add(nums, i - len(nums), dim)

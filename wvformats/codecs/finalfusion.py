@@ -10,7 +10,7 @@ import numpy as np
 import tomli_w
 
 from .. import finalfusion as lookups
-from ..embeddings import Embeddings, LazyRows
+from ..embeddings import Embeddings, LazyRows, selected_rows
 from ..errors import BuildError, FormatError
 from ..registry import Format, register, schema_io
 from ..schemas import finalfusion as schema
@@ -54,7 +54,43 @@ def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
-def to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
+def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, vocab: Any = None,
+             **_: Any) -> Embeddings:
+    """The embeddings of a parsed file; ``limit`` and ``vocab`` keep some word rows (the subword rows and the
+    n-gram lookups stay those of the file, and a file written from the result holds the kept words)."""
+    full = _model(parsed, dtype)
+    keep = selected_rows(full.words, limit, vocab)
+    if keep is None:
+        return full
+    storage = _chunk(parsed, STORAGES)
+    n, rows = len(full.words), np.array(keep, np.intp)
+    extra = dict(full.extra)
+    if storage["chunk_id"] == 4:
+        # a quantized array of the kept rows and the subword rows: codes (and norms) are picked, never made
+        q = storage["body"]
+        pick = np.concatenate([rows, np.arange(n, len(q["codes"]))])
+        body = cs.Container(q, n_embeddings=len(pick), codes=q["codes"][pick],
+                            norms=q["norms"][pick] if q["use_norms"] else q["norms"])
+        chunks = [cs.Container(c, body=body) if c is storage else c for c in parsed["chunks"]]
+        vocab_chunk = _chunk(parsed, VOCABS)
+        if "words" in vocab_chunk["body"]:
+            chunks = [cs.Container(c, body=cs.Container(c["body"], words=[full.words[i] for i in keep],
+                                                        n_words=len(keep))) if c is vocab_chunk else c
+                      for c in chunks]
+        norms = _chunk(parsed, {6: "nd_norms"})
+        if norms is not None:
+            chunks = [cs.Container(c, body=cs.Container(c["body"], n_norms=len(rows),
+                                                        norms=c["body"]["norms"][rows])) if c is norms else c
+                      for c in chunks]
+        return _model(cs.Container(parsed, chunks=chunks), dtype)
+    # dense: the kept rows are copied (a slice stays a view); lookups keep reading the file's matrix
+    vectors = full.vectors[: len(rows)] if keep == list(range(len(rows))) else full.vectors[rows]
+    extra.pop("storage_data", None)  # the word rows are no longer its head: written as kept + subword rows
+    norms = None if full.norms is None else np.asarray(full.norms)[rows]
+    return Embeddings([full.words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
+
+
+def _model(parsed: Any, dtype: Any) -> Embeddings:
     vocab = _chunk(parsed, VOCABS)
     storage = _chunk(parsed, STORAGES)
     if vocab is None or storage is None:
@@ -174,7 +210,7 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool | None = None, **_: Any) -> cs.Container:
+def from_model(obj: Any, *, normalize: bool | None = None) -> cs.Container:
     """Embeddings -> [Metadata] Vocab Storage [NdNorms].
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
@@ -248,4 +284,5 @@ _FORMAT = register(Format(
     sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
     to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check,
     schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},
+    read_options=("limit", "vocab", "dtype"),
 ))

@@ -125,12 +125,12 @@ def _records(emb: Embeddings, **layout: Any) -> cs.Container:
     return cs.Container(words=emb.words, vectors=vectors, **layout)
 
 
-def _leader_from(obj: Any, *, unnormalize: bool = False, **_: Any) -> cs.Container:
+def _leader_from(obj: Any, *, unnormalize: bool = False) -> cs.Container:
     emb = _embeddings(obj, unnormalize)
     return cs.Container(vocab_size=len(emb), dim=emb.vectors.shape[1], records=_records(emb), trailer=b"")
 
 
-def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool = False, **_: Any) -> cs.Container:
+def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool = False) -> cs.Container:
     """``newline=True`` writes word2vec.c's ``\\n`` after every vector."""
     emb = _embeddings(obj, unnormalize)
     n, dim = len(emb), emb.vectors.shape[1]
@@ -148,16 +148,16 @@ def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
     return cs.Container(style=style, trailing_space=trailing_space, crlf=False, final_newline=True)
 
 
-def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False, unnormalize: bool = False,
-                   **_: Any) -> cs.Container:
+def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
+                   unnormalize: bool = False) -> cs.Container:
     """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec)."""
     emb = _embeddings(obj, unnormalize)
     return cs.Container(header=cs.Container(count=len(emb), dim=emb.vectors.shape[1], raw=None),
                         records=_records(emb, layout=_layout(style, trailing_space)), trailer=b"")
 
 
-def _glove_from(obj: Any, *, style: str = "repr", trailing_space: bool = False, unnormalize: bool = False,
-                **_: Any) -> cs.Container:
+def _glove_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
+                unnormalize: bool = False) -> cs.Container:
     emb = _embeddings(obj, unnormalize)
     return cs.Container(records=_records(emb, layout=_layout(style, trailing_space)))
 
@@ -195,7 +195,7 @@ def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
-        model=Embeddings, inspect=_inspect, check=_check,
+        model=Embeddings, inspect=_inspect, check=_check, read_options=(*_READ_PARAMS, "dtype"),
     ))
 
 
