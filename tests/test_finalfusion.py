@@ -3,13 +3,13 @@
 import construct as cs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
 from wvformats.schemas import finalfusion as schema
 
 import wvformats as wv
-from wvformats import framework
+from wvformats import cli, framework
 from wvformats.codecs import finalfusion as codec
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
 
@@ -22,6 +22,7 @@ words_st = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_siz
 @given(words=words_st, prefix=st.integers(0, 3), dim=st.integers(0, 4))
 def test_file_roundtrip_hits_every_padding(compiled, words, prefix, dim):
     """Vocabularies of every byte length put the NdArray chunk at every offset mod 4: pad 1..4, never 0."""
+    assume("x" * prefix not in words)  # a vocabulary holds each word once
     words = words + ["x" * prefix]  # shifts the array chunk by 0..3 bytes
     vectors = np.arange(len(words) * dim, dtype="<f4").reshape(len(words), dim)
     obj = codec.from_model(wv.Embeddings(words, vectors), normalize=False)
@@ -589,3 +590,21 @@ def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path,
             assert np.array_equal(peer[w], got[w])
         if kind == "bucket":
             assert np.allclose(peer.embedding("unseen"), full.embedding("unseen"), atol=1e-6)
+
+
+def test_repeated_words_are_refused_or_kept_first_for_the_peer(tmp_path, capsys):
+    """finalfusion-python refuses a vocabulary that repeats a word: writing one is a BuildError naming the
+    word, and deduplicate=True (--dedupe) keeps the first row of each, as lookups see them."""
+    src = tmp_path / "dup.txt"
+    src.write_bytes(b"3 2\na 1 2\nb 3 4\na 5 6\n")
+    with pytest.warns(wv.DuplicateWordsWarning):
+        emb = wv.read(src)
+    with pytest.raises(wv.BuildError, match="1 row\\(s\\) repeat an earlier word \\(first 'a'\\)"):
+        wv.write(emb, tmp_path / "dup.fifu")
+    assert not (tmp_path / "dup.fifu").exists()
+    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu")]) == 2
+    assert "--dedupe" in capsys.readouterr().err
+    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu"), "--dedupe"]) == 0
+    peer = ff.load_finalfusion(str(tmp_path / "dup.fifu"))
+    assert list(peer.vocab.words) == ["a", "b"]
+    assert np.allclose(peer["a"], np.array([1, 2]) / np.sqrt(5)) and np.allclose(peer.norms, [np.sqrt(5), 5])

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import construct as cs
+import numpy as np
 import pytest
 
 import wvformats as wv
@@ -245,3 +246,30 @@ sys.exit(cli.main(["convert", {str(src)!r}, {str(out / 'e.txt')!r}]))
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 143, run.stderr
     assert list(out.iterdir()) == []
+
+
+def test_validate_tells_input_errors_from_failed_checks(tmp_path, capsys):
+    """Exit 2 when a file cannot be checked at all (missing, empty, of no known format), 1 when it was
+    checked and is not byte-exact; a header count short of the file names the extra bytes."""
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "more.txt").write_bytes(b"1 2\na 1 2\nb 3 4\n")
+    assert cli.main(["validate", str(tmp_path / "missing")]) == 2
+    assert cli.main(["validate", str(tmp_path / "empty")]) == 2
+    assert "is empty" in capsys.readouterr().out
+    assert cli.main(["validate", str(tmp_path / "more.txt")]) == 1
+    out = capsys.readouterr().out
+    assert "6 bytes after the declared records" in out and "None" not in out
+    assert cli.main(["sniff", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert err.count(str(tmp_path / "empty")) == 1 and "is empty" in err
+
+
+def test_infinigram_count_refuses_ids_the_index_cannot_hold(capsys):
+    index = ROOT / "wvformats/sample_files/sample-index"
+    for ids in (["70000"], ["--", "-1"]):
+        assert cli.main(["infinigram", "count", str(index), *ids]) == 2
+        err = capsys.readouterr().err
+        assert "does not fit this index's 1-byte tokens" in err and "Traceback" not in err
+    with pytest.raises(ValueError):
+        wv.read(index).count([256])
+    assert wv.read(index).count([104]) == wv.read(index).count([np.uint8(104)]) > 0

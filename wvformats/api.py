@@ -44,6 +44,8 @@ def sniff(path: PathLike) -> str:
                 return f.name
         except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
             continue
+    if not head:
+        raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
     raise UnknownFormatError(
         f"{p}: no registered format matches its content (first bytes {head[:16].hex(' ')})"
     )
@@ -193,6 +195,8 @@ class ValidationReport:
     error: str | None = None
     notes: list[str] = _field(default_factory=list)
     problems: list[str] = _field(default_factory=list)
+    # the file could not be checked at all (missing, unreadable, of no known format): an input error
+    unreadable: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -200,12 +204,17 @@ class ValidationReport:
     def __str__(self) -> str:
         if self.error:
             return f"FAIL  {self.path} [{self.format}]: {self.error}"
-        if not self.ok:
+        problems = "; ".join(self.problems)
+        if self.first_difference is not None:
             where = f"first difference at byte {self.first_difference}"
             if self.field:
                 where += f" in {self.field}"
-            extra = "; ".join(self.problems)
-            return f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})" + (f"; {extra}" if extra else "")
+            return (f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})"
+                    + (f"; {problems}" if problems else ""))
+        if not self.ok:
+            return f"FAIL  {self.path} [{self.format}]: {problems}"
+        if self.size == 0 and self.rebuilt_size == 0 and Path(self.path).is_dir():
+            return f"ok    {self.path} [{self.format}]: index files consistent"
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 
 
@@ -215,10 +224,12 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False) -
     Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
     on a sample of the suffix order unless ``full``."""
     p = str(path)
+    if not os.access(path, os.R_OK):
+        return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)
     try:
         fmt = _resolve(path, format)
     except FormatError as e:
-        return ValidationReport(p, format or "?", False, error=str(e))
+        return ValidationReport(p, format or "?", False, error=str(e), unreadable=True)
     report = ValidationReport(p, fmt.name, False)
     try:
         if fmt.is_directory:

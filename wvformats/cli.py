@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
     s.add_argument("--no-normalize", dest="normalize", action="store_false", default=None,
                    help="finalfusion output: keep rows as they are and write no norms")
+    s.add_argument("--dedupe", action="store_true",
+                   help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
     s = command(sub, "rwkv", help="rwkv.cpp model tools")
     rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
     q = command(rs, "quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
@@ -223,7 +225,10 @@ def cmd_sniff(args: argparse.Namespace) -> int:
         _print_json(results)
     else:
         for r in results:
-            print(f"{r['path']}: {r['format'] or r['error']}")
+            if r["format"]:
+                print(f"{r['path']}: {r['format']}")
+            else:
+                print(f"wvformats: error: {r['error']}", file=sys.stderr)
     return status
 
 
@@ -265,7 +270,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         for r in reports:
             print(r)
-    if any(not Path(f).exists() for f in args.files):
+    if any(r.unreadable for r in reports):  # missing, unreadable or of no known format: nothing was checked
         return EXIT_INPUT
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
 
@@ -284,6 +289,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["unnormalize"] = True
     if args.normalize is not None:
         options["normalize"] = args.normalize
+    if args.dedupe:
+        options["deduplicate"] = True
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
     if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
         options["progress"] = spinner.bar.update

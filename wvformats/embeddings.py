@@ -291,6 +291,16 @@ class Embeddings:
         mat = np.vstack(rows) if rows else np.zeros((0, 0), np.float32)
         return cls(words, mat)
 
+    def deduplicated(self) -> Embeddings:
+        """The first occurrence of each word only (what lookups see), with its row and norm; ``self`` when no
+        word repeats. Formats that hold each word once (finalfusion) need this before writing."""
+        if not self.duplicates:
+            return self
+        rows = sorted(self.vocab.values())
+        norms = None if self.norms is None else np.asarray(self.norms)[rows]
+        return Embeddings([self.words[i] for i in rows], self.rows(np.array(rows, np.intp)), norms=norms,
+                          metadata=self.metadata)
+
     def astype(self, dtype: Any) -> Embeddings:
         out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
                          extra=self.extra)

@@ -272,6 +272,11 @@ class InfiniGramIndex:
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
         toks = list(tokens)[::-1] if self.version == 5 else list(tokens)
+        bad = [t for t in toks if isinstance(t, bool) or not isinstance(t, (int, np.integer))
+               or not 0 <= t < 1 << (8 * w)]
+        if bad:  # numpy would raise OverflowError (or wrap a negative id round to another token)
+            raise ValueError(f"token id {bad[0]!r} does not fit this index's {w}-byte tokens "
+                             f"(0 to {(1 << (8 * w)) - 1})")
         return np.asarray(toks, f"<u{w}" if w > 1 else "u1").tobytes()
 
     def find(self, tokens: Sequence[int]) -> dict[str, Any]:

@@ -164,6 +164,11 @@ _SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != 1}
 def _vocab_chunk(obj: Embeddings) -> cs.Container:
     """The vocabulary the embeddings were read with (subword ones keep their n-gram settings), else simple."""
     vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab")
+    if obj.duplicates:  # finalfusion-rust and -python refuse such a vocabulary when they load it
+        first = next(w for i, w in enumerate(obj.words) if obj.vocab[w] != i)
+        raise BuildError(f"a finalfusion vocabulary holds each word once; {obj.duplicates} row(s) repeat an "
+                         f"earlier word (first {first!r}); deduplicate=True (--dedupe) keeps the first of each",
+                         format=NAME, path="chunks.vocab.words")
     if vocab_type not in _SUBWORD_IDS or fields is None:
         return cs.Container(chunk_id=1, name="simple_vocab",
                             body=cs.Container(n_words=len(obj.words), words=list(obj.words)))
@@ -210,19 +215,22 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool | None = None) -> cs.Container:
+def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
     """Embeddings -> [Metadata] Vocab Storage [NdNorms].
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
     n-grams with their settings), their subword rows and their quantized storage (while the word rows are
     unchanged), so that reading and writing a file gives it back. Word-vector input gets a simple vocab and
     is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters do
-    (``normalize=False`` keeps the rows as they are and writes no norms).
+    (``normalize=False`` keeps the rows as they are and writes no norms). A vocabulary holds each word once:
+    embeddings that repeat a word are refused unless ``deduplicate=True`` keeps the first row of each.
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    if deduplicate:
+        obj = obj.deduplicated()
     norms = obj.norms
     vocab_type = obj.extra.get("vocab_type")
     if normalize is None:  # a finalfusion file's rows are written as they were read
