@@ -83,3 +83,28 @@ def test_in_memory_reads_equal_mmap_reads_and_are_writable(path):
         assert all(np.array_equal(a.tensors[k].blocks, b.tensors[k].blocks) for k in a.tensors)
     else:
         assert a.piece_strings == b.piece_strings
+
+
+@pytest.mark.parametrize("fmt,path,expected", [("leader", "magic", 38941), ("finalfusion", "magic", b"FiFu"),
+                                               ("rwkv", "header.magic", 0x67676D66)])
+def test_a_wrong_magic_is_named_where_it_starts_with_both_values(tmp_path, fmt, path, expected):
+    import wvformats as wv
+
+    p = tmp_path / "junk"
+    p.write_bytes(b"13 10\n" + b"x" * 100)
+    with pytest.raises(FormatError) as caught:
+        wv.read(p, fmt)
+    e = caught.value
+    assert (e.format, e.path, e.offset, e.expected) == (fmt, path, 0, expected)
+    assert e.found in (b"13 1", int.from_bytes(b"13 10\nxx"[: 8 if fmt == "leader" else 4], "little"))
+    assert str(e) == f"{fmt} {path} at byte 0: constant field does not match (expected {expected!r}, found {e.found!r})"
+
+
+def test_protobuf_errors_name_the_field_index(tmp_path):
+    import wvformats as wv
+
+    p = tmp_path / "cut.model"
+    p.write_bytes(b"\x0a\x03abc\x10")  # a field, then a tag whose varint value is missing
+    with pytest.raises(FormatError) as caught:
+        wv.read(p, "sentencepiece")
+    assert caught.value.path == "fields[1]" and caught.value.offset == 6

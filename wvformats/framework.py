@@ -18,6 +18,7 @@ compiled schema keeps every check.
 
 from __future__ import annotations
 
+import ast
 import io
 import mmap
 import os
@@ -892,8 +893,8 @@ class Chunks(_Checked):
                 quirk = self.quirks.get(chunk_id)
                 short = used - length
                 if used != length and not (quirk and short == quirk(body)):
-                    raise fail(where, start + 4, f"{name} chunk length field says {length} bytes, "
-                               f"its body has {used}", ValueMismatchError, expected=used, found=length)
+                    raise fail(where, start + 4, f"{name} chunk length field does not match the bytes "
+                               "its body takes", ValueMismatchError, expected=used, found=length)
                 chunk = cs.Container(chunk_id=chunk_id, name=name, body=body)
                 if short:
                     chunk.length_short_by = short
@@ -999,7 +1000,7 @@ def parse(
     except FormatError as e:
         error = e.located(format=format)
     except _TRANSLATE as e:
-        error = _translate(e, stream, format)
+        error = _translate(e, stream, format, schema)
     if compile:
         # compiled code carries no field paths: parse again interpreted to name the failing field
         stream.seek(start)
@@ -1008,7 +1009,7 @@ def parse(
         except FormatError as e:
             error = e.located(format=format)
         except _TRANSLATE as e:
-            error = _translate(e, stream, format)
+            error = _translate(e, stream, format, schema)
     raise error
 
 
@@ -1034,9 +1035,34 @@ def build(
     return out.getvalue() if stream is None else None
 
 
-def _translate(e: BaseException, stream: Any, format: str) -> FormatError:
+_CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
+
+
+def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
+    """The byte size of the Const field at dotted ``path`` of ``schema`` (None when it cannot be told)."""
+    con = schema
+    for name in (path or "").split("."):
+        name = name.split("[", 1)[0]
+        con = _unwrap(con) if con is not None else None
+        con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
+    con = _unwrap(con) if con is not None else None
+    if not isinstance(con, cs.Const):
+        return None
+    try:
+        return int(con.subcon.sizeof())
+    except (cs.SizeofError, TypeError):
+        return None
+
+
+def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
     path = dotted(getattr(e, "path", None)) or None
     offset = _tell(stream)
+    if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
+        # construct has read the field when it compares: name where it starts, and what it holds
+        size = _const_size(schema, path)
+        start = offset - size if offset is not None and size is not None else offset
+        return ValueMismatchError("constant field does not match", format=format, path=path, offset=start,
+                                  expected=_literal(m.group(1)), found=_literal(m.group(2)))
     if isinstance(e, cs.StreamError) or isinstance(e, EOFError):
         cls: type[FormatError] = TruncatedError
     elif isinstance(e, (cs.ConstError, cs.ValidationError, cs.CheckError, cs.MappingError)):
@@ -1052,6 +1078,13 @@ def _translate(e: BaseException, stream: Any, format: str) -> FormatError:
     if isinstance(e, MemoryError):
         message = "a length in the file asks for more memory than is available"
     return cls(message, format=format, path=path, offset=offset)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def _strip_private(obj: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import construct as cs
 
 from .errors import BuildError, TruncatedError, ValueMismatchError
-from .framework import _Checked, _evaluate, _window, fail
+from .framework import _Checked, _evaluate, _window, dotted, fail
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 MAX_DEPTH = 64  # group and message nesting limit: deeper input is refused, never a RecursionError
@@ -235,7 +235,7 @@ class Message(_Checked):
         end = len(buf) if self.length is None else pos + int(_evaluate(self.length, context))
         if end > len(buf):
             raise fail(path, base + pos, "message is cut off", TruncatedError)
-        fields, pos, _ = parse_fields(buf, pos, end, path or "fields", base)
+        fields, pos, _ = parse_fields(buf, pos, end, dotted(path) or "fields", base)
         stream.seek(base + pos)
         return cs.ListContainer(fields)
 

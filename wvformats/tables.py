@@ -850,7 +850,7 @@ class TextRecords(_Checked):
             if dim is None:
                 dim = width
             elif width != dim:
-                raise fail(f"{path}[{i}]", base + pos, f"line has {width} values, expected {dim}",
+                raise fail(f"{path}[{i}]", base + pos, "wrong number of values on the line",
                            ValueMismatchError, expected=dim, found=width)
             starts.append(pos)
             raws.append(buf[pos:sp])
@@ -862,7 +862,7 @@ class TextRecords(_Checked):
                 nums = []
                 release(buf, pos)
         if declared is not None and want is not None and i < want:  # (GloVe: a limit is at most)
-            raise fail(f"{path}[{i}]", base + pos, f"header declares {declared} lines, file has {i}",
+            raise fail(f"{path}[{i}]", base + pos, "fewer lines than the header declares",
                        TruncatedError, expected=declared, found=i)
         if i and buf[pos - 1 : pos] != b"\n":
             # the peers read a last line without its newline as complete (scripts that join lines write

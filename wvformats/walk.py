@@ -45,7 +45,7 @@ def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) ->
     except FormatError as e:
         raise e.located(format=format) from None
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
-        raise _translate(e, stream, format) from None
+        raise _translate(e, stream, format, schema) from None
     return value, spans
 
 
