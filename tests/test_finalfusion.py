@@ -1,5 +1,7 @@
 """finalfusion: chunk schemas, exact padding, finalfusion-python 0.7.1 as the oracle, bad input."""
 
+import json
+
 import construct as cs
 import numpy as np
 import pytest
@@ -608,3 +610,50 @@ def test_repeated_words_are_refused_or_kept_first_for_the_peer(tmp_path, capsys)
     peer = ff.load_finalfusion(str(tmp_path / "dup.fifu"))
     assert list(peer.vocab.words) == ["a", "b"]
     assert np.allclose(peer["a"], np.array([1, 2]) / np.sqrt(5)) and np.allclose(peer.norms, [np.sqrt(5), 5])
+
+
+def _python_blocks(page):
+    import re
+
+    return re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+
+
+@pytest.mark.parametrize("how", ["entry point", "WVFORMATS_PLUGINS"])
+def test_extending_page_runs_as_written_and_reaches_the_cli(tmp_path, how):
+    """docs/extending.md's chunk example, its code blocks as they are written: the module installed as a
+    plugin (a package with a wvformats.plugins entry point, or named in WVFORMATS_PLUGINS), the usage
+    script run, and inspect, dump and docs of the wvformats command see the new chunk's fields."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    module, usage = _python_blocks(Path(__file__).resolve().parent.parent / "docs" / "extending.md")[:2]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "wvfreq.py").write_text(module, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env.pop("WVFORMATS_PLUGINS", None)
+    if how == "entry point":  # what pip install of a package with that [project.entry-points] table leaves
+        info = site / "wvfreq-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wvfreq\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text("[wvformats.plugins]\nwvfreq = wvfreq\n")
+    else:
+        env["WVFORMATS_PLUGINS"] = "wvfreq"
+
+    def run(*args):
+        out = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    run("-c", usage)
+    info = json.loads(run("-m", "wvformats.cli", "inspect", "f.fifu", "--json"))
+    assert {"id": 100, "type": "frequencies"} in info["chunk_types"]
+    dump = run("-m", "wvformats.cli", "dump", "f.fifu")
+    assert "chunks[2].body.counts = ndarray <u4 (2,)    # u32 count of each word" in dump
+    assert "chunks[2].chunk_id = 100    # chunk type: frequencies" in dump
+    run("-m", "wvformats.cli", "docs", "out")
+    page = (tmp_path / "out" / "finalfusion.md").read_text(encoding="utf-8")
+    assert "frequencies" in page and "u32 count of each word" in page

@@ -12,6 +12,7 @@ import pytest
 import wvformats as wv
 from wvformats import cli, framework, registry
 from wvformats.docs import page
+from wvformats.samples import sample_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -273,3 +274,28 @@ def test_infinigram_count_refuses_ids_the_index_cannot_hold(capsys):
     with pytest.raises(ValueError):
         wv.read(index).count([256])
     assert wv.read(index).count([104]) == wv.read(index).count([np.uint8(104)]) > 0
+
+
+@pytest.mark.parametrize("path", [p for p in sample_files() if p.is_file()], ids=lambda p: p.name)
+def test_dump_fields_tile_every_sample(path, capsys):
+    """The annotated dump's fields cover each sample from byte 0 to its end, each byte in exactly one field
+    (headers of text formats, every finalfusion chunk's id, length and body fields, every rwkv record's
+    header fields, key and data included)."""
+    from wvformats.fileio import open_buffer
+    from wvformats.walk import leaves, walk
+
+    fmt = registry.get(wv.sniff(path))
+    data = open_buffer(path)
+    _, spans = walk(fmt.schema, data, format=fmt.name)
+    at = 0
+    for s in leaves(spans):
+        assert s.start == at and s.end >= s.start, (s.path, s.start, at)
+        at = s.end
+    assert at == len(data)
+    assert cli.main(["dump", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n          ") == len(leaves(spans))
+    if fmt.name == "finalfusion":
+        assert "chunks[1].chunk_id" in out and ".body." in out
+    if fmt.name == "rwkv":
+        assert "records[0].key = 'emb.weight'" in out

@@ -210,6 +210,8 @@ def cmd_formats(args: argparse.Namespace) -> int:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
             print(f"{r['name']:<{width}}  {' '.join(r['extensions']):<24}  {r['description']}")
+    for name, error in registry.LOAD_ERRORS.items():  # a codec or plugin that did not import
+        print(f"wvformats: not loaded: {name}: {error}", file=sys.stderr)
     return EXIT_OK
 
 

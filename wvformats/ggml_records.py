@@ -90,6 +90,21 @@ class ParameterRecords(_Checked):
         stream.seek(base + pos)
         return out
 
+    def parts(self, records: Any) -> list[tuple[str, int, int, Any, str]]:
+        """Each record's fields as (sub-path, start, end, value, doc), for annotated dumps."""
+        out = []
+        for i, rec in enumerate(records):
+            key, dims = rec["key"].encode("utf-8"), len(rec["shape"])
+            at = rec["offset"] - len(key) - 4 * dims - 12
+            out += [(f"[{i}].dim_count", at, at + 4, dims, "number of dimensions (1 to 3)"),
+                    (f"[{i}].key_length", at + 4, at + 8, len(key), "bytes of the UTF-8 key"),
+                    (f"[{i}].data_type", at + 8, at + 12, rec["data_type"], "tensor type id (FP32 0, FP16 1, ...)"),
+                    (f"[{i}].shape", at + 12, at + 12 + 4 * dims, rec["shape"], "u32 per dimension, ne0 first"),
+                    (f"[{i}].key", rec["offset"] - len(key), rec["offset"], rec["key"], "tensor name"),
+                    (f"[{i}].data", rec["offset"], rec["offset"] + rec["data"].nbytes, rec["data"],
+                     "the tensor's elements or quantized blocks")]
+        return out
+
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         types = self._types(context, path, stream)
         for i, rec in enumerate(obj):

@@ -7,6 +7,8 @@ so a new format is a new module there (or a call to :func:`register` from user c
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
 import pkgutil
 import warnings
 from collections.abc import Callable
@@ -77,21 +79,37 @@ def register(fmt: Format, *, replace: bool = False) -> Format:
     return fmt
 
 
+PLUGIN_GROUP = "wvformats.plugins"  # entry points (modules) of installed packages that extend wvformats
+PLUGIN_VARIABLE = "WVFORMATS_PLUGINS"  # or modules named here, comma-separated (importable from sys.path)
+
+
 def load() -> dict[str, Format]:
-    """Import every codec module once and return the registry."""
+    """Import every codec module once, then the plugins, and return the registry.
+
+    Plugins are how user formats and finalfusion chunk types reach every process, the ``wvformats`` command
+    included, without editing the library: a module that calls :func:`register` or ``register_chunk`` when
+    imported, named by an installed package's ``wvformats.plugins`` entry point or in ``WVFORMATS_PLUGINS``.
+    """
     global _loaded
     if not _loaded:
         _loaded = True
         from . import codecs
 
         for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
-            try:
-                importlib.import_module(f"{codecs.__name__}.{info.name}")
-            except Exception as e:  # noqa: BLE001 - reported by tests and by `wvformats formats`
-                LOAD_ERRORS[info.name] = f"{type(e).__name__}: {e}"
-                warnings.warn(f"wvformats codec {info.name!r} failed to load: {e}", RuntimeWarning,
-                              stacklevel=2)
+            _import(f"{codecs.__name__}.{info.name}", info.name, "codec")
+        for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+            _import(ep.value, ep.name, "plugin")
+        for name in filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(","))):
+            _import(name, name, "plugin")
     return _FORMATS
+
+
+def _import(module: str, name: str, kind: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - reported by tests and by `wvformats formats`
+        LOAD_ERRORS[name] = f"{type(e).__name__}: {e}"
+        warnings.warn(f"wvformats {kind} {name!r} failed to load: {e}", RuntimeWarning, stacklevel=3)
 
 
 def get(name: str) -> Format:

@@ -7,6 +7,8 @@ field starts and ends.
 
 from __future__ import annotations
 
+import re
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +16,7 @@ import construct as cs
 import numpy as np
 
 from .errors import FormatError
-from .framework import BufferStream, _translate
+from .framework import BufferStream, Chunks, _translate
 
 
 @dataclass
@@ -55,6 +57,8 @@ def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out
         doc = doc or (con.docs or "")
         con = con.subcon
     start = stream.tell()
+    if isinstance(con, Chunks):
+        return _walk_chunks(con, stream, context, path, doc, out)
     if isinstance(con, cs.Struct):
         obj = cs.Container()
         ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
@@ -68,7 +72,38 @@ def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out
         out.append(Span(path, start, stream.tell(), obj, doc, con))
         return obj
     value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+    if hasattr(con, "parts"):  # a record table that can say where each record's fields lie
+        out += [Span(path + sub, a, b, v, d, con) for sub, a, b, v, d in con.parts(value)]
     out.append(Span(path, start, stream.tell(), value, doc, con))
+    return value
+
+
+def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
+    """Chunks are parsed (and checked) as a whole, then walked again chunk by chunk: id, length and the
+    fields of each body whose type is registered (built-in or a user's), so that dumps show them."""
+    start = stream.tell()
+    value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+    end = stream.tell()
+    pos = start
+    for i, chunk in enumerate(value):
+        where = f"{path}[{i}]"
+        stream.seek(pos)
+        chunk_id, length = struct.unpack("<IQ", stream.read(12))
+        out.append(Span(f"{where}.chunk_id", pos, pos + 4, chunk_id, f"chunk type: {chunk['name']}", con))
+        out.append(Span(f"{where}.length", pos + 4, pos + 12, length, "bytes after the length field", con))
+        entry = con.types.get(chunk_id)
+        if entry is None:
+            out.append(Span(f"{where}.body", pos + 12, pos + 12 + length, chunk["body"],
+                            "unknown chunk type: kept as raw bytes", con))
+            stream.seek(pos + 12 + length)
+        else:
+            ctx = cs.Container(_=context, _params=context._params, _root=context.get("_root"), _parsing=True,
+                               _building=False, _sizing=False, chunk_len=length)
+            _walk(entry[1], stream, ctx, f"{where}.body", "", out)
+        out.append(Span(where, pos, stream.tell(), chunk, "", con))
+        pos = stream.tell()
+    stream.seek(end)
+    out.append(Span(path, start, end, value, doc, con))
     return value
 
 
@@ -91,26 +126,34 @@ def short(value: Any, limit: int = 60) -> str:
             v = np.asarray(value["vectors"])
             text = f"{len(value['words'])} records, vectors {v.dtype.str} {v.shape}"
         else:
-            text = "{" + ", ".join(keys) + "}"
+            text = ", ".join(f"{k}={short(value[k], 24)}" for k in keys)
     elif isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value[:24])
         text = f"{len(value)} bytes {b.hex(' ')}" + (" ..." if len(value) > 24 else "")
     elif isinstance(value, list):
-        text = f"list of {len(value)}"
+        simple = len(value) <= 8 and all(isinstance(x, (int, float, str)) for x in value)
+        text = repr(list(value)) if simple else f"list of {len(value)}"
     else:
         text = repr(value)
     text = "".join(ch if ch.isprintable() else "?" for ch in text)  # never print control characters
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def leaves(spans: list[Span]) -> list[Span]:
+    """The fields the walk did not descend into, in file order: they tile the file, each byte in one."""
+    parents = {s.path[: m.start()] for s in spans for m in re.finditer(r"[.\[]", s.path)}
+    parents |= {""} if any(s.path for s in spans) else set()  # the file itself, when it has fields
+    return sorted((s for s in spans if s.path not in parents), key=lambda s: (s.start, s.end))
+
+
 def hexdump(spans: list[Span], data: Any, *, max_bytes: int = 32) -> list[str]:
     """Annotated hex dump lines: offset range, leading bytes, ``path = value``; bulk fields are elided."""
     mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
     lines = []
-    leaves = [s for s in spans if not isinstance(s.value, cs.Container) or "words" in s.value]
-    for s in sorted(leaves, key=lambda s: (s.start, s.end)):
+    for s in leaves(spans):
         raw = bytes(mv[s.start : min(s.end, s.start + max_bytes)])
         more = " ..." if s.end - s.start > max_bytes else ""
-        lines.append(f"{s.start:08x}-{max(s.end - 1, s.start):08x}  {raw.hex(' ')}{more}")
-        lines.append(f"          {s.path} = {short(s.value)}" + (f"    # {s.doc}" if s.doc else ""))
+        where = f"{s.start:08x}-{s.end - 1:08x}" if s.end > s.start else f"{s.start:08x} (no bytes)"
+        lines.append(f"{where}  {raw.hex(' ')}{more}".rstrip())
+        lines.append(f"          {s.path or '(the whole file)'} = {short(s.value)}" + (f"    # {s.doc}" if s.doc else ""))
     return lines
