@@ -108,3 +108,41 @@ def test_protobuf_errors_name_the_field_index(tmp_path):
     with pytest.raises(FormatError) as caught:
         wv.read(p, "sentencepiece")
     assert caught.value.path == "fields[1]" and caught.value.offset == 6
+
+
+def test_fuzzer_findings_fail_cleanly_or_work(tmp_path):
+    """Found by a fuzz campaign over the samples: an empty table with a dimension of 2^40 (lookups then
+    allocated words x dim), a bucket vocabulary's max_n of 2^24 (the batch n-gram arrays were sized by
+    it), and inspect of a valid floret file (KeyError: it has no word list)."""
+    import construct as cs
+
+    import wvformats as wv
+    from wvformats.samples import sample_files
+
+    samples = {p.name: p for p in sample_files()}
+    leader = samples["sample.leader"].read_bytes()
+    for fmt, data in [("leader", leader[:8] + (0).to_bytes(8, "little") + (2**40).to_bytes(8, "little")),
+                      ("word2vec-text", b"0 1099511627776\n"), ("word2vec-binary", b"0 1099511627776\n")]:
+        p = tmp_path / fmt
+        p.write_bytes(data)
+        with pytest.raises(FormatError, match="dimension 1099511627776 is larger than 2\\^31 - 1") as e:
+            wv.read(p, fmt)
+        assert "expected None" not in str(e.value)
+    data = bytearray(samples["sample-bucket.fifu"].read_bytes())
+    assert int.from_bytes(data[44:48], "little") == 6  # the bucket vocabulary's max_n
+    data[44:48] = (2**24).to_bytes(4, "little")
+    p = tmp_path / "maxn.fifu"
+    p.write_bytes(bytes(data))
+    emb = wv.read(p)
+    batch, found = emb.embedding_batch(["zzqxv", "hallöchen"])
+    assert found.all() and np.array_equal(batch[1], emb.embedding("hallöchen"))
+    chunks = [cs.Container(chunk_id=9, name="floret_subword_vocab", body=cs.Container(
+                  min_n=3, max_n=6, n_buckets=12, n_hashes=2, seed=7, bow="<", eow=">")),
+              cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+                  rows=12, cols=4, type_id=10, padding=None, data=np.ones((12, 4), "<f4")))]
+    p = tmp_path / "floret.fifu"
+    with open(p, "wb") as f:
+        wv.registry.get("finalfusion").build(cs.Container(magic=b"FiFu", version=0, n_chunks=2,
+                                                          chunk_ids=np.array([9, 2], "<u4"), chunks=chunks), f)
+    info = wv.inspect(p)
+    assert info["words"] == 0 and info["dim"] == 4

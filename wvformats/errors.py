@@ -49,8 +49,9 @@ class FormatError(Exception):
             where.append(f"at byte {self.offset}")
         head = ": ".join([" ".join(where)] if where else [])
         text = f"{head}: {self.message}" if head else self.message
-        if self.expected is not None or self.found is not None:
-            text += f" (expected {self.expected!r}, found {self.found!r})"
+        known = [f"{k} {v!r}" for k, v in (("expected", self.expected), ("found", self.found)) if v is not None]
+        if known:
+            text += f" ({', '.join(known)})"
         return text
 
 

@@ -99,6 +99,18 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
     return background(_touched, (count, dim))
 
 
+_MAX_DIM = (1 << 31) - 1  # no real embedding comes near; a larger header value is an attack or garbage
+
+
+def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
+    """The header's dimension, refused when absurd (an empty table would otherwise carry it unchecked to
+    lookups that allocate ``words x dim``)."""
+    value = int(_evaluate(dim, context))
+    if value > _MAX_DIM:
+        raise fail(path, _tell(stream), f"dimension {value} is larger than 2^31 - 1", ValueMismatchError)
+    return value
+
+
 def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
     """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
     return selected_rows(words, vocab=_params(context).get("vocab"))
@@ -157,7 +169,7 @@ class LeaderRecords(_Checked):
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         declared = int(_evaluate(self.count, context))
         count = _limit(context, declared)
-        dim = int(_evaluate(self.dim, context))
+        dim = _dimension(self.dim, context, path, stream)
         rowbytes = 4 * dim
         buf, base = _window(stream)
         pos = stream.tell() - base
@@ -263,7 +275,7 @@ class Word2VecRecords(_Checked):
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         declared = int(_evaluate(self.count, context))
         count = _limit(context, declared)
-        dim = int(_evaluate(self.dim, context))
+        dim = _dimension(self.dim, context, path, stream)
         rowbytes = 4 * dim
         buf, base = _window(stream)
         if isinstance(buf, memoryview):
@@ -805,7 +817,7 @@ class TextRecords(_Checked):
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         declared = None if self.count is None else int(_evaluate(self.count, context))
-        dim = None if self.dim is None else int(_evaluate(self.dim, context))
+        dim = None if self.dim is None else _dimension(self.dim, context, path, stream)
         want = declared
         limit = _params(context).get("limit")
         if limit is not None:

@@ -264,7 +264,7 @@ def inspect(parsed: Any) -> dict[str, Any]:
         info["quirks"] = quirks
     vocab = _chunk(parsed, VOCABS)
     if vocab is not None and isinstance(vocab["body"], cs.Container):
-        info["words"] = len(vocab["body"]["words"])
+        info["words"] = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
     storage = _chunk(parsed, STORAGES)
     if storage is not None and storage["chunk_id"] == 2:
         info["dim"] = int(storage["body"]["cols"])
