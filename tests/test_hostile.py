@@ -146,3 +146,61 @@ def test_fuzzer_findings_fail_cleanly_or_work(tmp_path):
                                                           chunk_ids=np.array([9, 2], "<u4"), chunks=chunks), f)
     info = wv.inspect(p)
     assert info["words"] == 0 and info["dim"] == 4
+
+
+def test_fuzzer_findings_in_models_and_queries(tmp_path):
+    """Corruptions that parse but broke a later call (found by fuzzing; each raised IndexError, TypeError or
+    ValueError): FormatError now, or a clean answer where the file still means something."""
+    import shutil
+
+    import construct as cs
+
+    import wvformats as wv
+    from wvformats.samples import sample_files
+
+    samples = {p.name: p for p in sample_files()}
+    # protobuf: a varint where sentencepiece expects bytes
+    data = bytearray(samples["sample-bpe.model"].read_bytes())
+    data[914] = 0x0D
+    p = tmp_path / "bad.model"
+    p.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="wire type"):
+        wv.read(p).proto.to_dict()
+    # infini-gram: a metadata offset past its file, no offsets at all, an offset of 2^63
+    for name, edit in [("metaoff.0", lambda b: b[:16] + b"\xff\xff" + b[18:]), ("offset.0", lambda b: b""),
+                       ("offset.0", lambda b: b[:-8] + (2**63).to_bytes(8, "little"))]:
+        index = tmp_path / f"index-{name}-{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(samples["sample-index"], index)
+        (index / name).write_bytes(edit((index / name).read_bytes()))
+        try:
+            engine = wv.read(index)
+        except FormatError:
+            continue
+        calls = [(engine.get_doc_by_rank, (0, 0))]
+        calls += [(engine.get_doc_by_ix, (engine.doc_cnt - 1,))] if engine.doc_cnt else []
+        for call, args in calls:
+            try:
+                call(*args)
+            except FormatError:
+                pass
+        report = wv.validate(index, full=True)
+        assert not report.ok and report.problems
+    # finalfusion: a quantized code past its centroids; a vocabulary whose max_n is below its min_n
+    q = cs.Container(use_projection=0, use_norms=0, quantized_len=1, reconstructed_len=2, n_centroids=4,
+                     n_embeddings=2, quantized_type=1, reconstructed_type=10, padding=None, projection=None,
+                     subquantizers=np.ones((1, 4, 2), "<f4"), norms=None, codes=np.array([[0], [7]], "u1"))
+    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([1, 4], "<u4"), chunks=[
+        cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=2, words=["a", "b"])),
+        cs.Container(chunk_id=4, name="quantized_array", body=q)])
+    p = tmp_path / "q.fifu"
+    with open(p, "wb") as f:
+        wv.registry.get("finalfusion").build(obj, f)
+    with pytest.raises(FormatError, match="a code picks centroid 7 of 4"):
+        wv.read(p)
+    data = bytearray(samples["sample-bucket.fifu"].read_bytes())
+    data[40:48] = (7).to_bytes(4, "little") + (4).to_bytes(4, "little")  # min_n 7, max_n 4
+    p = tmp_path / "minmax.fifu"
+    p.write_bytes(bytes(data))
+    emb = wv.read(p)
+    assert emb.embedding("zzqxv") is None
+    assert not emb.embedding_batch(["zzqxv", "hallöchen"])[1].any()

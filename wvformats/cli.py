@@ -338,8 +338,14 @@ def cmd_sentencepiece(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     if args.out.exists() and same_file(args.out, args.model):
         raise FormatError(f"refusing to write {args.out} over its own input")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as e:  # a piece that is not UTF-8 (kept as surrogate escapes when read)
+        raise FormatError(f"the {args.to} export would hold bytes that are not UTF-8 (text position {e.start}); "
+                          "a piece or normalizer string of the model is not valid UTF-8",
+                          format="sentencepiece") from None
     with atomic_output(args.out, overwrite=args.force) as f:
-        f.write(text.encode("utf-8"))
+        f.write(data)
     print(f"wrote {args.out} [{args.to}, {len(model)} pieces]")
     return EXIT_OK
 

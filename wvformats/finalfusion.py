@@ -227,7 +227,7 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     bracketed = [f"{bow}{w}{eow}" for w in words]
     sizes = np.fromiter(map(len, bracketed), np.int64, len(bracketed))
     # no n-gram is longer than the longest word: a file's max_n of 2^24 must not size the arrays below
-    max_n = max(min_n, min(max_n, int(sizes.max()) if len(sizes) else 0))
+    max_n = min(max_n, max(min_n, int(sizes.max()) if len(sizes) else 0))
     cps = np.frombuffer("".join(bracketed).encode("utf-32-le"), "<u4")
     word_at = np.cumsum(sizes) - sizes
     # every (word, start): the n-gram lengths from min(max_n, size - start) down to min_n
@@ -235,7 +235,7 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     owner_s = np.repeat(np.arange(len(words)), n_starts)
     start = np.arange(int(n_starts.sum())) - np.repeat(np.cumsum(n_starts) - n_starts, n_starts)
     longest = np.minimum(max_n, sizes[owner_s] - start)
-    count = longest - min_n + 1
+    count = np.maximum(longest - min_n + 1, 0)  # none when max_n < min_n, as the per-word indexer gives
     owner = np.repeat(owner_s, count)
     first = np.repeat(word_at[owner_s] + start, count)
     lengths = np.repeat(longest, count) - (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))

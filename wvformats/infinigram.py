@@ -357,27 +357,44 @@ class InfiniGramIndex:
         if not 0 <= rank < sh.tok_cnt:
             raise IndexError("rank is out of range")
         ptr = sh.ptr(rank)
+        if not 0 <= ptr < len(sh.ds):
+            raise FormatError(f"suffix pointer {ptr} is past the {len(sh.ds)}-byte corpus", format=NAME,
+                              path=f"table[{rank}]", offset=rank * sh.k)
         local = int(np.searchsorted(sh.offsets, ptr, side="right")) - 1
+        if local < 0:
+            raise FormatError(f"no document holds suffix pointer {ptr}", format=NAME, path="offset")
         doc = self.get_doc_by_ix(sum(s.doc_cnt for s in self.shards[:shard]) + local)
         doc["needle_offset"] = (ptr - int(sh.offsets[local])) // self.token_width - 1
         return doc
 
     def get_doc_by_ix(self, doc_ix: int) -> dict[str, Any]:
         """Document ``doc_ix`` (global, shards in order): its tokens (in reading order) and metadata line."""
+        if doc_ix < 0:
+            raise IndexError("doc_ix is out of range")
         for shard in self.shards:
             if doc_ix < shard.doc_cnt:
                 w = self.token_width
                 start = int(shard.offsets[doc_ix]) + w
                 end = int(shard.offsets[doc_ix + 1]) if doc_ix + 1 < shard.doc_cnt else len(shard.ds)
-                raw = shard.ds[start:end]
-                toks = np.frombuffer(raw, f"<u{w}" if w > 1 else "u1").tolist()
+                if not w <= start <= end <= len(shard.ds) or (end - start) % w:
+                    raise FormatError(f"document spans bytes {start - w}..{end} of a {len(shard.ds)}-byte "
+                                      f"corpus in {w}-byte tokens", format=NAME, path=f"offset[{doc_ix}]",
+                                      offset=8 * doc_ix)
+                toks = np.frombuffer(shard.ds[start:end], f"<u{w}" if w > 1 else "u1").tolist()
                 meta = ""
                 mt, mo = shard.maps.get("metadata"), shard.maps.get("metaoff")
                 if mt is not None and mo is not None and len(mo) >= 8 * (doc_ix + 1):
-                    offs = np.frombuffer(mo, "<u8")
+                    offs = np.frombuffer(mo, "<u8", len(mo) // 8)
                     a = int(offs[doc_ix])
                     b = int(offs[doc_ix + 1]) if doc_ix + 1 < len(offs) else len(mt)
-                    meta = bytes(mt[a:b]).decode("utf-8")
+                    if not a <= b <= len(mt):
+                        raise FormatError(f"metadata line spans bytes {a}..{b} of {len(mt)}", format=NAME,
+                                          path=f"metaoff[{doc_ix}]", offset=8 * doc_ix)
+                    try:
+                        meta = bytes(mt[a:b]).decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise FormatError("metadata line is not UTF-8", format=NAME, path=f"metadata[{doc_ix}]",
+                                          offset=a + e.start) from None
                 return {"doc_ix": doc_ix, "doc_len": len(toks),
                         "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
             doc_ix -= shard.doc_cnt
@@ -424,10 +441,11 @@ def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
             if size % w or (size and tsize % (size // w)) or (size and not 1 <= tsize // (size // w) <= 8):
                 ok = False
                 break
-            with builtins.open(files["tokenized"], "rb") as f:
-                if size and f.read(w) != b"\xff" * w:
-                    ok = False
-                    break
+            if size:
+                with builtins.open(files["tokenized"], "rb") as f:
+                    if f.read(w) != b"\xff" * w:
+                        ok = False
+                        break
         if ok:
             candidates.append(w)
     if len(candidates) != 1:
@@ -496,6 +514,9 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
     rng = np.random.default_rng(0)
     for s_ix, shard in enumerate(index.shards):
         ds = np.frombuffer(shard.ds, np.uint8) if len(shard.ds) else np.zeros(0, np.uint8)
+        if shard.offsets.size and int(shard.offsets.max()) + w > len(ds):  # before the cast (2^63 is negative)
+            problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
+            continue
         offs = shard.offsets.astype(np.int64)
         if offs.size and (np.any(np.diff(offs) <= 0) or int(offs[0]) != 0 or int(offs[-1]) + w > len(ds)):
             problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
@@ -515,7 +536,8 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
             if len(metaoff) % 8 or mo.size != shard.doc_cnt:
                 problems.append(f"shard {s_ix}: metaoff holds {len(metaoff) / 8:g} entries for "
                                 f"{shard.doc_cnt} documents")
-            elif mo.size and (int(mo[0]) != 0 or np.any(np.diff(mo) <= 0) or int(mo[-1]) >= len(meta)):
+            elif mo.size and (int(np.frombuffer(metaoff, "<u8").max()) >= len(meta) or int(mo[0]) != 0
+                              or np.any(np.diff(mo) <= 0)):
                 problems.append(f"shard {s_ix}: metaoff is not increasing from 0 within the metadata file")
             elif mo.size:
                 ends = np.append(mo[1:], len(meta)) - 1

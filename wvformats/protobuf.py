@@ -110,7 +110,11 @@ class View:
             data = f["value"]
             sub, _, _ = parse_fields(data, 0, len(data), f"{self._path}.{spec.name}", 0)
             return View(spec.type, sub, f"{self._path}.{spec.name}")
-        return decode_scalar(spec.type, f)
+        try:
+            return decode_scalar(spec.type, f)
+        except (TypeError, struct.error):  # a varint where bytes belong, or bytes of the wrong size
+            raise FormatError(f"{spec.name} is a {spec.type}, which wire type {f['wire_type']} cannot hold",
+                              path=f"{self._path}.{spec.name}") from None
 
     @property
     def unknown(self) -> list[Any]:

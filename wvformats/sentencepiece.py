@@ -130,6 +130,9 @@ class CharsMap:
             fi, ci = np.nonzero(hit)
             child = cand[fi, ci]
             nxt = child ^ offset[child]
+            if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
+                raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
+                                  path="normalizer_spec.precompiled_charsmap")
             keys = [keys[f] + bytes((c + 1,)) for f, c in zip(fi.tolist(), ci.tolist(), strict=True)]
             for k, is_leaf, at in zip(keys, leaf[child].tolist(), nxt.tolist(), strict=True):
                 if is_leaf:

@@ -101,6 +101,10 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
     if total < n:
         raise FormatError(f"storage has {total} rows for {n} words", format=NAME)
+    if storage["chunk_id"] == 4 and body["codes"].size and int(body["codes"].max()) >= body["n_centroids"]:
+        # one pass over the u8 codes (12 MB for 400k x 30): a bad code would fail every later lookup
+        raise FormatError(f"a code picks centroid {int(body['codes'].max())} of {body['n_centroids']}",
+                          format=NAME, path="chunks.storage.codes")
     if storage["chunk_id"] == 2:
         vectors: Any = body["data"][:n]
     elif np.dtype(dtype) != np.float32:
