@@ -573,6 +573,10 @@ def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path,
     p = tmp_path / "e.fifu"
     ff.Embeddings(storage, vocab, norms=ff.norms.Norms((rng.random(len(words)) + 1).astype(np.float32))).write(str(p))
     full = wv.read(p)
+    info = wv.inspect(p)
+    assert (info["words"], info["dim"], info["rows"]) == (len(words), 8, rows)
+    assert info.get("quantized") == ({"subquantizers": 2, "centroids": 256, "projection": False, "norms": True}
+                                     if quantized else None)
     for options, expect in [({"limit": 7}, words[:7]), ({"vocab": ["w3é", "w1é", "nope", "w3é"]}, ["w1é", "w3é"]),
                             ({"limit": 3, "vocab": ["w1é", "w9é"]}, ["w1é"]), ({"limit": 0}, [])]:
         got = wv.read(p, **options)

@@ -299,3 +299,13 @@ def test_dump_fields_tile_every_sample(path, capsys):
         assert "chunks[1].chunk_id" in out and ".body." in out
     if fmt.name == "rwkv":
         assert "records[0].key = 'emb.weight'" in out
+
+
+def test_inspect_prints_tables_a_row_per_line(capsys):
+    path = ROOT / "wvformats/sample_files/sample-rwkv-q5_1.bin"
+    assert cli.main(["inspect", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("tensor_table:")
+    rows = [x for x in lines[at + 1 :] if x.startswith("  name=")]
+    assert len(rows) == wv.inspect(path)["tensors"] == 24
+    assert rows[0] == "  name=emb.weight, dtype=FP16, shape=[16, 32], offset=54, bytes=1024"

@@ -244,6 +244,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print("parts:")
             for part in v:
                 print(f"  {part['offset']:>12}  {part['size']:>12} bytes  {part['field']}")
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # a table: a row per line
+            print(f"{k}:")
+            for row in v:
+                print("  " + ", ".join(f"{a}={b}" for a, b in row.items()))
         else:
             print(f"{k}: {v}")
     return EXIT_OK

@@ -407,7 +407,8 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
     ts, ns = model.trainer_spec, model.normalizer_spec
     kind = {1: "Unigram", 2: "BPE"}.get(ts.model_type)
     if kind is None:
-        raise ValueError(f"tokenizer.json export covers Unigram and BPE models, not model_type {ts.model_type}")
+        name = {3: "WORD", 4: "CHAR"}.get(ts.model_type, str(ts.model_type))
+        raise ValueError(f"tokenizer.json export covers Unigram and BPE models, not model_type {name}")
     pieces = model.piece_strings
     scores = model.scores.astype(float).tolist()
     types = model.types.tolist()

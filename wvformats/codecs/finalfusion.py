@@ -273,6 +273,11 @@ def inspect(parsed: Any) -> dict[str, Any]:
     if storage is not None and storage["chunk_id"] == 2:
         info["dim"] = int(storage["body"]["cols"])
         info["rows"] = int(storage["body"]["rows"])
+    elif storage is not None:  # quantized: the dimension of the reconstructed rows, and how they are coded
+        q = storage["body"]
+        info["dim"], info["rows"] = int(q["reconstructed_len"]), int(q["n_embeddings"])
+        info["quantized"] = {"subquantizers": int(q["quantized_len"]), "centroids": int(q["n_centroids"]),
+                             "projection": bool(q["use_projection"]), "norms": bool(q["use_norms"])}
     return info
 
 
