@@ -400,7 +400,11 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
     pieces with their scores and ``unk_id``. BPE: the vocabulary and merges recovered from it (every split
     of a piece into two pieces, ranked by the merged piece's score, as sentencepiece's BPE applies them).
     Control and unknown pieces become special added tokens, user-defined pieces non-special added tokens
-    matched before normalisation. Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
+    matched before normalisation. One difference remains that tokenizer.json cannot express: around a
+    user-defined piece, Hugging Face normalises each stretch of text on its own (each gets the dummy prefix),
+    where sentencepiece normalises the whole text once (``the<sep>fox`` gives ``fox`` there, ``▁fox`` here);
+    and text that spells a control piece (``<s>``) matches it as a special token, where sentencepiece reads
+    its characters (``encode(..., split_special_tokens=True)`` in transformers avoids that). Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
     """
     import base64
 
