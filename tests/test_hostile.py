@@ -164,8 +164,9 @@ def test_fuzzer_findings_in_models_and_queries(tmp_path):
     data[914] = 0x0D
     p = tmp_path / "bad.model"
     p.write_bytes(bytes(data))
-    with pytest.raises(FormatError, match="wire type"):
+    with pytest.raises(FormatError, match="wire type") as caught:
         wv.read(p).proto.to_dict()
+    assert caught.value.format == "sentencepiece" and caught.value.path.startswith("model.")
     # infini-gram: a metadata offset past its file, no offsets at all, an offset of 2^63
     for name, edit in [("metaoff.0", lambda b: b[:16] + b"\xff\xff" + b[18:]), ("offset.0", lambda b: b""),
                        ("offset.0", lambda b: b[:-8] + (2**63).to_bytes(8, "little"))]:

@@ -69,10 +69,11 @@ def decode_scalar(kind: str, wire_field: Any) -> Any:
 class View:
     """A typed, read-only view of one message's wire fields."""
 
-    def __init__(self, mtype: MessageType, fields: list[Any], path: str = "") -> None:
+    def __init__(self, mtype: MessageType, fields: list[Any], path: str = "", format: str = "protobuf") -> None:
         self._type = mtype
         self._fields = fields
         self._path = path
+        self._format = format  # named by the errors of fields decoded on access
 
     def _with(self, number: int) -> list[Any]:
         by_number = getattr(self._fields, "by_number", None)  # a LazyMessage answers without its run
@@ -100,21 +101,25 @@ class View:
         if values:
             return values[-1]
         if isinstance(spec.type, MessageType):
-            return View(spec.type, [], f"{self._path}.{name}")
+            return View(spec.type, [], f"{self._path}.{name}", self._format)
         return spec.default
 
     def _decode(self, spec: F, f: Any) -> Any:
+        path = f"{self._path}.{spec.name}"
         if isinstance(spec.type, MessageType):
             if f["wire_type"] != LEN:
-                raise FormatError(f"{spec.name} should be a sub-message", path=f"{self._path}.{spec.name}")
+                raise FormatError(f"{spec.name} should be a sub-message", format=self._format, path=path)
             data = f["value"]
-            sub, _, _ = parse_fields(data, 0, len(data), f"{self._path}.{spec.name}", 0)
-            return View(spec.type, sub, f"{self._path}.{spec.name}")
+            try:
+                sub, _, _ = parse_fields(data, 0, len(data), path, 0)
+            except FormatError as e:
+                raise e.located(format=self._format) from None
+            return View(spec.type, sub, path, self._format)
         try:
             return decode_scalar(spec.type, f)
         except (TypeError, struct.error):  # a varint where bytes belong, or bytes of the wrong size
             raise FormatError(f"{spec.name} is a {spec.type}, which wire type {f['wire_type']} cannot hold",
-                              path=f"{self._path}.{spec.name}") from None
+                              format=self._format, path=path) from None
 
     @property
     def unknown(self) -> list[Any]:

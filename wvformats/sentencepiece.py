@@ -159,7 +159,8 @@ class SentencePieceModel:
     def __init__(self, fields: Any, generation: str | None = None) -> None:
         self._msg = fields
         self.generation = generation
-        self.proto = View(ModelProto if generation is None else GENERATIONS[generation], fields, "model")
+        self.proto = View(ModelProto if generation is None else GENERATIONS[generation], fields, "model",
+                          "sentencepiece")
         if isinstance(fields, LazyMessage) and not any(f["number"] == 1 for f in fields.rest):
             self.piece_strings, self.scores, self.types = _decode_run(fields.buf, fields.starts)
             return
