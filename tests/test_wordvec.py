@@ -176,6 +176,9 @@ def test_cli_prints_a_warning_once_as_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["wvformats: warning: glove records[1] at byte 6: the last line has no newline; read as "
                    "complete (a file cut off inside its last number would look the same)"]
+    for command in ("dump", "inspect"):  # the annotated walk names the format too
+        assert cli.main([command, str(p)]) == 0
+        assert capsys.readouterr().err.startswith("wvformats: warning: glove records[1] at byte 6:")
 
 
 @pytest.mark.parametrize("fmt", ["leader", "word2vec-binary"])

@@ -38,7 +38,7 @@ def _join(path: str, name: str | None) -> str:
 def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) -> tuple[Any, list[Span]]:
     """Parse ``data`` with ``schema`` and return (value, spans in file order, parents after children)."""
     stream = data if isinstance(data, BufferStream) else BufferStream(data)
-    context = cs.Container(**params)
+    context = cs.Container(_format=format, **params)  # the format names the warnings of doubtful fields
     context._parsing, context._building, context._sizing = True, False, False
     context._params = context
     spans: list[Span] = []
