@@ -43,6 +43,9 @@ def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     sub = q["subquantizers"]  # (quantized_len, n_centroids, sub_len)
     nq, nc, width = sub.shape
     codes = codes.reshape(-1, nq)
+    if codes.size and int(codes.max()) >= nc:  # checked on the rows made: opening never reads every code
+        raise FormatError(f"a code picks centroid {int(codes.max())} of {nc}", format=NAME,
+                          path="chunks.storage.codes")
     # one gather: code j of a row picks centroid (j, code) from the flattened table; rows come out concatenated
     x = sub.reshape(nq * nc, width)[codes + np.arange(0, nq * nc, nc)].reshape(len(codes), nq * width)
     x = x.astype(np.float32, copy=False)
@@ -101,10 +104,6 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
     if total < n:
         raise FormatError(f"storage has {total} rows for {n} words", format=NAME)
-    if storage["chunk_id"] == 4 and body["codes"].size and int(body["codes"].max()) >= body["n_centroids"]:
-        # one pass over the u8 codes (12 MB for 400k x 30): a bad code would fail every later lookup
-        raise FormatError(f"a code picks centroid {int(body['codes'].max())} of {body['n_centroids']}",
-                          format=NAME, path="chunks.storage.codes")
     if storage["chunk_id"] == 2:
         vectors: Any = body["data"][:n]
     elif np.dtype(dtype) != np.float32:
