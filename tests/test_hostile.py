@@ -208,3 +208,43 @@ def test_fuzzer_findings_in_models_and_queries(tmp_path):
     emb = wv.read(p)
     assert emb.embedding("zzqxv") is None
     assert not emb.embedding_batch(["zzqxv", "hallöchen"])[1].any()
+
+
+def test_huge_rwkv_layer_count_is_reported_not_enumerated(tmp_path):
+    """A header claiming 2^32 - 1 layers: check() reports it at once (it listed every layer's keys: minutes
+    and gigabytes, found by fuzzing)."""
+    import wvformats as wv
+    from wvformats.samples import sample_files
+
+    data = bytearray(next(p for p in sample_files() if p.name == "sample-rwkv-q5_1.bin").read_bytes())
+    data[16:20] = (2**32 - 1).to_bytes(4, "little")
+    p = tmp_path / "layers.bin"
+    p.write_bytes(bytes(data))
+    report = wv.validate(p)
+    assert not report.ok and report.problems[0] == "the header says 4294967295 layers, the file holds 24 tensors"
+
+
+def test_first_use_from_several_threads_sees_every_format():
+    """Threads that make their first wvformats call at once: the registry is loaded once, and a thread that
+    arrives while another imports the codecs waits for them (it saw a partial registry: UnknownFormatError)."""
+    import subprocess
+    import sys
+
+    code = """
+import threading, wvformats as wv
+from wvformats.samples import sample_files
+paths = [p for p in sample_files()] * 2
+errors = []
+def go(p):
+    try:
+        wv.sniff(p)
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=go, args=(p,)) for p in paths]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len(errors))
+"""
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.stdout.strip() == "0", out.stdout + out.stderr

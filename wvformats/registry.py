@@ -10,6 +10,7 @@ import importlib
 import importlib.metadata
 import os
 import pkgutil
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,17 +92,21 @@ def load() -> dict[str, Format]:
     imported, named by an installed package's ``wvformats.plugins`` entry point or in ``WVFORMATS_PLUGINS``.
     """
     global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import codecs
+    with _LOADING:  # a thread arriving while another imports waits for the whole registry
+        if not _loaded:
+            _loaded = True  # (a codec that asks for the registry while it is imported gets it as it is)
+            from . import codecs
 
-        for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
-            _import(f"{codecs.__name__}.{info.name}", info.name, "codec")
-        for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-            _import(ep.value, ep.name, "plugin")
-        for name in filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(","))):
-            _import(name, name, "plugin")
+            for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
+                _import(f"{codecs.__name__}.{info.name}", info.name, "codec")
+            for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+                _import(ep.value, ep.name, "plugin")
+            for name in filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(","))):
+                _import(name, name, "plugin")
     return _FORMATS
+
+
+_LOADING = threading.RLock()
 
 
 def _import(module: str, name: str, kind: str) -> None:

@@ -96,7 +96,12 @@ class RwkvModel:
             problems.append("missing emb.weight")
         elif emb.shape != (self.n_vocab, self.n_embed):
             problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed})")
-        need = required_keys(self.architecture, self.n_layer)
+        layers = {int(k.split(".")[1]) for k in self.tensors if k.startswith("blocks.") and k.split(".")[1].isdigit()}
+        n_layer = self.n_layer
+        if n_layer > len(self.tensors):  # every layer has tensors: the keys of 2^32 layers are never listed
+            problems.append(f"the header says {n_layer} layers, the file holds {len(self.tensors)} tensors")
+            n_layer = max(layers) + 1 if layers else 0
+        need = required_keys(self.architecture, n_layer)
         missing, unknown = need - set(self.tensors), set(self.tensors) - need
         if missing:
             problems.append(f"missing keys for RWKV {self.architecture}: {', '.join(sorted(missing)[:8])}"
@@ -108,8 +113,7 @@ class RwkvModel:
             block = {b[0]: b[1] for b in BLOCKS[self.version].values()}.get(t.dtype, 1)
             if block > 1 and t.shape[-1] % block:
                 problems.append(f"{t.name}: rows of {t.shape[-1]} do not fill {t.dtype} blocks of {block}")
-        layers = {int(k.split(".")[1]) for k in self.tensors if k.startswith("blocks.") and k.split(".")[1].isdigit()}
-        if layers and max(layers) + 1 != self.n_layer:
+        if layers and max(layers) + 1 != self.n_layer and n_layer == self.n_layer:
             problems.append(f"the header says {self.n_layer} layers, the tensors have {max(layers) + 1}")
         return problems
 
