@@ -169,6 +169,14 @@ def test_text_without_final_newline_reads_like_the_peers_and_rebuilds(tmp_path, 
         assert wv.read(p, limit=5).words == got.words  # GloVe: a limit past the end is at most
 
 
+def test_a_file_that_fails_is_not_also_warned_about(tmp_path, capsys):
+    p = tmp_path / "bad.glove"
+    p.write_bytes(b"a 1 2\nb 3 x")  # no final newline, and not a number
+    assert cli.main(["inspect", "-f", "glove", str(p)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: error: glove records[1]"), err
+
+
 def test_cli_prints_a_warning_once_as_one_line(tmp_path, capsys):
     p = tmp_path / "e.glove"
     p.write_bytes(b"a 1 2\nb 3 4")

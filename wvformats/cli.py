@@ -259,7 +259,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
     fmt = registry.get(args.format or api.sniff(args.file))
     if fmt.schema is None:
-        print(f"wvformats: {fmt.name} has no single-file schema to dump", file=sys.stderr)
+        print(f"wvformats: error: {fmt.name} is a folder of files, not one file to dump (inspect and validate "
+              "it instead)", file=sys.stderr)
         return EXIT_INPUT
     data = open_buffer(args.file)
     _, spans = walk(fmt.schema, data, format=fmt.name)

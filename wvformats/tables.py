@@ -876,11 +876,6 @@ class TextRecords(_Checked):
         if declared is not None and want is not None and i < want:  # (GloVe: a limit is at most)
             raise fail(f"{path}[{i}]", base + pos, "fewer lines than the header declares",
                        TruncatedError, expected=declared, found=i)
-        if i and buf[pos - 1 : pos] != b"\n":
-            # the peers read a last line without its newline as complete (scripts that join lines write
-            # them); so does this, but a file cut inside its last number looks the same: say so
-            warn(context, f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline; read as "
-                 "complete (a file cut off inside its last number would look the same)", NoFinalNewlineWarning)
         dim = dim or 0
         lines = i
         parsed.add(nums, i - len(nums), dim)
@@ -890,6 +885,11 @@ class TextRecords(_Checked):
         if len(words):
             style = detect_style(parsed.sample, parsed.sample_values)
         ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
+        if not ends_nl:  # (once the numbers have parsed: a file that fails is not also warned about)
+            # the peers read a last line without its newline as complete (scripts that join lines write
+            # them); so does this, but a file cut inside its last number looks the same: say so
+            warn(context, f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline; read as "
+                 "complete (a file cut off inside its last number would look the same)", NoFinalNewlineWarning)
         layout = cs.Container(style=style, trailing_space=bool(lines) and trailing == lines,
                               crlf=bool(lines) and crlf == lines, final_newline=ends_nl)
         return cs.Container(words=words, vectors=vectors, layout=layout)
