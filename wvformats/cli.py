@@ -457,8 +457,6 @@ class _Spinner:
     elapsed time ticking while it reports nothing (reading); silent when not a terminal or with --quiet."""
 
     def __init__(self, args: argparse.Namespace, desc: str) -> None:
-        import threading
-
         from .progress import _tqdm
 
         self.bar = None

@@ -249,9 +249,8 @@ def fail(
 def warn(context: Any, path: str | None, offset: int | None, message: str, cls: type[Warning]) -> None:
     """Warn about a field that is read although it looks doubtful, located like a FormatError."""
     params = getattr(context, "_params", None) or {}
-    where = " ".join(x for x in (params.get("_format"), dotted(path) or None,
-                                 None if offset is None else f"at byte {offset}") if x)
-    warnings.warn(cls(f"{where}: {message}" if where else message), stacklevel=3)
+    located = FormatError(message, format=params.get("_format"), path=dotted(path) or None, offset=offset)
+    warnings.warn(cls(str(located)), stacklevel=3)
 
 
 def byte_view(arr: np.ndarray) -> memoryview:
@@ -886,9 +885,7 @@ class Chunks(_Checked):
                 out.append(cs.Container(chunk_id=chunk_id, name="unknown", body=stream.read(length)))
             else:
                 name, schema = entry
-                ctx = cs.Container(_=context, _params=context._params, _root=context.get("_root"),
-                                   _parsing=True, _building=False, _sizing=False, chunk_len=length)
-                body = schema._parsereport(stream, ctx, f"{where} -> {name}")
+                body = schema._parsereport(stream, self.body_context(context, length), f"{where} -> {name}")
                 used = stream.tell() - start - 12
                 quirk = self.quirks.get(chunk_id)
                 short = used - length
@@ -900,6 +897,12 @@ class Chunks(_Checked):
                     chunk.length_short_by = short
                 out.append(chunk)
             i += 1
+
+    @staticmethod
+    def body_context(context: Any, length: int) -> cs.Container:
+        """The context a chunk body is parsed in: its ``chunk_len`` is the length field."""
+        return cs.Container(_=context, _params=context._params, _root=context.get("_root"), _parsing=True,
+                            _building=False, _sizing=False, chunk_len=length)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         for i, chunk in enumerate(obj):

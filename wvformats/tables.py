@@ -634,6 +634,8 @@ _FEW = 64  # at most this many numbers (or 1/64 of a job) are mended by splicing
 def _many(count: int, n: int) -> bool:
     """Whether ``count`` of a job's ``n`` numbers to mend are too many to splice in one by one."""
     return count > max(_FEW, n // 64)
+
+
 _POW10 = np.array([10**i for i in range(13)], dtype=np.float64)  # exact powers of ten
 
 

@@ -97,9 +97,7 @@ def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, ou
                             "unknown chunk type: kept as raw bytes", con))
             stream.seek(pos + 12 + length)
         else:
-            ctx = cs.Container(_=context, _params=context._params, _root=context.get("_root"), _parsing=True,
-                               _building=False, _sizing=False, chunk_len=length)
-            _walk(entry[1], stream, ctx, f"{where}.body", "", out)
+            _walk(entry[1], stream, con.body_context(context, length), f"{where}.body", "", out)
         out.append(Span(where, pos, stream.tell(), chunk, "", con))
         pos = stream.tell()
     stream.seek(end)

@@ -61,36 +61,35 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
              **_: Any) -> Embeddings:
     """The embeddings of a parsed file; ``limit`` and ``vocab`` keep some word rows (the subword rows and the
     n-gram lookups stay those of the file, and a file written from the result holds the kept words)."""
-    full = _model(parsed, dtype)
-    keep = selected_rows(full.words, limit, vocab)
-    if keep is None:
-        return full
-    storage = _chunk(parsed, STORAGES)
-    n, rows = len(full.words), np.array(keep, np.intp)
-    extra = dict(full.extra)
+    vocab_chunk, storage = _chunk(parsed, VOCABS), _chunk(parsed, STORAGES)
+    words = vocab_chunk["body"].get("words", []) if vocab_chunk is not None else []
+    keep = selected_rows(words, limit, vocab)
+    if keep is None or storage is None or vocab_chunk is None:  # (_model says what is missing)
+        return _model(parsed, dtype)
+    n, rows = len(words), np.array(keep, np.intp)
     if storage["chunk_id"] == 4:
-        # a quantized array of the kept rows and the subword rows: codes (and norms) are picked, never made
+        # the file as if it held only the kept words: the quantized array's codes (and norms) are picked, never
+        # reconstructed, and the subword rows after the words stay
         q = storage["body"]
         pick = np.concatenate([rows, np.arange(n, len(q["codes"]))])
-        body = cs.Container(q, n_embeddings=len(pick), codes=q["codes"][pick],
-                            norms=q["norms"][pick] if q["use_norms"] else q["norms"])
-        chunks = [cs.Container(c, body=body) if c is storage else c for c in parsed["chunks"]]
-        vocab_chunk = _chunk(parsed, VOCABS)
+        bodies = {id(storage): cs.Container(q, n_embeddings=len(pick), codes=q["codes"][pick],
+                                            norms=q["norms"][pick] if q["use_norms"] else q["norms"])}
         if "words" in vocab_chunk["body"]:
-            chunks = [cs.Container(c, body=cs.Container(c["body"], words=[full.words[i] for i in keep],
-                                                        n_words=len(keep))) if c is vocab_chunk else c
-                      for c in chunks]
-        norms = _chunk(parsed, {6: "nd_norms"})
-        if norms is not None:
-            chunks = [cs.Container(c, body=cs.Container(c["body"], n_norms=len(rows),
-                                                        norms=c["body"]["norms"][rows])) if c is norms else c
-                      for c in chunks]
+            bodies[id(vocab_chunk)] = cs.Container(vocab_chunk["body"], words=[words[i] for i in keep],
+                                                   n_words=len(keep))
+        norms_chunk = _chunk(parsed, {6: "nd_norms"})
+        if norms_chunk is not None:
+            bodies[id(norms_chunk)] = cs.Container(norms_chunk["body"], n_norms=len(rows),
+                                                   norms=norms_chunk["body"]["norms"][rows])
+        chunks = [cs.Container(c, body=bodies[id(c)]) if id(c) in bodies else c for c in parsed["chunks"]]
         return _model(cs.Container(parsed, chunks=chunks), dtype)
     # dense: the kept rows are copied (a slice stays a view); lookups keep reading the file's matrix
+    full = _model(parsed, dtype)
     vectors = full.vectors[: len(rows)] if keep == list(range(len(rows))) else full.vectors[rows]
+    extra = dict(full.extra)
     extra.pop("storage_data", None)  # the word rows are no longer its head: written as kept + subword rows
     norms = None if full.norms is None else np.asarray(full.norms)[rows]
-    return Embeddings([full.words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
+    return Embeddings([words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
 
 
 def _model(parsed: Any, dtype: Any) -> Embeddings:
