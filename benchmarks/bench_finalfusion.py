@@ -45,6 +45,21 @@ def generate(n: int, dim: int, exp: int, quantized: bool) -> Path:
     return p
 
 
+def unknown_words() -> list[tuple[str, list[str]]]:
+    """Two sets of 2000 words that no vocabulary of ``generate`` holds: ``unknownword0`` ... (long words that
+    share their first 11 letters, hence most of their n-grams: the rows they sum stay in the CPU cache), and
+    random words (Poisson(6.5) + 1 letters, 6% with a non-ASCII letter, as the word-vector benchmark's words:
+    nearly every n-gram row is a different one)."""
+    rng = np.random.default_rng(1)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    random_words = []
+    for size in rng.poisson(6.5, 2000) + 1:
+        w = "".join(rng.choice(letters, size))
+        random_words.append(w[:-1] + "ü" if rng.random() < 0.06 else w)
+    return [("unknown words 'unknownword0' ... (shared prefix)", [f"unknownword{i}" for i in range(2000)]),
+            ("random unknown words", random_words)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--words", type=int, default=100_000)
@@ -64,7 +79,6 @@ def main() -> None:
 def run(p: str, storage: str, parts: set[str], repeat: int) -> None:
     open(p, "rb").read()
     name = f"{Path(p).name} ({storage})"
-    oov = [f"unknownword{i}" for i in range(2000)]
     rows = [] if "open" not in parts else [
         ("floor: read the file into memory", measure(*floor_read(p), repeat)),
         # wv.formats() loads the codec registry (about 60 ms, once per process), as `import finalfusion`
@@ -82,19 +96,19 @@ def run(p: str, storage: str, parts: set[str], repeat: int) -> None:
         print(table(f"open {name}", rows, "wvformats read (mmap)"))
     # both models in memory (finalfusion-python's default load reads the file; ours with mmap=False), five
     # rounds of the same 2000 unknown words in each process, after one warm-up round
-    lookups = [] if "oov" not in parts else [
-        ("wvformats embedding_batch", measure(
-            f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\ne.embedding_batch(ws)",
-            "for _ in range(5): e.embedding_batch(ws)", repeat)),
-        ("wvformats embedding() per word", measure(
-            f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\n[e.embedding(w) for w in ws]",
-            "for _ in range(5): [e.embedding(w) for w in ws]", repeat)),
-        ("finalfusion-python embedding() per word", measure(
-            f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})\nws = {oov!r}\n[e.embedding(w) for w in ws]",
-            "for _ in range(5): [e.embedding(w) for w in ws]", repeat)),
-    ]
-    if lookups:
-        print(table(f"OOV lookups in {name}: 5 x 2000 unknown words (finalfusion-python has no batch call)",
+    for label, oov in [] if "oov" not in parts else unknown_words():
+        lookups = [
+            ("wvformats embedding_batch", measure(
+                f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\ne.embedding_batch(ws)",
+                "for _ in range(5): e.embedding_batch(ws)", repeat)),
+            ("wvformats embedding() per word", measure(
+                f"import wvformats as wv\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\n[e.embedding(w) for w in ws]",
+                "for _ in range(5): [e.embedding(w) for w in ws]", repeat)),
+            ("finalfusion-python embedding() per word", measure(
+                f"import finalfusion as ff\ne = ff.load_finalfusion({p!r})\nws = {oov!r}\n[e.embedding(w) for w in ws]",
+                "for _ in range(5): [e.embedding(w) for w in ws]", repeat)),
+        ]
+        print(table(f"OOV lookups in {name}: 5 x 2000 {label} (finalfusion-python has no batch call)",
                     lookups, "wvformats embedding_batch"))
     out = str(DATA / "ff-out.fifu")
     for scenario, prepare in [] if "write" not in parts else [

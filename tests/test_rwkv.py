@@ -239,10 +239,11 @@ def test_version_100_layouts_against_their_reference_formulas(name):
     if name == "Q8_0":
         q = blocks["qs"].astype(np.int32)
     for i, (d, m, qs) in enumerate(ref):
-        assert np.float32(blocks["d"][i]) == np.float32(d).astype(blocks.dtype["d"]).astype(np.float32)
+        with np.errstate(over="ignore"):  # the edge blocks' scales overflow float16 to inf on both sides
+            assert np.float32(blocks["d"][i]) == np.float32(d).astype(blocks.dtype["d"]).astype(np.float32)
+            if m is not None:
+                assert np.float32(blocks["m"][i]) == np.float32(m).astype(blocks.dtype["m"]).astype(np.float32)
         assert q[i].tolist() == [v if name == "Q8_0" else v & 0x1F for v in qs]
-        if m is not None:
-            assert np.float32(blocks["m"][i]) == np.float32(m).astype(blocks.dtype["m"]).astype(np.float32)
     # v100 dequantization reads the interleaved layout back to the same grid
     deq = dequantize(blocks, name, 100)
     assert deq.shape == x.shape and np.isfinite(deq[256:]).all()

@@ -191,30 +191,31 @@ def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[i
     return v / norm if norm > 0 else v
 
 
-def _fnv64_columns(cps: np.ndarray, lengths: np.ndarray, min_n: int, max_n: int) -> np.ndarray:
-    """finalfusion_hash of many n-grams at once: ``cps`` (k, max_n) code points, ``lengths`` (k,).
+def _fnv64_many(cps: np.ndarray, first: np.ndarray, lengths: np.ndarray, min_n: int, max_n: int) -> np.ndarray:
+    """finalfusion_hash of many n-grams at once: n-gram ``i`` is ``cps[first[i] : first[i] + lengths[i]]``.
 
-    FNV-1a-64 is sequential over bytes but independent across n-grams: one numpy step per byte column,
-    grouped by n-gram length (the hash starts from the state after the u64le length).
+    FNV-1a-64 is sequential over bytes but independent across n-grams: one numpy step per character
+    position, grouped by n-gram length (the hash starts from the state after the u64le length).
     """
     out = np.empty(len(lengths), np.uint64)
     prime = np.uint64(_FNV64_PRIME)
     prime4 = np.uint64(pow(_FNV64_PRIME, 4, 1 << 64))
+    byte = np.uint64(0xFF)
+    latin1 = not len(cps) or int(cps.max()) < 256  # then three of each character's four bytes are zero
     for n in range(min_n, max_n + 1):
         sel = np.flatnonzero(lengths == n)
         if not sel.size:
             continue
+        at = first[sel]
         h = np.full(sel.size, _length_state(n), np.uint64)
-        block = cps[sel, :n].astype(np.uint64)
-        latin1 = bool((block < 256).all())  # then three of each character's four bytes are zero
         for j in range(n):
-            c = block[:, j]
+            c = cps[at + j].astype(np.uint64)
             if latin1:  # xor with 0 changes nothing: (h ^ c) * p * p * p * p, with p^4 taken mod 2^64
                 h ^= c
                 h *= prime4
                 continue
             for shift in (0, 8, 16, 24):
-                h ^= (c >> np.uint64(shift)) & np.uint64(0xFF)
+                h ^= (c >> np.uint64(shift)) & byte
                 h *= prime
         out[sel] = h
     return out
@@ -239,14 +240,12 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     owner = np.repeat(owner_s, count)
     first = np.repeat(word_at[owner_s] + start, count)
     lengths = np.repeat(longest, count) - (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
-    idx = first[:, None] + np.arange(max_n)
-    block = cps[np.minimum(idx, len(cps) - 1)] if len(cps) else np.zeros((0, max_n), np.uint32)
     mask = np.uint64((1 << bucket_exp) - 1) if bucket_exp < 64 else np.uint64(_MASK64)
-    hashes = _fnv64_columns(block, lengths, min_n, max_n)
+    hashes = _fnv64_many(cps, first, lengths, min_n, max_n)
     return (hashes & mask).astype(np.int64) + n_words, owner
 
 
-_SUM_BLOCK_BYTES = 512 << 10  # composed_batch sums this many bytes of rows at a time
+_SUM_BLOCK_BYTES = 1 << 20  # composed_batch sums this many bytes of rows at a time
 
 
 def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,28 +253,28 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     which words had any n-gram (``owner`` is sorted: each word's n-grams are together, in order).
 
     Each word's first row, then its j-th row for j = 1, 2, ... across all words that have one: the same
-    float32 additions in the same order as a row-by-row sum, gathered straight from the storage.
+    float32 additions in the same order as a row-by-row sum, gathered straight from the storage. Words
+    are taken longest first, so that the words with a j-th row are always a leading slice of the block.
     """
     out = np.zeros((n, data.shape[1]), np.float32)
     counts = np.bincount(owner, minlength=n)
     found = counts > 0
-    words = np.flatnonzero(found)
-    if not words.size:
+    order = np.argsort(-counts, kind="stable")[: int(found.sum())]  # words with n-grams, most first
+    if not order.size:
         return out, found
-    starts = (np.cumsum(counts) - counts)[words]
+    starts = (np.cumsum(counts) - counts)[order]
+    cnt = counts[order]
     block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
-    row = np.empty((min(block, len(words)), data.shape[1]), np.float32)  # the j-th rows of a block of words
-    for a in range(0, len(words), block):
-        first, cnt = starts[a : a + block], counts[words[a : a + block]]
-        acc = np.take(data, rows[first], axis=0).astype(np.float32, copy=False)
-        tmp = row[: len(first)]
-        for j in range(1, int(cnt.max())):
-            more = np.flatnonzero(cnt > j)
-            if more.size == len(cnt):
-                np.take(data, rows[first + j], axis=0, out=tmp)
-                acc += tmp
-            else:
-                acc[more] += np.take(data, rows[first[more] + j], axis=0)
+    acc_buf = np.empty((min(block, len(order)), data.shape[1]), np.float32)
+    row_buf = np.empty_like(acc_buf)  # the j-th rows of a block of words
+    for a in range(0, len(order), block):
+        first, c = starts[a : a + block], cnt[a : a + block]
+        acc, row = acc_buf[: len(c)], row_buf[: len(c)]
+        np.take(data, rows[first], axis=0, out=acc)
+        having = np.searchsorted(-c, -np.arange(1, int(c[0])), side="left")  # words with a j-th row, j >= 1
+        for j, m in enumerate(having.tolist(), 1):
+            np.take(data, rows[first[:m] + j], axis=0, out=row[:m])
+            acc[:m] += row[:m]
         norms = np.sqrt((acc * acc).sum(axis=1))  # as composed: a pairwise sum along each row
-        out[words[a : a + block]] = acc / np.where(norms > 0, norms, 1)[:, None]
+        out[order[a : a + block]] = acc / np.where(norms > 0, norms, 1)[:, None]
     return out, found
