@@ -73,7 +73,7 @@ def main() -> None:
             f"base = hwm(); t = time.perf_counter(); build_jsonl({str(src)!r}, {str(ours)!r}); "
             "dt = time.perf_counter() - t; print(dt, hwm(), base)")
     # single core both: libdivsufsort's OpenMP threads pinned to one
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     t_ours, mem_ours, mem_base = map(float, out.stdout.split())

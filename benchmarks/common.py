@@ -50,7 +50,9 @@ def warm(path: str) -> str:
 def trial(setup: str, timed: str, timeout: float = 600) -> dict[str, float]:
     """Run ``timed`` once in a fresh interpreter after ``setup`` (imports); only ``timed`` is timed."""
     code = _RUNNER.format(setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    # -P: the installed wvformats, never a source tree in the working directory (where `schemas/` is not
+    # yet the `wvformats.schemas` package)
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "trial failed")
     return json.loads(out.stdout.strip().splitlines()[-1])

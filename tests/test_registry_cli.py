@@ -1,6 +1,7 @@
 """Registry, compile policy, generated docs and the CLI."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -309,3 +310,21 @@ def test_inspect_prints_tables_a_row_per_line(capsys):
     rows = [x for x in lines[at + 1 :] if x.startswith("  name=")]
     assert len(rows) == wv.inspect(path)["tensors"] == 24
     assert rows[0] == "  name=emb.weight, dtype=FP16, shape=[16, 32], offset=54, bytes=1024"
+
+
+def test_a_plugin_that_fails_to_load_is_named_where_a_format_is_not_found(tmp_path):
+    """A broken plugin (or codec) does not take the others down, and an error saying that no format fits
+    names it: the file may be in that plugin's format."""
+    junk = tmp_path / "junk.xyz"
+    junk.write_bytes(b"\x00\x01 not any format \xff" * 4)
+    env = {**os.environ, "WVFORMATS_PLUGINS": "wvf_no_such_plugin"}
+    sample = next(p for p in sample_files() if p.name == "sample-simple.fifu")
+    ok = subprocess.run([sys.executable, "-m", "wvformats.cli", "sniff", str(sample)], capture_output=True,
+                        text=True, env=env)
+    assert ok.returncode == 0 and ok.stdout.strip().endswith("finalfusion")
+    assert "wvf_no_such_plugin" in ok.stderr  # warned once
+    for args in (["sniff", junk], ["inspect", junk, "--format", "nope"], ["convert", sample, tmp_path / "o.xyz"]):
+        r = subprocess.run([sys.executable, "-m", "wvformats.cli", *map(str, args)], capture_output=True,
+                           text=True, env=env)
+        assert r.returncode == 2, args
+        assert "failed to load: wvf_no_such_plugin (ModuleNotFoundError" in r.stderr, (args, r.stderr)

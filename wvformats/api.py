@@ -31,7 +31,7 @@ def sniff(path: PathLike) -> str:
         for f in fmts:
             if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
                 return f.name
-        raise UnknownFormatError(f"{p}: no registered format matches this directory")
+        raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
     try:
         head = read_head(p)
     except OSError as e:
@@ -47,7 +47,7 @@ def sniff(path: PathLike) -> str:
     if not head:
         raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
     raise UnknownFormatError(
-        f"{p}: no registered format matches its content (first bytes {head[:16].hex(' ')})"
+        f"{p}: no registered format matches its content (first bytes {head[:16].hex(' ')}){registry.failed_note()}"
     )
 
 
@@ -106,7 +106,7 @@ def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
     names = ", ".join(f.name for f in found) if found else "none"
     raise UnknownFormatError(
         f"cannot tell the output format from the extension {suffix!r} (matches: {names}); name it "
-        "(format= in Python, --to on the command line)"
+        f"(format= in Python, --to on the command line){registry.failed_note()}"
     )
 
 

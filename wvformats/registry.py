@@ -117,6 +117,14 @@ def _import(module: str, name: str, kind: str) -> None:
         warnings.warn(f"wvformats {kind} {name!r} failed to load: {e}", RuntimeWarning, stacklevel=3)
 
 
+def failed_note() -> str:
+    """For an error that says no format fits: the codecs and plugins that failed to import ('' when none
+    did), since the format wanted may be one of them."""
+    if not LOAD_ERRORS:
+        return ""
+    return "; these failed to load: " + "; ".join(f"{k} ({v})" for k, v in sorted(LOAD_ERRORS.items()))
+
+
 def get(name: str) -> Format:
     """The format called ``name``; UnknownFormatError lists the known ones otherwise."""
     formats = load()
@@ -124,7 +132,7 @@ def get(name: str) -> Format:
         return formats[name]
     except KeyError:
         raise UnknownFormatError(
-            f"unknown format {name!r}; known formats: {', '.join(sorted(formats))}", format=name
+            f"unknown format {name!r}; known formats: {', '.join(sorted(formats))}{failed_note()}", format=name
         ) from None
 
 
