@@ -47,7 +47,10 @@ def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
         raise FormatError(f"a code picks centroid {int(codes.max())} of {nc}", format=NAME,
                           path="chunks.storage.codes")
     # one gather: code j of a row picks centroid (j, code) from the flattened table; rows come out concatenated
-    x = sub.reshape(nq * nc, width)[codes + np.arange(0, nq * nc, nc)].reshape(len(codes), nq * width)
+    # (np.take copies the centroids twice as fast as indexing with the same array)
+    at = codes.astype(np.intp)
+    at += np.arange(0, nq * nc, nc)
+    x = np.take(sub.reshape(nq * nc, width), at, axis=0).reshape(len(codes), nq * width)
     x = x.astype(np.float32, copy=False)
     if q["use_projection"]:
         x = x @ q["projection"].T
