@@ -662,3 +662,38 @@ def test_extending_page_runs_as_written_and_reaches_the_cli(tmp_path, how):
     run("-m", "wvformats.cli", "docs", "out")
     page = (tmp_path / "out" / "finalfusion.md").read_text(encoding="utf-8")
     assert "frequencies" in page and "u32 count of each word" in page
+
+
+@pytest.mark.parametrize("storage", ["dense", "quantized"])
+def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, storage):
+    """mmap=False on a file past the size read whole: the mapped file is parsed while a worker thread reads
+    it into memory, and the arrays come from that copy. Rewriting the file afterwards changes nothing read,
+    and the arrays are writable."""
+    import mmap
+
+    import finalfusion as ff
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(3000)]
+    p = tmp_path / "big.fifu"
+    if storage == "dense":
+        wv.write(wv.Embeddings(words, rng.normal(size=(3000, 120)).astype(np.float32)), p, normalize=False)
+    else:
+        pq = ff.storage.quantized.PQ(rng.normal(size=(4, 256, 30)).astype(np.float32), None)
+        codes = rng.integers(0, 256, (400_000, 4), dtype=np.uint8)
+        ff.Embeddings(ff.storage.QuantizedArray(pq, codes, None), ff.vocab.SimpleVocab(
+            [f"w{i}" for i in range(400_000)])).write(str(p))
+    assert p.stat().st_size > 1 << 20
+    a, b = wv.read(p, mmap=True), wv.read(p, mmap=False)
+    assert a.words == b.words
+    want = np.array(a.vectors[:50])
+    got = b.vectors[:50]
+    assert got.tobytes() == want.tobytes()
+    if storage == "quantized":
+        codes = b.extra["quantized"]["codes"]
+        assert codes.flags.writeable and not isinstance(codes.base, mmap.mmap)
+    else:
+        assert b.vectors.flags.writeable
+    del a
+    p.write_bytes(p.read_bytes()[:64] + bytes(p.stat().st_size - 64))  # the same size, zeroed after 64 bytes
+    assert np.array(b.vectors[:50]).tobytes() == want.tobytes()

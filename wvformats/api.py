@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect as inspect_module
+import mmap
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -13,7 +14,7 @@ from typing import Any
 from . import framework, registry
 from .embeddings import check_read_options
 from .errors import FormatError, UnknownFormatError
-from .fileio import atomic_output, open_buffer, read_head, same_file
+from .fileio import atomic_output, open_buffer, read_head, read_into_memory, same_file
 
 PathLike = str | os.PathLike[str]
 
@@ -75,9 +76,39 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     use_mmap = options.pop("mmap", None)
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
-    buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
-    parsed = fmt.parse(buf, **_parse_options(options))
+    if use_mmap is False and fmt.array_views:
+        parsed = _parse_beside_copy(fmt, path, _parse_options(options))
+    else:
+        buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
+        parsed = fmt.parse(buf, **_parse_options(options))
     return fmt.to_model(parsed, mmap=use_mmap, **options)
+
+
+def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, Any]) -> Any:
+    """The parse of an in-memory copy of the file, for a format whose bulk arrays are views of its buffer:
+    the mapped file is parsed while a worker thread reads the file into memory (the words decode while
+    the bytes are copied), the arrays are views of the copy, and the mapping is closed."""
+    mapping = open_buffer(path, use_mmap=len(read_head(path, _BESIDE_FROM)) == _BESIDE_FROM)
+    if not isinstance(mapping, mmap.mmap):  # empty or small: read whole, then parsed
+        return fmt.parse(mapping, **options)
+    stream = framework.BufferStream(mapping)
+    stream.beside = framework.background(read_into_memory, path)
+    try:
+        parsed = fmt.parse(stream, **options)
+    finally:
+        stream.beside.exception()  # the read ends before anything leaves here
+        stream.let_go()
+    data = stream.beside.result()
+    try:
+        if len(data) == len(mapping):
+            mapping.close()
+            return parsed
+    except BufferError:  # a view of the mapping that the parse kept: parse the copy instead
+        pass
+    return fmt.parse(data, **options)  # (or the file changed size while it was read)
+
+
+_BESIDE_FROM = 1 << 20  # smaller files are read, then parsed
 
 
 _MODEL_ONLY = {"dtype"}

@@ -26,21 +26,35 @@ def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
                 return b""
             if use_mmap:
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            # an uninitialised numpy buffer (a bytearray would be zero-filled first, a second pass over the
-            # whole size), filled by unbuffered reads straight into it; the parse sees a writable memoryview,
-            # bulk arrays become views of it
-            buf = np.empty(size, np.uint8)
-            view, got = memoryview(buf), 0
-            while got < size:
-                n = f.readinto(view[got:])
-                if not n:
-                    break
-                got += n
-            return buf if got == size else buf[:got]
+            return _read_into_memory(f, size)
     except IsADirectoryError:
         raise FormatError(f"{p} is a directory", path=None) from None
     except OSError as e:
         raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
+
+
+def _read_into_memory(f: Any, size: int) -> np.ndarray:
+    """The file's bytes in an uninitialised numpy buffer (a bytearray would be zero-filled first, a second
+    pass over the whole size), filled by unbuffered reads straight into it: a parse of it sees a writable
+    memoryview, bulk arrays become views of it."""
+    buf = np.empty(size, np.uint8)
+    view, got = memoryview(buf), 0
+    while got < size:
+        n = f.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return buf if got == size else buf[:got]
+
+
+def read_into_memory(path: str | os.PathLike[str]) -> np.ndarray:
+    """The whole file in memory, as :func:`open_buffer` reads it without mmap (run on a worker thread by
+    ``read(mmap=False)`` beside a parse of the mapped file)."""
+    try:
+        with open(path, "rb", buffering=0) as f:
+            return _read_into_memory(f, os.fstat(f.fileno()).st_size)
+    except OSError as e:
+        raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:

@@ -19,6 +19,7 @@ compiled schema keeps every check.
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import mmap
 import os
@@ -109,8 +110,18 @@ class BufferStream(_Positioned):
     def buffer(self) -> memoryview:
         return self._mv
 
+    # read(mmap=False): a Future of an in-memory copy of the same bytes, read on a worker thread beside the
+    # parse; bulk arrays are taken from it instead of from the (mapped) buffer
+    beside: Future[np.ndarray] | None = None
+
     def close(self) -> None:  # the views outlive the stream; release nothing here
         pass
+
+    def let_go(self) -> None:
+        """Stop holding the buffer (views handed out stay valid), so that a mapped file can be closed while
+        the parse's reference cycles still hold this stream."""
+        with contextlib.suppress(BufferError):  # exported whole: the caller finds the mapping still held
+            self._mv.release()
 
 
 class CompareStream(_Positioned):
@@ -348,6 +359,9 @@ class NumpyArray(_Checked):
         check_length(stream, nbytes, path, f"array {dims} of {self.dtype.str}")
         view = _zero_copy(stream, nbytes)
         if view is not None:
+            copy = getattr(stream, "beside", None)
+            if copy is not None:  # the same bytes, from the in-memory copy of the file
+                view = memoryview(copy.result())[stream.tell() - nbytes : stream.tell()]
             return np.frombuffer(view, dtype=self.dtype, count=count).reshape(dims)
         out = np.empty(dims, dtype=self.dtype)
         got = stream.readinto(byte_view(out)) if nbytes else 0

@@ -48,6 +48,9 @@ class Format:
     schemas: dict[str, cs.Construct] = field(default_factory=dict)
     # the options ``read`` takes for this format (others are refused); None: not checked
     read_options: tuple[str, ...] | None = None
+    # the parse keeps bulk arrays as views of the file's buffer: ``read(mmap=False)`` then parses the mapped
+    # file while a worker thread reads it into memory, and takes the arrays from that copy
+    array_views: bool = False
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

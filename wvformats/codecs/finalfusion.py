@@ -300,7 +300,7 @@ _FORMAT = register(Format(
     name=NAME, extensions=(".fifu",), description="finalfusion: header, then typed chunks (vocabulary, "
     "storage, norms, TOML metadata) with 4-byte aligned arrays", schema=schema.finalfusion,
     sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
-    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check,
+    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check, array_views=True,
     schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},
     read_options=("limit", "vocab", "dtype"),
 ))
