@@ -666,8 +666,8 @@ def test_extending_page_runs_as_written_and_reaches_the_cli(tmp_path, how):
 
 @pytest.mark.parametrize("storage", ["dense", "quantized"])
 def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, storage):
-    """mmap=False on a file past the size read whole: the mapped file is parsed while a worker thread reads
-    it into memory, and the arrays come from that copy. Rewriting the file afterwards changes nothing read,
+    """mmap=False on a large file: the mapped file is parsed while a worker thread reads it into memory,
+    and the arrays come from that copy. Rewriting the file afterwards changes nothing read,
     and the arrays are writable."""
     import mmap
 
@@ -683,7 +683,7 @@ def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, s
         codes = rng.integers(0, 256, (400_000, 4), dtype=np.uint8)
         ff.Embeddings(ff.storage.QuantizedArray(pq, codes, None), ff.vocab.SimpleVocab(
             [f"w{i}" for i in range(400_000)])).write(str(p))
-    assert p.stat().st_size > 1 << 20
+    assert p.stat().st_size > 1 << 20  # the read ends well after the words are decoded
     a, b = wv.read(p, mmap=True), wv.read(p, mmap=False)
     assert a.words == b.words
     want = np.array(a.vectors[:50])

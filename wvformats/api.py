@@ -88,8 +88,8 @@ def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, 
     """The parse of an in-memory copy of the file, for a format whose bulk arrays are views of its buffer:
     the mapped file is parsed while a worker thread reads the file into memory (the words decode while
     the bytes are copied), the arrays are views of the copy, and the mapping is closed."""
-    mapping = open_buffer(path, use_mmap=len(read_head(path, _BESIDE_FROM)) == _BESIDE_FROM)
-    if not isinstance(mapping, mmap.mmap):  # empty or small: read whole, then parsed
+    mapping = open_buffer(path, use_mmap=True)
+    if not isinstance(mapping, mmap.mmap):  # an empty file
         return fmt.parse(mapping, **options)
     stream = framework.BufferStream(mapping)
     stream.beside = framework.background(read_into_memory, path)
@@ -106,9 +106,6 @@ def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, 
     except BufferError:  # a view of the mapping that the parse kept: parse the copy instead
         pass
     return fmt.parse(data, **options)  # (or the file changed size while it was read)
-
-
-_BESIDE_FROM = 1 << 20  # smaller files are read, then parsed
 
 
 _MODEL_ONLY = {"dtype"}

@@ -227,7 +227,7 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     the word that n-gram ``i`` belongs to, in finalfusion's n-gram order within each word."""
     bracketed = [f"{bow}{w}{eow}" for w in words]
     sizes = np.fromiter(map(len, bracketed), np.int64, len(bracketed))
-    # no n-gram is longer than the longest word: a file's max_n of 2^24 must not size the arrays below
+    # no n-gram is longer than the longest word: a file's max_n of 2^24 must not mean 2^24 passes below
     max_n = min(max_n, max(min_n, int(sizes.max()) if len(sizes) else 0))
     cps = np.frombuffer("".join(bracketed).encode("utf-32-le"), "<u4")
     word_at = np.cumsum(sizes) - sizes

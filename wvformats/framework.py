@@ -111,7 +111,7 @@ class BufferStream(_Positioned):
         return self._mv
 
     # read(mmap=False): a Future of an in-memory copy of the same bytes, read on a worker thread beside the
-    # parse; bulk arrays are taken from it instead of from the (mapped) buffer
+    # parse; the views of bulk arrays are taken from it instead of from the (mapped) buffer
     beside: Future[np.ndarray] | None = None
 
     def close(self) -> None:  # the views outlive the stream; release nothing here
@@ -216,8 +216,13 @@ def remaining(stream: Any) -> int | None:
 
 
 def _zero_copy(stream: Any, n: int) -> memoryview | None:
+    """The next ``n`` bytes of a buffer stream as a view (None for other streams); from the stream's
+    in-memory copy where it has one (``BufferStream.beside``)."""
     if isinstance(stream, BufferStream):
-        return stream.view(n)
+        view = stream.view(n)
+        if stream.beside is None:
+            return view
+        return memoryview(stream.beside.result())[stream.tell() - n : stream.tell()]
     if isinstance(stream, mmap.mmap):
         pos = stream.tell()
         v = memoryview(stream)[pos : pos + n]
@@ -359,9 +364,6 @@ class NumpyArray(_Checked):
         check_length(stream, nbytes, path, f"array {dims} of {self.dtype.str}")
         view = _zero_copy(stream, nbytes)
         if view is not None:
-            copy = getattr(stream, "beside", None)
-            if copy is not None:  # the same bytes, from the in-memory copy of the file
-                view = memoryview(copy.result())[stream.tell() - nbytes : stream.tell()]
             return np.frombuffer(view, dtype=self.dtype, count=count).reshape(dims)
         out = np.empty(dims, dtype=self.dtype)
         got = stream.readinto(byte_view(out)) if nbytes else 0
