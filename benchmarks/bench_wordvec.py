@@ -128,7 +128,81 @@ def main() -> None:
         print(text, flush=True)
         out.append(text)
         os.unlink(dst)
+    text = schema_overhead(paths, args.repeat)
+    print(text, flush=True)
+    out.append(text)
     (DATA / "last-run.md").write_text("\n".join(out), encoding="utf-8")
+
+
+def handwritten(mm, fmt: str, at: int, n: int, dim: int) -> tuple[list[str], np.ndarray]:
+    """A plain Python loop over the records of a Leader or word2vec binary table starting at byte ``at`` of
+    ``mm``: what a reader without the framework looks like (no checks beyond what Python does anyway)."""
+    out, words, pos, find, rb = np.empty((n, dim), np.float32), [], at, mm.find, 4 * dim
+    for i in range(n):
+        if fmt == "leader":
+            size = int.from_bytes(mm[pos : pos + 4], "little")
+            words.append(mm[pos + 4 : pos + 4 + size].decode("utf-8"))
+            pos += 4 + size
+        else:
+            while mm[pos] == 10:
+                pos += 1
+            sp = find(b" ", pos)
+            words.append(mm[pos:sp].decode("utf-8"))
+            pos = sp + 1
+        out[i] = np.frombuffer(mm, "<f4", dim, pos)
+        pos += rb
+    return words, out
+
+
+def _schema_setup(fmt: str, path: str) -> str:
+    """Setup code of the schema-overhead trials: ``mm`` (the file mapped), ``schema`` (compiled ahead),
+    ``table`` (the records construct for the header's counts) and ``at`` (where the records start)."""
+    here = str(Path(__file__).resolve().parent)
+    setup = (f"import mmap, sys\nsys.path.insert(0, {here!r})\nimport construct as cs\nimport wvformats as wv\n"
+             "from wvformats import framework, registry\nfrom wvformats.tables import LeaderRecords, "
+             "Word2VecRecords\nfrom bench_wordvec import handwritten\nwv.formats()\n"
+             f"f = open({path!r}, 'rb')\nmm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
+             f"schema = registry.get({fmt!r}).schema\nframework.compiled(schema)\n")
+    if fmt == "leader":
+        return setup + ("n, dim = int.from_bytes(mm[8:16], 'little'), int.from_bytes(mm[16:24], 'little')\n"
+                        "table, at = LeaderRecords(n, dim), 24\n")
+    return setup + ("at = mm.find(b'\\n') + 1\nn, dim = map(int, mm[: at - 1].split())\n"
+                    "table = Word2VecRecords(n, dim)\n")
+
+
+def schema_overhead(paths: dict[str, Path], repeat: int) -> str:
+    """What the schema around a record table costs: the big file parsed through the format's schema and by
+    the table construct alone (on the bytes after the header), beside a plain hand-written Python loop over
+    the records (fresh processes, the file mapped, no model built); and, in-process, the same two parses of
+    a one-record file, whose difference is the schema's own cost per file (construct's Struct, the header
+    fields, the trailer, the error translation), interpreted and compiled."""
+    import tempfile
+    import timeit
+
+    lines = ["### schema-driven parsing against the table construct alone and a hand-written loop", "",
+             "| table | through the schema s | table construct alone s | hand-written loop s | schema's own "
+             "cost per file, interpreted / compiled |", "|---|---|---|---|---|"]
+    for fmt in ("leader", "word2vec-binary"):
+        path = str(paths[fmt])
+        setup = _schema_setup(fmt, path) + warm(path)
+        timed = [f"framework.parse(schema, mm, format={fmt!r}, compile=True)",
+                 "s = framework.BufferStream(mm)\ns.seek(at)\ntable._parse(s, cs.Container(), 'records')",
+                 f"handwritten(mm, {fmt!r}, at, n, dim)"]
+        cells = [f"{measure(setup, t, repeat=repeat)['seconds']:.3f}" for t in timed]
+        with tempfile.TemporaryDirectory() as tmp:
+            tiny = str(Path(tmp) / f"one.{fmt}")
+            wv.write(wv.Embeddings(["word"], np.ones((1, 100), np.float32)), tiny, fmt)
+            scope: dict = {}
+            exec(_schema_setup(fmt, tiny), scope)
+            alone = min(timeit.repeat("s = framework.BufferStream(mm)\ns.seek(at)\n"
+                                      "table._parse(s, cs.Container(), 'records')", globals=scope, number=2000))
+            costs = [min(timeit.repeat(f"framework.parse(schema, mm, format={fmt!r}, compile={c})", globals=scope,
+                                       number=2000)) - alone for c in (False, True)]
+            scope["mm"].close()
+            scope["f"].close()
+        cells.append(" / ".join(f"{c / 2000 * 1e6:.0f} us" for c in costs))
+        lines.append(f"| {fmt} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
