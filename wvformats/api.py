@@ -14,7 +14,7 @@ from typing import Any
 from . import framework, registry
 from .embeddings import check_read_options
 from .errors import FormatError, UnknownFormatError
-from .fileio import atomic_output, open_buffer, read_head, read_into_memory, same_file
+from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
 
 PathLike = str | os.PathLike[str]
 
@@ -92,7 +92,7 @@ def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, 
     if not isinstance(mapping, mmap.mmap):  # an empty file
         return fmt.parse(mapping, **options)
     stream = framework.BufferStream(mapping)
-    stream.beside = framework.background(read_into_memory, path)
+    stream.beside = framework.background(lambda: open_buffer(path, use_mmap=False))
     try:
         parsed = fmt.parse(stream, **options)
     finally:
@@ -195,11 +195,7 @@ def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format:
     if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
         raise FormatError(f"refusing to write {dst} over its own input")
     fmt = _format_for_output(dst, to)
-    if not overwrite and Path(dst).exists():
-        raise FileExistsError(f"{dst} exists (use --force / overwrite=True to replace it)")
-    folder = Path(dst).parent
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {dst}: the folder {folder} does not exist")
+    check_target(dst, overwrite=overwrite)
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's

@@ -47,19 +47,21 @@ def _read_into_memory(f: Any, size: int) -> np.ndarray:
     return buf if got == size else buf[:got]
 
 
-def read_into_memory(path: str | os.PathLike[str]) -> np.ndarray:
-    """The whole file in memory, as :func:`open_buffer` reads it without mmap (run on a worker thread by
-    ``read(mmap=False)`` beside a parse of the mapped file)."""
-    try:
-        with open(path, "rb", buffering=0) as f:
-            return _read_into_memory(f, os.fstat(f.fileno()).st_size)
-    except OSError as e:
-        raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
-
-
 def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
     with open(path, "rb") as f:
         return f.read(n)
+
+
+def check_target(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
+    """The folder an output file goes to, once it is known that the file can be written there: the folder
+    exists, and the file does not unless ``overwrite``."""
+    target = Path(path)
+    if not overwrite and target.exists():
+        raise FileExistsError(f"{target} exists (use --force / overwrite=True to replace it)")
+    folder = target.parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
+    return folder
 
 
 @contextlib.contextmanager
@@ -72,11 +74,7 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
     ``fsync``: flush the data to disk before the rename (durable against a crash).
     """
     target = Path(path)
-    if not overwrite and target.exists():
-        raise FileExistsError(f"{target} exists (use --force / overwrite=True to replace it)")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: the folder {folder} does not exist")
+    folder = check_target(target, overwrite=overwrite)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         # mkstemp makes 0600; give the file the mode a plain open() would (or the replaced file's)
