@@ -181,6 +181,29 @@ def test_string_table_vectorised_offsets_equal_a_plain_loop(strings, repeat, cut
         assert e.value.path == f"words[{i}]"
 
 
+@given(words=st.lists(st.binary(max_size=5).map(lambda b: b.replace(b" ", b"x")) | st.sampled_from([b"\xc3", b"\xa9", "é".encode()]),
+                      min_size=1, max_size=12),
+       gap=st.integers(0, 3), errors=st.sampled_from(["strict", "replace"]))
+def test_decode_spans_with_a_separator_equals_the_general_path(words, gap, errors):
+    """Words each followed by a space (word2vec binary) decode the same with ``sep`` as without: the same
+    strings, or the same error naming the same word and offset (a word cut mid-character, beside a whole
+    one, must not decode as the pair)."""
+    data, starts = bytearray(b"h" * gap), []
+    for w in words:
+        starts.append(len(data))
+        data += w + b" " + b"\x20v" * gap
+    s = np.array(starts, np.int64)
+    e = s + np.array([len(w) for w in words], np.int64)
+
+    def run(sep):
+        try:
+            return framework.decode_spans(bytes(data), s, e, errors, "records", 10, sep=sep)
+        except FormatError as err:
+            return (type(err), err.path, err.offset)
+
+    assert run(b" ") == run(None)
+
+
 def _chain_reference(starts, ends, most):
     """follow_chain, one successor at a time."""
     at = {s: k for k, s in enumerate(starts.tolist())}

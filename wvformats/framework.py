@@ -508,29 +508,45 @@ def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str
 _SPAN_CHUNK = 1 << 16  # words gathered per pass by decode_spans
 
 
-def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
-                 base: int, field: str = ".word") -> list[str]:
-    """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
-
-    The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
-    are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
-    byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
-    """
+def _gather_spans(buf: Any, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of the spans ``[starts, starts + lens)`` of ``buf`` joined into one array, and where each
+    span starts in it; a chunk of spans at a time, letting go of the pages read."""
     n = len(starts)
-    if n == 0:
-        return []
     u8 = np.frombuffer(buf, np.uint8)
-    lens = ends - starts
-    total = int(lens.sum())
-    first = np.cumsum(lens) - lens  # offset of each word inside the blob
-    blob = np.empty(total, np.uint8)
+    first = np.cumsum(lens) - lens  # offset of each span inside the blob
+    blob = np.empty(int(lens.sum()), np.uint8)
     ordered = bool((starts[1:] >= starts[:-1]).all())
-    for a in range(0, n, _SPAN_CHUNK):  # a chunk of words at a time, letting go of the pages read
+    for a in range(0, n, _SPAN_CHUNK):
         b = min(n, a + _SPAN_CHUNK)
         lo, hi = int(first[a]), int(first[b - 1] + lens[b - 1])
         blob[lo:hi] = u8[np.repeat(starts[a:b] - first[a:b], lens[a:b]) + np.arange(lo, hi, dtype=np.int64)]
         if ordered:
             release(buf, int(starts[b - 1]))
+    return blob, first
+
+
+def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
+                 base: int, field: str = ".word", sep: bytes | None = None) -> list[str]:
+    """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
+
+    The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
+    are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
+    byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
+    ``sep``: a one-byte ASCII separator that the byte at every ``ends[i]`` is and no word holds (the space
+    after a word2vec word); the words are then gathered with it and ``str.split`` cuts them.
+    """
+    n = len(starts)
+    if n == 0:
+        return []
+    if sep is not None and errors == "strict":
+        blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
+        try:
+            return blob[:-1].tobytes().decode("utf-8").split(sep.decode("ascii"))
+        except UnicodeDecodeError:
+            pass  # the general path below names the bad word
+    lens = ends - starts
+    total = int(lens.sum())
+    blob, first = _gather_spans(buf, starts, lens)
     if errors == "strict" and n > 1 and not (blob == 10).any():
         # no word holds a newline: put one between the words, decode once and let str.split cut them (a
         # word that is not UTF-8 on its own fails the decode, whatever its neighbours)

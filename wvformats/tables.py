@@ -117,9 +117,11 @@ def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
 
 
 def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
-           path: str, base: int, ahead: Future[Any] | None = None) -> tuple[list[str], np.ndarray]:
+           path: str, base: int, ahead: Future[Any] | None = None,
+           sep: bytes | None = None) -> tuple[list[str], np.ndarray]:
     """Words and vectors of a binary table from the record offsets found by a parse loop (``ahead``: the
-    matrix being allocated by :func:`_matrix_ahead`).
+    matrix being allocated by :func:`_matrix_ahead`; ``sep``: the byte that ends every word, as
+    :func:`decode_spans` takes it).
 
     The rows are copied on a worker thread while this one decodes the words; with the ``vocab`` option the
     words come first, to choose the rows."""
@@ -129,15 +131,15 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
     if _params(context).get("vocab") is None:
         out = ahead.result() if ahead is not None else None
         if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
-            return decode_spans(buf, ws, we, _errors(context), path, base), _gather_rows(buf, vs, dim)
+            return decode_spans(buf, ws, we, _errors(context), path, base, sep=sep), _gather_rows(buf, vs, dim)
         rows = background(_gather_rows, buf, vs, dim, out)
         try:
-            words = decode_spans(buf, ws, we, _errors(context), path, base)
+            words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
         except BaseException:
             rows.exception()  # the copy reads ``buf``: it ends before the error leaves here
             raise
         return words, rows.result()
-    words = decode_spans(buf, ws, we, _errors(context), path, base)
+    words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
     keep = _keep_vocab(context, words)
     if keep is not None:
         words = [words[i] for i in keep]
@@ -325,7 +327,7 @@ class Word2VecRecords(_Checked):
         _flush(loose, wstarts, wends)
         ws = np.concatenate(wstarts) if wstarts else np.zeros(0, np.int64)
         we = np.concatenate(wends) if wends else np.zeros(0, np.int64)
-        words, vectors = _table(context, buf, ws, we, we + 1, dim, path, base, ahead)
+        words, vectors = _table(context, buf, ws, we, we + 1, dim, path, base, ahead, sep=b" ")
         stream.seek(base + pos)
         newlines = None
         if gaps and _params(context).get("vocab") is None:
