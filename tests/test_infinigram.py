@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from wvformats import pointers
 from wvformats.errors import FormatError
-from wvformats.infinigram import InfiniGramIndex, build, suffix_array
+from wvformats.infinigram import InfiniGramIndex, build, check, suffix_array
 
 
 def brute_count(docs, query, width, version=4):
@@ -49,6 +49,7 @@ def corpora(draw):
 @given(corpus=corpora(), version=st.sampled_from([4, 5]), shards=st.integers(1, 3), data=st.data())
 def test_counts_equal_brute_force(corpus, version, shards, data):
     width, docs = corpus
+    shards = min(shards, len(docs))  # no empty shard (build refuses one)
     d = build(docs, _dir(), token_width=width, version=version, shards=shards)
     ix = InfiniGramIndex(d, token_width=width, version=version)
     sep = (1 << (8 * width)) - 1
@@ -92,6 +93,43 @@ e = InfiniGramEngine(index_dir=d, eos_token_id=0, vocab_size=(1 << (8 * width)) 
                      token_dtype={1: "u8", 2: "u16", 4: "u32"}[width], version=version)
 print(json.dumps([e.count(input_ids=q)["count"] for q in queries]))
 """
+
+
+ENGINE_DOCS = """
+import json, sys
+from infini_gram.engine import InfiniGramEngine
+d, n = json.loads(sys.argv[1])
+e = InfiniGramEngine(index_dir=d, eos_token_id=0, vocab_size=65535, token_dtype="u16", version=4)
+print(json.dumps([[r["doc_ix"], r["token_ids"]] for r in (e.get_doc_by_ix(doc_ix=i, max_disp_len=100)
+                                                          for i in range(n))]))
+"""
+
+
+@pytest.mark.parametrize("shards", [2, 12])
+def test_documents_by_global_index_equal_the_engine(shards):
+    """get_doc_by_ix numbers the documents through the shards in the engine's order (file names sorted as
+    strings: with 12 shards, shard 10 comes before shard 2) and reports the global index it was given."""
+    pytest.importorskip("infini_gram")
+    docs = [[i + 1, 7] for i in range(2 * shards)]
+    d = build(docs, _dir(), token_width=2, shards=shards)
+    r = subprocess.run([sys.executable, "-c", ENGINE_DOCS, json.dumps([str(d), len(docs)])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ix = InfiniGramIndex(d, token_width=2)
+    ours = [[g["doc_ix"], g["token_ids"]] for g in map(ix.get_doc_by_ix, range(len(docs)))]
+    assert ours == json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_build_refuses_an_empty_shard(tmp_path):
+    """More shards than documents would leave a shard with no tokens: the real indexer fails on it and the
+    engine dies loading it, so build refuses before writing anything; check() names such a shard."""
+    with pytest.raises(ValueError, match="shard 1 empty"):
+        build([[1, 2, 3]], tmp_path / "x", token_width=2, shards=2)
+    assert not (tmp_path / "x").exists()
+    d = build([[1, 2, 3]], tmp_path / "y", token_width=2)
+    for kind in ("tokenized", "table", "offset"):
+        (d / f"{kind}.1").write_bytes(b"")
+    assert any("empty shard" in p for p in check(InfiniGramIndex(d, token_width=2)))
 
 
 @pytest.mark.parametrize("width,version,shards", [(2, 4, 1), (1, 4, 2), (2, 5, 1)])
@@ -245,16 +283,25 @@ def test_divsufsort_and_prefix_doubling_agree(corpus, data):
 
 
 @settings(max_examples=25)
-@given(corpus=corpora(), version=st.sampled_from([4, 5]), data=st.data())
-def test_get_doc_and_infgram_prob_against_brute_force(corpus, version, data):
+@given(corpus=corpora(), version=st.sampled_from([4, 5]), shards=st.integers(1, 3), data=st.data())
+def test_get_doc_and_infgram_prob_against_brute_force(corpus, version, shards, data):
     width, docs = corpus
+    shards = min(shards, len(docs))
     metas = [{"i": i} for i in range(len(docs))]
-    d = build(docs, _dir(), token_width=width, version=version, metadata=metas)
+    d = build(docs, _dir(), token_width=width, version=version, metadata=metas, shards=shards)
     ix = InfiniGramIndex(d, token_width=width, version=version)
-    for i, doc in enumerate(docs):
-        got = ix.get_doc_by_ix(i)
-        assert got["token_ids"] == list(doc) and got["doc_len"] == len(doc)
+    # documents go round-robin to the shards; the global doc_ix counts through shard 0, then shard 1, ...
+    in_order = [i for s in range(shards) for i in range(s, len(docs), shards)]
+    for doc_ix, i in enumerate(in_order):
+        got = ix.get_doc_by_ix(doc_ix)
+        assert got["doc_ix"] == doc_ix and got["token_ids"] == list(docs[i]) and got["doc_len"] == len(docs[i])
         assert json.loads(got["metadata"]) == {"i": i}
+    with pytest.raises(IndexError):
+        ix.get_doc_by_ix(len(docs))
+    for s, (lo, hi) in enumerate(ix.find(docs[-1][:1])["segment_by_shard"]):  # by rank: the same doc_ix
+        for rank in range(lo, hi):
+            got = ix.get_doc_by_rank(s, rank)
+            assert got["token_ids"] == list(docs[in_order[got["doc_ix"]]])
     flat = [t for doc in docs for t in doc] or [0]
     prompt = data.draw(st.lists(st.sampled_from(flat), max_size=4))
     cont = data.draw(st.sampled_from(flat))
@@ -421,14 +468,17 @@ def test_full_check_resolves_long_ties_and_finds_each_defect(tmp_path):
     assert "out of range" in broken("table", lambda b: b"\xff" * k + b[k:])
 
 
-def test_open_orders_shards_numerically_and_checks_arguments(tmp_path):
+def test_open_orders_shards_as_strings_and_checks_arguments(tmp_path):
     from wvformats import infinigram
 
-    docs = [[i % 7, 1] for i in range(24)]
+    docs = [[i % 7, i] for i in range(24)]
     d = build(docs, tmp_path / "i", token_width=2, shards=12)
     index = infinigram.open(d)
     assert [s.tok_cnt for s in index.shards] == [6] * 12 and index.doc_cnt == 24
-    # document i of shard s is docs[s + 12 * i]: shards in numeric order (10 and 11 after 9)
-    assert [index.get_doc_by_ix(2 * s)["token_ids"] for s in range(12)] == [docs[s] for s in range(12)]
+    # document i of shard s is docs[s + 12 * i]; the engine sorts its file names as strings, so shards 10
+    # and 11 come right after shard 1 and take the global doc_ix 4 to 7
+    names = sorted(str(s) for s in range(12))
+    assert names[:4] == ["0", "1", "10", "11"]
+    assert [index.get_doc_by_ix(2 * k)["token_ids"] for k in range(12)] == [docs[int(n)] for n in names]
     with pytest.raises(ValueError):
         infinigram.open(d, version=3)

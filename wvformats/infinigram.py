@@ -137,6 +137,10 @@ def _check_build(token_width: int, version: int, shards: int) -> None:
 
 
 def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bool) -> Path:
+    empty = [s for s, wr in enumerate(writers) if not wr.offsets]
+    if empty:  # the real indexer fails on these (log2 of 0 tokens), and the engine dies loading one
+        raise ValueError(f"{sum(len(wr.offsets) for wr in writers)} document(s) for {len(writers)} shard(s) "
+                         f"leave shard {empty[0]} empty, which the infini-gram engine cannot load: use fewer shards")
     out.mkdir(parents=True, exist_ok=True)
     for s, wr in enumerate(writers):
         if version == 6 and len(writers) == 1:  # the v6 indexer's layout: files without suffix
@@ -265,9 +269,9 @@ class InfiniGramIndex:
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
         self.token_width = token_width or _infer_width(groups)
-        # shard order is numeric (table.10 after table.9), as the engine's
-        order = sorted(groups, key=lambda name: (0, int(name), "") if name.isdigit() else (1, 0, name))
-        self.shards = [Shard(groups[name], self.token_width) for name in order]
+        # shard order is the string order of the names (table.10 before table.2), as the engine sorts its
+        # file paths: it numbers the shards and the global doc_ix
+        self.shards = [Shard(groups[name], self.token_width) for name in sorted(groups)]
 
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
@@ -371,33 +375,34 @@ class InfiniGramIndex:
         """Document ``doc_ix`` (global, shards in order): its tokens (in reading order) and metadata line."""
         if doc_ix < 0:
             raise IndexError("doc_ix is out of range")
-        for shard in self.shards:
-            if doc_ix < shard.doc_cnt:
+        local = doc_ix  # the index within the shard
+        for s, shard in enumerate(self.shards):
+            if local < shard.doc_cnt:
                 w = self.token_width
-                start = int(shard.offsets[doc_ix]) + w
-                end = int(shard.offsets[doc_ix + 1]) if doc_ix + 1 < shard.doc_cnt else len(shard.ds)
+                start = int(shard.offsets[local]) + w
+                end = int(shard.offsets[local + 1]) if local + 1 < shard.doc_cnt else len(shard.ds)
                 if not w <= start <= end <= len(shard.ds) or (end - start) % w:
                     raise FormatError(f"document spans bytes {start - w}..{end} of a {len(shard.ds)}-byte "
-                                      f"corpus in {w}-byte tokens", format=NAME, path=f"offset[{doc_ix}]",
-                                      offset=8 * doc_ix)
+                                      f"corpus in {w}-byte tokens", format=NAME, path=f"shards[{s}].offset[{local}]",
+                                      offset=8 * local)
                 toks = np.frombuffer(shard.ds[start:end], f"<u{w}" if w > 1 else "u1").tolist()
                 meta = ""
                 mt, mo = shard.maps.get("metadata"), shard.maps.get("metaoff")
-                if mt is not None and mo is not None and len(mo) >= 8 * (doc_ix + 1):
+                if mt is not None and mo is not None and len(mo) >= 8 * (local + 1):
                     offs = np.frombuffer(mo, "<u8", len(mo) // 8)
-                    a = int(offs[doc_ix])
-                    b = int(offs[doc_ix + 1]) if doc_ix + 1 < len(offs) else len(mt)
+                    a = int(offs[local])
+                    b = int(offs[local + 1]) if local + 1 < len(offs) else len(mt)
                     if not a <= b <= len(mt):
                         raise FormatError(f"metadata line spans bytes {a}..{b} of {len(mt)}", format=NAME,
-                                          path=f"metaoff[{doc_ix}]", offset=8 * doc_ix)
+                                          path=f"shards[{s}].metaoff[{local}]", offset=8 * local)
                     try:
                         meta = bytes(mt[a:b]).decode("utf-8")
                     except UnicodeDecodeError as e:
-                        raise FormatError("metadata line is not UTF-8", format=NAME, path=f"metadata[{doc_ix}]",
+                        raise FormatError("metadata line is not UTF-8", format=NAME, path=f"shards[{s}].metadata[{local}]",
                                           offset=a + e.start) from None
                 return {"doc_ix": doc_ix, "doc_len": len(toks),
                         "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
-            doc_ix -= shard.doc_cnt
+            local -= shard.doc_cnt
         raise IndexError("doc_ix is past the last document")
 
     @property
@@ -513,6 +518,9 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
     w = index.token_width
     rng = np.random.default_rng(0)
     for s_ix, shard in enumerate(index.shards):
+        if not shard.tok_cnt:
+            problems.append(f"shard {s_ix}: no tokens (the infini-gram engine cannot load an empty shard)")
+            continue
         ds = np.frombuffer(shard.ds, np.uint8) if len(shard.ds) else np.zeros(0, np.uint8)
         if shard.offsets.size and int(shard.offsets.max()) + w > len(ds):  # before the cast (2^63 is negative)
             problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
