@@ -206,6 +206,79 @@ def test_errors_after_the_piece_run_name_the_field_index_and_offset():
     assert e.value.format == "sentencepiece" and "[50]" in e.value.path and e.value.offset is not None
 
 
+def _tag(number, wire):
+    from wvformats.protowire import encode_varint
+
+    return encode_varint(number << 3 | wire)
+
+
+def _wire(number, wire, value):
+    """One field's wire bytes: a varint, 8 or 4 raw bytes, or length-delimited bytes."""
+    from wvformats.protowire import encode_varint
+
+    if wire == 0:
+        return _tag(number, 0) + encode_varint(value)
+    if wire == 2:
+        return _tag(number, 2) + encode_varint(len(value)) + value
+    return _tag(number, wire) + value
+
+
+VARINTS = st.sampled_from([0, 1, 2, 4, 6, 7, 9, 200, 2**31 - 1, 2**31, 2**32 + 5, 2**63 + 7, 2**64 - 1])
+
+
+@st.composite
+def odd_fields(draw, numbers, wires=(0, 0, 2, 2, 5, 1)):
+    """Fields of the given numbers on any of ``wires`` (the one their type has, mostly), repeated at will."""
+    out = b""
+    for _ in range(draw(st.integers(0, 8))):
+        number = draw(st.sampled_from(numbers))
+        wire = draw(st.sampled_from(wires))
+        value = {0: VARINTS, 1: st.binary(min_size=8, max_size=8), 5: st.binary(min_size=4, max_size=4),
+                 2: st.text("ab\u2581", max_size=4).map(str.encode)}[wire]
+        out += _wire(number, wire, draw(value))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(pieces=st.lists(odd_fields([1, 2, 3]), max_size=4), trainer=st.lists(odd_fields([1, 3, 4, 10, 11, 19, 43]),
+       max_size=3), normalizer=odd_fields([1, 3]), stray=odd_fields([2, 3], wires=(0, 5, 1)))
+def test_typed_view_reads_odd_wire_data_as_protobuf_does(pieces, trainer, normalizer, stray):
+    """Fields on the wrong wire type or with enum values the enum does not name are unknown fields; int32
+    and enum keep the low 32 bits of a varint (a 5-byte -1 is -1); a sub-message written twice merges;
+    strays (a trainer_spec sent as a varint) are skipped: every value and presence as protobuf reads them,
+    and the bytes still rebuild exactly."""
+    import math
+    import struct
+
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+
+    data = b"".join(_wire(1, 2, p) for p in pieces) + b"".join(_wire(2, 2, t) for t in trainer)
+    data += _wire(3, 2, normalizer) + stray
+    m = pb2.ModelProto()
+    m.ParseFromString(data)
+    ours = wv.registry.get("sentencepiece").to_model(wv.registry.get("sentencepiece").parse(data))
+
+    def same(a, b):
+        return (isinstance(a, float) and math.isnan(a) and math.isnan(b)) or a == b
+
+    for view, theirs, names in ((ours.trainer_spec, m.trainer_spec, ["model_type", "vocab_size",
+                                 "character_coverage", "input_sentence_size", "shuffle_input_sentence",
+                                 "pad_id"]),
+                                (ours.normalizer_spec, m.normalizer_spec, ["name", "add_dummy_prefix"])):
+        for name in names:
+            assert view.has(name) == theirs.HasField(name), name
+            assert same(getattr(view, name), getattr(theirs, name)), name
+    assert ours.trainer_spec.input == list(m.trainer_spec.input)
+    assert ours.piece_strings == [p.piece for p in m.pieces]
+    assert ours.types.tolist() == [p.type for p in m.pieces]
+    bits = [struct.pack("<f", p.score) for p in m.pieces]
+    assert all(same(struct.unpack("<f", a)[0], struct.unpack("<f", b)[0])
+               for a, b in zip(bits, [ours.scores[i : i + 1].tobytes() for i in range(len(ours))], strict=True))
+    out = io.BytesIO()
+    wv.registry.get("sentencepiece").build(wv.registry.get("sentencepiece").parse(data), out)
+    assert out.getvalue() == data
+
+
 SOURCE_MODELS = sorted((__import__("pathlib").Path(__file__).parent / "data" / "sentencepiece").glob("*.model"))
 
 

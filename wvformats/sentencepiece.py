@@ -9,9 +9,9 @@ import numpy as np
 
 from .errors import FormatError
 from .framework import follow_chain, parse
-from .protobuf import View
+from .protobuf import View, decode_scalar, known_field
 from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
-from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, model_proto
+from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, SentencePiece, model_proto
 
 
 def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
@@ -57,6 +57,7 @@ def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, 
     at_byte = np.ndarray((len(a) - 3,), "<f4", buf, 0, (1,))
     scores = at_byte[score_at]
     types = np.where(l1 - l2 == 9, a[np.minimum(score_at + 5, len(a) - 1)], 1).astype(np.int32)
+    types[~np.isin(types, list(PIECE_TYPES))] = 1  # a value the enum does not name: an unknown field (proto2)
     n = l2 + 1
     total = int(n.sum())
     # source offsets of every gathered byte as a cumulative sum: +1 within a piece, a jump between pieces
@@ -176,19 +177,21 @@ class SentencePieceModel:
                                                         and data[end + 6] < 0x80):
                     pieces.append(data[2:end].decode("utf-8", "surrogateescape"))
                     score_bytes[i] = data[end + 1 : end + 5]
-                    if n == end + 7:
+                    if n == end + 7 and data[end + 6] in PIECE_TYPES:  # else an unknown field: NORMAL
                         types[i] = data[end + 6]
                     continue
             sub, _, _ = parse_fields(data, 0, len(data), f"pieces[{i}]", 0)
             piece = ""
-            for f in sub:  # last occurrence wins, as in protobuf
-                n = f["number"]
-                if n == 1:
-                    piece = f["value"].decode("utf-8", "surrogateescape")
-                elif n == 2 and f["wire_type"] == 5:
+            for f in sub:  # last occurrence wins; what protobuf keeps as unknown fields is skipped
+                spec = SentencePiece.by_number.get(f["number"])
+                if spec is None or not known_field(spec, f):
+                    continue
+                if spec.name == "piece":
+                    piece = decode_scalar("string", f)
+                elif spec.name == "score":
                     score_bytes[i] = f["value"]
-                elif n == 3:
-                    types[i] = f["value"]
+                else:
+                    types[i] = decode_scalar("enum", f)
             pieces.append(piece)
         self.piece_strings = pieces
         self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
