@@ -26,7 +26,7 @@ f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
 @st.composite
 def embeddings(draw, word=spaced_word, finite=False, min_words=0):
     n = draw(st.integers(min_words, 6))
-    dim = draw(st.integers(0 if word is any_word else 1, 5))
+    dim = draw(st.integers(0, 5))
     words = draw(st.lists(word, min_size=n, max_size=n))
     values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
     flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
@@ -78,8 +78,8 @@ def test_text_formats_roundtrip_bit_exact(text_parser, compiled, emb, style, tra
     assert back.records.words == words
     assert back.records.vectors.tobytes() == vectors.tobytes()  # NaN, inf, -0.0 bit-exact via repr
     assert framework.build(s, back, format=name, compile=compiled) == data
-    if parser == "arrow":  # every file in a writer's canonical form takes the fast path
-        assert accepted and accepted[-1] == len(words)
+    if parser == "arrow" and vectors.shape[1]:  # every file in a writer's canonical form takes the fast path
+        assert accepted and accepted[-1] == len(words)  # (but lines of words alone, dimension 0)
 
 
 @pytest.mark.parametrize("style", ["fixed6", "g5"])

@@ -851,6 +851,7 @@ class TextRecords(_Checked):
             if e > pos and buf[e - 1] == 13:
                 e -= 1
                 crlf += 1
+            content_end = e
             if e > pos and buf[e - 1] == 32:
                 while e > pos and buf[e - 1] in (32, 9):
                     e -= 1
@@ -858,6 +859,10 @@ class TextRecords(_Checked):
             sp = find(b" ", pos, e)
             if e == pos:
                 raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
+            if sp < 0 and e < content_end and (dim == 0 or dim is None and i == 0):
+                # a word without numbers (dimension 0): "word \n"; the space after it is not a trailing one
+                sp = e = find(b" ", pos, content_end)  # the first space ends the word (which may end in tabs)
+                trailing -= content_end - sp == 1
             if sp <= pos:
                 raise fail(f"{path}[{i}]", base + pos, "a line needs a word and numbers separated by spaces",
                            ValueMismatchError)
