@@ -467,6 +467,15 @@ def test_full_check_resolves_long_ties_and_finds_each_defect(tmp_path):
                                      .to_bytes(8, "little") + b[16:])
     assert "out of range" in broken("table", lambda b: b"\xff" * k + b[k:])
 
+    def widened(raw, value):  # the table rewritten with 8-byte pointers, the one at rank 1 set to ``value``
+        ptrs = pointers.decode(bytes(raw), k).tolist()
+        ptrs[1] = value(ptrs[1])
+        return pointers.encode(np.array(ptrs, np.uint64), 8).tobytes()
+
+    n = len(index.shards[0].ds)
+    for value in (lambda p: 1 << 63, lambda p: (1 << 64) - n + p):  # no index, or one that wraps to p
+        assert "pointer at rank 1 is out of range" in broken("table", lambda b, value=value: widened(b, value))
+
 
 def test_open_orders_shards_as_strings_and_checks_arguments(tmp_path):
     from wvformats import infinigram

@@ -481,10 +481,12 @@ def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
     table = np.frombuffer(shard.table, np.uint8).reshape(-1, k)
     for start in range(0, len(ranks), 1 << 18):
         r = ranks[start : start + (1 << 18)]
-        a, b = pointers.decode(table[r], k).astype(np.int64), pointers.decode(table[r + 1], k).astype(np.int64)
-        bad = (a % w != 0) | (b % w != 0) | (a >= n) | (b >= n)
-        if bad.any():
-            return f"pointer at rank {int(r[np.argmax(bad)])} is out of range or misaligned"
+        a, b = pointers.decode(table[r], k), pointers.decode(table[r + 1], k)
+        bad_a, bad_b = (a % w != 0) | (a >= n), (b % w != 0) | (b >= n)  # unsigned: 2^63 is no index
+        if bad_a.any() or bad_b.any():
+            i = int(np.argmax(bad_a | bad_b))
+            return f"pointer at rank {int(r[i]) + (not bad_a[i])} is out of range or misaligned"
+        a, b = a.astype(np.int64), b.astype(np.int64)
         wrong = np.zeros(len(r), bool)
         todo = np.arange(len(r))  # rows whose order is not decided yet
         for skip in range(0, 256, 16):
