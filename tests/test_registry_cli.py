@@ -199,6 +199,9 @@ def test_write_options_the_format_does_not_take_are_refused(tmp_path):
     assert not (tmp_path / "x.glove").exists() and not (tmp_path / "y.leader").exists()
     wv.write(emb, tmp_path / "z.bin", newline=True)
     assert (tmp_path / "z.bin").read_bytes().endswith(b"\n")
+    # on the command line an option the output format does not take is a usage error, in one line
+    args = ["convert", str(tmp_path / "e.leader"), str(tmp_path / "w.fifu"), "--to", "finalfusion", "--style", "g5"]
+    assert cli.main(args) == 2 and not (tmp_path / "w.fifu").exists()
 
 
 def test_convert_checks_the_output_folder_before_reading(tmp_path, monkeypatch):
@@ -264,6 +267,31 @@ def test_validate_tells_input_errors_from_failed_checks(tmp_path, capsys):
     assert cli.main(["sniff", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert err.count(str(tmp_path / "empty")) == 1 and "is empty" in err
+
+
+def test_paths_of_the_wrong_kind_are_input_errors(tmp_path, capsys):
+    """A file given as a folder format, a folder given as a file format, a FIFO (whose open would block
+    until a writer comes): refused before opening, as input errors (validate: unreadable, exit 2)."""
+    import os
+
+    from wvformats.samples import sample_files
+
+    samples = {p.name: p for p in sample_files()}
+    leader, index = samples["sample.leader"], samples["sample-index"]
+    for path, fmt, says in ((leader, "infini-gram", "is a file"), (index, "leader", "is a directory")):
+        report = wv.validate(path, fmt)
+        assert not report.ok and report.unreadable and says in report.error
+        for call in (wv.inspect, wv.read):
+            with pytest.raises(wv.FormatError, match=says):
+                call(path, fmt)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for command in (["sniff"], ["validate"], ["inspect"], ["inspect", "--format", "leader"], ["dump"]):
+        assert cli.main([*command, str(fifo)]) == 2, command
+        said = capsys.readouterr()
+        assert "not a regular file" in said.err + said.out
+    with pytest.raises(wv.FormatError, match="not a regular file"):
+        wv.read(fifo, "leader")
 
 
 def test_infinigram_count_refuses_ids_the_index_cannot_hold(capsys):

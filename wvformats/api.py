@@ -13,7 +13,7 @@ from typing import Any
 
 from . import framework, registry
 from .embeddings import check_read_options
-from .errors import FormatError, UnknownFormatError
+from .errors import FormatError, OptionError, UnknownFormatError
 from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
 
 PathLike = str | os.PathLike[str]
@@ -24,9 +24,17 @@ def formats() -> list[str]:
     return sorted(registry.load())
 
 
+def _refuse_special(p: Path) -> None:
+    """A path that is neither a regular file nor a folder (a FIFO would block the open; a device or socket
+    is no file of any format) is refused before anything opens it."""
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise FormatError(f"{p} is not a regular file (a pipe, device or socket): read it from a file")
+
+
 def sniff(path: PathLike) -> str:
     """The format of ``path``, from magic bytes or content (the extension is not needed)."""
     p = Path(path)
+    _refuse_special(p)
     fmts = sorted(registry.load().values(), key=lambda f: (f.priority, f.name))
     if p.is_dir():
         for f in fmts:
@@ -53,7 +61,17 @@ def sniff(path: PathLike) -> str:
 
 
 def _resolve(path: PathLike, format: str | None) -> registry.Format:
-    return registry.get(format) if format else registry.get(sniff(path))
+    """The format of ``path`` (given or sniffed), once the path is of the kind it needs: a folder for a
+    folder format (infini-gram), a regular file for the others."""
+    if not format:
+        return registry.get(sniff(path))
+    fmt, p = registry.get(format), Path(path)
+    _refuse_special(p)
+    if fmt.is_directory and p.exists() and not p.is_dir():
+        raise FormatError(f"{p} is a file; {fmt.name} is a folder of files", format=fmt.name)
+    if not fmt.is_directory and p.is_dir():
+        raise FormatError(f"{p} is a directory; {fmt.name} is a single file", format=fmt.name)
+    return fmt
 
 
 def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, **options: Any) -> Any:
@@ -115,7 +133,7 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     """Refuse a read option the format does not take (a typo would otherwise be ignored) or a bad value."""
     given = {k for k, v in options.items() if v is not None}
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
-        raise TypeError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
+        raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
                         f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
@@ -162,7 +180,7 @@ def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
         return
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
     if unknown := sorted(k for k in options if k not in takes):
-        raise TypeError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
+        raise OptionError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
                         f"(options: {', '.join(takes) or 'none'})")
 
 

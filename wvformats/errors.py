@@ -71,6 +71,11 @@ class UnknownFormatError(FormatError):
     """No registered format matches a file, or a format name is unknown."""
 
 
+class OptionError(TypeError, ValueError):
+    """A read or write option the format does not take: a TypeError, as for any unexpected keyword, and a
+    ValueError, as for any other argument a call refuses (the command line's usage errors, exit 2)."""
+
+
 class NoFinalNewlineWarning(UserWarning):
     """A text file's last line has no newline: it is read as complete, as the peers read it, but a file cut
     off inside its last number looks the same."""
