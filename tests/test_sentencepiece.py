@@ -316,6 +316,22 @@ def test_a_broken_charsmap_is_a_clean_format_error():
     with pytest.raises(FormatError):
         CharsMap((1000).to_bytes(4, "little") + b"\0" * 8)
     assert CharsMap((4).to_bytes(4, "little") + b"\0\0\0\0" + b"x\0").replacements == ["x"]
+    # four units whose children (labels 1-3) lead back to the root: a cycle, whose keys would triple per
+    # level for 256 levels; refused once the keys far outnumber the units
+    units = [0, (1 << 10) | 1, (2 << 10) | 2, (3 << 10) | 3]
+    cyclic = CharsMap((16).to_bytes(4, "little") + np.array(units, "<u4").tobytes() + b"x\0")
+    with pytest.raises(FormatError, match="cycle"):
+        cyclic.mapping()
+
+
+def test_an_edit_of_a_broken_normalizer_spec_names_the_format():
+    from wvformats.errors import FormatError
+    from wvformats.sentencepiece import SentencePieceModel, set_normalizer
+
+    broken = SentencePieceModel([dict(number=3, wire_type=2, value=b"\x0a\x05ab")])  # name: 5 bytes of 2
+    with pytest.raises(FormatError) as e:
+        set_normalizer(broken, add_dummy_prefix=False)
+    assert e.value.format == "sentencepiece" and e.value.path.startswith("normalizer_spec")
 
 
 def test_spliced_edits_equal_field_list_edits(corpus, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import struct
 from typing import Any
 
@@ -121,6 +122,9 @@ class CharsMap:
         value = u & ((1 << 31) - 1)
         labels = np.arange(1, 256)
         frontier, keys = np.array([offset[0]]), [b""]
+        # darts-clone shares common subtrees (sentencepiece's charsmaps hold ~5 keys per unit), so a key count
+        # far past the units is a cycle, whose walk would grow without end
+        most, reached = 16 * n + (1 << 16), 0
         out: dict[str, str] = {}
         for _ in range(256):  # a key is at most as deep as the longest source sequence
             if not frontier.size:
@@ -130,6 +134,10 @@ class CharsMap:
             hit = inside & (label[np.where(inside, cand, 0)] == labels[None, :])
             fi, ci = np.nonzero(hit)
             child = cand[fi, ci]
+            reached += len(child)
+            if reached > most:
+                raise FormatError(f"the trie of {n} units expands into more than {most} keys (a cycle)",
+                                  format="sentencepiece", path="normalizer_spec.precompiled_charsmap")
             nxt = child ^ offset[child]
             if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
                 raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
@@ -338,7 +346,10 @@ def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceMode
     sub: list[Any] = []
     if where:
         data = fields[where[-1]]["value"]
-        sub, _, _ = parse_fields(data, 0, len(data), "normalizer_spec", 0)
+        try:
+            sub, _, _ = parse_fields(data, 0, len(data), "normalizer_spec", 0)
+        except FormatError as e:
+            raise e.located(format="sentencepiece") from None
     for name, value in flags.items():
         spec = next((f for f in NormalizerSpec.fields if f.name == name), None)
         if spec is None:
@@ -448,12 +459,14 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
                                     "byte_fallback": bool(ts.byte_fallback)}
     else:
         vocab = {p: i for i, p in reversed(list(enumerate(pieces)))}
+        lengths_set = {len(p) for p in pieces}  # both halves of a merge are pieces: cut only at their lengths
+        lengths = sorted(lengths_set)
         merges = []
         for i, p in enumerate(pieces):
             if types[i] != 1:  # only NORMAL pieces come from merges
                 continue
-            local = [(vocab[p[:k]], vocab[p[k:]], p[:k], p[k:]) for k in range(1, len(p))
-                     if p[:k] in vocab and p[k:] in vocab]
+            cuts = [k for k in lengths[: bisect.bisect_left(lengths, len(p))] if len(p) - k in lengths_set]
+            local = [(vocab[p[:k]], vocab[p[k:]], p[:k], p[k:]) for k in cuts if p[:k] in vocab and p[k:] in vocab]
             merges += [(scores[i], i, a, b, left, right) for a, b, left, right in sorted(local)]
         merges.sort(key=lambda m: (-m[0], m[1], m[2], m[3]))
         hf_model = {"type": "BPE", "dropout": None, "unk_token": pieces[unk_id] if 0 <= unk_id < len(pieces)
