@@ -99,7 +99,9 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
     return background(_touched, (count, dim))
 
 
-_MAX_DIM = (1 << 31) - 1  # no real embedding comes near; a larger header value is an attack or garbage
+# no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
+# or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
+_MAX_DIM = 1 << 24
 
 
 def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
@@ -107,7 +109,7 @@ def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
     lookups that allocate ``words x dim``)."""
     value = int(_evaluate(dim, context))
     if value > _MAX_DIM:
-        raise fail(path, _tell(stream), f"dimension {value} is larger than 2^31 - 1", ValueMismatchError)
+        raise fail(path, _tell(stream), f"dimension {value} is larger than 2^24", ValueMismatchError)
     return value
 
 
