@@ -82,6 +82,35 @@ def test_text_formats_roundtrip_bit_exact(text_parser, compiled, emb, style, tra
         assert accepted and accepted[-1] == len(words)  # (but lines of words alone, dimension 0)
 
 
+def test_text_numbers_parse_at_the_dtype_asked_for(text_parser, tmp_path):
+    """dtype=float64 keeps what a float32 parse would round (17-digit numbers, as gensim's datatype keeps
+    them); the default is float32, rounded from the decimal as numpy rounds it; both parsers agree."""
+    parser, accepted = text_parser
+    rng = np.random.default_rng(3)
+    values = rng.normal(0, 1, (40, 3))
+    text = "".join(f"w{i} " + " ".join(repr(float(v)) for v in row) + "\n" for i, row in enumerate(values))
+    p = tmp_path / "x.glove"
+    p.write_text(text)
+    wide = wv.read(p, "glove", dtype=np.float64).vectors
+    assert wide.dtype == np.float64 and wide.tobytes() == values.tobytes()
+    narrow = wv.read(p, "glove").vectors
+    assert narrow.dtype == np.float32 and narrow.tobytes() == values.astype(np.float32).tobytes()
+    if parser == "arrow":
+        assert accepted == [40, 40]
+
+
+def test_a_number_only_python_would_take_is_named_on_its_line(tmp_path):
+    """'1_000' parses with float() but not with the numpy parser that reads the lines: the error names the
+    line and the token, not the chunk of lines it was parsed with."""
+    lines = [f"w{i} 1 2 3\n" for i in range(10)]
+    lines[5] = "w5 1_000 2 3\n"
+    p = tmp_path / "u.glove"
+    p.write_text("".join(lines))
+    with pytest.raises(ValueMismatchError, match="1_000") as e:
+        wv.read(p, "glove")
+    assert e.value.path == "records[5]" and e.value.offset == len("".join(lines[:5])) + 2
+
+
 @pytest.mark.parametrize("style", ["fixed6", "g5"])
 def test_lossy_text_styles_rebuild_byte_exact(text_parser, style):
     rng = np.random.default_rng(1)

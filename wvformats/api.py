@@ -87,7 +87,8 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     """Read a file into its format's model object (``Embeddings`` for embedding formats).
 
     Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
-    ``dtype`` (float32 default), ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
+    ``dtype`` (float32 default; text formats parse their numbers at float64 when it is wider),
+    ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
     """
     fmt = _resolve(path, format)
     _check_options(fmt, options)
@@ -95,10 +96,10 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
     if use_mmap is False and fmt.array_views:
-        parsed = _parse_beside_copy(fmt, path, _parse_options(options))
+        parsed = _parse_beside_copy(fmt, path, options)
     else:
         buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
-        parsed = fmt.parse(buf, **_parse_options(options))
+        parsed = fmt.parse(buf, **options)
     return fmt.to_model(parsed, mmap=use_mmap, **options)
 
 
@@ -126,20 +127,13 @@ def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, 
     return fmt.parse(data, **options)  # (or the file changed size while it was read)
 
 
-_MODEL_ONLY = {"dtype"}
-
-
 def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     """Refuse a read option the format does not take (a typo would otherwise be ignored) or a bad value."""
     given = {k for k, v in options.items() if v is not None}
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
         raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
-                        f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+                          f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
-
-
-def _parse_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k not in _MODEL_ONLY}
 
 
 def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
@@ -181,7 +175,7 @@ def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
     if unknown := sorted(k for k in options if k not in takes):
         raise OptionError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
-                        f"(options: {', '.join(takes) or 'none'})")
+                          f"(options: {', '.join(takes) or 'none'})")
 
 
 class _Growing:

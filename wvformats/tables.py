@@ -55,6 +55,13 @@ def _errors(context: Any) -> str:
     return _params(context).get("unicode_errors", "strict")
 
 
+def _text_dtype(context: Any) -> np.dtype:
+    """What text numbers are parsed into: float64 when the ``dtype`` read option asks for more than float32
+    (gensim's ``datatype``; files with 17-digit numbers keep them), else float32."""
+    wanted = np.dtype(_params(context).get("dtype") or F32)
+    return np.dtype("<f8") if wanted.kind == "f" and wanted.itemsize > 4 else F32
+
+
 def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None = None) -> np.ndarray:
     """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix (into
     ``out`` when it has that shape).
@@ -83,9 +90,9 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None
 _AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
 
 
-def _touched(shape: tuple[int, int]) -> np.ndarray:
-    """An uninitialised float32 matrix with every page already faulted in (one write per page)."""
-    out = np.empty(shape, F32)
+def _touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
+    """An uninitialised matrix (float32 by default) with every page already faulted in (one write per page)."""
+    out = np.empty(shape, dtype)
     out.reshape(-1).view(np.uint8)[:: mmap.PAGESIZE] = 0
     return out
 
@@ -411,6 +418,16 @@ def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
 _TEXT_CHUNK = 16384  # lines whose numbers are parsed together
 
 
+def _one_number(token: bytes) -> bool:
+    """Whether numpy's text parser (the one that reads the lines) takes ``token`` as one number."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            return np.fromstring(token, dtype="<f8", sep=" ").size == 1
+        except (DeprecationWarning, ValueError):
+            return False
+
+
 class _TextNumbers:
     """The numbers of text lines, parsed a chunk of lines at a time into one growing matrix (peak memory:
     the result plus one chunk, not the whole text again), with the ``vocab`` filter applied per chunk so
@@ -419,6 +436,7 @@ class _TextNumbers:
     def __init__(self, context: Any, buf: Any, raws: list[Any], starts: list[int], base: int, path: str) -> None:
         self.context, self.buf, self.raws, self.starts, self.base, self.path = context, buf, raws, starts, base, path
         self.errors = _errors(context)
+        self.dtype = _text_dtype(context)
         vocab = _params(context).get("vocab")
         self.wanted = None if vocab is None else set(vocab)
         self.words: list[str] = []
@@ -447,18 +465,22 @@ class _TextNumbers:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", DeprecationWarning)
                 try:
-                    values = np.fromstring(blob, dtype=F32, sep=" ") if blob else np.zeros(0, F32)
+                    values = np.fromstring(blob, dtype=self.dtype, sep=" ") if blob else np.zeros(0, self.dtype)
                 except (DeprecationWarning, ValueError):
                     values = None
-        if values is None or values.size != len(nums) * dim:
-            for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
-                try:
-                    np.array(chunk.split(b" ")[1:], dtype=F32)
-                except ValueError as e:
-                    at = first + j
-                    raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
-                               f"not a number: {e}", ValueMismatchError) from None
-            raise fail(self.path, self.base + self.starts[first], "numbers do not parse", ValueMismatchError)
+                if values is None or values.size != len(nums) * dim:
+                    for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
+                        try:  # the same parser, one line at a time
+                            if np.fromstring(chunk, dtype=self.dtype, sep=" ").size == dim:
+                                continue
+                        except (DeprecationWarning, ValueError):
+                            pass
+                        at = first + j
+                        bad = next((t for t in chunk.split(b" ")[1:] if not _one_number(t)), chunk[1:])
+                        raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
+                                   f"not a number: {bad[:40].decode('ascii', 'replace')!r}", ValueMismatchError)
+                    raise fail(self.path, self.base + self.starts[first], "numbers do not parse",
+                               ValueMismatchError)
         matrix = values.reshape(len(nums), dim)
         if not self.sample and len(nums):
             self.sample, self.sample_values = nums[:50], matrix[:50]
@@ -468,7 +490,7 @@ class _TextNumbers:
     def result(self, dim: int) -> tuple[list[str], np.ndarray]:
         if len(self.parts) == 1:
             return self.words, self.parts[0]
-        out = np.empty((self.rows, dim), F32)  # pages are committed as rows are copied in
+        out = np.empty((self.rows, dim), self.dtype)  # pages are committed as rows are copied in
         at = 0
         self.parts.reverse()
         while self.parts:  # each chunk is released as soon as it is copied
@@ -496,7 +518,7 @@ def _pyarrow() -> Any:
 
 
 def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
-                path: str) -> tuple[list[str], np.ndarray, cs.Container] | None:
+                path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container] | None:
     """Parse a regular text table with pyarrow's multi-threaded CSV reader, or return None.
 
     Regular means: every line is ``word`` and ``dim`` numbers separated by single spaces, all lines end
@@ -529,7 +551,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
         convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
                                             quoted_strings_can_be_null=False))
     u8 = np.frombuffer(buf, np.uint8)
-    ahead = background(_lines_matrix, buf, pos, end, count, dim)  # counted and faulted in beside the parse
+    ahead = background(_lines_matrix, buf, pos, end, count, dim, dtype)  # counted and faulted in beside the parse
 
     def piece(at: int) -> tuple[int, Any]:
         """Parse the lines from ``at`` up to about _ARROW_PIECE bytes on: (where they stop, table or None)."""
@@ -590,13 +612,15 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     if vectors is None or rows != len(vectors):
         return None
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
-    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
+    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50].astype(F32)) if rows \
+        else "repr"
     layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
                           final_newline=True)
     return words, vectors, layout
 
 
-def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int) -> np.ndarray | None:
+def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
+                  dtype: np.dtype = F32) -> np.ndarray | None:
     """The (lines, dim) result of a text body, faulted in: ``count`` lines, or as many as it has newlines;
     None when that many lines of ``dim`` numbers cannot fit in the body (it is not regular)."""
     if count is None:
@@ -607,7 +631,7 @@ def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int) -> 
             release(buf, a)
     if count * (2 + 2 * dim) > end - pos:  # a line holds a word, dim numbers and their separators
         return None
-    return _touched((count, dim))
+    return _touched((count, dim), dtype)
 
 
 def _line_numbers(line: bytes) -> bytes:
@@ -834,7 +858,7 @@ class TextRecords(_Checked):
         pos = stream.tell() - base
         end = len(buf)
         if limit is None and _params(context).get("vocab") is None:
-            fast = _arrow_text(buf, pos, end, declared, dim, _errors(context), path)
+            fast = _arrow_text(buf, pos, end, declared, dim, _errors(context), path, _text_dtype(context))
             if fast is not None:
                 words, vectors, layout = fast
                 stream.seek(base + end)
@@ -894,7 +918,7 @@ class TextRecords(_Checked):
         stream.seek(base + pos)
         style = "repr"
         if len(words):
-            style = detect_style(parsed.sample, parsed.sample_values)
+            style = detect_style(parsed.sample, parsed.sample_values.astype(F32))
         ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
         if not ends_nl:  # (once the numbers have parsed: a file that fails is not also warned about)
             # the peers read a last line without its newline as complete (scripts that join lines write

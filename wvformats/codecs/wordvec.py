@@ -191,7 +191,7 @@ def _check(parsed: Any) -> list[str]:
 
 def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff: Any, prio: int,
               from_model: Any) -> None:
-    parse, build = schema_io(name, s, _READ_PARAMS)
+    parse, build = schema_io(name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
