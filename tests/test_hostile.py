@@ -228,6 +228,43 @@ def test_huge_rwkv_layer_count_is_reported_not_enumerated(tmp_path):
     assert not report.ok and report.problems[0] == "the header says 4294967295 layers, the file holds 24 tensors"
 
 
+def test_rwkv_layer_keys_that_name_no_layer_are_reported(tmp_path):
+    """Layer indices check() cannot count: a Unicode digit ('\u00b2'.isdigit() holds, int() refuses it: a bare
+    ValueError), an index past the tensor count beside a header claiming 2^32 - 1 layers (the keys of 10^8
+    layers were listed: MemoryError), 5,000 digits (more than int() takes). check() names them (found by fuzzing)."""
+    from collections import OrderedDict
+
+    import wvformats as wv
+    from wvformats.rwkv import RwkvModel, Tensor
+    from wvformats.samples import sample_files
+
+    sample = wv.read(next(p for p in sample_files() if p.name == "sample-rwkv-q5_1.bin"))
+
+    def renamed(key, n_layer=1):
+        tensors = OrderedDict()
+        for k, t in sample.tensors.items():
+            k = key if k == "blocks.0.ln1.weight" else k
+            tensors[k] = Tensor(k, t.dtype, t.shape, t.blocks)
+        header = dict(version=101, n_vocab=sample.n_vocab, n_embed=sample.n_embed, n_layer=n_layer,
+                      data_type=sample.data_type)
+        path = tmp_path / "renamed.bin"
+        wv.write(RwkvModel(header, tensors), path, "rwkv", overwrite=True)
+        report = wv.validate(path)
+        assert report.first_difference is None and not report.ok
+        return report.problems
+
+    for digit in ("\u00b2", "\u0663"):  # superscript two; Arabic-Indic three, which int() takes
+        key = f"blocks.{digit}.ln1.weight"
+        assert renamed(key) == ["missing keys for RWKV v4: blocks.0.ln1.weight",
+                                f"keys RWKV v4 does not use: {key}"]
+    problems = renamed("blocks.99999999.ln1.weight", n_layer=2**32 - 1)
+    assert problems[:2] == ["layer indices past the file's 24 tensors: blocks.99999999.ln1.weight",
+                            "the header says 4294967295 layers, the file holds 24 tensors"]
+    long = "blocks." + "9" * 5000 + ".ln1.weight"
+    assert renamed(long)[0] == f"layer indices past the file's 24 tensors: {long}"
+    assert renamed("blocks.0024.ln1.weight")[0] == "layer indices past the file's 24 tensors: blocks.0024.ln1.weight"
+
+
 def test_first_use_from_several_threads_sees_every_format():
     """Threads that make their first wvformats call at once: the registry is loaded once, and a thread that
     arrives while another imports the codecs waits for them (it saw a partial registry: UnknownFormatError)."""

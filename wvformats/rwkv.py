@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +70,19 @@ def required_keys(arch: str, n_layer: int) -> set[str]:
     return keys
 
 
+def _block_index(key: str) -> str | None:
+    """The ``i`` of a ``blocks.i.`` key when it is ASCII digits, as rwkv.cpp writes it (``'²'.isdigit()`` holds,
+    and int() refuses it)."""
+    head, _, rest = key.partition(".")
+    index = rest.partition(".")[0]
+    return index if head == "blocks" and index.isascii() and index.isdigit() else None
+
+
+def _listing(keys: Iterable[str], most: int = 8) -> str:
+    keys = sorted(keys)
+    return ", ".join(keys[:most]) + (" ..." if len(keys) > most else "")
+
+
 class RwkvModel:
     """An rwkv.cpp model file: header fields and an ordered mapping of tensors."""
 
@@ -96,19 +110,28 @@ class RwkvModel:
             problems.append("missing emb.weight")
         elif emb.shape != (self.n_vocab, self.n_embed):
             problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed})")
-        layers = {int(k.split(".")[1]) for k in self.tensors if k.startswith("blocks.") and k.split(".")[1].isdigit()}
+        # every layer has tensors of its own, so a layer count or index past the number of tensors names no
+        # layer: it is reported, never enumerated (the keys of 2^32 layers), nor given to int() (5,000 digits)
+        n_tensors = len(self.tensors)
+        layers, stray = set(), []
+        for key in self.tensors:
+            index = _block_index(key)
+            if index is not None and len(index.lstrip("0")) <= len(str(n_tensors)) and int(index) < n_tensors:
+                layers.add(int(index))
+            elif index is not None:
+                stray.append(key)
+        if stray:
+            problems.append(f"layer indices past the file's {n_tensors} tensors: {_listing(stray)}")
         n_layer = self.n_layer
-        if n_layer > len(self.tensors):  # every layer has tensors: the keys of 2^32 layers are never listed
-            problems.append(f"the header says {n_layer} layers, the file holds {len(self.tensors)} tensors")
+        if n_layer > n_tensors:
+            problems.append(f"the header says {n_layer} layers, the file holds {n_tensors} tensors")
             n_layer = max(layers) + 1 if layers else 0
         need = required_keys(self.architecture, n_layer)
         missing, unknown = need - set(self.tensors), set(self.tensors) - need
         if missing:
-            problems.append(f"missing keys for RWKV {self.architecture}: {', '.join(sorted(missing)[:8])}"
-                            + (" ..." if len(missing) > 8 else ""))
+            problems.append(f"missing keys for RWKV {self.architecture}: {_listing(missing)}")
         if unknown:
-            problems.append(f"keys RWKV {self.architecture} does not use: {', '.join(sorted(unknown)[:8])}"
-                            + (" ..." if len(unknown) > 8 else ""))
+            problems.append(f"keys RWKV {self.architecture} does not use: {_listing(unknown)}")
         for t in self.tensors.values():
             block = {b[0]: b[1] for b in BLOCKS[self.version].values()}.get(t.dtype, 1)
             if block > 1 and t.shape[-1] % block:
