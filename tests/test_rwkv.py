@@ -315,6 +315,45 @@ def test_cli_rwkv_quantize(tmp_path):
     assert again.returncode == 2 and "exists" in again.stderr
 
 
+def test_quantize_refuses_types_it_cannot_write_and_quantized_models(tmp_path):
+    """Only FP16 and the bit-exact quantizers are targets (K-quants raised NotImplementedError), and, as in
+    rwkv.cpp, only FP32/FP16 models are inputs: the Q5_1 sample 'quantized' to Q8_0 kept every tensor Q5_1
+    under a Q8_0 header and reported success. A model of the target type itself may change version."""
+    import subprocess
+    import sys
+
+    from wvformats.rwkv import QUANTIZE_TYPES, quantize_model
+    from wvformats.samples import sample_files
+
+    fp16 = build_model(tiny_params(np.random.default_rng(6), n_embed=256, n_layer=1), n_vocab=8, n_embed=256,
+                       n_layer=1)
+    for bad, version in (("Q2_K", 101), ("Q4_K", 101), ("Q8_K", 101), ("Q8_1", 101), ("Q4_2", 101), ("Q4_0", 102)):
+        with pytest.raises(ValueError, match=f"{bad}.*version {version}|version.*not {version}") as e:
+            quantize_model(fp16, bad, version)
+        if version in QUANTIZE_TYPES:
+            assert ", ".join(QUANTIZE_TYPES[version]) in str(e.value)
+    with pytest.raises(ValueError, match="Q2_K"):
+        build_model(tiny_params(np.random.default_rng(6), n_embed=256, n_layer=1), n_vocab=8, n_embed=256,
+                    n_layer=1, dtype="Q2_K")
+    sample = next(p for p in sample_files() if p.name == "sample-rwkv-q5_1.bin")
+    q5_1 = wv.read(sample)
+    for target in ("Q8_0", "Q4_0", "FP16"):
+        with pytest.raises(ValueError, match="holds Q5_1 tensors: rwkv.cpp quantizes only FP32/FP16 models"):
+            quantize_model(q5_1, target)
+    same = quantize_model(q5_1, "Q5_1")
+    assert same.data_type == q5_1.data_type and all(same.tensors[k] is t for k, t in q5_1.tensors.items())
+    v100 = quantize_model(q5_1, "Q5_1", 100)
+    assert v100.version == 100 and {t.dtype for t in v100.tensors.values()} == {"FP32", "FP16", "Q5_1"}
+    w = "blocks.0.att.key.weight"
+    assert v100.tensors[w].to_numpy().tobytes() == q5_1.tensors[w].to_numpy().tobytes()
+    dst = tmp_path / "q.bin"
+    for target in ("Q2_K", "Q8_0"):
+        r = subprocess.run([sys.executable, "-m", "wvformats.cli", "rwkv", "quantize", str(sample), str(dst),
+                            "--type", target], capture_output=True, text=True)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and not dst.exists(), r.stderr
+        assert ("invalid choice: 'Q2_K'" if target == "Q2_K" else "holds Q5_1 tensors") in r.stderr
+
+
 @pytest.mark.parametrize("name", ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
 def test_k_quant_dequantize_bit_exact_with_gguf(name):
     """Random super-blocks (every bit pattern of scales and quants, finite fp16 d/dmin), more than one

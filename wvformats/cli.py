@@ -96,7 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     q = command(rs, "quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
-    q.add_argument("--type", required=True, help="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, FP16 (v100 also Q4_2)")
+    from .rwkv import QUANTIZE_TYPES
+
+    q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
+                   help="target type (Q4_2: version 100 only)")
     q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
     q.add_argument("--force", action="store_true", help="replace DST if it exists")
     s = command(sub, "sentencepiece", help="SentencePiece model tools")

@@ -178,24 +178,38 @@ def build_model(params: dict[str, np.ndarray], *, n_vocab: int, n_embed: int, n_
     return model if dtype == float_type else quantize_model(model, dtype, version)
 
 
-def quantize_model(model: RwkvModel, type_name: str, version: int | None = None) -> RwkvModel:
-    """Re-quantize a model to ``type_name`` with rwkv.cpp's rules; ``version`` also converts 100 <-> 101.
+# what quantize_model writes: FP16, and the types whose reference quantizer wvformats reproduces bit for bit.
+# K-quants are read only (ggml's iterative scale search is not ported, and gguf cannot quantize one to check
+# it); Q8_1 is left out, as rwkv.cpp's Python wrapper leaves it out (ggml has no dequantizer for it).
+QUANTIZE_TYPES = {101: ("FP16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")}
+QUANTIZE_TYPES[100] = (*QUANTIZE_TYPES[101], "Q4_2")
 
-    Tensors that rwkv.cpp does not quantize keep their type (v100 Q4_2, which v101 lacks, becomes FP16);
-    a matrix whose rows do not fill whole blocks stays FP16 (rwkv.cpp would write a file its loader rejects).
+
+def quantize_model(model: RwkvModel, type_name: str, version: int | None = None) -> RwkvModel:
+    """Quantize an FP32/FP16 model to ``type_name`` with rwkv.cpp's rules; ``version`` also converts 100 <-> 101.
+
+    Tensors that rwkv.cpp does not quantize keep their type; a matrix whose rows do not fill whole blocks stays
+    FP16 (rwkv.cpp would write a file its loader rejects). As rwkv.cpp, it refuses a model with tensors
+    quantized to another type (they would keep it under a header naming ``type_name``, or be rounded twice);
+    tensors of ``type_name`` itself are kept, re-laid out when the version changes.
     """
     version = model.version if version is None else version
+    if version not in QUANTIZE_TYPES:
+        raise ValueError(f"version must be one of {', '.join(map(str, QUANTIZE_TYPES))}, not {version}")
+    if type_name not in QUANTIZE_TYPES[version]:
+        raise ValueError(f"cannot quantize to {type_name} in version {version}: choose from "
+                         f"{', '.join(QUANTIZE_TYPES[version])}")
+    held = sorted({t.dtype for t in model.tensors.values()} - {"FP32", "FP16", type_name})
+    if held:
+        raise ValueError(f"the model holds {', '.join(held)} tensors: rwkv.cpp quantizes only FP32/FP16 models, "
+                         "quantize the FP32/FP16 model instead")
     ids = {n: i for i, (n, _, _) in BLOCKS[version].items()}
-    if type_name not in ids:
-        raise ValueError(f"version {version} has no type {type_name}; choose from {', '.join(ids)}")
     block = BLOCKS[version][ids[type_name]][1]
     tensors: OrderedDict[str, Tensor] = OrderedDict()
     for t in model.tensors.values():
         target = t.dtype
         if quantizable(t.name, t.shape) and t.dtype in ("FP32", "FP16"):
             target = type_name if t.shape[-1] % block == 0 else "FP16"
-        if target not in ids:
-            target = "FP16"
         if target == t.dtype and version == t.version:
             tensors[t.name] = t
             continue
