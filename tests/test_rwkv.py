@@ -178,75 +178,150 @@ def test_hostile_records_fail_cleanly():
         framework.parse(schema.rwkv, struct.pack("<6I", schema.MAGIC, 102, 1, 1, 1, 0), format="rwkv")
 
 
-def _ref_v100(x, name):
-    """Version 100 quantizers written element by element from ggml ff6e03cb's C (scalar reference)."""
+def _c_reference(x, name, version=101):
+    """ggml's reference quantizers (quantize_row_*_ref; for version 100 ggml ff6e03cb's *_reference) transcribed
+    loop by loop, one block at a time, as an independent oracle: Python floats with each operation rounded to
+    float32, C's compares (false with a NaN), C's MAX macro, (int8_t) casts. Returns per block the scale fields
+    as floats and the quants."""
     import math
 
     def f32(v):
         return float(np.float32(v))
 
+    def cint(v):
+        """(int8_t) of a float: toward zero, the low byte kept (Q8's sum adds the stored bytes); a NaN gives 0
+        (x86's conversion gives 0x80000000, ARM's 0)."""
+        return 0 if math.isnan(v) else (int(v) + 128) % 256 - 128
+
     def roundf(v):
-        return math.copysign(math.floor(abs(v) + 0.5), v)
+        return math.copysign(math.floor(abs(v) + 0.5), v) if math.isfinite(v) else v
 
     qk = 16 if name == "Q4_2" else 32
     out = []
-    for blk in np.asarray(x, np.float32).reshape(-1, qk):
-        vals = [float(v) for v in blk]
-        if name in ("Q4_0", "Q4_2", "Q5_0", "Q8_0"):
-            amax, mx = 0.0, 0.0
-            for v in vals:
-                if amax < abs(v):
-                    amax, mx = abs(v), v
-            if name == "Q8_0":
+    with np.errstate(all="ignore"):
+        for blk in np.asarray(x, np.float32).reshape(-1, qk):
+            vals = [float(v) for v in blk]
+            if name in ("Q8_0", "Q8_1"):
+                amax = 0.0
+                for v in vals:
+                    amax = amax if amax > abs(v) else abs(v)  # MAX(amax, fabsf(v))
                 d = f32(amax / 127)
-                idv = f32(1 / d) if d else 0.0
-                q = [int(roundf(f32(v * idv))) for v in vals]
-            else:
+                inv = f32(1 / d) if d else 0.0
+                q = [cint(roundf(f32(v * inv))) for v in vals]
+                scales = {"d": d, "s": f32(sum(q) * d)} if name == "Q8_1" else {"d": d}
+            elif name in ("Q4_0", "Q4_2", "Q5_0"):
+                amax, mx = 0.0, 0.0
+                for v in vals:
+                    if amax < abs(v):
+                        amax, mx = abs(v), v
                 half = 16 if name == "Q5_0" else 8
                 d = f32(mx / -half)
-                idv = f32(1 / d) if d else 0.0
-                if name == "Q4_0":
-                    q = [min(15, int(roundf(f32(v * idv))) + 8) for v in vals]
+                inv = f32(1 / d) if d else 0.0
+                if name == "Q4_0" and version == 100:
+                    q = [min(15, cint(roundf(f32(v * inv))) + 8) for v in vals]
                 else:
-                    q = [min(2 * half - 1, int(f32(f32(v * idv) + half + 0.5))) for v in vals]
-            out.append((d, None, q))
-        else:
-            lo, hi = min(vals), max(vals)
-            top = 15 if name == "Q4_1" else 31
-            d = f32(f32(hi - lo) / top)
-            idv = f32(1 / d) if d else 0.0
-            if name == "Q4_1":
-                q = [int(roundf(f32(f32(v - lo) * idv))) for v in vals]
+                    q = [min(2 * half - 1, cint(f32(f32(v * inv) + half + 0.5))) for v in vals]
+                scales = {"d": d}
             else:
-                q = [int(f32(f32(f32(v - lo) * idv) + 0.5)) for v in vals]
-            out.append((d, lo, q))
+                lo, hi = float(np.finfo(np.float32).max), -float(np.finfo(np.float32).max)
+                for v in vals:
+                    if v < lo:
+                        lo = v
+                    if v > hi:
+                        hi = v
+                top = 15 if name == "Q4_1" else 31
+                d = f32(f32(hi - lo) / top)
+                inv = f32(1 / d) if d else 0.0
+                if name == "Q4_1" and version == 100:
+                    q = [cint(roundf(f32(f32(v - lo) * inv))) for v in vals]
+                else:
+                    q = [cint(f32(f32(f32(v - lo) * inv) + 0.5)) for v in vals]
+                    q = [min(15, v) for v in q] if name == "Q4_1" else q
+                scales = {"d": d, "m": lo}
+            out.append((scales, q))
     return out
+
+
+def _assert_as_c_reference(x, name, version=101):
+    """Our blocks against _c_reference: every scale field bit for bit (sign of zero, NaN, inf included), the
+    quants in the bits the layout keeps."""
+    from wvformats.quants import _high_bits, _nibbles
+
+    with np.errstate(all="ignore"):
+        blocks = quantize(x, name, version)
+    if name in ("Q8_0", "Q8_1"):
+        q = blocks["qs"].astype(np.int32)
+    else:
+        q = _nibbles(blocks["qs"], version)
+        if name in ("Q5_0", "Q5_1"):
+            q = q | (_high_bits(blocks["qh"]).astype(np.int32) << 4)
+    mask = 0xFF if name in ("Q8_0", "Q8_1") else 0x1F if name in ("Q5_0", "Q5_1") else 0xF
+    for i, (scales, qs) in enumerate(_c_reference(x, name, version)):
+        for field, value in scales.items():
+            with np.errstate(all="ignore"):  # scales past the float16 range are inf on both sides
+                expected = np.float32(value).astype(blocks.dtype[field]).tobytes()
+            assert blocks[field][i].tobytes() == expected, (i, field, x.reshape(len(blocks), -1)[i])
+        assert (q[i] & mask).tolist() == [v & mask for v in qs], (i, x.reshape(len(blocks), -1)[i])
+    return blocks
 
 
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q4_2", "Q5_0", "Q5_1", "Q8_0"])
 def test_version_100_layouts_against_their_reference_formulas(name):
     rng = np.random.default_rng(7)
     x = np.concatenate([_edge_blocks(rng).reshape(-1)[:256], rng.normal(size=512).astype(np.float32)])
-    with np.errstate(all="ignore"):
-        blocks = quantize(x, name, version=100)
-    ref = _ref_v100(x, name)
+    blocks = _assert_as_c_reference(x, name, 100)
     assert blocks.dtype == schema.BLOCKS[100][[k for k, v in schema.BLOCKS[100].items() if v[0] == name][0]][2]
-    from wvformats.quants import _nibbles
-
-    q = _nibbles(blocks["qs"], 100)
-    if name in ("Q5_0", "Q5_1"):
-        q = q | (((blocks["qh"][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int32) << 4)
-    if name == "Q8_0":
-        q = blocks["qs"].astype(np.int32)
-    for i, (d, m, qs) in enumerate(ref):
-        with np.errstate(over="ignore"):  # the edge blocks' scales overflow float16 to inf on both sides
-            assert np.float32(blocks["d"][i]) == np.float32(d).astype(blocks.dtype["d"]).astype(np.float32)
-            if m is not None:
-                assert np.float32(blocks["m"][i]) == np.float32(m).astype(blocks.dtype["m"]).astype(np.float32)
-        assert q[i].tolist() == [v if name == "Q8_0" else v & 0x1F for v in qs]
     # v100 dequantization reads the interleaved layout back to the same grid
     deq = dequantize(blocks, name, 100)
     assert deq.shape == x.shape and np.isfinite(deq[256:]).all()
+
+
+def _special_blocks(rng, qk=32):
+    """Blocks where ggml's loops meet NaN, infinities and signed zeros (the ordinary values of one row around)."""
+    base = rng.normal(size=qk).astype(np.float32)
+    rows = []
+
+    def row(values=None, **at):
+        r = base.copy() if values is None else np.array(values, np.float32) * np.ones(qk, np.float32)
+        for i, v in at.items():
+            r[int(i[1:])] = v
+        rows.append(r)
+
+    nan, inf = np.float32("nan"), np.float32("inf")
+    for i in (0, 5, qk // 2, qk - 1):
+        row(**{f"i{i}": nan})  # one NaN: first, inside, first of the high half, last
+    row(i3=nan, **{f"i{qk - 2}": nan})
+    row(i0=nan, **{f"i{qk - 1}": nan})
+    row(nan)
+    row(-0.0)
+    row(0.0)
+    row([-0.0, 0.0] * (qk // 2))
+    row([0.0, -0.0] * (qk // 2))
+    row(-0.0, i0=nan)
+    row(0.0, i4=nan, i7=-0.0)
+    row(i7=inf)
+    row(i0=-inf)
+    row(i3=nan, i9=-inf)
+    row(i9=inf, **{f"i{qk - 1}": nan})
+    row(inf)
+    row(-inf)
+    row(nan, i2=inf)
+    row(np.abs(base), i3=-0.0, i9=0.0)  # min 0: the first zero's sign
+    row(-np.abs(base), i4=0.0, i10=-0.0)  # max 0
+    row(-np.abs(base), i2=-0.0, i6=0.0, i8=nan)
+    row(np.abs(base), i0=nan, i1=0.0, i5=-0.0)
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("name", [*TYPES, "Q8_1", "Q4_0@100", "Q4_1@100", "Q4_2@100", "Q8_0@100"])
+def test_nan_and_signed_zero_as_the_c_reference(name):
+    """NaN, infinities and -0.0 quantize as ggml's C loops do. gguf's numpy port differs from C there: its
+    scale is NaN for a block with a NaN (C's compares skip it; Q8_0's MAX counts only the values after the
+    last NaN), +0.0 for an all-zero Q4_0/Q5_0 block that starts with -0.0 (C keeps max = +0.0, so d = -0.0),
+    and NaN for an all-NaN Q4_1/Q5_1 block (C keeps min = FLT_MAX, max = -FLT_MAX: m = +inf, d = -inf)."""
+    name, _, version = name.partition("@")
+    _assert_as_c_reference(_special_blocks(np.random.default_rng(10), 16 if name == "Q4_2" else 32), name,
+                           int(version or 101))
 
 
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
@@ -383,22 +458,7 @@ def test_q8_1_and_q8_k_dequantize_to_d_times_q(name):
 
 
 def test_q8_1_quantize_follows_the_c_reference():
-    """quantize_row_q8_1_ref transcribed as a scalar loop (float32 steps, C roundf), against ours."""
-    import math
-
     rng = np.random.default_rng(9)
     x = np.concatenate([_edge_blocks(rng), rng.normal(size=(20, 32)).astype(np.float32) * 5])
-    with np.errstate(all="ignore"):
-        ours = quantize(x, "Q8_1")
-        f = np.float32
-        for i, row in enumerate(x):
-            amax = f(0)
-            for v in row:
-                amax = max(amax, abs(v))
-            d = f(amax / f(127))
-            inv = f(1) / d if d else f(0)
-            qs = [int(math.copysign(math.floor(abs(float(f(v * inv))) + 0.5), float(f(v * inv)))) for v in row]
-            assert ours[i]["qs"].tolist() == qs
-            assert ours[i]["d"] == np.float16(d)
-            assert ours[i]["s"].tobytes() == np.float16(f(f(sum(qs)) * d)).tobytes()
-        assert dequantize(ours, "Q8_1").tobytes() == (ours["qs"] * ours["d"].astype(np.float32)[:, None]).tobytes()
+    ours = _assert_as_c_reference(x, "Q8_1")
+    assert dequantize(ours, "Q8_1").tobytes() == (ours["qs"] * ours["d"].astype(np.float32)[:, None]).tobytes()

@@ -161,9 +161,47 @@ def _q8_k(b: np.ndarray) -> np.ndarray:
 K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k}
 
 
+# The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
+# per-block work is added: blocks with a NaN or a zero extreme are few, and they alone are looked at again.
+
+
 def _signed_max(x: np.ndarray) -> np.ndarray:
-    """Per block, the first value (in index order) with the strictly greatest magnitude."""
-    return x[np.arange(len(x)), np.argmax(np.abs(x), axis=1)]
+    """Per block, the first value (in index order) with the strictly greatest magnitude, as ggml's
+    ``if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`` from ``amax = max = 0.0f``: the compare skips NaNs,
+    and a block with no magnitude above 0 keeps +0.0 (even when its first value is -0.0)."""
+    m = x[np.arange(len(x)), np.argmax(np.abs(x), axis=1)]  # argmax takes the first NaN for the greatest
+    nan = np.flatnonzero(np.isnan(m))
+    if nan.size:
+        m[nan] = x[nan, np.argmax(np.fmax(np.abs(x[nan]), F32(0)), axis=1)]  # fmax: NaN -> 0
+    m[~(np.abs(m) > 0)] = 0
+    return m
+
+
+def _abs_max(x: np.ndarray) -> np.ndarray:
+    """Per block, ggml's ``amax = MAX(amax, fabsf(v))`` from 0 with ``MAX(a, b) = a > b ? a : b``: a NaN
+    becomes amax and gives way to the next value, so only the values after a block's last NaN count (amax is
+    that NaN when it is the last value)."""
+    a = np.abs(x).max(axis=1)  # NaN for a block with a NaN
+    nan = np.flatnonzero(np.isnan(a))
+    if nan.size:
+        v = np.abs(x[nan])
+        last = v.shape[1] - 1 - np.argmax(np.isnan(v)[:, ::-1], axis=1)
+        after = np.where(np.arange(v.shape[1]) > last[:, None], v, F32(0)).max(axis=1)
+        a[nan] = np.where(last == v.shape[1] - 1, v[np.arange(len(v)), last], after)
+    return a
+
+
+def _min_max(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per block, ggml's ``if (v < min) min = v; if (v > max) max = v;`` from ``min = FLT_MAX``,
+    ``max = -FLT_MAX``: NaNs and infinities past the initial values are skipped, and a zero extreme is the
+    block's first zero, with its sign (the first of equal values stays)."""
+    top = F32(np.finfo(F32).max)
+    lo, hi = np.fmin.reduce(x, axis=1, initial=top), np.fmax.reduce(x, axis=1, initial=-top)
+    for ext in (lo, hi):
+        zero = np.flatnonzero(ext == 0)
+        if zero.size:
+            ext[zero] = x[zero, np.argmax(x[zero] == 0, axis=1)]
+    return lo, hi
 
 
 def _inverse(d: np.ndarray) -> np.ndarray:
@@ -205,7 +243,7 @@ def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarr
 def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         if type_name in ("Q8_0", "Q8_1"):
-            d = (np.abs(x).max(axis=1) / F32(127)).astype(F32, copy=False)
+            d = (_abs_max(x) / F32(127)).astype(F32, copy=False)
             out["qs"] = _roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)).astype(np.int8)
             if type_name == "Q8_1":  # s = fp16(sum(qs) * d), the sum as a C int
                 out["s"] = (out["qs"].sum(axis=1, dtype=np.int32).astype(F32) * d).astype(out.dtype["s"])
@@ -223,7 +261,7 @@ def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> N
                 out["qh"] = _pack_high_bits(q)
         elif type_name in ("Q4_1", "Q5_1"):
             top = 15 if type_name == "Q4_1" else 31
-            lo, hi = np.fmin.reduce(x, axis=1), np.fmax.reduce(x, axis=1)  # NaNs skipped, as C's compares
+            lo, hi = _min_max(x)
             d = ((hi - lo) / F32(top)).astype(F32, copy=False)
             v = ((x - lo[:, None]).astype(F32, copy=False) * _inverse(d)[:, None]).astype(F32, copy=False)
             if type_name == "Q4_1" and version == 100:
