@@ -536,7 +536,8 @@ def test_quantized_files_open_lazily_and_look_up_like_finalfusion_python(tmp_pat
 @pytest.mark.parametrize("storage", ["ndarray", "quantized_array"])
 def test_storage_shorter_than_the_subword_vocab_is_refused_on_read(tmp_path, storage):
     """A bucket vocab of 2^10 buckets over 3 storage rows: lookups would index past the storage, so reading
-    fails with a FormatError naming the storage, not an IndexError at the first unknown word."""
+    fails with a FormatError naming the storage's row count and where it is, not an IndexError at the first
+    unknown word."""
     vocab = cs.Container(n_words=2, min_n=3, max_n=6, bucket_exp=10, words=["a", "b"])
     if storage == "ndarray":
         chunk = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
@@ -549,7 +550,33 @@ def test_storage_shorter_than_the_subword_vocab_is_refused_on_read(tmp_path, sto
     p = _fifu(tmp_path / "short.fifu", cs.Container(chunk_id=3, name="bucket_subword_vocab", body=vocab), chunk)
     with pytest.raises(FormatError) as e:
         wv.read(p)
-    assert e.value.path == "chunks.storage" and "2 + 1024" in str(e.value)
+    field = "rows" if storage == "ndarray" else "n_embeddings"
+    assert e.value.path == f"chunks[1].{storage}.{field}" and "2 + 1024" in str(e.value)
+    assert int.from_bytes(p.read_bytes()[e.value.offset:][:8], "little") == 3  # the row count itself
+
+
+def _metadata(toml):
+    return cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml))
+
+
+def test_errors_found_after_parsing_name_the_chunk_field_and_its_offset(tmp_path):
+    """Bad metadata and a storage with fewer rows than words are found when the chunks are put together:
+    the error names the field as a parse error would (chunks[i].name.field) and where it is in the file."""
+    vocab = cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=3, words=["a", "b", "c"]))
+    two_rows = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=2, cols=2, type_id=10, padding=None, data=np.ones((2, 2), "<f4")))
+    three_rows = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=3, cols=2, type_id=10, padding=None, data=np.ones((3, 2), "<f4")))
+    for toml, storage, path, at, message in [
+            (b"a = [", three_rows, "chunks[0].metadata.toml", b"a = [", "metadata is not valid TOML"),
+            (b"k = '\xff'", three_rows, "chunks[0].metadata.toml", b"\xff", "invalid UTF-8 in the metadata"),
+            (b"k = 1", two_rows, "chunks[2].ndarray.rows", (2).to_bytes(8, "little") + (2).to_bytes(4, "little"),
+             "storage has 2 rows for 3 words")]:
+        p = _fifu(tmp_path / "bad.fifu", _metadata(toml), vocab, storage)
+        with pytest.raises(FormatError) as e:
+            wv.read(p)
+        data = p.read_bytes()
+        assert (e.value.path, e.value.offset) == (path, data.index(at)) and message in str(e.value)
 
 
 @pytest.mark.parametrize("kind", ["simple", "bucket"])

@@ -883,7 +883,8 @@ class Chunks(_Checked):
 
     ``types`` maps an id to ``(name, body schema)``; it is read at parse time, so registering a new chunk
     type is adding an entry. An unknown id is kept as raw bytes (skipped by its length) and written back
-    byte-exact. The body must fill exactly ``length`` bytes. Building back-patches the length field.
+    byte-exact. The body must fill exactly ``length`` bytes. Building back-patches the length field. Each
+    parsed chunk keeps the absolute offset of its id as ``_offset``, for errors found after parsing.
     """
 
     def __init__(self, types: dict[int, tuple[str, cs.Construct]], listed: Any = 0,
@@ -914,7 +915,8 @@ class Chunks(_Checked):
             if entry is None or chunk_id not in self.quirks:  # a short length field may undercount
                 check_length(stream, length, where, f"chunk {chunk_id} body")
             if entry is None:
-                out.append(cs.Container(chunk_id=chunk_id, name="unknown", body=stream.read(length)))
+                out.append(cs.Container(chunk_id=chunk_id, name="unknown", body=stream.read(length),
+                                        _offset=start))
             else:
                 name, schema = entry
                 body = schema._parsereport(stream, self.body_context(context, length), f"{where} -> {name}")
@@ -924,7 +926,7 @@ class Chunks(_Checked):
                 if used != length and not (quirk and short == quirk(body)):
                     raise fail(where, start + 4, f"{name} chunk length field does not match the bytes "
                                "its body takes", ValueMismatchError, expected=used, found=length)
-                chunk = cs.Container(chunk_id=chunk_id, name=name, body=body)
+                chunk = cs.Container(chunk_id=chunk_id, name=name, body=body, _offset=start)
                 if short:
                     chunk.length_short_by = short
                 out.append(chunk)

@@ -12,6 +12,7 @@ import tomli_w
 from .. import finalfusion as lookups
 from ..embeddings import Embeddings, LazyRows, selected_rows
 from ..errors import BuildError, FormatError
+from ..framework import field_docs
 from ..registry import Format, register, schema_io
 from ..schemas import finalfusion as schema
 
@@ -35,6 +36,20 @@ parse, build = schema_io(NAME, schema.finalfusion)
 def _chunk(parsed: Any, ids: dict[int, str]) -> Any:
     found = [c for c in parsed["chunks"] if c["chunk_id"] in ids]
     return found[0] if found else None
+
+
+def _at(parsed: Any, chunk: Any, field: str) -> dict[str, Any]:
+    """Where a field of a parsed chunk is, named as parse errors name it (``chunks[2].nd_norms.n_norms``
+    and its byte offset): for the errors found when the chunks are put together."""
+    index = next(i for i, c in enumerate(parsed["chunks"]) if c is chunk)
+    offset = chunk.get("_offset")
+    if offset is not None:
+        offset += 12  # after the id and the length
+        for name, con, _ in field_docs(schema.CHUNK_TYPES[chunk["chunk_id"]][1]):
+            if name == field:
+                break
+            offset += con.sizeof()  # the fields errors name follow fixed-size ones
+    return {"path": f"chunks[{index}].{chunk['name']}.{field}", "offset": offset}
 
 
 def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
@@ -104,8 +119,9 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     n = len(words)
     body = storage["body"]
     total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
+    rows_at = _at(parsed, storage, "rows" if storage["chunk_id"] == 2 else "n_embeddings")
     if total < n:
-        raise FormatError(f"storage has {total} rows for {n} words", format=NAME)
+        raise FormatError(f"storage has {total} rows for {n} words", format=NAME, **rows_at)
     if storage["chunk_id"] == 2:
         vectors: Any = body["data"][:n]
     elif np.dtype(dtype) != np.float32:
@@ -118,10 +134,15 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     meta = _chunk(parsed, {5: "metadata"})
     metadata = None
     if meta is not None:
+        toml_at = _at(parsed, meta, "toml")
         try:
             metadata = tomllib.loads(bytes(meta["body"]["toml"]).decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, path="chunks.metadata") from None
+        except UnicodeDecodeError as e:
+            if toml_at["offset"] is not None:
+                toml_at["offset"] += e.start
+            raise FormatError(f"invalid UTF-8 in the metadata: {e.reason}", format=NAME, **toml_at) from None
+        except tomllib.TOMLDecodeError as e:
+            raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, **toml_at) from None
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
@@ -141,7 +162,7 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     subword = lookups.subword_rows(vocab["name"], vocab_fields)
     if rows_of is not None and total < n + subword:
         raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses {n} + {subword}",
-                          format=NAME, path="chunks.storage")
+                          format=NAME, **rows_at)
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
     if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
         lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
