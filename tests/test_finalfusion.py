@@ -13,7 +13,7 @@ from wvformats.schemas import finalfusion as schema
 import wvformats as wv
 from wvformats import cli, framework
 from wvformats.codecs import finalfusion as codec
-from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
+from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 
 ff = pytest.importorskip("finalfusion")  # the 'peers' extra, installed by CI
 
@@ -577,6 +577,26 @@ def test_errors_found_after_parsing_name_the_chunk_field_and_its_offset(tmp_path
             wv.read(p)
         data = p.read_bytes()
         assert (e.value.path, e.value.offset) == (path, data.index(at)) and message in str(e.value)
+
+
+def test_metadata_nested_too_deeply_is_a_format_error(tmp_path):
+    """TOML arrays 5000 deep (found by fuzzing): tomllib recurses past Python's limit. Reading names the
+    metadata (it raised RecursionError); writing metadata TOML cannot hold is a BuildError."""
+    deep = b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n"
+    vocab = cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=1, words=["a"]))
+    storage = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=1, cols=2, type_id=10, padding=None, data=np.ones((1, 2), "<f4")))
+    p = _fifu(tmp_path / "deep.fifu", _metadata(deep), vocab, storage)
+    with pytest.raises(FormatError, match="metadata TOML nests too deeply to read") as e:
+        wv.read(p)
+    assert (e.value.path, e.value.offset) == ("chunks[0].metadata.toml", p.read_bytes().index(deep))
+    nested: list = []
+    for _ in range(5000):
+        nested = [nested]
+    for metadata in ({"a": nested}, {"a": None}):
+        with pytest.raises(BuildError, match="metadata cannot be written as TOML") as e:
+            wv.write(wv.Embeddings(["a"], np.ones((1, 2)), metadata=metadata), tmp_path / "out.fifu")
+        assert e.value.path == "chunks.metadata"
 
 
 @pytest.mark.parametrize("kind", ["simple", "bucket"])

@@ -143,6 +143,8 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
             raise FormatError(f"invalid UTF-8 in the metadata: {e.reason}", format=NAME, **toml_at) from None
         except tomllib.TOMLDecodeError as e:
             raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, **toml_at) from None
+        except RecursionError:  # tomllib reads nested arrays and tables by recursion
+            raise FormatError("metadata TOML nests too deeply to read", format=NAME, **toml_at) from None
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
@@ -270,8 +272,12 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
         vectors = (vectors / safe[:, None]).astype("<f4")
     chunks = cs.ListContainer()
     if obj.metadata:
-        chunks.append(cs.Container(chunk_id=5, name="metadata",
-                                   body=cs.Container(toml=tomli_w.dumps(obj.metadata).encode("utf-8"))))
+        try:
+            toml = tomli_w.dumps(obj.metadata)
+        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
+            raise BuildError(f"metadata cannot be written as TOML: {e}",
+                             format=NAME, path="chunks.metadata") from None
+        chunks.append(cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml.encode("utf-8"))))
     chunks.append(_vocab_chunk(obj))
     chunks.append(_storage_chunk(obj, vectors, normalize))
     if norms is not None:
