@@ -599,6 +599,28 @@ def test_metadata_nested_too_deeply_is_a_format_error(tmp_path):
         assert e.value.path == "chunks.metadata"
 
 
+@pytest.mark.parametrize("quantized", [False, True])
+def test_norms_that_are_not_one_per_word_are_refused(tmp_path, quantized):
+    """2 norms for 5 words (found by fuzzing: accepted, then read(limit=...) and read(vocab=...) raised
+    IndexError, convert(unnormalize=True) a broadcast ValueError): both references assert n_norms == n_words."""
+    words = ["a", "b", "c", "d", "e"]
+    rng = np.random.default_rng(5)
+    dense = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=5, cols=4, type_id=10, padding=None, data=np.ones((5, 4), "<f4")))
+    storage = _quantized(rng, 5, 2, 4, 2) if quantized else dense
+    norms = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
+        n_norms=2, type_id=10, padding=None, norms=np.ones(2, "<f4")))
+    p = _fifu(tmp_path / "norms.fifu", cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(
+        n_words=5, words=words)), storage, norms)
+    data = p.read_bytes()
+    for call in (lambda: wv.read(p), lambda: wv.read(p, limit=3), lambda: wv.read(p, vocab={"a", "c"}),
+                 lambda: wv.convert(p, tmp_path / "out.txt", unnormalize=True)):
+        with pytest.raises(FormatError, match="2 norms for 5 words") as e:
+            call()
+        assert e.value.path == "chunks[2].nd_norms.n_norms"
+        assert int.from_bytes(data[e.value.offset:][:8], "little") == 2  # n_norms itself
+
+
 @pytest.mark.parametrize("kind", ["simple", "bucket"])
 @pytest.mark.parametrize("quantized", [False, True])
 def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path, kind, quantized):

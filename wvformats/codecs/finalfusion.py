@@ -52,6 +52,16 @@ def _at(parsed: Any, chunk: Any, field: str) -> dict[str, Any]:
     return {"path": f"chunks[{index}].{chunk['name']}.{field}", "offset": offset}
 
 
+def _norms(parsed: Any, n_words: int) -> Any:
+    """The NdNorms chunk (None when there is none), which holds one norm per word as both references
+    require (not one per storage row)."""
+    chunk = _chunk(parsed, {6: "nd_norms"})
+    if chunk is not None and len(chunk["body"]["norms"]) != n_words:
+        raise FormatError(f"{len(chunk['body']['norms'])} norms for {n_words} words", format=NAME,
+                          **_at(parsed, chunk, "n_norms"))
+    return chunk
+
+
 def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
     codes = q["codes"] if rows is None else q["codes"][rows]
@@ -95,7 +105,7 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
         if "words" in vocab_chunk["body"]:
             bodies[id(vocab_chunk)] = cs.Container(vocab_chunk["body"], words=[words[i] for i in keep],
                                                    n_words=len(keep))
-        norms_chunk = _chunk(parsed, {6: "nd_norms"})
+        norms_chunk = _norms(parsed, n)
         if norms_chunk is not None:
             bodies[id(norms_chunk)] = cs.Container(norms_chunk["body"], n_norms=len(rows),
                                                    norms=norms_chunk["body"]["norms"][rows])
@@ -130,7 +140,7 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
         vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
     if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
-    norms = _chunk(parsed, {6: "nd_norms"})
+    norms = _norms(parsed, n)
     meta = _chunk(parsed, {5: "metadata"})
     metadata = None
     if meta is not None:
