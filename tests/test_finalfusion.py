@@ -561,22 +561,29 @@ def _metadata(toml):
 
 def test_errors_found_after_parsing_name_the_chunk_field_and_its_offset(tmp_path):
     """Bad metadata and a storage with fewer rows than words are found when the chunks are put together:
-    the error names the field as a parse error would (chunks[i].name.field) and where it is in the file."""
+    the error names the field as a parse error would (chunks[i].name.field) and where it is in the file, on
+    every read path (read(limit=...) of a quantized file raised IndexError), and validate reports it."""
     vocab = cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=3, words=["a", "b", "c"]))
     two_rows = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
         rows=2, cols=2, type_id=10, padding=None, data=np.ones((2, 2), "<f4")))
     three_rows = cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
         rows=3, cols=2, type_id=10, padding=None, data=np.ones((3, 2), "<f4")))
+    two_codes = _quantized(np.random.default_rng(2), 2, 1, 2, 2)
     for toml, storage, path, at, message in [
             (b"a = [", three_rows, "chunks[0].metadata.toml", b"a = [", "metadata is not valid TOML"),
             (b"k = '\xff'", three_rows, "chunks[0].metadata.toml", b"\xff", "invalid UTF-8 in the metadata"),
             (b"k = 1", two_rows, "chunks[2].ndarray.rows", (2).to_bytes(8, "little") + (2).to_bytes(4, "little"),
+             "storage has 2 rows for 3 words"),
+            (b"k = 1", two_codes, "chunks[2].quantized_array.n_embeddings", (2).to_bytes(8, "little") + b"\1\0",
              "storage has 2 rows for 3 words")]:
         p = _fifu(tmp_path / "bad.fifu", _metadata(toml), vocab, storage)
-        with pytest.raises(FormatError) as e:
-            wv.read(p)
         data = p.read_bytes()
-        assert (e.value.path, e.value.offset) == (path, data.index(at)) and message in str(e.value)
+        for options in ({}, {"limit": 3}, {"vocab": {"c"}}):
+            with pytest.raises(FormatError) as e:
+                wv.read(p, **options)
+            assert (e.value.path, e.value.offset) == (path, data.index(at)) and message in str(e.value)
+        report = wv.validate(p)
+        assert not report.ok and report.problems == [str(e.value).removeprefix("finalfusion ")]
 
 
 def test_metadata_nested_too_deeply_is_a_format_error(tmp_path):
@@ -590,6 +597,7 @@ def test_metadata_nested_too_deeply_is_a_format_error(tmp_path):
     with pytest.raises(FormatError, match="metadata TOML nests too deeply to read") as e:
         wv.read(p)
     assert (e.value.path, e.value.offset) == ("chunks[0].metadata.toml", p.read_bytes().index(deep))
+    assert [x.endswith("metadata TOML nests too deeply to read") for x in wv.validate(p).problems] == [True]
     nested: list = []
     for _ in range(5000):
         nested = [nested]
@@ -619,6 +627,9 @@ def test_norms_that_are_not_one_per_word_are_refused(tmp_path, quantized):
             call()
         assert e.value.path == "chunks[2].nd_norms.n_norms"
         assert int.from_bytes(data[e.value.offset:][:8], "little") == 2  # n_norms itself
+    report = wv.validate(p)  # the bytes rebuild, but the file is not what both references read
+    at = e.value.offset
+    assert not report.ok and report.problems == [f"chunks[2].nd_norms.n_norms at byte {at}: 2 norms for 5 words"]
 
 
 @pytest.mark.parametrize("kind", ["simple", "bucket"])

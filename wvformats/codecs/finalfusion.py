@@ -52,16 +52,6 @@ def _at(parsed: Any, chunk: Any, field: str) -> dict[str, Any]:
     return {"path": f"chunks[{index}].{chunk['name']}.{field}", "offset": offset}
 
 
-def _norms(parsed: Any, n_words: int) -> Any:
-    """The NdNorms chunk (None when there is none), which holds one norm per word as both references
-    require (not one per storage row)."""
-    chunk = _chunk(parsed, {6: "nd_norms"})
-    if chunk is not None and len(chunk["body"]["norms"]) != n_words:
-        raise FormatError(f"{len(chunk['body']['norms'])} norms for {n_words} words", format=NAME,
-                          **_at(parsed, chunk, "n_norms"))
-    return chunk
-
-
 def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
     """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
     codes = q["codes"] if rows is None else q["codes"][rows]
@@ -98,6 +88,7 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
     if storage["chunk_id"] == 4:
         # the file as if it held only the kept words: the quantized array's codes (and norms) are picked, never
         # reconstructed, and the subword rows after the words stay
+        norms_chunk = _parts(parsed)[2]  # the chunks checked before their rows are picked
         q = storage["body"]
         pick = np.concatenate([rows, np.arange(n, len(q["codes"]))])
         bodies = {id(storage): cs.Container(q, n_embeddings=len(pick), codes=q["codes"][pick],
@@ -105,7 +96,6 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
         if "words" in vocab_chunk["body"]:
             bodies[id(vocab_chunk)] = cs.Container(vocab_chunk["body"], words=[words[i] for i in keep],
                                                    n_words=len(keep))
-        norms_chunk = _norms(parsed, n)
         if norms_chunk is not None:
             bodies[id(norms_chunk)] = cs.Container(norms_chunk["body"], n_norms=len(rows),
                                                    norms=norms_chunk["body"]["norms"][rows])
@@ -120,27 +110,22 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
     return Embeddings([words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
 
 
-def _model(parsed: Any, dtype: Any) -> Embeddings:
-    vocab = _chunk(parsed, VOCABS)
-    storage = _chunk(parsed, STORAGES)
+def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
+    """The vocabulary, storage and NdNorms chunks and the metadata table, checked against one another: what
+    reading needs of a file, and what check() reports."""
+    vocab, storage = _chunk(parsed, VOCABS), _chunk(parsed, STORAGES)
     if vocab is None or storage is None:
         raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
-    words = vocab["body"].get("words", [])  # floret vocabularies have no word list
-    n = len(words)
+    n = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
     body = storage["body"]
     total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
     rows_at = _at(parsed, storage, "rows" if storage["chunk_id"] == 2 else "n_embeddings")
     if total < n:
         raise FormatError(f"storage has {total} rows for {n} words", format=NAME, **rows_at)
-    if storage["chunk_id"] == 2:
-        vectors: Any = body["data"][:n]
-    elif np.dtype(dtype) != np.float32:
-        vectors = reconstruct(body, slice(0, n))
-    else:  # rows reconstructed on demand: opening reads the codes, not a dense matrix
-        vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
-    if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
-        vectors = vectors.astype(dtype)
-    norms = _norms(parsed, n)
+    subword = lookups.subword_rows(vocab["name"], vocab["body"])
+    if total < n + subword:
+        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses {n} + {subword}",
+                          format=NAME, **rows_at)
     meta = _chunk(parsed, {5: "metadata"})
     metadata = None
     if meta is not None:
@@ -155,6 +140,26 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
             raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, **toml_at) from None
         except RecursionError:  # tomllib reads nested arrays and tables by recursion
             raise FormatError("metadata TOML nests too deeply to read", format=NAME, **toml_at) from None
+    norms = _chunk(parsed, {6: "nd_norms"})
+    if norms is not None and len(norms["body"]["norms"]) != n:  # both references assert one norm per word
+        raise FormatError(f"{len(norms['body']['norms'])} norms for {n} words", format=NAME,
+                          **_at(parsed, norms, "n_norms"))
+    return vocab, storage, norms, metadata
+
+
+def _model(parsed: Any, dtype: Any) -> Embeddings:
+    vocab, storage, norms, metadata = _parts(parsed)
+    words = vocab["body"].get("words", [])
+    n = len(words)
+    body = storage["body"]
+    if storage["chunk_id"] == 2:
+        vectors: Any = body["data"][:n]
+    elif np.dtype(dtype) != np.float32:
+        vectors = reconstruct(body, slice(0, n))
+    else:  # rows reconstructed on demand: opening reads the codes, not a dense matrix
+        vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
+    if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
+        vectors = vectors.astype(dtype)
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
@@ -171,10 +176,6 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
             return reconstruct(body, np.asarray(rows))
     extra["storage_rows"] = storage_rows
     rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
-    subword = lookups.subword_rows(vocab["name"], vocab_fields)
-    if rows_of is not None and total < n + subword:
-        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses {n} + {subword}",
-                          format=NAME, **rows_at)
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
     if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
         lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
@@ -320,7 +321,8 @@ def inspect(parsed: Any) -> dict[str, Any]:
 
 
 def check(parsed: Any) -> list[str]:
-    """Header list versus chunks present, and storage rows versus vocabulary."""
+    """Header list versus chunks present; storage rows, norms and metadata as reading needs them (a file of
+    single chunks, with no vocabulary or no storage, is not embeddings but is not wrong)."""
     problems = []
     present = [int(c["chunk_id"]) for c in parsed["chunks"]]
     listed = [int(x) for x in parsed["chunk_ids"]]
@@ -330,6 +332,11 @@ def check(parsed: Any) -> list[str]:
             problems.append("note: trailing NdNorms chunk not listed in the header (written by old writers)")
         else:
             problems.append(f"header lists chunks {listed} but the file holds {present}")
+    if _chunk(parsed, VOCABS) is not None and _chunk(parsed, STORAGES) is not None:
+        try:
+            _parts(parsed)
+        except FormatError as e:
+            problems.append(str(e).removeprefix(f"{NAME} "))
     return [p for p in problems if not p.startswith("note:")]
 
 
