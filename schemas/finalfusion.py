@@ -6,9 +6,9 @@ included. (The published spec gives the wrong subword-vocab field order and quan
 follows finalfusion-rust and finalfusion-python 0.7.1.)
 """
 
-from construct import Check, Const, If, Int32ul, Int64ul, Struct, this
+from construct import Const, If, Int32ul, Int64ul, Struct, this
 
-from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable
+from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable, Valid
 
 simple_vocab = Struct(
     "n_words" / Int64ul * "number of words",
@@ -20,7 +20,7 @@ bucket_subword_vocab = Struct(
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "bucket_exp" / Int32ul * "2^bucket_exp buckets of the finalfusion FNV-1a hash",
-    Check(this.bucket_exp < 64) * "bucket_exp < 64: the hash has 64 bits",
+    Valid("bucket_exp", this.bucket_exp < 64) * "bucket_exp < 64: the hash has 64 bits",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
 )
 

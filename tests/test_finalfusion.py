@@ -350,9 +350,13 @@ def test_bucket_exponent_of_64_or_more_fails_cleanly():
     body = cs.Container(n_words=0, min_n=3, max_n=6, bucket_exp=64, words=[])
     s = schema.CHUNK_TYPES[3][1]
     raw = (0).to_bytes(8, "little") + (3).to_bytes(4, "little") + (6).to_bytes(4, "little") + (64).to_bytes(4, "little")
-    with pytest.raises(ValueMismatchError) as e:
-        framework.parse(s, raw, format="finalfusion")
-    assert e.value.format == "finalfusion"
+    for compiled in (False, True):
+        with pytest.raises(ValueMismatchError) as e:
+            framework.parse(s, raw, format="finalfusion", compile=compiled)
+        assert (e.value.format, e.value.path, e.value.offset, e.value.found) == ("finalfusion", "bucket_exp", 16, 64)
+        assert str(e.value).endswith("does not satisfy bucket_exp < 64 (found 64)")
+    with pytest.raises(BuildError, match="bucket_exp < 64"):
+        framework.build(s, body, format="finalfusion")
     body.bucket_exp = 63
     assert framework.parse(s, framework.build(s, body, format="finalfusion"), format="finalfusion").bucket_exp == 63
 

@@ -438,6 +438,52 @@ class AlignTo(_Checked):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Valid
+
+
+def expression(x: object) -> str:
+    """A ``this`` expression as the spec would write it: ``this.rows * this.cols`` as ``(rows * cols)``."""
+    text = repr(x)
+    return re.sub(r"this\['([^']+)'\]", r"\1", text).replace("][", ".").replace("['", ".").replace("']", "")
+
+
+class Valid(_Checked):
+    """A constraint on the field just before it (Kaitai's ``valid``), documented like a field:
+    ``Valid("bucket_exp", this.bucket_exp < 64) * "bucket_exp < 64: the hash has 64 bits"``.
+
+    Takes no bytes. When ``test`` is false, parsing fails with a ValueMismatchError (building with a
+    BuildError) that names the field, where it starts, the test and the value found.
+    """
+
+    def __init__(self, field: str, test: Any) -> None:
+        super().__init__()
+        self.field = field
+        self.test = test
+        self.flagbuildnone = True
+
+    def _check(self, stream: Any, context: Any, path: str, cls: type[FormatError]) -> None:
+        if _evaluate(self.test, context):
+            return
+        offset = _tell(stream)
+        field = (context.get("_subcons") or {}).get(self.field)  # interpreted Structs pass their fields
+        if offset is not None and field is not None:
+            offset -= field.sizeof()
+        text = expression(self.test)
+        text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
+        raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}", cls,
+                   found=context.get(self.field))
+
+    def _parse(self, stream: Any, context: Any, path: str) -> None:
+        self._check(stream, context, path, ValueMismatchError)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> None:
+        self._check(stream, context, path, BuildError)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
 # strings
 
 
