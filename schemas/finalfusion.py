@@ -64,7 +64,10 @@ quantized_array = Struct(
     "use_projection" / Int32ul * "1 when an (r x r) projection follows",
     "use_norms" / Int32ul * "1 when per-row norms follow the subquantizers",
     "quantized_len" / Int32ul * "q: subquantizers = code bytes per row",
-    "reconstructed_len" / Int32ul * "r: dimensionality (a multiple of q)",
+    Valid("quantized_len", this.quantized_len > 0) * "q > 0: each row is coded in q parts",
+    "reconstructed_len" / Int32ul * "r: dimensionality",
+    Valid("reconstructed_len", this.reconstructed_len % this.quantized_len == 0)
+    * "r is a multiple of q: each part has r/q dimensions",
     "n_centroids" / Int32ul * "centroids per subquantizer (2^bits, bits <= 8)",
     "n_embeddings" / Int64ul * "storage rows, subword rows included",
     "quantized_type" / Const(1, Int32ul) * "1 = u8 codes",

@@ -1,6 +1,7 @@
 """finalfusion: chunk schemas, exact padding, finalfusion-python 0.7.1 as the oracle, bad input."""
 
 import json
+import re
 
 import construct as cs
 import numpy as np
@@ -282,6 +283,34 @@ def _fifu(path, *chunks):
     with open(path, "wb") as f:
         codec.build(obj, f)
     return path
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_quantized_lengths_that_do_not_split_into_parts_are_refused(tmp_path, compiled):
+    """reconstructed_len 5 over quantized_len 2 (found by fuzzing: accepted, then lookups raised a matmul
+    ValueError, or rows came out 4 wide while dim said 5) and quantized_len 0 ('integer division or modulo by
+    zero' naming no field): refused where the field is, reading and writing."""
+    vocab = cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=2, words=["a", "b"]))
+    good = _fifu(tmp_path / "q.fifu", vocab, _quantized(np.random.default_rng(3), 2, 2, 4, 2, proj=True))
+    q_at = 20 + 30 + 12 + 8  # header of 2 ids, the vocab chunk, the quantized chunk's id and length, 2 flags
+    data = good.read_bytes()
+    assert data[q_at:q_at + 8] == (2).to_bytes(4, "little") + (4).to_bytes(4, "little")  # q = 2, r = 4
+    for field, at, value, test in [("quantized_len", q_at, 0, "quantized_len > 0"),
+                                   ("reconstructed_len", q_at + 4, 5, "(reconstructed_len % quantized_len) == 0")]:
+        bad = bytearray(data)
+        bad[at:at + 4] = value.to_bytes(4, "little")
+        (tmp_path / "bad.fifu").write_bytes(bytes(bad))
+        with pytest.raises(ValueMismatchError) as parsing:
+            framework.parse(schema.finalfusion, bytes(bad), format="finalfusion", compile=compiled)
+        with pytest.raises(ValueMismatchError) as reading:
+            wv.read(tmp_path / "bad.fifu")
+        for e in (parsing.value, reading.value):
+            assert (e.path, e.offset, e.found) == (f"chunks[1].quantized_array.{field}", at, value)
+            assert f"does not satisfy {test}" in str(e)
+        body = _quantized(np.random.default_rng(3), 2, 2, 4, 2).body
+        body[field] = value
+        with pytest.raises(BuildError, match=re.escape(f"does not satisfy {test}")):
+            _fifu(tmp_path / "out.fifu", vocab, cs.Container(chunk_id=4, name="quantized_array", body=body))
 
 
 @pytest.mark.parametrize("proj,norms", [(False, False), (True, True), (False, True)])
