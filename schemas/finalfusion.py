@@ -29,6 +29,7 @@ fasttext_subword_vocab = Struct(
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "buckets" / Int32ul * "exact number of fastText hash buckets",
+    Valid("buckets", this.buckets > 0) * "buckets > 0: each n-gram's row is its hash modulo buckets",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
 )
 

@@ -390,6 +390,29 @@ def test_bucket_exponent_of_64_or_more_fails_cleanly():
     assert framework.parse(s, framework.build(s, body, format="finalfusion"), format="finalfusion").bucket_exp == 63
 
 
+def test_fasttext_vocab_without_buckets_is_refused_as_finalfusion_python_refuses_it(tmp_path):
+    """buckets = 0 (found by fuzzing: read and validated, then every unknown-word lookup divided by zero):
+    finalfusion-python refuses the file when loading it (finalfusion-rust reads it and panics at the
+    first lookup); so do we, naming the field."""
+    vocab = cs.Container(n_words=2, min_n=3, max_n=6, buckets=3, words=["a", "b"])
+    p = _fifu(tmp_path / "ft.fifu", cs.Container(chunk_id=7, name="fasttext_subword_vocab", body=vocab),
+              cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+                  rows=5, cols=2, type_id=10, padding=None, data=np.ones((5, 2), "<f4"))))
+    data = bytearray(p.read_bytes())
+    at = 20 + 12 + 16  # header of 2 ids, chunk id and length, n_words, min_n, max_n
+    assert data[at:at + 4] == (3).to_bytes(4, "little")
+    data[at:at + 4] = bytes(4)
+    p.write_bytes(bytes(data))
+    with pytest.raises(AssertionError, match="n_buckets"):
+        ff.load_finalfusion(str(p))
+    with pytest.raises(ValueMismatchError, match="does not satisfy buckets > 0") as e:
+        wv.read(p)
+    assert (e.value.path, e.value.offset, e.value.found) == ("chunks[0].fasttext_subword_vocab.buckets", at, 0)
+    vocab.buckets = 0
+    with pytest.raises(BuildError, match="does not satisfy buckets > 0"):
+        _fifu(tmp_path / "out.fifu", cs.Container(chunk_id=7, name="fasttext_subword_vocab", body=vocab))
+
+
 def test_convert_round_trip_with_unnormalize(tmp_path):
     src = tmp_path / "v.txt"
     m = np.array([[3, 4], [1, 0], [0, 0]], np.float32)
