@@ -181,7 +181,8 @@ class Embeddings:
     def embedding(self, word: str) -> np.ndarray | None:
         """The vector of ``word``; for subword vocabularies an unknown word is composed from its n-grams.
 
-        None when the word is unknown and nothing can be composed.
+        None when the word is unknown and nothing can be composed. Any str has n-grams, lone surrogates
+        included (:mod:`wvformats.finalfusion` says how each hash takes them).
         """
         i = self.vocab.get(word)
         if i is not None:

@@ -6,6 +6,11 @@ masked to ``2^bucket_exp``; fastText FNV-1a-32 over sign-extended UTF-8 bytes mo
 floret MurmurHash3_x64_128 of the UTF-8 bytes with the vocabulary's seed, 1 to 4 of its 32-bit words modulo
 the bucket count, for the whole bracketed word and each n-gram. An unknown word's embedding is the
 L2-normalised sum of its n-gram rows (None when it has no n-gram).
+
+Every str has n-gram rows, lone surrogates included (from ``surrogateescape`` decoding, say): the
+finalfusion hash takes a surrogate's code point as it takes any other, as finalfusion-python does; the
+fastText and floret hashes take its 3-byte UTF-8 form (``surrogatepass``), where finalfusion-python raises
+UnicodeEncodeError (a finalfusion-rust string cannot hold one).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def _length_state(n: int) -> int:
 def finalfusion_hash(ngram: str) -> int:
     """FNV-1a-64 over u64le(char count) followed by u32le(code point) of each character."""
     h = _length_state(len(ngram))
-    for b in ngram.encode("utf-32-le"):
+    for b in ngram.encode("utf-32-le", "surrogatepass"):
         h = ((h ^ b) * _FNV64_PRIME) & _MASK64
     return h
 
@@ -50,7 +55,7 @@ def finalfusion_hash(ngram: str) -> int:
 def fasttext_hash(ngram: str) -> int:
     """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
     h = _FNV32_OFFSET
-    for b in ngram.encode("utf-8"):
+    for b in ngram.encode("utf-8", "surrogatepass"):
         h = ((h ^ (b | 0xFFFFFF00 if b & 0x80 else b)) * _FNV32_PRIME) & _MASK32
     return h
 
@@ -103,7 +108,7 @@ def murmur3_x64_128(data: bytes, seed: int) -> tuple[int, int]:
 def floret_hashes(ngram: str, seed: int) -> tuple[int, int, int, int]:
     """The four 32-bit words of MurmurHash3_x64_128(UTF-8 bytes, seed), low word of h1 first (floret's and
     finalfusion-rust's order). Uses the ``mmh3`` package when it is installed (C speed), else pure Python."""
-    data = ngram.encode("utf-8")
+    data = ngram.encode("utf-8", "surrogatepass")
     try:
         import mmh3
     except ImportError:
@@ -229,7 +234,7 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
     sizes = np.fromiter(map(len, bracketed), np.int64, len(bracketed))
     # no n-gram is longer than the longest word: a file's max_n of 2^24 must not mean 2^24 passes below
     max_n = min(max_n, max(min_n, int(sizes.max()) if len(sizes) else 0))
-    cps = np.frombuffer("".join(bracketed).encode("utf-32-le"), "<u4")
+    cps = np.frombuffer("".join(bracketed).encode("utf-32-le", "surrogatepass"), "<u4")
     word_at = np.cumsum(sizes) - sizes
     # every (word, start): the n-gram lengths from min(max_n, size - start) down to min_n
     n_starts = np.maximum(sizes - min_n + 1, 0)
