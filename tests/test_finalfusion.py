@@ -426,6 +426,24 @@ def test_floret_vocab_chunk_roundtrip(compiled):
     assert_truncations_fail(s, data, format="finalfusion", compiled=compiled)
 
 
+@pytest.mark.parametrize("field,value", [("n_buckets", 0), ("n_hashes", 0), ("n_hashes", 5)])
+def test_floret_vocab_without_lookups_fails_cleanly(field, value):
+    """finalfusion-rust's FloretIndexer asserts 1 <= n_hashes <= 4 and n_buckets != 0 (a panic at load): refused
+    when reading and writing, naming the field and where it starts."""
+    body = cs.Container(min_n=4, max_n=5, n_buckets=50000, n_hashes=2, seed=7, bow="<", eow=">")
+    s = schema.CHUNK_TYPES[9][1]
+    good = framework.build(s, body, format="finalfusion")
+    at = {"n_buckets": 8, "n_hashes": 16}[field]
+    raw = good[:at] + value.to_bytes(8 if field == "n_buckets" else 4, "little") + good[at + (8 if field == "n_buckets" else 4):]
+    for compiled in (False, True):
+        with pytest.raises(ValueMismatchError) as e:
+            framework.parse(s, raw, format="finalfusion", compile=compiled)
+        assert (e.value.path, e.value.offset, e.value.found) == (field, at, value)
+    body[field] = value
+    with pytest.raises(BuildError, match=field):
+        framework.build(s, body, format="finalfusion")
+
+
 def test_bucket_exponent_of_64_or_more_fails_cleanly():
     body = cs.Container(n_words=0, min_n=3, max_n=6, bucket_exp=64, words=[])
     s = schema.CHUNK_TYPES[3][1]

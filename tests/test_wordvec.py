@@ -99,6 +99,22 @@ def test_text_numbers_parse_at_the_dtype_asked_for(text_parser, tmp_path):
         assert accepted == [40, 40]
 
 
+@pytest.mark.parametrize("fmt", ["glove", "word2vec-text"])
+def test_words_without_numbers_read_back(tmp_path, fmt):
+    """Dimension 0: each line is the word and one space (as gensim writes it), words ending or made of tabs
+    included; a line of spaces alone or an empty line is still an error naming it."""
+    p = tmp_path / f"d0.{fmt}"
+    words = ["\t", "a\t", "\ta", "x\u00a0y"]
+    wv.write(wv.Embeddings(words, np.zeros((4, 0), np.float32)), p, fmt)
+    back = wv.read(p, fmt)
+    assert back.words == words and back.vectors.shape == (4, 0) and wv.validate(p, fmt).ok
+    for bad, says in ((b"a \n  \n", "a line needs a word"), (b"a \n\n", "empty line")):
+        p.write_bytes((b"2 0\n" if fmt == "word2vec-text" else b"") + bad)
+        with pytest.raises(ValueMismatchError, match=says) as e:
+            wv.read(p, fmt)
+        assert e.value.path == "records[1]"
+
+
 def test_a_number_only_python_would_take_is_named_on_its_line(tmp_path):
     """'1_000' parses with float() but not with the numpy parser that reads the lines: the error names the
     line and the token, not the chunk of lines it was parsed with."""

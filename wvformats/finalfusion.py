@@ -159,8 +159,6 @@ def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[
         # every n-gram and the whole bracketed word, each to its first n_hashes hash words mod n_buckets
         buckets, k, seed = int(vocab["n_buckets"]), int(vocab["n_hashes"]), int(vocab["seed"])
         lo, hi, bow, eow = int(vocab["min_n"]), int(vocab["max_n"]), str(vocab["bow"]), str(vocab["eow"])
-        if not 1 <= k <= 4 or buckets < 1:
-            return None
 
         def floret_rows(word: str) -> list[int]:
             grams = [f"{bow}{word}{eow}", *ngrams(word, lo, hi, bow, eow)]

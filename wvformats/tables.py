@@ -883,12 +883,12 @@ class TextRecords(_Checked):
                     e -= 1
                 trailing += 1
             sp = find(b" ", pos, e)
-            if e == pos:
-                raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
             if sp < 0 and e < content_end and (dim == 0 or dim is None and i == 0):
                 # a word without numbers (dimension 0): "word \n"; the space after it is not a trailing one
                 sp = e = find(b" ", pos, content_end)  # the first space ends the word (which may end in tabs)
                 trailing -= content_end - sp == 1
+            if e == pos and content_end == pos:
+                raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
             if sp <= pos:
                 raise fail(f"{path}[{i}]", base + pos, "a line needs a word and numbers separated by spaces",
                            ValueMismatchError)
