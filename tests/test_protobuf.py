@@ -8,7 +8,8 @@ from wvformats.schemas.protobuf import message
 
 from wvformats import framework
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
-from wvformats.protowire import as_int32, encode_varint, zigzag_decode, zigzag_encode
+from wvformats.protobuf import decode_scalar
+from wvformats.protowire import encode_varint, zigzag_decode, zigzag_encode
 
 
 def varint_bytes(value, extra):
@@ -54,7 +55,7 @@ def test_arbitrary_wire_data_round_trips_byte_exact(compiled, data):
 def test_negative_enum_is_a_ten_byte_varint():
     data = bytes.fromhex("d802ffffffffffffffffff01")  # pad_id = -1
     (f,) = framework.parse(message, data, format="protobuf")
-    assert f.number == 43 and as_int32(f.value) == -1 and f.raw is None
+    assert f.number == 43 and decode_scalar("int32", f) == -1 and f.raw is None
     assert framework.build(message, [f], format="protobuf") == data
 
 

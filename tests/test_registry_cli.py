@@ -286,7 +286,8 @@ def test_paths_of_the_wrong_kind_are_input_errors(tmp_path, capsys):
                 call(path, fmt)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for command in (["sniff"], ["validate"], ["inspect"], ["inspect", "--format", "leader"], ["dump"]):
+    for command in (["sniff"], ["validate"], ["inspect"], ["inspect", "--format", "leader"], ["dump"],
+                    ["dump", "--format", "glove"], ["validate", "--format", "glove"]):
         assert cli.main([*command, str(fifo)]) == 2, command
         said = capsys.readouterr()
         assert "not a regular file" in said.err + said.out

@@ -269,6 +269,8 @@ def test_typed_view_reads_odd_wire_data_as_protobuf_does(pieces, trainer, normal
             assert view.has(name) == theirs.HasField(name), name
             assert same(getattr(view, name), getattr(theirs, name)), name
     assert ours.trainer_spec.input == list(m.trainer_spec.input)
+    for name in ("trainer_spec", "normalizer_spec", "denormalizer_spec"):  # strays are no sub-message
+        assert ours.proto.has(name) == m.HasField(name), name
     assert ours.piece_strings == [p.piece for p in m.pieces]
     assert ours.types.tolist() == [p.type for p in m.pieces]
     bits = [struct.pack("<f", p.score) for p in m.pieces]
@@ -322,6 +324,19 @@ def test_a_broken_charsmap_is_a_clean_format_error():
     cyclic = CharsMap((16).to_bytes(4, "little") + np.array(units, "<u4").tobytes() + b"x\0")
     with pytest.raises(FormatError, match="cycle"):
         cyclic.mapping()
+
+
+def test_an_empty_piece_makes_no_merges():
+    """Both halves of a BPE merge are pieces; an empty piece is no half (it used to pair with every piece)."""
+    from wvformats.samples import sample_files
+    from wvformats.sentencepiece import set_piece, to_hf_tokenizer
+
+    m = wv.read(next(p for p in sample_files() if p.name == "sample-bpe.model"))
+    i = next(i for i in range(len(m)) if m.piece(i)[2] == "NORMAL" and len(m.piece(i)[0]) > 1)
+    gone = m.piece(i)[0]
+    merges = to_hf_tokenizer(m)["model"]["merges"]
+    emptied = to_hf_tokenizer(set_piece(m, i, piece=""))["model"]["merges"]
+    assert emptied == [x for x in merges if gone not in x and "".join(x) != gone]
 
 
 def test_an_edit_of_a_broken_normalizer_spec_names_the_format():

@@ -260,7 +260,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
     from .fileio import open_buffer
     from .walk import hexdump, walk
 
-    fmt = registry.get(args.format or api.sniff(args.file))
+    fmt = api._resolve(args.file, args.format)  # refuses a path of the wrong kind, as every command does
     if fmt.schema is None:
         print(f"wvformats: error: {fmt.name} is a folder of files, not one file to dump (inspect and validate "
               "it instead)", file=sys.stderr)

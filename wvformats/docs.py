@@ -46,18 +46,19 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
     rows: list[str] = []
     offset: int | None = 0
     for name, con, doc in field_docs(schema):
+        doc = doc.replace("|", "/")  # a table cell
         inner = con
         size = _size(con)
         where = str(offset) if offset is not None else "variable"
         path = f"{prefix}{name}" if name else prefix.rstrip(".")
         if isinstance(inner, Valid):  # a constraint on the field above: no bytes of its own
-            rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc.replace('|', '/')} |")
+            rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc} |")
             continue
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
         else:
-            rows.append(f"| {where} | `{path}` | {describe(inner)} | {size} | {doc.replace('|', '/')} |")
+            rows.append(f"| {where} | `{path}` | {describe(inner)} | {size} | {doc} |")
         offset = offset + int(size) if offset is not None and size.isdigit() else None
     return rows
 

@@ -467,7 +467,10 @@ class Valid(_Checked):
         offset = _tell(stream)
         field = (context.get("_subcons") or {}).get(self.field)  # interpreted Structs pass their fields
         if offset is not None and field is not None:
-            offset -= field.sizeof()
+            try:
+                offset -= field.sizeof()
+            except cs.SizeofError:  # a variable-size field: where it ends
+                pass
         text = expression(self.test)
         text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
         raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}", cls,
@@ -587,9 +590,11 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     if sep is not None and errors == "strict":
         blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
         try:
-            return blob[:-1].tobytes().decode("utf-8").split(sep.decode("ascii"))
+            words = blob[:-1].tobytes().decode("utf-8").split(sep.decode("ascii"))
         except UnicodeDecodeError:
-            pass  # the general path below names the bad word
+            words = []  # the general path below names the bad word
+        if len(words) == n:  # (a word holding the separator would cut into two: the general path then)
+            return words
     lens = ends - starts
     total = int(lens.sum())
     blob, first = _gather_spans(buf, starts, lens)

@@ -6,9 +6,9 @@ message as its ``.proto`` does. :func:`view` reads wire fields through a descrip
 protobuf does), ``has(name)`` for presence, defaults for absent fields, repeated fields as lists,
 sub-messages as views, and ``unknown`` for what protobuf keeps as unknown fields: numbers the description
 does not name, a named field on a wire type its type cannot have, and an enum value the enum does not
-name (proto2). Integers are cut to their type's width as protobuf reads them (a 64-bit varint read as
-int32 keeps its low 32 bits). Views never rewrite bytes: the wire fields they were read from rebuild the
-file exactly.
+name (proto2); packed repeated scalars (LEN) are not described here (no sentencepiece field is one).
+Integers are cut to their type's width as protobuf reads them (a 64-bit varint read as int32 keeps its low
+32 bits). Views never rewrite bytes: the wire fields they were read from rebuild the file exactly.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FormatError
-from .protowire import I32, I64, LEN, VARINT, parse_fields
+from .protowire import I32, I64, LEN, VARINT, parse_fields, zigzag_decode
 
 SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
            "fixed64", "sint32", "sint64"}
@@ -89,8 +89,7 @@ def decode_scalar(kind: str, wire_field: Any) -> Any:
     if kind == "bool":
         return v != 0
     if kind in ("sint32", "sint64"):
-        v &= 0xFFFFFFFF if kind == "sint32" else (1 << 64) - 1
-        return (v >> 1) ^ -(v & 1)
+        return zigzag_decode(v & (0xFFFFFFFF if kind == "sint32" else (1 << 64) - 1))
     return v  # uint64: a varint is at most 64 bits
 
 

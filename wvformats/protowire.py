@@ -257,7 +257,3 @@ def zigzag_encode(n: int) -> int:
     return (n << 1) ^ (n >> 63)
 
 
-def as_int32(n: int) -> int:
-    """A varint's value read as int32/int64/enum (two's complement of the low 64 bits)."""
-    return n - (1 << 64) if n >> 63 else n
-

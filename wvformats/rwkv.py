@@ -127,7 +127,7 @@ class RwkvModel:
             problems.append(f"the header says {n_layer} layers, the file holds {n_tensors} tensors")
             n_layer = max(layers) + 1 if layers else 0
         need = required_keys(self.architecture, n_layer)
-        missing, unknown = need - set(self.tensors), set(self.tensors) - need
+        missing, unknown = need - set(self.tensors), set(self.tensors) - need - set(stray)  # (strays: above)
         if missing:
             problems.append(f"missing keys for RWKV {self.architecture}: {_listing(missing)}")
         if unknown:

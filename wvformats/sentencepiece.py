@@ -459,7 +459,7 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
                                     "byte_fallback": bool(ts.byte_fallback)}
     else:
         vocab = {p: i for i, p in reversed(list(enumerate(pieces)))}
-        lengths_set = {len(p) for p in pieces}  # both halves of a merge are pieces: cut only at their lengths
+        lengths_set = {len(p) for p in pieces} - {0}  # both halves of a merge are pieces: cut at their lengths
         lengths = sorted(lengths_set)
         merges = []
         for i, p in enumerate(pieces):

@@ -418,14 +418,14 @@ def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
 _TEXT_CHUNK = 16384  # lines whose numbers are parsed together
 
 
-def _one_number(token: bytes) -> bool:
-    """Whether numpy's text parser (the one that reads the lines) takes ``token`` as one number."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
+def _numbers(text: bytes, dtype: Any) -> np.ndarray | None:
+    """The space-separated numbers of ``text`` by numpy's text parser, or None when it cannot read them all."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # what numpy says when it stops before the end
         try:
-            return np.fromstring(token, dtype="<f8", sep=" ").size == 1
+            return np.fromstring(text, dtype=dtype, sep=" ") if text else np.zeros(0, dtype)
         except (DeprecationWarning, ValueError):
-            return False
+            return None
 
 
 class _TextNumbers:
@@ -460,27 +460,17 @@ class _TextNumbers:
             words = [words[k] for k in lines]
             nums = [nums[k] for k in lines]
         self.words += words
-        blob = b"".join(nums)
-        with np.errstate(all="ignore"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", DeprecationWarning)
-                try:
-                    values = np.fromstring(blob, dtype=self.dtype, sep=" ") if blob else np.zeros(0, self.dtype)
-                except (DeprecationWarning, ValueError):
-                    values = None
-                if values is None or values.size != len(nums) * dim:
-                    for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
-                        try:  # the same parser, one line at a time
-                            if np.fromstring(chunk, dtype=self.dtype, sep=" ").size == dim:
-                                continue
-                        except (DeprecationWarning, ValueError):
-                            pass
-                        at = first + j
-                        bad = next((t for t in chunk.split(b" ")[1:] if not _one_number(t)), chunk[1:])
-                        raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
-                                   f"not a number: {bad[:40].decode('ascii', 'replace')!r}", ValueMismatchError)
-                    raise fail(self.path, self.base + self.starts[first], "numbers do not parse",
-                               ValueMismatchError)
+        values = _numbers(b"".join(nums), self.dtype)
+        if values is None or values.size != len(nums) * dim:
+            for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
+                row = _numbers(chunk, self.dtype)  # the same parser, one line at a time
+                if row is not None and row.size == dim:
+                    continue
+                at = first + j
+                bad = next((t for t in chunk.split(b" ")[1:] if _numbers(t, self.dtype) is None or not t), chunk[1:])
+                raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
+                           f"not a number: {bad[:40].decode('ascii', 'replace')!r}", ValueMismatchError)
+            raise fail(self.path, self.base + self.starts[first], "numbers do not parse", ValueMismatchError)
         matrix = values.reshape(len(nums), dim)
         if not self.sample and len(nums):
             self.sample, self.sample_values = nums[:50], matrix[:50]
