@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
     s = command(sub, "rwkv", help="rwkv.cpp model tools")
     rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
-    q = command(rs, "quantize", help="re-quantize a model with rwkv.cpp's rules (or convert 100 -> 101)")
+    q = command(rs, "quantize", help="quantize an FP32/FP16 model with rwkv.cpp's rules (--version: "
+                                       "also convert 100 <-> 101; a model quantized to TYPE can change version)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
     from .rwkv import QUANTIZE_TYPES
