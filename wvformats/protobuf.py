@@ -93,6 +93,14 @@ def decode_scalar(kind: str, wire_field: Any) -> Any:
     return v  # uint64: a varint is at most 64 bits
 
 
+def message_fields(data: bytes, path: str, format: str) -> list[Any]:
+    """The wire fields of a sub-message's bytes; an error names ``format`` and the path inside it."""
+    try:
+        return parse_fields(data, 0, len(data), path, 0)[0]
+    except FormatError as e:
+        raise e.located(format=format) from None
+
+
 def known_field(spec: F, f: Any) -> bool:
     """Whether protobuf reads wire field ``f`` as field ``spec`` (else it keeps it as an unknown field)."""
     if f["wire_type"] != wire_type_of(spec.type):
@@ -143,12 +151,7 @@ class View:
 
     def _fields_of(self, spec: F, f: Any) -> list[Any]:
         """The wire fields inside sub-message field ``f``."""
-        data = f["value"]
-        try:
-            sub, _, _ = parse_fields(data, 0, len(data), f"{self._path}.{spec.name}", 0)
-        except FormatError as e:
-            raise e.located(format=self._format) from None
-        return sub
+        return message_fields(f["value"], f"{self._path}.{spec.name}", self._format)
 
     def _decode(self, spec: F, f: Any) -> Any:
         if isinstance(spec.type, MessageType):

@@ -255,5 +255,3 @@ def zigzag_decode(n: int) -> int:
 
 def zigzag_encode(n: int) -> int:
     return (n << 1) ^ (n >> 63)
-
-

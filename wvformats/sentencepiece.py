@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import FormatError
 from .framework import follow_chain, parse
-from .protobuf import View, decode_scalar, known_field
+from .protobuf import View, decode_scalar, known_field, message_fields
 from .protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
 from .schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, SentencePiece, model_proto
 
@@ -194,12 +194,12 @@ class SentencePieceModel:
                 spec = SentencePiece.by_number.get(f["number"])
                 if spec is None or not known_field(spec, f):
                     continue
-                if spec.name == "piece":
-                    piece = decode_scalar("string", f)
-                elif spec.name == "score":
-                    score_bytes[i] = f["value"]
+                if spec.name == "score":
+                    score_bytes[i] = f["value"]  # raw f32 bits
+                elif spec.name == "piece":
+                    piece = decode_scalar(spec.type, f)
                 else:
-                    types[i] = decode_scalar("enum", f)
+                    types[i] = decode_scalar(spec.type, f)
             pieces.append(piece)
         self.piece_strings = pieces
         self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
@@ -345,11 +345,7 @@ def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceMode
     where = [i for i, f in enumerate(fields) if f["number"] == 3 and f["wire_type"] == LEN]
     sub: list[Any] = []
     if where:
-        data = fields[where[-1]]["value"]
-        try:
-            sub, _, _ = parse_fields(data, 0, len(data), "normalizer_spec", 0)
-        except FormatError as e:
-            raise e.located(format="sentencepiece") from None
+        sub = message_fields(fields[where[-1]]["value"], "normalizer_spec", "sentencepiece")
     for name, value in flags.items():
         spec = next((f for f in NormalizerSpec.fields if f.name == name), None)
         if spec is None:

@@ -409,6 +409,7 @@ def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
     """The number style that reproduces the sampled lines' numbers (each chunk from the line's first space
     on) from their values ("repr" if none does)."""
     lines = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in chunks]
+    values = values.astype(F32, copy=False)  # the styles spell float32 values (a float64 read is rounded back)
     for name, fn in STYLES.items():
         if all(fn(row) == tokens for tokens, row in zip(lines, values, strict=False)):
             return name
@@ -602,8 +603,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     if vectors is None or rows != len(vectors):
         return None
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
-    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50].astype(F32)) if rows \
-        else "repr"
+    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
     layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
                           final_newline=True)
     return words, vectors, layout
@@ -877,7 +877,7 @@ class TextRecords(_Checked):
                 # a word without numbers (dimension 0): "word \n"; the space after it is not a trailing one
                 sp = e = find(b" ", pos, content_end)  # the first space ends the word (which may end in tabs)
                 trailing -= content_end - sp == 1
-            if e == pos and content_end == pos:
+            if content_end == pos:
                 raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
             if sp <= pos:
                 raise fail(f"{path}[{i}]", base + pos, "a line needs a word and numbers separated by spaces",
@@ -908,7 +908,7 @@ class TextRecords(_Checked):
         stream.seek(base + pos)
         style = "repr"
         if len(words):
-            style = detect_style(parsed.sample, parsed.sample_values.astype(F32))
+            style = detect_style(parsed.sample, parsed.sample_values)
         ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
         if not ends_nl:  # (once the numbers have parsed: a file that fails is not also warned about)
             # the peers read a last line without its newline as complete (scripts that join lines write
