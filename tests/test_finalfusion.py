@@ -426,6 +426,23 @@ def test_floret_vocab_chunk_roundtrip(compiled):
     assert_truncations_fail(s, data, format="finalfusion", compiled=compiled)
 
 
+@MODES
+@given(kind=st.sampled_from([3, 7, 9]), words=words_st, lo=st.integers(0, 2**32 - 1), hi=st.integers(0, 2**32 - 1),
+       exp=st.integers(0, 63), buckets=st.integers(1, 2**32 - 1), n_buckets=st.integers(1, 2**64 - 1),
+       n_hashes=st.integers(1, 4), seed=st.integers(0, 2**32 - 1), marks=st.tuples(st.text(max_size=2), st.text(max_size=2)))
+def test_subword_vocab_chunks_roundtrip(compiled, kind, words, lo, hi, exp, buckets, n_hashes, n_buckets, seed, marks):
+    """The bucket, fastText and floret vocabulary bodies with every value their checks let through (bucket_exp
+    up to 63, buckets and n_buckets from 1, 1 to 4 hashes): parse(build(x)) == x, the same bytes back, and
+    every truncation a FormatError."""
+    body = {3: cs.Container(n_words=len(words), min_n=lo, max_n=hi, bucket_exp=exp, words=words),
+            7: cs.Container(n_words=len(words), min_n=lo, max_n=hi, buckets=buckets, words=words),
+            9: cs.Container(min_n=lo, max_n=hi, n_buckets=n_buckets, n_hashes=n_hashes, seed=seed, bow=marks[0],
+                            eow=marks[1])}[kind]
+    s = schema.CHUNK_TYPES[kind][1]
+    data = roundtrip(s, body, format="finalfusion", compiled=compiled)
+    assert_truncations_fail(s, data, format="finalfusion", compiled=compiled, step=max(1, len(data) // 40))
+
+
 @pytest.mark.parametrize("field,value", [("n_buckets", 0), ("n_hashes", 0), ("n_hashes", 5)])
 def test_floret_vocab_without_lookups_fails_cleanly(field, value):
     """finalfusion-rust's FloretIndexer asserts 1 <= n_hashes <= 4 and n_buckets != 0 (a panic at load): refused
