@@ -254,6 +254,50 @@ def test_follow_chain_matches_the_one_by_one_walk(records, most):
     assert got == _chain_reference(starts_a, ends_a, most)
 
 
+@settings(max_examples=300)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=150), filler=st.randoms(use_true_random=False),
+       guesses=st.sampled_from(["exact", "random", "early", "none"]), seed=st.integers(0, 2**32 - 1),
+       segment=st.integers(1, 60), overlap=st.integers(0, 30), most=st.integers(0, 160),
+       bad=st.integers(0, 160))
+def test_lockstep_chain_keeps_only_the_chain(sizes, filler, guesses, seed, segment, overlap, most, bad):
+    """Records whose first byte is their size (the other bytes look like sizes too; record ``bad`` is one
+    the step does not take). Whatever the guesses (the true next record, any offset, too early, none), the
+    walk gives the chain from the first record in order, never a record off it, and all of it (up to
+    ``most`` and ``bad``) when the guesses are true."""
+    data = bytearray()
+    starts = []
+    for i, size in enumerate(sizes):
+        starts.append(len(data))
+        data += bytes([0 if i == bad else size]) + bytes(filler.choice([0, 1, 2, 3, 13, 200]) for _ in range(size - 1))
+    u8 = np.frombuffer(bytes(data), np.uint8)
+    end = len(u8)
+    rng = np.random.default_rng(seed)
+
+    def step(at):
+        ok = at < end
+        at = np.where(ok, at, 0)
+        n = u8[at].astype(np.int64)
+        return ok & (n > 0) & (at + n <= end), at + 1, at + n
+
+    def guess(at):
+        if guesses == "none":
+            return np.full(len(at), -1, np.int64)
+        if guesses == "exact":
+            k = np.searchsorted(starts, at)
+            return np.where(k < len(starts), np.array(starts + [-1])[k], -1)
+        if guesses == "early":  # a true record start, but one before the offset asked about
+            return np.array(starts)[rng.integers(0, len(starts), len(at))]
+        return at + rng.integers(0, 20, len(at))
+
+    got, ends, nexts = framework.lockstep_chain(step, guess, 0, end, segment, overlap, 12, most)
+    chain = starts[: min(most, bad)]
+    assert got.tolist() == chain[: len(got)]
+    assert ends.tolist() == [s + 1 for s in got.tolist()]
+    assert nexts.tolist() == [s + sizes[i] for i, s in enumerate(got.tolist())]
+    if guesses == "exact":
+        assert got.tolist() == chain
+
+
 @given(data=st.binary(max_size=80).map(lambda b: bytes(c if c < 3 else 0 for c in b)) | st.binary(max_size=80),
        lo=st.integers(0, 80), width=st.integers(0, 80))
 def test_short_prefix_candidates_are_exactly_the_offsets_before_three_zero_bytes(data, lo, width):

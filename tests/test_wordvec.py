@@ -423,6 +423,81 @@ def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
     assert got == expected and pos == len(data)
 
 
+# bytes that look like parts of a word2vec record (space, newline) beside plain ones, for hostile vectors
+_RECORD_BYTES = st.sampled_from([0x20, 0x20, 0x0A, 0x00, 0x41, 0xC3, 0xFF])
+_W2V_RECORDS = st.lists(
+    st.tuples(st.one_of(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
+                                min_size=1, max_size=40),
+                        st.just("L" * 1100)),  # longer than the lockstep walk takes
+              st.one_of(st.binary(min_size=64, max_size=64),
+                        st.lists(_RECORD_BYTES, min_size=64, max_size=64).map(bytes)),
+              st.integers(0, 2)),
+    min_size=1, max_size=60)
+
+
+def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
+    """word2vec binary records of 16 dimensions (gaps of newlines before the words) and their (word start,
+    space) offsets."""
+    data, offsets = bytearray(), []
+    for k, (word, vec, nl) in enumerate(records):
+        data += b"\n" * (nl if k else 0)
+        offsets.append((len(data), len(data) + len(word.encode())))
+        data += word.encode() + b" " + vec
+    return bytes(data), offsets
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=_W2V_RECORDS, region=st.integers(64, 6000), per_segment=st.integers(1, 4))
+def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region, per_segment):
+    """The lockstep walk (many segments walked at once from guessed starts, spaces and newlines in the
+    vectors, words past its window and past its longest) gives a prefix of the records the file holds,
+    whatever its segments; a whole parse that uses it equals the parse by the exact method alone."""
+    from wvformats import tables
+
+    data, offsets = _w2v_table(records)
+    header = f"{len(records)} 16\n".encode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(framework, "WALK_REGION", region)
+        mp.setattr(framework, "WALK_RECORDS", per_segment)
+        ws, sps = tables._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
+        walked = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+        mp.setattr(tables, "_WALK_MIN_ROW", 1 << 30)
+        exact = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+    got = list(zip(ws.tolist(), sps.tolist(), strict=True))
+    assert got == offsets[: len(got)]
+    if len(data) < region and all(len(w.encode()) < 1024 and nl < 2 for w, _, nl in records):
+        assert len(got) == len(records) or offsets[len(got)][0] + 32 > len(data)  # only the end stops it
+    assert equal(walked, exact)
+    assert walked.records.words == [w for w, _, _ in records]
+
+
+def test_word2vec_lockstep_walk_on_vectors_of_spaces(monkeypatch):
+    """Vectors made of spaces and newlines (every guess is wrong, every walk from one meets nothing): many
+    regions, each walk ending early and the exact method taking over, read the file as it is."""
+    monkeypatch.setattr(framework, "WALK_REGION", 4096)
+    rng = np.random.default_rng(7)
+    records = [(f"w{i}", bytes(rng.choice([32, 32, 32, 10], 64).astype(np.uint8)), int(rng.integers(0, 2)))
+               for i in range(3000)]
+    data, _ = _w2v_table(records)
+    header = f"{len(records)} 16\n".encode()
+    parsed = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+    assert parsed.records.words == [w for w, _, _ in records]
+    assert parsed.records.vectors.tobytes() == b"".join(v for _, v, _ in records)
+    assert framework.build(schema.word2vec_binary, parsed, format="word2vec-binary") == header + data
+
+
+@MODES
+def test_word2vec_binary_truncations_fail_where_the_lockstep_walk_runs(compiled):
+    rng = np.random.default_rng(3)
+    words = ["a", "bb", "ccc", "é" * 20, "x" * 40, "y", "zz", "w"]
+    vectors = rng.choice(np.array([32, 10, 0, 65], np.uint8), (len(words), 64)).view("<f4")
+    for newline in (False, True):
+        obj = codec._w2v_bin_from((words, vectors), newline=newline)
+        data = framework.build(schema.word2vec_binary, obj, format="word2vec-binary")
+        assert_truncations_fail(schema.word2vec_binary, data[: len(data) - newline], format="word2vec-binary",
+                                compiled=compiled)
+
+
 def test_text_files_larger_than_one_parse_chunk(tmp_path, text_parser):
     """More lines than one number-parsing chunk (16384): same rows, the vocab filter across chunks keeps
     first occurrences, and a bad number far into the file is named by its line."""

@@ -688,6 +688,107 @@ def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     return np.concatenate([np.arange(head, dtype=np.int64), path])
 
 
+def lockstep_chain(step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                   guess: Callable[[np.ndarray], np.ndarray], pos: int, hi: int, segment: int, overlap: int,
+                   longest: int, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Records chained from ``pos`` that start before ``hi``, found by walking many stretches of the table at
+    once: ``(starts, ends, nexts)`` of at most ``most`` records, in order; fewer where the walk could not
+    vouch for the rest (the caller's exact method goes on from there).
+
+    In a table whose records tell their own size (a length prefix, a word up to its space), where record
+    ``i + 1`` starts is known only once record ``i`` is read. ``[pos, hi)`` is cut into segments of at least
+    ``segment`` bytes (and longer than ``longest``, the longest record ``step`` takes, so that the chain has a
+    record in every segment), and one walk per segment advances one record per pass, every walk in the same
+    numpy pass: the first from ``pos``, each other from ``guess``, a likely record start found from
+    ``overlap`` bytes before its segment. A walk ends where it leaves its segment. A walk from a wrong guess usually
+    falls into step with the true chain within a record or two; whether it did is checked, not assumed:
+    from where walk ``j - 1`` left off (the true chain, by induction), the chain is followed, again all
+    segments in one pass, until it meets a record of walk ``j``, whose records are the true chain from there.
+    The records found are therefore exactly those of a one-by-one walk.
+
+    ``step(at)`` takes an array of record starts and gives ``(ok, ends, nexts)``: whether each is a record
+    it takes whole, where its own part ends (a word's end) and where the next record starts. ``guess(at)``
+    gives a record start at or after each offset, or -1.
+    """
+    m = max(1, (hi - pos) // max(segment, 2 * overlap, longest + 1))
+    bounds = pos + (np.arange(m + 1, dtype=np.int64) * (hi - pos)) // m
+    limit = bounds[1:]
+    cur = np.full(m, pos, np.int64)
+    if m > 1:
+        cur[1:] = guess(bounds[1:-1] - overlap)
+    ids = np.flatnonzero((cur >= 0) & (cur < limit))
+    left = np.full(m, -1, np.int64)  # where each walk left its segment (-1: it stopped at a record inside)
+    starts, ends, nexts, owner = _walk(step, guess, ids, cur[ids], limit, left)
+    # from where the true chain enters each segment, follow it to the first record of that segment's walk
+    size = hi - pos + 1
+    # increasing: walk by walk, each walk's records in order (then one that no offset reaches)
+    keys = np.append(owner * size + (starts - pos), np.iinfo(np.int64).max)
+    joined = np.full(m, -1, np.int64)  # the first record of each walk on the true chain (-1: none)
+    at = np.concatenate([[pos], left[:-1]])
+    ids = np.flatnonzero(at >= 0)
+    at = at[ids]
+    tail = [np.zeros(0, np.int64)] * 4  # records on the way (starts, ends, nexts, owner)
+    while ids.size:
+        inside = at < limit[ids]  # (a chain that crosses the segment without meeting its walk ends the run)
+        ids, at = ids[inside], at[inside]
+        k = np.searchsorted(keys, ids * size + (at - pos))
+        hit = keys[k] == ids * size + (at - pos)
+        joined[ids[hit]] = k[hit]
+        ids, at = ids[~hit], at[~hit]
+        ok, e, n = step(at)
+        ids, at, e, n = ids[ok], at[ok], e[ok], n[ok]
+        tail = [np.concatenate(pair) for pair in zip(tail, (at, e, n, ids), strict=True)]
+        at = n
+    broken = np.flatnonzero((joined < 0) | (left < 0))
+    last = m if not broken.size else int(broken[0])  # walks kept whole; of walk ``last``, what was found
+    keep = (owner <= last) & (joined[owner] >= 0) & (np.arange(len(starts)) >= joined[owner])
+    # the records on the way to each walk's first joined record go before it (those of walk ``last`` after
+    # the walk's own, where it did not join)
+    into = np.where(joined[tail[3]] >= 0, joined[tail[3]], np.searchsorted(owner, tail[3], "right"))
+    chosen = tail[3] <= last
+    out = [np.insert(a[keep], np.searchsorted(np.flatnonzero(keep), into[chosen]), b[chosen])
+           for a, b in zip((starts, ends, nexts), tail[:3], strict=True)]
+    return out[0][:most], out[1][:most], out[2][:most]
+
+
+def _walk(step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+          guess: Callable[[np.ndarray], np.ndarray], ids: np.ndarray, cur: np.ndarray, limit: np.ndarray,
+          left: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The walks of :func:`lockstep_chain`: walk ``ids[i]`` from ``cur[i]`` until it leaves its segment (the
+    offset is put in ``left``) or ``step`` does not take a record. There a walk starts afresh from a guess
+    further on (twice at most), and what it read before is dropped: a walk's records are one chain. (starts,
+    ends, nexts, walk) of every record kept, walk by walk, each walk's records in order."""
+    m = len(limit)
+    rows: tuple[list[np.ndarray], ...] = ([], [], [])  # per pass and walk: start, end, next (-1: none)
+    tries = np.zeros(m, np.int8)
+    since = np.zeros(m, np.int64)  # the pass from which each walk's records are kept
+    while ids.size:
+        ok, ends, nexts = step(cur)
+        failed, tried = ids[~ok], cur[~ok]
+        ids, cur, ends, nexts = ids[ok], cur[ok], ends[ok], nexts[ok]
+        for got, values in zip(rows, (cur, ends, nexts), strict=True):
+            row = np.full(m, -1, np.int64)
+            row[ids] = values
+            got.append(row)
+        out = nexts >= limit[ids]
+        left[ids[out]] = nexts[out]
+        ids, cur = ids[~out], nexts[~out]
+        again = tries[failed] < 2
+        failed, tried = failed[again], tried[again]
+        if failed.size:  # a record the walk does not take: a guess further on
+            tries[failed] += 1
+            fresh = guess(tried + 1)
+            fine = (fresh >= 0) & (fresh < limit[failed])
+            since[failed] = len(rows[0])
+            ids, cur = np.concatenate([ids, failed[fine]]), np.concatenate([cur, fresh[fine]])
+    if not rows[0]:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    grids = [np.stack(r).T for r in rows]  # walk by walk
+    taken = (grids[0] >= 0) & (np.arange(len(rows[0])) >= since[:, None])
+    owner = np.repeat(np.arange(m), taken.sum(axis=1))
+    return (*(g[taken] for g in grids), owner)
+
+
 def _short_prefixes(u8: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Offsets ``p`` in ``[lo, hi - 4]`` whose next three bytes are zero: where a u32le length under 256 may
     start. Any three bytes hold an aligned zero u16, so one compare of the window as u16 (half the elements
@@ -702,6 +803,38 @@ def _short_prefixes(u8: np.ndarray, lo: int, hi: int) -> np.ndarray:
     before = (u8[pairs - 1] == 0) & (pairs >= lo + 2)
     after = (u8[np.minimum(pairs + 2, hi - 1)] == 0) & (pairs + 2 < hi)
     return np.stack([pairs - 2, pairs - 1], axis=1).ravel()[np.stack([before, after], axis=1).ravel()]
+
+
+WALK_REGION = 32 << 20  # bytes of a table walked in lockstep per call (its file pages are let go after each)
+WALK_RECORDS = 16  # records per segment of a lockstep walk, about
+
+
+def walk_region(pos: int, end: int, record: int) -> tuple[int, int]:
+    """``(hi, segment)`` of a lockstep walk from ``pos``: the next region of the table and the segment size
+    for records of about ``record`` bytes."""
+    return min(end, pos + WALK_REGION), WALK_RECORDS * record
+
+
+class WalkPolicy:
+    """When a table parse tries the lockstep walk: from ``start`` on, and after a walk that ended early (a
+    record it does not take, or a stretch where its guesses did not fall into step) only once the exact
+    method has taken a stretch, twice as long after each early end in a row (1 MB to a region), so that
+    hostile data costs a bounded multiple of the exact method."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.stretch = 1 << 20
+
+    def due(self, pos: int, end: int) -> bool:
+        return pos >= self.start and end - pos >= 4
+
+    def ran(self, pos: int, after: int, end: int, done: bool) -> None:
+        """The walk from ``pos`` got to ``after`` (0: it took nothing); ``done``: no records are wanted."""
+        if done or after >= min(end, pos + WALK_REGION):
+            self.stretch = 1 << 20
+            return
+        self.start = max(after, pos) + self.stretch
+        self.stretch = min(2 * self.stretch, WALK_REGION)
 
 
 def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: int,

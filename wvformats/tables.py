@@ -23,6 +23,7 @@ import numpy as np
 from .embeddings import selected_rows
 from .errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
 from .framework import (
+    WalkPolicy,
     _Checked,
     _evaluate,
     _tell,
@@ -33,9 +34,11 @@ from .framework import (
     decode_spans,
     fail,
     follow_chain,
+    lockstep_chain,
     pack_records,
     prefixed_starts,
     release,
+    walk_region,
     warn,
 )
 
@@ -262,6 +265,61 @@ def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
     return ws + pos, sps + pos, int(vec_end[idx[-1]]) + pos
 
 
+_WORD_WINDOW = 32  # bytes of a word2vec word looked at per pass of the lockstep walk
+_WALK_LONGEST = 1024  # the longest word the lockstep walk takes (a longer one ends its run: the exact method)
+_WALK_MIN_ROW = 64  # vector bytes from which the lockstep walk pays (it reads the words, not the vectors)
+
+
+def _first_spaces(windows: np.ndarray, at: np.ndarray, ok: np.ndarray, longest: int) -> np.ndarray:
+    """The first space at or after each offset in ``at`` (where ``ok``) within ``longest`` bytes, or -1: one
+    of the ``windows`` (every stretch of the buffer of that width) per pass, further ones only for the
+    offsets not yet done."""
+    out = np.full(len(at), -1, np.int64)
+    todo = np.flatnonzero(ok)
+    last = len(windows) - 1
+    for skip in range(0, longest, windows.shape[1]):
+        if not todo.size:
+            break
+        here = at[todo] + skip
+        fits = here <= last
+        todo, here = todo[fits], here[fits]
+        hit = windows[here] == 32
+        k = hit.argmax(axis=1)
+        found = hit[np.arange(len(k)), k]
+        out[todo[found]] = here[found] + k[found]
+        todo = todo[~found]
+    return out
+
+
+def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces) of a
+    run of records with at most one newline before each word and words under 1 kB."""
+    windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
+    span = rowbytes + _WORD_WINDOW + 1  # any stretch this long holds a word's space (where words are short)
+
+    def step(at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ok = at < end - 1
+        at = np.where(ok, at, 0)
+        w = at + (u8[at] == 10)
+        first = u8[w]
+        ok &= (first != 10) & (first != 32)
+        spaces = _first_spaces(windows, w, ok, _WALK_LONGEST)
+        nexts = spaces + 1 + rowbytes
+        return ok & (spaces >= 0) & (nexts <= end), spaces, nexts
+
+    def guess(at: np.ndarray) -> np.ndarray:
+        # after the vector of the first space in a stretch (a space in a vector leads into step within a
+        # record or two: the word after that vector is cut short, or the next vector holds no space)
+        spaces = _first_spaces(np.lib.stride_tricks.sliding_window_view(u8[:end], span), at,
+                               at + span <= end, span)
+        return np.where(spaces >= 0, spaces + 1 + rowbytes, -1)
+
+    hi, segment = walk_region(pos, end, rowbytes + 12)
+    starts, spaces, _ = lockstep_chain(step, guess, pos, hi, segment, rowbytes + 258, _WALK_LONGEST + rowbytes + 2,
+                                       most)
+    return starts + (u8[starts] == 10), spaces
+
+
 def _flush(loose: list[tuple[int, int]], starts: list[np.ndarray], ends: list[np.ndarray]) -> None:
     """Move records found one by one onto the lists of offset arrays, as one array each."""
     if loose:
@@ -302,10 +360,18 @@ class Word2VecRecords(_Checked):
         u8 = np.frombuffer(buf, np.uint8) if end else np.zeros(0, np.uint8)
         ahead = _matrix_ahead(context, count, dim, 2 + rowbytes, end - pos)
         i = 0
+        walks = WalkPolicy(pos if rowbytes >= _WALK_MIN_ROW else end)
         while i < count:
             # a run of records found vectorised: from each space ending a word, the vector, at most one
-            # newline, then the next word up to its space; the loop below takes what the run cannot
-            ws, sps, after = _w2v_run(u8, pos, end, count - i, rowbytes)
+            # newline, then the next word up to its space (by the lockstep walk when it is due, else the
+            # exact method); the loop below takes what the run cannot
+            walked = walks.due(pos, end)
+            if walked:
+                ws, sps = _w2v_walk(u8, pos, end, count - i, rowbytes)
+                after = int(sps[-1]) + 1 + rowbytes if len(ws) else 0
+                walks.ran(pos, after, end, i + len(ws) == count)
+            if not walked or not len(ws):
+                ws, sps, after = _w2v_run(u8, pos, end, count - i, rowbytes)
             if len(ws):
                 for k in np.flatnonzero(ws - np.concatenate([[pos], sps[:-1] + 1 + rowbytes])).tolist():
                     gaps[i + k] = int(ws[k] - (pos if k == 0 else sps[k - 1] + 1 + rowbytes))
