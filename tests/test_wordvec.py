@@ -388,6 +388,17 @@ def test_validate_names_the_field_of_a_difference(tmp_path):
     assert not report.ok and report.first_difference == 9 and report.field == "records"
 
 
+def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
+    """word2vec binary records ``(word, vector bytes, newlines before the word)`` (no newlines before the
+    first) and their (word start, space) offsets."""
+    data, offsets = bytearray(), []
+    for k, (word, vec, nl) in enumerate(records):
+        data += b"\n" * (nl if k else 0)
+        offsets.append((len(data), len(data) + len(word.encode())))
+        data += word.encode() + b" " + vec
+    return bytes(data), offsets
+
+
 @settings(max_examples=60, deadline=None)
 @given(records=st.lists(st.tuples(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
                                           min_size=1, max_size=5),
@@ -398,23 +409,15 @@ def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
     before a word), finds exactly the records the file holds; what it does not take the loop takes."""
     from wvformats.tables import _w2v_run
 
-    data = bytearray()
-    expected = []
-    for k, (word, vec, nl) in enumerate(records):
-        if k:
-            data += b"\n" * nl
-        start = len(data)
-        data += word.encode() + b" "
-        expected.append((start, len(data) - 1))
-        data += vec
-    u8 = np.frombuffer(bytes(data), np.uint8)
+    data, expected = _w2v_table(records)
+    u8 = np.frombuffer(data, np.uint8)
     pos, got = 0, []
     while len(got) < len(records):
         ws, sps, after = _w2v_run(u8, pos, len(u8), len(records) - len(got), 8, window=window)
         if not len(ws):  # the loop's step: skip newlines, take one record
             while u8[pos] == 10:
                 pos += 1
-            sp = bytes(data).find(b" ", pos)
+            sp = data.find(b" ", pos)
             got.append((pos, sp))
             pos = sp + 1 + 8
             continue
@@ -433,17 +436,6 @@ _W2V_RECORDS = st.lists(
                         st.lists(_RECORD_BYTES, min_size=64, max_size=64).map(bytes)),
               st.integers(0, 2)),
     min_size=1, max_size=60)
-
-
-def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
-    """word2vec binary records of 16 dimensions (gaps of newlines before the words) and their (word start,
-    space) offsets."""
-    data, offsets = bytearray(), []
-    for k, (word, vec, nl) in enumerate(records):
-        data += b"\n" * (nl if k else 0)
-        offsets.append((len(data), len(data) + len(word.encode())))
-        data += word.encode() + b" " + vec
-    return bytes(data), offsets
 
 
 @settings(max_examples=150, deadline=None)

@@ -700,11 +700,11 @@ def lockstep_chain(step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np
     ``segment`` bytes (and longer than ``longest``, the longest record ``step`` takes, so that the chain has a
     record in every segment), and one walk per segment advances one record per pass, every walk in the same
     numpy pass: the first from ``pos``, each other from ``guess``, a likely record start found from
-    ``overlap`` bytes before its segment. A walk ends where it leaves its segment. A walk from a wrong guess usually
-    falls into step with the true chain within a record or two; whether it did is checked, not assumed:
-    from where walk ``j - 1`` left off (the true chain, by induction), the chain is followed, again all
-    segments in one pass, until it meets a record of walk ``j``, whose records are the true chain from there.
-    The records found are therefore exactly those of a one-by-one walk.
+    ``overlap`` bytes before its segment. A walk ends where it leaves its segment. A walk from a wrong guess
+    usually falls into step with the true chain within a record or two; whether it did is checked, not
+    assumed: from where walk ``j - 1`` left off (the true chain, by induction), the chain is followed, again
+    all segments in one pass, until it meets a record of walk ``j``, whose records are the true chain from
+    there. The records found are therefore exactly those of a one-by-one walk.
 
     ``step(at)`` takes an array of record starts and gives ``(ok, ends, nexts)``: whether each is a record
     it takes whole, where its own part ends (a word's end) and where the next record starts. ``guess(at)``

@@ -268,6 +268,10 @@ def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
 _WORD_WINDOW = 32  # bytes of a word2vec word looked at per pass of the lockstep walk
 _WALK_LONGEST = 1024  # the longest word the lockstep walk takes (a longer one ends its run: the exact method)
 _WALK_MIN_ROW = 64  # vector bytes from which the lockstep walk pays (it reads the words, not the vectors)
+_TYPICAL_WORD = 12  # bytes a word takes with its space and newline, about: what sizes the walk's segments
+_GUESS_BACK = 258  # besides a vector, how far before its segment a walk's guess looks: a record whose word is
+# under 256 bytes (with its newline and space) then ends inside that stretch, so the walk has a record to fall
+# into step with before its segment begins
 
 
 def _first_spaces(windows: np.ndarray, at: np.ndarray, ok: np.ndarray, longest: int) -> np.ndarray:
@@ -314,9 +318,9 @@ def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int) -> t
                                at + span <= end, span)
         return np.where(spaces >= 0, spaces + 1 + rowbytes, -1)
 
-    hi, segment = walk_region(pos, end, rowbytes + 12)
-    starts, spaces, _ = lockstep_chain(step, guess, pos, hi, segment, rowbytes + 258, _WALK_LONGEST + rowbytes + 2,
-                                       most)
+    hi, segment = walk_region(pos, end, rowbytes + _TYPICAL_WORD)
+    longest = 1 + _WALK_LONGEST + 1 + rowbytes  # a newline, the longest word it takes, the space, the vector
+    starts, spaces, _ = lockstep_chain(step, guess, pos, hi, segment, rowbytes + _GUESS_BACK, longest, most)
     return starts + (u8[starts] == 10), spaces
 
 
