@@ -897,7 +897,7 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
     return np.concatenate(parts), np.concatenate(sizes), pos
 
 
-_PACK_CHUNK = 16384  # records packed into one buffer per write by pack_records
+_PACK_CHUNK = 8192  # records packed into one buffer per write by pack_records
 
 
 def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_prefix: bool,
@@ -912,13 +912,12 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
     rb = rows.shape[1]
     n = len(words)
     at = start
+    spare = np.empty(0, np.uint8)  # one buffer for every chunk: its pages are faulted in once
     while at < n:
         chunk = words[at : at + _PACK_CHUNK]
-        if not all(type(w) is str for w in chunk):
-            return at
-        try:
+        try:  # (str.join refuses anything but a str)
             u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8"), np.uint8)
-        except UnicodeEncodeError:
+        except (TypeError, UnicodeEncodeError):
             return at
         cuts = np.flatnonzero(u8 == sep)
         k = len(chunk)
@@ -931,18 +930,30 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
         head = gap + (4 if length_prefix else 0)  # bytes before each word
         size = head + wlen + (0 if length_prefix else 1) + rb
         rec = np.cumsum(size) - size
-        out = np.empty(int(size.sum()), np.uint8)
+        total = int(size.sum())
+        if len(spare) < total:
+            spare = np.empty(total, np.uint8)
+        out = spare[:total]
         if gap.any():
             g = np.repeat(rec, gap) + np.arange(int(gap.sum())) - np.repeat(np.cumsum(gap) - gap, gap)
             out[g] = 10
         if length_prefix:
             out[(rec + gap)[:, None] + np.arange(4)] = wlen.astype("<u4").view(np.uint8).reshape(-1, 4)
         word_at = rec + head
-        keep = u8 != sep
-        owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
         blob_at = np.cumsum(wlen + 1) - (wlen + 1)  # where each word starts in the joined bytes
-        dest = np.arange(len(u8)) - blob_at[owner] + word_at[owner]
-        out[dest[keep]] = u8[keep]
+        widest = int(wlen.max()) if k else 0
+        if 0 < widest <= rb:
+            # each word copied as a window as wide as the widest word (a memcpy per record); what a window
+            # takes past its word lands in its own record's row, which is written after it
+            src = np.empty(len(u8) + widest, np.uint8)
+            src[: len(u8)] = u8
+            dst = np.lib.stride_tricks.as_strided(out, (len(out) - widest + 1, widest), (1, 1))
+            dst[word_at] = np.lib.stride_tricks.sliding_window_view(src, widest)[blob_at]
+        else:
+            keep = u8 != sep
+            owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
+            dest = np.arange(len(u8)) - blob_at[owner] + word_at[owner]
+            out[dest[keep]] = u8[keep]
         if not length_prefix:
             out[word_at + wlen] = 32
         if rb:
