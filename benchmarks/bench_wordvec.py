@@ -10,6 +10,7 @@ of medians, peak RSS and ratios. Not run in CI.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -97,7 +98,7 @@ def main() -> None:
     # time, which varies a lot on a VM, is most of it) and to a tmpfs when there is one (no device: what is
     # left is the work of making and writing the bytes, which varies far less from trial to trial)
     places = [("disk", DATA)] + [("tmpfs", SHM)] * SHM.is_dir()
-    for (where, folder), fmt in ((place, fmt) for place in places for fmt in ("leader", "word2vec-binary")):
+    for (where, folder), fmt in itertools.product(places, ("leader", "word2vec-binary")):
         p = paths[fmt]
         dst = folder / f"wvformats-bench-out.{fmt}"
         # each trial writes a new file and starts with no dirty pages (the writeback of one trial would slow

@@ -451,12 +451,13 @@ def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region,
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(framework, "WALK_REGION", region)
         mp.setattr(framework, "WALK_RECORDS", per_segment)
-        ws, sps = tables._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
+        ws, sps, after = tables._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
         walked = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
         mp.setattr(tables, "_WALK_MIN_ROW", 1 << 30)
         exact = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
     got = list(zip(ws.tolist(), sps.tolist(), strict=True))
     assert got == offsets[: len(got)]
+    assert after == (got[-1][1] + 1 + 64 if got else 0)
     if len(data) < region and all(len(w.encode()) < 1024 and nl < 2 for w, _, nl in records):
         assert len(got) == len(records) or offsets[len(got)][0] + 32 > len(data)  # only the end stops it
     assert equal(walked, exact)

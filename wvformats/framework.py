@@ -900,6 +900,12 @@ def prefixed_starts(buf: Any, pos: int, end: int, count: int, path: str, base: i
 _PACK_CHUNK = 8192  # records packed into one buffer per write by pack_records
 
 
+def _windows(out: np.ndarray, width: int) -> np.ndarray:
+    """A writable view of every ``width``-byte stretch of ``out`` (row ``i`` starts at byte ``i``), to copy
+    many byte strings of one width to arbitrary offsets in one indexed assignment."""
+    return np.lib.stride_tricks.as_strided(out, (len(out) - width + 1, width), (1, 1))
+
+
 def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_prefix: bool,
                   gaps: Any = None, start: int = 0) -> int:
     """Write binary records ``[gap newlines][u32le length]word[space]row`` from record ``start`` on, a chunk
@@ -947,8 +953,7 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
             # takes past its word lands in its own record's row, which is written after it
             src = np.empty(len(u8) + widest, np.uint8)
             src[: len(u8)] = u8
-            dst = np.lib.stride_tricks.as_strided(out, (len(out) - widest + 1, widest), (1, 1))
-            dst[word_at] = np.lib.stride_tricks.sliding_window_view(src, widest)[blob_at]
+            _windows(out, widest)[word_at] = np.lib.stride_tricks.sliding_window_view(src, widest)[blob_at]
         else:
             keep = u8 != sep
             owner = np.cumsum(~keep)  # the word of each joined byte (a separator counts toward the next one)
@@ -957,8 +962,7 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
         if not length_prefix:
             out[word_at + wlen] = 32
         if rb:
-            windows = np.lib.stride_tricks.as_strided(out, (len(out) - rb + 1, rb), (1, 1))
-            windows[word_at + wlen + (0 if length_prefix else 1)] = rows[at : at + k]
+            _windows(out, rb)[word_at + wlen + (0 if length_prefix else 1)] = rows[at : at + k]
         stream.write(out)
         at += k
     return at

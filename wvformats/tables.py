@@ -295,9 +295,11 @@ def _first_spaces(windows: np.ndarray, at: np.ndarray, ok: np.ndarray, longest: 
     return out
 
 
-def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces) of a
-    run of records with at most one newline before each word and words under 1 kB."""
+def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int,
+              rowbytes: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces,
+    position after the last record), as :func:`_w2v_run` gives them, of a run of records with at most one
+    newline before each word and words under 1 kB."""
     windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
     span = rowbytes + _WORD_WINDOW + 1  # any stretch this long holds a word's space (where words are short)
 
@@ -320,8 +322,8 @@ def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int) -> t
 
     hi, segment = walk_region(pos, end, rowbytes + _TYPICAL_WORD)
     longest = 1 + _WALK_LONGEST + 1 + rowbytes  # a newline, the longest word it takes, the space, the vector
-    starts, spaces, _ = lockstep_chain(step, guess, pos, hi, segment, rowbytes + _GUESS_BACK, longest, most)
-    return starts + (u8[starts] == 10), spaces
+    starts, spaces, nexts = lockstep_chain(step, guess, pos, hi, segment, rowbytes + _GUESS_BACK, longest, most)
+    return starts + (u8[starts] == 10), spaces, int(nexts[-1]) if len(nexts) else pos
 
 
 def _flush(loose: list[tuple[int, int]], starts: list[np.ndarray], ends: list[np.ndarray]) -> None:
@@ -371,8 +373,7 @@ class Word2VecRecords(_Checked):
             # exact method); the loop below takes what the run cannot
             walked = walks.due(pos, end)
             if walked:
-                ws, sps = _w2v_walk(u8, pos, end, count - i, rowbytes)
-                after = int(sps[-1]) + 1 + rowbytes if len(ws) else 0
+                ws, sps, after = _w2v_walk(u8, pos, end, count - i, rowbytes)
                 walks.ran(pos, after, end, i + len(ws) == count)
             if not walked or not len(ws):
                 ws, sps, after = _w2v_run(u8, pos, end, count - i, rowbytes)
