@@ -1,4 +1,4 @@
-"""ggml quantization: wvformats.quants vs gguf.quants on a 4096 x 4096 matrix, in one run.
+"""ggml quantization: wvformats.families.ggml.quants vs gguf.quants on a 4096 x 4096 matrix, in one run.
 
     python3 benchmarks/bench_rwkv.py [--size 4096] [--repeat 3]
 
@@ -23,7 +23,7 @@ from gguf import quants as gq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import in_process, measure, table  # noqa: E402
 
-from wvformats import quants
+from wvformats.families.ggml import quants
 
 TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
 
@@ -71,7 +71,7 @@ def main() -> None:
 
 def model_read(repeat: int) -> None:
     import wvformats as wv
-    from wvformats.rwkv import build_model
+    from wvformats.families.ggml.rwkv import build_model
 
     path = Path(__file__).resolve().parent / "data" / "rwkv-v4-fp16.bin"
     if not path.exists():

@@ -44,7 +44,7 @@ def main() -> None:
         return out.getvalue()
 
     assert ours_build() == data
-    from wvformats.sentencepiece import set_piece
+    from wvformats.families.sentencepiece.model import set_piece
 
     model = fmt.to_model(parsed)
 

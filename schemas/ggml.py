@@ -10,7 +10,7 @@ looked up with the header version. (rwkv.cpp's docs call the magic "ggml"; the b
 import numpy as np
 from construct import Const, Int32ul, Struct, this
 
-from wvformats.ggml_records import ParameterRecords
+from wvformats.families.ggml.records import ParameterRecords
 
 MAGIC = 0x67676D66
 

@@ -13,6 +13,6 @@ A message is a sequence of fields, each a varint tag ``field_number << 3 | wire_
 Fields keep their order, duplicates and unknown numbers; non-minimal varints keep their bytes.
 """
 
-from wvformats.protowire import Message
+from wvformats.framework.protowire import Message
 
 message = Message() * "fields to the end of the data: tag varint, then the value its wire type says"

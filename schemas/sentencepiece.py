@@ -10,7 +10,7 @@ these descriptions give the fields their names and types.
 
 from wvformats.schemas.protobuf import message
 
-from wvformats.protobuf import F, MessageType
+from wvformats.framework.protobuf import F, MessageType
 
 PIECE_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}

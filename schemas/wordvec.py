@@ -6,7 +6,7 @@ checked tables (one tight loop per table, never per-record construct code).
 
 from construct import Const, Int64ul, Struct, this
 
-from wvformats.tables import HeaderLine, LeaderRecords, TextRecords, Trailer, Word2VecRecords
+from wvformats.families.wordvec.tables import HeaderLine, LeaderRecords, TextRecords, Trailer, Word2VecRecords
 
 LEADER_MAGIC = 38941
 

@@ -235,7 +235,7 @@ def test_rwkv_layer_keys_that_name_no_layer_are_reported(tmp_path):
     from collections import OrderedDict
 
     import wvformats as wv
-    from wvformats.rwkv import RwkvModel, Tensor
+    from wvformats.families.ggml.rwkv import RwkvModel, Tensor
     from wvformats.samples import sample_files
 
     sample = wv.read(next(p for p in sample_files() if p.name == "sample-rwkv-q5_1.bin"))

@@ -12,7 +12,7 @@ import pytest
 
 import wvformats as wv
 from wvformats import cli, framework, registry
-from wvformats.docs import page
+from wvformats.framework.docs import page
 from wvformats.samples import sample_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,7 +312,7 @@ def test_dump_fields_tile_every_sample(path, capsys):
     (headers of text formats, every finalfusion chunk's id, length and body fields, every rwkv record's
     header fields, key and data included)."""
     from wvformats.fileio import open_buffer
-    from wvformats.walk import leaves, walk
+    from wvformats.framework.walk import leaves, walk
 
     fmt = registry.get(wv.sniff(path))
     data = open_buffer(path)

@@ -26,6 +26,15 @@ from .registry import Format, register
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``from wvformats import infinigram``: the infini-gram index module, imported when first asked for."""
+    if name == "infinigram":
+        from .families.infinigram import index
+
+        return index
+    raise AttributeError(f"module 'wvformats' has no attribute {name!r}")
+
 __all__ = [
     "BuildError",
     "DuplicateWordsWarning",

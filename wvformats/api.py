@@ -293,7 +293,7 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False) -
 def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
     if fmt.schema is None:
         return None
-    from .walk import covering, walk
+    from .framework.walk import covering, walk
 
     try:
         _, spans = walk(fmt.schema, data, format=fmt.name)
@@ -313,7 +313,7 @@ def inspect(path: PathLike, format: str | None = None) -> dict[str, Any]:
         info["size"] = len(data)
         parsed = fmt.parse(data)
         if fmt.schema is not None:
-            from .walk import walk
+            from .framework.walk import walk
 
             _, spans = walk(fmt.schema, data, format=fmt.name)
             top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]

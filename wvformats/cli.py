@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "also convert 100 <-> 101; a model quantized to TYPE can change version)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
-    from .rwkv import QUANTIZE_TYPES
+    from .families.ggml.rwkv import QUANTIZE_TYPES
 
     q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
                    help="target type (Q4_2: version 100 only)")
@@ -259,7 +259,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_dump(args: argparse.Namespace) -> int:
     from .fileio import open_buffer
-    from .walk import hexdump, walk
+    from .framework.walk import hexdump, walk
 
     fmt = api._resolve(args.file, args.format)  # refuses a path of the wrong kind, as every command does
     if fmt.schema is None:
@@ -315,7 +315,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_rwkv(args: argparse.Namespace) -> int:
-    from .rwkv import quantize_model
+    from .families.ggml.rwkv import quantize_model
 
     model = api.read(args.src, "rwkv")
     try:
@@ -331,7 +331,7 @@ def cmd_rwkv(args: argparse.Namespace) -> int:
 
 
 def cmd_sentencepiece(args: argparse.Namespace) -> int:
-    from . import sentencepiece as S
+    from .families.sentencepiece import model as S
     from .fileio import atomic_output, same_file
 
     model = api.read(args.model, "sentencepiece")
@@ -363,7 +363,7 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from . import infinigram
+    from .families.infinigram import index as infinigram
 
     if args.infinigram_command == "count":
         index = infinigram.InfiniGramIndex(args.index, version=args.version)
@@ -415,7 +415,7 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from .docs import write_docs
+    from .framework.docs import write_docs
 
     for path in write_docs(args.outdir):
         print(path)

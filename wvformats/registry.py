@@ -1,7 +1,8 @@
 """The format registry: one entry per format, with its name, extensions, sniffer, schema and codec.
 
-Codec modules under ``wvformats.codecs`` register themselves when imported; :func:`load` imports them all,
-so a new format is a new module there (or a call to :func:`register` from user code).
+Each format family is a package under ``wvformats.families`` whose ``codec`` module registers the family's
+formats when imported; :func:`load` imports them all, so a new family is a new package there (or a call to
+:func:`register` from user code or a plugin).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ PLUGIN_VARIABLE = "WVFORMATS_PLUGINS"  # or modules named here, comma-separated 
 
 
 def load() -> dict[str, Format]:
-    """Import every codec module once, then the plugins, and return the registry.
+    """Import every family's codec module once, then the plugins, and return the registry.
 
     Plugins are how user formats and finalfusion chunk types reach every process, the ``wvformats`` command
     included, without editing the library: a module that calls :func:`register` or ``register_chunk`` when
@@ -98,10 +99,11 @@ def load() -> dict[str, Format]:
     with _LOADING:  # a thread arriving while another imports waits for the whole registry
         if not _loaded:
             _loaded = True  # (a codec that asks for the registry while it is imported gets it as it is)
-            from . import codecs
+            from . import families
 
-            for info in sorted(pkgutil.iter_modules(codecs.__path__), key=lambda m: m.name):
-                _import(f"{codecs.__name__}.{info.name}", info.name, "codec")
+            for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
+                if info.ispkg:
+                    _import(f"{families.__name__}.{info.name}.codec", info.name, "codec")
             for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
                 _import(ep.value, ep.name, "plugin")
             for name in filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(","))):

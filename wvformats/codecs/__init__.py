@@ -1,1 +1,2 @@
-"""Codec modules: each registers its formats with :mod:`wvformats.registry` when imported."""
+"""Import paths of earlier releases that the docs named, kept as re-exports: the codecs now live in their
+family's package, ``wvformats.families.<family>.codec``."""

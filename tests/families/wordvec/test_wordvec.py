@@ -1,0 +1,708 @@
+"""Leader, word2vec binary/text and GloVe: schemas, quirks of real files, options, bad input."""
+
+import struct
+import warnings
+
+import construct as cs
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
+from wvformats.schemas import wordvec as schema
+
+import wvformats as wv
+from wvformats import cli, framework
+from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+from wvformats.families.wordvec import codec
+
+# words for the space-separated formats: no ASCII space, no newline, not empty; NBSP, tabs, astral allowed
+spaced_word = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs",)),
+                      min_size=1, max_size=12).filter(lambda w: w.strip(" \t\r\x0b\x0c") == w or "\t" in w)
+any_word = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+@st.composite
+def embeddings(draw, word=spaced_word, finite=False, min_words=0):
+    n = draw(st.integers(min_words, 6))
+    dim = draw(st.integers(0, 5))
+    words = draw(st.lists(word, min_size=n, max_size=n))
+    values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
+    flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
+    return words, np.array(flat, dtype="<f4").reshape(n, dim)
+
+
+@MODES
+@given(embeddings(word=any_word), st.binary(max_size=3))
+def test_leader_roundtrip(compiled, emb, trailer):
+    words, vectors = emb
+    obj = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
+                       records=cs.Container(words=words, vectors=vectors), trailer=trailer)
+    data = roundtrip(schema.leader, obj, format="leader", compiled=compiled)
+    assert data[:8] == b"\x1d\x98\0\0\0\0\0\0"
+    assert len(data) == 24 + sum(4 + len(w.encode()) + 4 * vectors.shape[1] for w in words) + len(trailer)
+    if not trailer:
+        assert_truncations_fail(schema.leader, data, format="leader", compiled=compiled)
+
+
+@MODES
+@given(embeddings(), st.booleans())
+def test_word2vec_binary_roundtrip_with_and_without_c_newlines(compiled, emb, newline):
+    words, vectors = emb
+    obj = codec._w2v_bin_from((words, vectors), newline=newline)
+    obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    data = roundtrip(schema.word2vec_binary, obj, format="word2vec-binary", compiled=compiled)
+    if newline and words:
+        assert data.endswith(b"\n") and data.count(b"\n") >= len(words) + 1
+    if not (newline and words):
+        assert_truncations_fail(schema.word2vec_binary, data, format="word2vec-binary", compiled=compiled)
+
+
+@MODES
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(embeddings(finite=False, min_words=1), st.sampled_from(["repr"]), st.booleans(), st.booleans())
+def test_text_formats_roundtrip_bit_exact(text_parser, compiled, emb, style, trailing, header):
+    parser, accepted = text_parser
+    words, vectors = emb
+    # text carries "nan", not a NaN's sign or payload: every other value, -0.0 and inf included, is exact
+    vectors = np.where(np.isnan(vectors), np.float32(np.nan), vectors).astype("<f4")
+    emb_obj = wv.Embeddings(words, vectors)
+    if header:
+        s, obj, name = schema.word2vec_text, codec._w2v_text_from(emb_obj, trailing_space=trailing), "word2vec-text"
+        obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    else:
+        s, obj, name = schema.glove, codec._glove_from(emb_obj, trailing_space=trailing), "glove"
+    data = framework.build(s, obj, format=name, compile=compiled)
+    back = framework.parse(s, data, format=name, compile=compiled)
+    assert back.records.words == words
+    assert back.records.vectors.tobytes() == vectors.tobytes()  # NaN, inf, -0.0 bit-exact via repr
+    assert framework.build(s, back, format=name, compile=compiled) == data
+    if parser == "arrow" and vectors.shape[1]:  # every file in a writer's canonical form takes the fast path
+        assert accepted and accepted[-1] == len(words)  # (but lines of words alone, dimension 0)
+
+
+def test_text_numbers_parse_at_the_dtype_asked_for(text_parser, tmp_path):
+    """dtype=float64 keeps what a float32 parse would round (17-digit numbers, as gensim's datatype keeps
+    them); the default is float32, rounded from the decimal as numpy rounds it; both parsers agree."""
+    parser, accepted = text_parser
+    rng = np.random.default_rng(3)
+    values = rng.normal(0, 1, (40, 3))
+    text = "".join(f"w{i} " + " ".join(repr(float(v)) for v in row) + "\n" for i, row in enumerate(values))
+    p = tmp_path / "x.glove"
+    p.write_text(text)
+    wide = wv.read(p, "glove", dtype=np.float64).vectors
+    assert wide.dtype == np.float64 and wide.tobytes() == values.tobytes()
+    narrow = wv.read(p, "glove").vectors
+    assert narrow.dtype == np.float32 and narrow.tobytes() == values.astype(np.float32).tobytes()
+    if parser == "arrow":
+        assert accepted == [40, 40]
+
+
+@pytest.mark.parametrize("fmt", ["glove", "word2vec-text"])
+def test_words_without_numbers_read_back(tmp_path, fmt):
+    """Dimension 0: each line is the word and one space (as gensim writes it), words ending or made of tabs
+    included; a line of spaces alone or an empty line is still an error naming it."""
+    p = tmp_path / f"d0.{fmt}"
+    words = ["\t", "a\t", "\ta", "x\u00a0y"]
+    wv.write(wv.Embeddings(words, np.zeros((4, 0), np.float32)), p, fmt)
+    back = wv.read(p, fmt)
+    assert back.words == words and back.vectors.shape == (4, 0) and wv.validate(p, fmt).ok
+    for bad, says in ((b"a \n  \n", "a line needs a word"), (b"a \n\n", "empty line")):
+        p.write_bytes((b"2 0\n" if fmt == "word2vec-text" else b"") + bad)
+        with pytest.raises(ValueMismatchError, match=says) as e:
+            wv.read(p, fmt)
+        assert e.value.path == "records[1]"
+
+
+def test_a_number_only_python_would_take_is_named_on_its_line(tmp_path):
+    """'1_000' parses with float() but not with the numpy parser that reads the lines: the error names the
+    line and the token, not the chunk of lines it was parsed with."""
+    lines = [f"w{i} 1 2 3\n" for i in range(10)]
+    lines[5] = "w5 1_000 2 3\n"
+    p = tmp_path / "u.glove"
+    p.write_text("".join(lines))
+    with pytest.raises(ValueMismatchError, match="1_000") as e:
+        wv.read(p, "glove")
+    assert e.value.path == "records[5]" and e.value.offset == len("".join(lines[:5])) + 2
+
+
+@pytest.mark.parametrize("style", ["fixed6", "g5"])
+def test_lossy_text_styles_rebuild_byte_exact(text_parser, style):
+    rng = np.random.default_rng(1)
+    vectors = np.round(rng.normal(0, 1, (5, 4)), 4).astype("<f4")
+    obj = codec._w2v_text_from(wv.Embeddings(list("abcde"), vectors), style=style, trailing_space=True)
+    data = framework.build(schema.word2vec_text, obj, format="w")
+    back = framework.parse(schema.word2vec_text, data, format="w")
+    assert back.records.layout.trailing_space
+    assert back.records.layout.style in ("repr", style)  # short values can read as both
+    assert framework.build(schema.word2vec_text, back, format="w") == data
+
+
+def test_leader_bytes_match_the_reference_layout():
+    data = framework.build(schema.leader, codec._leader_from((["a", "é"], np.array([[1.0], [2.0]]))),
+                           format="leader")
+    expected = (struct.pack("<QQQ", 38941, 2, 1) + struct.pack("<I", 1) + b"a" + struct.pack("<f", 1.0)
+                + struct.pack("<I", 2) + "é".encode() + struct.pack("<f", 2.0))
+    assert data == expected
+
+
+def test_word2vec_gensim_example_bytes():
+    # the note's example: gensim writes exactly these bytes for a -> [0.1, 1e-07, 3.4028235e+38, -0.0]
+    v = np.array([[0.1, 1e-07, 3.4028235e38, -0.0]], dtype="<f4")
+    data = framework.build(schema.word2vec_binary, codec._w2v_bin_from((["a"], v)), format="w")
+    assert data == b"1 4\na \xcd\xcc\xcc=\x95\xbf\xd63\xff\xff\x7f\x7f\x00\x00\x00\x80"
+    text = framework.build(schema.word2vec_text, codec._w2v_text_from((["a"], v)), format="w")
+    assert text == b"1 4\na 0.1 1e-07 3.4028235e+38 -0.0\n"
+
+
+@pytest.fixture
+def emb():
+    words = ["the", "naïve", "日本", "a\u00a0b", "x\ty"]
+    return wv.Embeddings(words, np.arange(15, dtype="<f4").reshape(5, 3) / 7)
+
+
+@pytest.mark.parametrize("fmt,ext", [("leader", "leader"), ("word2vec-binary", "bin"),
+                                     ("word2vec-text", "txt"), ("glove", "glove")])
+def test_read_write_sniff_validate(tmp_path, emb, fmt, ext):
+    p = tmp_path / f"e.{ext}"
+    wv.write(emb, p)
+    assert wv.sniff(p) == fmt
+    got = wv.read(p)
+    assert got.words == emb.words and got.vectors.dtype == np.float32
+    assert np.array_equal(got.vectors, emb.vectors)
+    assert got["日本"].tolist() == emb.vectors[2].tolist() and "a\u00a0b" in got and got.index("x\ty") == 4
+    report = wv.validate(p)
+    assert report.ok and report.size == p.stat().st_size
+    # every strict prefix fails cleanly or warns, except that GloVe (no header) cut right after a line
+    # break is a shorter GloVe file; a text file cut inside its last number reads with a warning
+    data = p.read_bytes()
+    for n in range(len(data)):
+        q = tmp_path / "cut"
+        q.write_bytes(data[:n])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = wv.read(q, fmt)
+            except FormatError:
+                assert not caught, n  # no warning for a file that fails
+                continue
+        if any(issubclass(w.category, wv.NoFinalNewlineWarning) for w in caught):
+            assert fmt in ("glove", "word2vec-text") and data[n - 1] != 10, n
+            assert len(got) == len(emb) if fmt == "word2vec-text" else len(got) <= len(emb), n
+        else:
+            assert fmt == "glove" and (n == 0 or data[n - 1] == 10) and len(got) < len(emb), n
+
+
+@pytest.mark.parametrize("fmt,ext", [("word2vec-text", "txt"), ("glove", "glove")])
+def test_text_without_final_newline_reads_like_the_peers_and_rebuilds(tmp_path, fmt, ext):
+    """A last line without its newline (scripts joining lines write them): read as complete, as gensim and
+    word-vectors read it, with a warning naming the line; validate rebuilds it byte-exact."""
+    body = b"a 1 2.5 3\nb\xc2\xa0c -4 5e-05 6"
+    p = tmp_path / f"e.{ext}"
+    p.write_bytes((b"2 3\n" if fmt == "word2vec-text" else b"") + body)
+    with pytest.warns(wv.NoFinalNewlineWarning, match=r"records\[1\] at byte"):
+        got = wv.read(p)
+    assert got.words == ["a", "b\u00a0c"]
+    assert got.vectors.tolist() == np.array([[1, 2.5, 3], [-4, 5e-05, 6]], np.float32).tolist()
+    with pytest.warns(wv.NoFinalNewlineWarning):
+        assert wv.validate(p).ok
+    out = tmp_path / f"copy.{ext}"
+    wv.write(got, out)
+    assert out.read_bytes().endswith(b" 6.0\n")  # written in the canonical form (numpy's spelling)
+    with pytest.warns(wv.NoFinalNewlineWarning):
+        assert wv.read(p, limit=5).words == got.words  # GloVe: a limit past the end is at most
+
+
+def test_a_file_that_fails_is_not_also_warned_about(tmp_path, capsys):
+    p = tmp_path / "bad.glove"
+    p.write_bytes(b"a 1 2\nb 3 x")  # no final newline, and not a number
+    assert cli.main(["inspect", "-f", "glove", str(p)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: error: glove records[1]"), err
+
+
+def test_cli_prints_a_warning_once_as_one_line(tmp_path, capsys):
+    p = tmp_path / "e.glove"
+    p.write_bytes(b"a 1 2\nb 3 4")
+    assert cli.main(["validate", str(p)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["wvformats: warning: glove records[1] at byte 6: the last line has no newline; read as "
+                   "complete (a file cut off inside its last number would look the same)"]
+    for command in ("dump", "inspect"):  # the annotated walk names the format too
+        assert cli.main([command, str(p)]) == 0
+        assert capsys.readouterr().err.startswith("wvformats: warning: glove records[1] at byte 6:")
+
+
+@pytest.mark.parametrize("fmt", ["leader", "word2vec-binary"])
+def test_single_byte_corruptions_parse_or_fail_cleanly(tmp_path, emb, fmt):
+    p = tmp_path / "e"
+    wv.write(emb, p, fmt)
+    data = p.read_bytes()
+    rng = np.random.default_rng(7)
+    for i in range(len(data)):
+        bad = bytearray(data)
+        bad[i] = (bad[i] + int(rng.integers(1, 256))) % 256
+        try:
+            framework.parse(wv.registry.get(fmt).schema, bytes(bad), format=fmt)
+        except FormatError:
+            pass
+
+
+def test_float64_input_is_cast_never_corrupt(tmp_path):
+    p = tmp_path / "e.leader"
+    wv.write(wv.Embeddings(["a", "b"], np.array([[0.5, 1.5], [2.5, 3.5]], dtype=np.float64)), p)
+    assert p.stat().st_size == 24 + 2 * (4 + 1 + 8)
+    assert wv.read(p).vectors.dtype == np.float32
+
+
+def test_word2vec_c_trailing_newline_and_google_news_style(tmp_path, emb):
+    c_style = tmp_path / "c.bin"
+    gn_style = tmp_path / "gn.bin"
+    wv.write(emb, c_style, newline=True)
+    wv.write(emb, gn_style)
+    assert c_style.stat().st_size == gn_style.stat().st_size + len(emb)
+    a, b = wv.read(c_style), wv.read(gn_style)
+    assert a.words == b.words == emb.words and np.array_equal(a.vectors, b.vectors)
+    assert wv.validate(c_style).ok and wv.validate(gn_style).ok
+
+
+def test_text_with_trailing_spaces_crlf_and_odd_header(tmp_path, text_parser):
+    p = tmp_path / "x.vec"
+    p.write_bytes(b"2 3 \r\nfoo 1 2 3 \r\nbar 4 5e-05 -6 \r\n")
+    assert wv.sniff(p) == "word2vec-text"
+    e = wv.read(p)
+    assert e.words == ["foo", "bar"] and e.vectors[1].tolist() == pytest.approx([4, 5e-05, -6])
+    assert wv.validate(p).ok
+    assert bool(text_parser[1]) == (text_parser[0] == "arrow")
+
+
+def test_glove_sniffs_with_exponents_integers_and_cjk(tmp_path, text_parser):
+    p = tmp_path / "g"
+    p.write_text("日本 1e-05 2\n東京 3 4.5\n", encoding="utf-8")
+    assert wv.sniff(p) == "glove"
+    assert wv.read(p).words == ["日本", "東京"]
+
+
+def test_header_count_larger_than_records_is_a_clear_error(tmp_path, text_parser):
+    for fmt, data in [("word2vec-binary", b"3 1\na \0\0\0\0"), ("word2vec-text", b"3 1\na 1\n"),
+                      ("leader", struct.pack("<QQQIc", 38941, 3, 0, 1, b"a"))]:
+        p = tmp_path / fmt
+        p.write_bytes(data)
+        with pytest.raises(TruncatedError) as e:
+            wv.read(p, fmt)
+        assert e.value.format == fmt and "records" in (e.value.path or "")
+
+
+def test_header_count_smaller_than_records_is_reported_by_validate(tmp_path, text_parser):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"1 1\na 1\nb 2\n")
+    assert wv.read(p).words == ["a"]
+    report = wv.validate(p)
+    assert report.problems and not report.ok
+
+
+def test_unicode_errors_option(tmp_path):
+    p = tmp_path / "cut.bin"
+    p.write_bytes(b"2 1\n\xe3\x81\x82\xe3\x83 \0\0\x80?ok \0\0\0@")
+    with pytest.raises(ValueMismatchError) as e:
+        wv.read(p)
+    assert e.value.path == "records[0].word" and e.value.offset == 4 + 3
+    assert wv.read(p, unicode_errors="replace").words == ["あ\ufffd", "ok"]
+    assert wv.read(p, unicode_errors="ignore").words == ["あ", "ok"]
+
+
+def test_duplicates_first_wins_with_warning(tmp_path, text_parser):
+    p = tmp_path / "d.txt"
+    p.write_bytes(b"4 1\na 1\nb 2\na 3\nc 4\n")
+    with pytest.warns(wv.DuplicateWordsWarning):
+        e = wv.read(p)
+    assert e.words == ["a", "b", "a", "c"] and e["a"][0] == 1 and e.duplicates == 1 and e.index("c") == 3
+
+
+class _Colliding(str):
+    """A str whose hash collides with every other one's: the duplicate count must compare the words."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+@given(st.lists(st.sampled_from(["a", "b", "東", "a\u00a0", ""]) | st.text(max_size=3), max_size=40),
+       st.booleans())
+def test_duplicate_count_equals_what_the_index_shadows(words, collide):
+    from wvformats.embeddings import count_duplicates
+
+    if collide:
+        words = [_Colliding(w) for w in words]
+    assert count_duplicates(words) == len(words) - len(set(words))
+    e = wv.Embeddings(words, np.zeros((len(words), 1), np.float32))
+    assert e.duplicates == len(words) - len(e.vocab)
+
+
+def test_limit_vocab_and_dtype_options(tmp_path, emb):
+    for fmt in ["leader", "word2vec-binary", "word2vec-text", "glove"]:
+        p = tmp_path / fmt
+        wv.write(emb, p, fmt)
+        assert wv.read(p, fmt, limit=2).words == emb.words[:2]
+        sub = wv.read(p, fmt, vocab={"日本", "the", "missing"})
+        assert sub.words == ["the", "日本"] and sub.vectors.shape == (2, 3)
+        assert np.array_equal(sub["日本"], emb["日本"])
+        assert wv.read(p, fmt, dtype=np.float64).vectors.dtype == np.float64
+
+
+def test_unwritable_words_are_refused(tmp_path):
+    for fmt in ["word2vec-binary", "word2vec-text", "glove"]:
+        with pytest.raises(BuildError) as e:
+            wv.write(wv.Embeddings(["ok", "a b"], np.zeros((2, 1))), tmp_path / "x", fmt)
+        assert e.value.path == "records[1].word"
+        assert not (tmp_path / "x").exists()  # atomic: nothing left behind
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_refuses_to_overwrite(tmp_path, emb):
+    src = tmp_path / "a.leader"
+    wv.write(emb, src)
+    dst = tmp_path / "b.bin"
+    wv.convert(src, dst)
+    with pytest.raises(FileExistsError):
+        wv.convert(src, dst)
+    with pytest.raises(FormatError):
+        wv.convert(src, src, "leader", overwrite=True)
+    assert wv.validate(src).ok
+    wv.convert(src, dst, overwrite=True)
+    assert equal(wv.read(dst).vectors, emb.vectors)
+
+
+def test_sniff_fails_clearly(tmp_path):
+    p = tmp_path / "junk"
+    p.write_bytes(b"\x80\x04pickle")
+    with pytest.raises(wv.UnknownFormatError) as e:
+        wv.sniff(p)
+    assert "80 04" in str(e.value)
+
+
+def test_validate_names_the_field_of_a_difference(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"1 2\na 0.10 2\n")  # "0.10" is not any writer's form: the rebuild writes "0.1"
+    report = wv.validate(p)
+    assert not report.ok and report.first_difference == 9 and report.field == "records"
+
+
+def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
+    """word2vec binary records ``(word, vector bytes, newlines before the word)`` (no newlines before the
+    first) and their (word start, space) offsets."""
+    data, offsets = bytearray(), []
+    for k, (word, vec, nl) in enumerate(records):
+        data += b"\n" * (nl if k else 0)
+        offsets.append((len(data), len(data) + len(word.encode())))
+        data += word.encode() + b" " + vec
+    return bytes(data), offsets
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(st.tuples(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
+                                          min_size=1, max_size=5),
+                                  st.binary(min_size=8, max_size=8), st.integers(0, 2)), min_size=1, max_size=40),
+       window=st.integers(1, 400))
+def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
+    """The vectorised run finder, window by window (spaces and newlines inside vectors, 0 to 2 newlines
+    before a word), finds exactly the records the file holds; what it does not take the loop takes."""
+    from wvformats.families.wordvec.tables import _w2v_run
+
+    data, expected = _w2v_table(records)
+    u8 = np.frombuffer(data, np.uint8)
+    pos, got = 0, []
+    while len(got) < len(records):
+        ws, sps, after = _w2v_run(u8, pos, len(u8), len(records) - len(got), 8, window=window)
+        if not len(ws):  # the loop's step: skip newlines, take one record
+            while u8[pos] == 10:
+                pos += 1
+            sp = data.find(b" ", pos)
+            got.append((pos, sp))
+            pos = sp + 1 + 8
+            continue
+        got += list(zip(ws.tolist(), sps.tolist(), strict=True))
+        pos = after
+    assert got == expected and pos == len(data)
+
+
+# bytes that look like parts of a word2vec record (space, newline) beside plain ones, for hostile vectors
+_RECORD_BYTES = st.sampled_from([0x20, 0x20, 0x0A, 0x00, 0x41, 0xC3, 0xFF])
+_W2V_RECORDS = st.lists(
+    st.tuples(st.one_of(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
+                                min_size=1, max_size=40),
+                        st.just("L" * 1100)),  # longer than the lockstep walk takes
+              st.one_of(st.binary(min_size=64, max_size=64),
+                        st.lists(_RECORD_BYTES, min_size=64, max_size=64).map(bytes)),
+              st.integers(0, 2)),
+    min_size=1, max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=_W2V_RECORDS, region=st.integers(64, 6000), per_segment=st.integers(1, 4))
+def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region, per_segment):
+    """The lockstep walk (many segments walked at once from guessed starts, spaces and newlines in the
+    vectors, words past its window and past its longest) gives a prefix of the records the file holds,
+    whatever its segments; a whole parse that uses it equals the parse by the exact method alone."""
+    from wvformats.families.wordvec import tables
+
+    data, offsets = _w2v_table(records)
+    header = f"{len(records)} 16\n".encode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(framework.records, "WALK_REGION", region)
+        mp.setattr(framework.records, "WALK_RECORDS", per_segment)
+        ws, sps, after = tables._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
+        walked = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+        mp.setattr(tables, "_WALK_MIN_ROW", 1 << 30)
+        exact = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+    got = list(zip(ws.tolist(), sps.tolist(), strict=True))
+    assert got == offsets[: len(got)]
+    assert after == (got[-1][1] + 1 + 64 if got else 0)
+    if len(data) < region and all(len(w.encode()) < 1024 and nl < 2 for w, _, nl in records):
+        assert len(got) == len(records) or offsets[len(got)][0] + 32 > len(data)  # only the end stops it
+    assert equal(walked, exact)
+    assert walked.records.words == [w for w, _, _ in records]
+
+
+def test_word2vec_lockstep_walk_on_vectors_of_spaces(monkeypatch):
+    """Vectors made of spaces and newlines (every guess is wrong, every walk from one meets nothing): many
+    regions, each walk ending early and the exact method taking over, read the file as it is."""
+    monkeypatch.setattr(framework.records, "WALK_REGION", 4096)
+    rng = np.random.default_rng(7)
+    records = [(f"w{i}", bytes(rng.choice([32, 32, 32, 10], 64).astype(np.uint8)), int(rng.integers(0, 2)))
+               for i in range(3000)]
+    data, _ = _w2v_table(records)
+    header = f"{len(records)} 16\n".encode()
+    parsed = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
+    assert parsed.records.words == [w for w, _, _ in records]
+    assert parsed.records.vectors.tobytes() == b"".join(v for _, v, _ in records)
+    assert framework.build(schema.word2vec_binary, parsed, format="word2vec-binary") == header + data
+
+
+@MODES
+def test_word2vec_binary_truncations_fail_where_the_lockstep_walk_runs(compiled):
+    rng = np.random.default_rng(3)
+    words = ["a", "bb", "ccc", "é" * 20, "x" * 40, "y", "zz", "w"]
+    vectors = rng.choice(np.array([32, 10, 0, 65], np.uint8), (len(words), 64)).view("<f4")
+    for newline in (False, True):
+        obj = codec._w2v_bin_from((words, vectors), newline=newline)
+        data = framework.build(schema.word2vec_binary, obj, format="word2vec-binary")
+        assert_truncations_fail(schema.word2vec_binary, data[: len(data) - newline], format="word2vec-binary",
+                                compiled=compiled)
+
+
+def test_text_files_larger_than_one_parse_chunk(tmp_path, text_parser):
+    """More lines than one number-parsing chunk (16384): same rows, the vocab filter across chunks keeps
+    first occurrences, and a bad number far into the file is named by its line."""
+    rng = np.random.default_rng(4)
+    n = 40000
+    words = [f"w{i}" for i in range(n)]
+    m = rng.normal(size=(n, 3)).astype(np.float32)
+    p = tmp_path / "big.txt"
+    wv.write(wv.Embeddings(words, m), p, "glove")
+    e = wv.read(p, "glove")
+    assert e.words == words and np.array_equal(e.vectors, m)
+    sub = wv.read(p, "glove", vocab={"w5", "w20000", "w39999", "nope"})
+    assert sub.words == ["w5", "w20000", "w39999"] and np.array_equal(sub.vectors, m[[5, 20000, 39999]])
+    lines = p.read_bytes().split(b"\n")
+    lines[35000] = lines[35000].replace(b" ", b" x", 1)
+    p.write_bytes(b"\n".join(lines))
+    with pytest.raises(ValueMismatchError) as err:
+        wv.read(p, "glove")
+    assert err.value.path.endswith("[35000]")
+
+
+_numbers = ["1", "-0", "2.5", "1e-05", "+.5", "5.", "inf", "-inf", "nan", "-nan", "NaN", "3.4028236e38", "1e400",
+            "1.00000005960464477539062500000001", "0.1000000000000000055511151231257827", "4.9e-324"]
+_tokens = st.sampled_from([*_numbers, "0x10", "1_0", "", "x", "\t1", "1\t", "1,5"])
+_words = st.sampled_from(["a", "é", "b\tc", "d\re", '"q"', "\x00", "", "日本", "\xa0", "\xff"])
+_ends = st.sampled_from(["\n", "\r\n", " \n", " \r\n", "  \n"])
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.tuples(_words, st.lists(_tokens, min_size=1, max_size=3), _ends), min_size=1, max_size=8),
+       regular=st.sampled_from(["numbers", "shape", "free"]), final=st.booleans(), piece=st.integers(1, 64),
+       errors=st.sampled_from(["strict", "replace"]))
+def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, final, piece, errors):
+    """Whenever pyarrow's fast path accepts a text body (in pieces of any size), the line loop reads the same
+    words, bit-identical values and layout; on everything else the fast path declines."""
+    from wvformats.families.wordvec import tables
+
+    if regular != "free":  # mostly well-formed bodies, so that the fast path is exercised, not only refusals
+        dim = len(lines[0][1])
+        lines = [(w or "w", (t + ["1"] * dim)[:dim], lines[0][2]) for w, t, _ in lines]
+    if regular == "numbers":  # and words that the fast path takes
+        lines = [(w.replace("\r", "") or "w", [x if x in _numbers else "1" for x in t], e) for w, t, e in lines]
+        final = True
+    body = "".join(w + " " + " ".join(t) + e for w, t, e in lines).encode("utf-8", "surrogateescape")
+    body = body.replace(b"\xc3\xbf", b"\xff")  # "\xff" stands for a byte that is not UTF-8
+    if not final:
+        body = body[:-1]
+    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(tables, "_ARROW_PIECE", piece)
+    fast = tables._arrow_text(body, 0, len(body), None, None, errors, "records")
+    if fast is None:
+        return
+    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 1 << 62)
+    slow = framework.parse(schema.glove, body, format="glove", unicode_errors=errors).records
+    words, vectors, layout = fast
+    assert words == slow.words
+    assert vectors.tobytes() == slow.vectors.tobytes()
+    assert dict(layout) == dict(slow.layout)
+    counted = tables._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
+    assert counted is None  # a header count that disagrees with the body is left to the line loop
+
+
+def _build_both_ways(monkeypatch, s, obj, name, chunk):
+    """(result of the vectorised record writer, result of the per-record loop): bytes, or the error."""
+    from wvformats.families.wordvec import tables
+
+    def run():
+        try:
+            return framework.build(s, obj, format=name)
+        except BuildError as e:  # the loop's offset is where it last flushed; the record is what must match
+            return (type(e), e.path, e.found)
+
+    monkeypatch.setattr(framework.records, "_PACK_CHUNK", chunk)
+    fast = run()
+    with monkeypatch.context() as m:
+        for module in (tables, framework):  # the binary record tables, and StringTable
+            m.setattr(module, "pack_records", lambda words, rows, stream, start=0, **kw: start)
+        slow = run()
+    return fast, slow
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(emb=embeddings(word=st.one_of(any_word, st.sampled_from(["", " ", "a b", "\n", "x\x00y", "\ud800"]))),
+       chunk=st.integers(1, 4), newline=st.booleans(), gap=st.integers(0, 2))
+def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chunk, newline, gap):
+    """Leader and word2vec binary records and u32-prefixed string tables packed a chunk at a time with numpy
+    give the loop's bytes, and a word that only the loop can judge (NUL, a space, an empty or unencodable
+    word) gets the loop's error at the same record, wherever it falls in a chunk."""
+    words, vectors = emb
+    leader = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
+                          records=cs.Container(words=words, vectors=vectors), trailer=b"")
+    fast, slow = _build_both_ways(monkeypatch, schema.leader, leader, "leader", chunk)
+    assert fast == slow
+    w2v = codec._w2v_bin_from((words, vectors), newline=newline)
+    w2v.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
+    if gap and words:
+        w2v.records.newlines = [gap * (i % 2) for i in range(len(words))]
+    fast, slow = _build_both_ways(monkeypatch, schema.word2vec_binary, w2v, "word2vec-binary", chunk)
+    assert fast == slow
+    table = framework.StringTable(len(words))
+    fast, slow = _build_both_ways(monkeypatch, table, words, "strings", chunk)
+    assert fast == slow
+
+
+def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, monkeypatch, text_parser):
+    """GloVe: a first line of 200,000 values, then 200,000 one-value lines. The fast path sizes its matrix
+    from the newline count and the first line's width (40 billion values here); it must see that they cannot
+    fit in the file and decline, and the line loop names the short line."""
+    import tracemalloc
+
+    p = tmp_path / "wide.txt"
+    p.write_bytes(b"w" + b" 1" * 200_000 + b"\n" + b"a 1\n" * 200_000)
+    tracemalloc.start()
+    with pytest.raises(FormatError) as e:
+        wv.read(p, "glove")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert e.value.path.startswith("records") and peak < 200 << 20
+
+
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
+@pytest.mark.parametrize("few", [0, 10**9])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7, 99999.5,
+                                              99999.49, 0.099999997, 0.000123455, 12345.678, 5e-7, -2.5e-6,
+                                              -1e-7, 999999999.0, 1e9, 9.5]), max_size=300))
+def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monkeypatch, style, few, values):
+    """The vectorised spellings (pyarrow's float -> string casts for numpy's str() and %.5g, numpy digit rows
+    for %f), mended where they cannot follow the style (whole numbers and scientific notation of str(),
+    scientific notation and a round up to 1e5 of %.5g, magnitudes from 1e9 of %f, NaN and inf), give the
+    style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
+    from wvformats.families.wordvec import tables
+
+    pa, _, pc = tables._pyarrow()
+    monkeypatch.setattr(tables, "_FEW", few)
+    flat = np.array(values, dtype="<f4")
+    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
+
+
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
+def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
+    """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
+    embedding's range: spelled as the style's own formatter spells them."""
+    from wvformats.families.wordvec import tables
+
+    pa, _, pc = tables._pyarrow()
+    rng = np.random.default_rng(7)
+    flat = np.concatenate([rng.integers(0, 1 << 32, 300_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
+                           rng.normal(0, 0.5, 100_000).astype("<f4")])
+    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(emb=embeddings(word=st.one_of(spaced_word, st.sampled_from(["", " ", "a b", "\n", "x\ry", "\ud800"])),
+                      min_words=1),
+       style=st.sampled_from(["repr", "g5", "fixed6"]), per_job=st.integers(1, 12), trailing=st.booleans(),
+       crlf=st.booleans(), final=st.booleans())
+def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, style, per_job, trailing, crlf,
+                                                          final):
+    """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout and number
+    style) gives the line loop's bytes; a word only the loop can judge gets the loop's error at the same
+    line."""
+    from wvformats.families.wordvec import tables
+
+    words, vectors = emb
+    obj = codec._w2v_text_from(wv.Embeddings(words, vectors), style=style, trailing_space=trailing)
+    obj.records.layout.crlf, obj.records.layout.final_newline = crlf, final
+    formatted = []
+    lines = tables._text_lines
+
+    def run():
+        try:
+            return framework.build(schema.word2vec_text, obj, format="word2vec-text")
+        except BuildError as e:
+            return (e.path, e.found)
+
+    with monkeypatch.context() as m:  # undone after each example
+        m.setattr(tables, "_WRITE_VALUES", per_job)
+        m.setattr(tables, "_text_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
+        fast = run()
+        m.setattr(tables, "_pyarrow", lambda: None)
+        slow = run()
+    assert fast == slow
+    if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
+        assert formatted and all(text is not None for text in formatted)  # the fast path wrote every line
+
+
+def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
+    """The writer keeps at most the blocks being formatted and the one being written, not every block of
+    the file (it once held them all: 340 MB more for a 400k x 100 GloVe file)."""
+    import threading
+
+    from wvformats.families.wordvec import tables
+
+    lock, live, most = threading.Lock(), [0], [0]
+
+    class Block(bytearray):
+        def __init__(self, data):
+            super().__init__(data)
+            with lock:
+                live[0] += 1
+                most[0] = max(most[0], live[0])
+
+        def __del__(self):
+            with lock:
+                live[0] -= 1
+
+    lines = tables._text_lines
+    monkeypatch.setattr(tables, "_text_lines", lambda *a: Block(memoryview(lines(*a))))
+    monkeypatch.setattr(tables, "_WRITE_VALUES", 4)
+    vectors = np.arange(100, dtype="<f4").reshape(50, 2) / 8
+    data = framework.build(schema.glove, codec._glove_from(wv.Embeddings([f"w{i}" for i in range(50)], vectors)),
+                           format="glove")
+    assert data.count(b"\n") == 50 and data.startswith(b"w0 0.0 0.125\n")
+    assert 1 <= most[0] <= 3  # 25 blocks, never more than three alive at once

@@ -1,0 +1,1 @@
+"""finalfusion (``.fifu``): the chunked format, its vocabularies, storages and subword lookups."""

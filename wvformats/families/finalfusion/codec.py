@@ -1,0 +1,350 @@
+"""Codec of finalfusion (``.fifu``) embeddings: chunks to and from the Embeddings model."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import construct as cs
+import numpy as np
+import tomli_w
+
+from ...embeddings import Embeddings, LazyRows, selected_rows
+from ...errors import BuildError, FormatError
+from ...framework import field_docs
+from ...registry import Format, register, schema_io
+from ...schemas import finalfusion as schema
+from . import lookups
+
+NAME = "finalfusion"
+VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit_subword_vocab",
+          9: "floret_subword_vocab"}
+STORAGES = {2: "ndarray", 4: "quantized_array"}
+
+
+def register_chunk(chunk_id: int, name: str, body: cs.Construct) -> None:
+    """Make chunk type ``chunk_id`` known: it is then parsed, built, validated, dumped and documented."""
+    if chunk_id in schema.CHUNK_TYPES and schema.CHUNK_TYPES[chunk_id][0] != name:
+        raise ValueError(f"chunk id {chunk_id} is already {schema.CHUNK_TYPES[chunk_id][0]!r}")
+    schema.CHUNK_TYPES[chunk_id] = (name, body)
+    _FORMAT.schemas[f"chunk {chunk_id}: {name}"] = body
+
+
+parse, build = schema_io(NAME, schema.finalfusion)
+
+
+def _chunk(parsed: Any, ids: dict[int, str]) -> Any:
+    found = [c for c in parsed["chunks"] if c["chunk_id"] in ids]
+    return found[0] if found else None
+
+
+def _at(parsed: Any, chunk: Any, field: str) -> dict[str, Any]:
+    """Where a field of a parsed chunk is, named as parse errors name it (``chunks[2].nd_norms.n_norms``
+    and its byte offset): for the errors found when the chunks are put together."""
+    index = next(i for i, c in enumerate(parsed["chunks"]) if c is chunk)
+    offset = chunk.get("_offset")
+    if offset is not None:
+        offset += 12  # after the id and the length
+        for name, con, _ in field_docs(schema.CHUNK_TYPES[chunk["chunk_id"]][1]):
+            if name == field:
+                break
+            offset += con.sizeof()  # the fields errors name follow fixed-size ones
+    return {"path": f"chunks[{index}].{chunk['name']}.{field}", "offset": offset}
+
+
+def reconstruct(q: Any, rows: Any = None) -> np.ndarray:
+    """Dense rows of a QuantizedArray body: centroid concat, optional projection, optional norms."""
+    codes = q["codes"] if rows is None else q["codes"][rows]
+    sub = q["subquantizers"]  # (quantized_len, n_centroids, sub_len)
+    nq, nc, width = sub.shape
+    codes = codes.reshape(-1, nq)
+    if codes.size and int(codes.max()) >= nc:  # checked on the rows made: opening never reads every code
+        raise FormatError(f"a code picks centroid {int(codes.max())} of {nc}", format=NAME,
+                          path="chunks.storage.codes")
+    # one gather: code j of a row picks centroid (j, code) from the flattened table; rows come out concatenated
+    # (np.take copies the centroids twice as fast as indexing with the same array)
+    at = codes.astype(np.intp)
+    at += np.arange(0, nq * nc, nc)
+    x = np.take(sub.reshape(nq * nc, width), at, axis=0).reshape(len(codes), nq * width)
+    x = x.astype(np.float32, copy=False)
+    if q["use_projection"]:
+        x = x @ q["projection"].T
+    if q["use_norms"]:
+        norms = q["norms"] if rows is None else q["norms"][rows]
+        x *= norms[:, None]
+    return x.astype(np.float32, copy=False)
+
+
+def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, vocab: Any = None,
+             **_: Any) -> Embeddings:
+    """The embeddings of a parsed file; ``limit`` and ``vocab`` keep some word rows (the subword rows and the
+    n-gram lookups stay those of the file, and a file written from the result holds the kept words)."""
+    vocab_chunk, storage = _chunk(parsed, VOCABS), _chunk(parsed, STORAGES)
+    words = vocab_chunk["body"].get("words", []) if vocab_chunk is not None else []
+    keep = selected_rows(words, limit, vocab)
+    if keep is None or storage is None or vocab_chunk is None:  # (_model says what is missing)
+        return _model(parsed, dtype)
+    n, rows = len(words), np.array(keep, np.intp)
+    if storage["chunk_id"] == 4:
+        # the file as if it held only the kept words: the quantized array's codes (and norms) are picked, never
+        # reconstructed, and the subword rows after the words stay
+        norms_chunk = _parts(parsed)[2]  # the chunks checked before their rows are picked
+        q = storage["body"]
+        pick = np.concatenate([rows, np.arange(n, len(q["codes"]))])
+        bodies = {id(storage): cs.Container(q, n_embeddings=len(pick), codes=q["codes"][pick],
+                                            norms=q["norms"][pick] if q["use_norms"] else q["norms"])}
+        if "words" in vocab_chunk["body"]:
+            bodies[id(vocab_chunk)] = cs.Container(vocab_chunk["body"], words=[words[i] for i in keep],
+                                                   n_words=len(keep))
+        if norms_chunk is not None:
+            bodies[id(norms_chunk)] = cs.Container(norms_chunk["body"], n_norms=len(rows),
+                                                   norms=norms_chunk["body"]["norms"][rows])
+        chunks = [cs.Container(c, body=bodies[id(c)]) if id(c) in bodies else c for c in parsed["chunks"]]
+        return _model(cs.Container(parsed, chunks=chunks), dtype)
+    # dense: the kept rows are copied (a slice stays a view); lookups keep reading the file's matrix
+    full = _model(parsed, dtype)
+    vectors = full.vectors[: len(rows)] if keep == list(range(len(rows))) else full.vectors[rows]
+    extra = dict(full.extra)
+    extra.pop("storage_data", None)  # the word rows are no longer its head: written as kept + subword rows
+    norms = None if full.norms is None else np.asarray(full.norms)[rows]
+    return Embeddings([words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
+
+
+def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
+    """The vocabulary, storage and NdNorms chunks and the metadata table, checked against one another: what
+    reading needs of a file, and what check() reports."""
+    vocab, storage = _chunk(parsed, VOCABS), _chunk(parsed, STORAGES)
+    if vocab is None or storage is None:
+        raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
+    n = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
+    body = storage["body"]
+    total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
+    rows_at = _at(parsed, storage, "rows" if storage["chunk_id"] == 2 else "n_embeddings")
+    if total < n:
+        raise FormatError(f"storage has {total} rows for {n} words", format=NAME, **rows_at)
+    subword = lookups.subword_rows(vocab["name"], vocab["body"])
+    if total < n + subword:
+        raise FormatError(f"storage has {total} rows, but the {vocab['name']} addresses {n} + {subword}",
+                          format=NAME, **rows_at)
+    meta = _chunk(parsed, {5: "metadata"})
+    metadata = None
+    if meta is not None:
+        toml_at = _at(parsed, meta, "toml")
+        try:
+            metadata = tomllib.loads(bytes(meta["body"]["toml"]).decode("utf-8"))
+        except UnicodeDecodeError as e:
+            if toml_at["offset"] is not None:
+                toml_at["offset"] += e.start
+            raise FormatError(f"invalid UTF-8 in the metadata: {e.reason}", format=NAME, **toml_at) from None
+        except tomllib.TOMLDecodeError as e:
+            raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, **toml_at) from None
+        except RecursionError:  # tomllib reads nested arrays and tables by recursion
+            raise FormatError("metadata TOML nests too deeply to read", format=NAME, **toml_at) from None
+    norms = _chunk(parsed, {6: "nd_norms"})
+    if norms is not None and len(norms["body"]["norms"]) != n:  # both references assert one norm per word
+        raise FormatError(f"{len(norms['body']['norms'])} norms for {n} words", format=NAME,
+                          **_at(parsed, norms, "n_norms"))
+    return vocab, storage, norms, metadata
+
+
+def _model(parsed: Any, dtype: Any) -> Embeddings:
+    vocab, storage, norms, metadata = _parts(parsed)
+    words = vocab["body"].get("words", [])
+    n = len(words)
+    body = storage["body"]
+    if storage["chunk_id"] == 2:
+        vectors: Any = body["data"][:n]
+    elif np.dtype(dtype) != np.float32:
+        vectors = reconstruct(body, slice(0, n))
+    else:  # rows reconstructed on demand: opening reads the codes, not a dense matrix
+        vectors = LazyRows((n, int(body["reconstructed_len"])), lambda rows: reconstruct(body, rows))
+    if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
+        vectors = vectors.astype(dtype)
+    vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
+    extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
+                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
+    if storage["chunk_id"] == 2:
+        extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
+        extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
+
+        def storage_rows(rows: list[int]) -> np.ndarray:
+            return body["data"][rows]
+    else:
+        extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
+
+        def storage_rows(rows: list[int]) -> np.ndarray:
+            return reconstruct(body, np.asarray(rows))
+    extra["storage_rows"] = storage_rows
+    rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
+    # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
+    if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
+        lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
+        dense = body["data"] if storage["chunk_id"] == 2 else None
+
+        def oov_batch(batch: list[str]) -> tuple[np.ndarray, np.ndarray]:
+            rows, owner = lookups.bucket_rows_batch(batch, lo, hi, exp, n)
+            if dense is not None:
+                return lookups.composed_batch(rows, owner, len(batch), dense)
+            # quantized: each n-gram row the batch needs is reconstructed once
+            needed, at = np.unique(rows, return_inverse=True)
+            return lookups.composed_batch(at.reshape(-1), owner, len(batch), reconstruct(body, needed))
+
+        extra["oov_batch"] = oov_batch
+    if rows_of is not None:
+        extra["subword_indices"] = rows_of
+        extra["oov"] = lambda word: lookups.composed(rows_of, storage_rows, word)
+    return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
+                      metadata=metadata, extra=extra)
+
+
+_SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != 1}
+
+
+def _vocab_chunk(obj: Embeddings) -> cs.Container:
+    """The vocabulary the embeddings were read with (subword ones keep their n-gram settings), else simple."""
+    vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab")
+    if obj.duplicates:  # finalfusion-rust and -python refuse such a vocabulary when they load it
+        first = next(w for i, w in enumerate(obj.words) if obj.vocab[w] != i)
+        raise BuildError(f"a finalfusion vocabulary holds each word once; {obj.duplicates} row(s) repeat an "
+                         f"earlier word (first {first!r}); deduplicate=True (--dedupe) keeps the first of each",
+                         format=NAME, path="chunks.vocab.words")
+    if vocab_type not in _SUBWORD_IDS or fields is None:
+        return cs.Container(chunk_id=1, name="simple_vocab",
+                            body=cs.Container(n_words=len(obj.words), words=list(obj.words)))
+    body = cs.Container(**fields)
+    if vocab_type == "floret_subword_vocab":
+        if obj.words:
+            raise BuildError("a floret vocabulary has no word list", format=NAME, path="chunks.vocab")
+    else:
+        body["n_words"], body["words"] = len(obj.words), list(obj.words)
+    return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
+
+
+def _is_head(part: np.ndarray, whole: Any) -> bool:
+    """``part`` is the first rows of ``whole`` in the same memory (the same array, not a copy)."""
+    if not isinstance(whole, np.ndarray) or part.dtype != whole.dtype or part.shape[1:] != whole.shape[1:]:
+        return False
+    return (part.__array_interface__["data"][0] == whole.__array_interface__["data"][0]
+            and part.strides == whole.strides and len(part) <= len(whole))
+
+
+def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool) -> cs.Container:
+    """Dense word rows plus the subword rows that were read; the quantized array that was read while the
+    word rows are still the ones it reconstructs (``vectors`` None: never reconstructed, so still its rows;
+    an edited matrix is written dense)."""
+    q = obj.extra.get("quantized")
+    if q is not None and not normalized:
+        if vectors is None or (len(q["codes"]) >= len(vectors) and np.array_equal(
+                reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True)):
+            return cs.Container(chunk_id=4, name="quantized_array", body=q)
+    assert vectors is not None  # only a lazy quantized model is written without its rows
+    if obj.extra.get("vocab_type") in _SUBWORD_IDS:
+        sub = obj.extra.get("subword_vectors")
+        if sub is None and q is not None:
+            sub = reconstruct(q, slice(len(vectors), None))
+        if sub is None or sub.shape[1:] != vectors.shape[1:]:
+            raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
+                             format=NAME, path="chunks.storage")
+        whole = obj.extra.get("storage_data")
+        if _is_head(vectors, whole) and _is_head(np.asarray(sub), whole[len(vectors):]):
+            vectors = whole  # word rows and subword rows still the read matrix: no copy
+        else:
+            vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
+    return cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
+        rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
+
+
+def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+
+    Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
+    n-grams with their settings), their subword rows and their quantized storage (while the word rows are
+    unchanged), so that reading and writing a file gives it back. Word-vector input gets a simple vocab and
+    is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters do
+    (``normalize=False`` keeps the rows as they are and writes no norms). A vocabulary holds each word once:
+    embeddings that repeat a word are refused unless ``deduplicate=True`` keeps the first row of each.
+    """
+    if isinstance(obj, tuple):
+        obj = Embeddings(*obj)
+    if not isinstance(obj, Embeddings):
+        raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    if deduplicate:
+        obj = obj.deduplicated()
+    norms = obj.norms
+    vocab_type = obj.extra.get("vocab_type")
+    if normalize is None:  # a finalfusion file's rows are written as they were read
+        normalize = norms is None and vocab_type is None
+    # rows still a read quantized array's are not made: the array is written back as it is
+    keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
+    vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
+    if normalize:
+        norms = np.linalg.norm(vectors, axis=1).astype("<f4")
+        safe = np.where(norms > 0, norms, 1).astype("<f4")
+        vectors = (vectors / safe[:, None]).astype("<f4")
+    chunks = cs.ListContainer()
+    if obj.metadata:
+        try:
+            toml = tomli_w.dumps(obj.metadata)
+        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
+            raise BuildError(f"metadata cannot be written as TOML: {e}",
+                             format=NAME, path="chunks.metadata") from None
+        chunks.append(cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml.encode("utf-8"))))
+    chunks.append(_vocab_chunk(obj))
+    chunks.append(_storage_chunk(obj, vectors, normalize))
+    if norms is not None:
+        chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
+            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
+    ids = np.array([c.chunk_id for c in chunks], "<u4")
+    return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    chunks = [{"id": int(c["chunk_id"]), "type": c["name"]} for c in parsed["chunks"]]
+    info: dict[str, Any] = {"chunks": len(chunks), "chunk_types": chunks}
+    quirks = [f"{c['name']}: length field {c['length_short_by']} bytes short (finalfusion-python 0.7.1)"
+              for c in parsed["chunks"] if c.get("length_short_by")]
+    if quirks:
+        info["quirks"] = quirks
+    vocab = _chunk(parsed, VOCABS)
+    if vocab is not None and isinstance(vocab["body"], cs.Container):
+        info["words"] = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
+    storage = _chunk(parsed, STORAGES)
+    if storage is not None and storage["chunk_id"] == 2:
+        info["dim"] = int(storage["body"]["cols"])
+        info["rows"] = int(storage["body"]["rows"])
+    elif storage is not None:  # quantized: the dimension of the reconstructed rows, and how they are coded
+        q = storage["body"]
+        info["dim"], info["rows"] = int(q["reconstructed_len"]), int(q["n_embeddings"])
+        info["quantized"] = {"subquantizers": int(q["quantized_len"]), "centroids": int(q["n_centroids"]),
+                             "projection": bool(q["use_projection"]), "norms": bool(q["use_norms"])}
+    return info
+
+
+def check(parsed: Any) -> list[str]:
+    """Header list versus chunks present; storage rows, norms and metadata as reading needs them (a file of
+    single chunks, with no vocabulary or no storage, is not embeddings but is not wrong)."""
+    problems = []
+    present = [int(c["chunk_id"]) for c in parsed["chunks"]]
+    listed = [int(x) for x in parsed["chunk_ids"]]
+    if present != listed:
+        extra = present[len(listed):] if present[: len(listed)] == listed else None
+        if extra == [6]:
+            problems.append("note: trailing NdNorms chunk not listed in the header (written by old writers)")
+        else:
+            problems.append(f"header lists chunks {listed} but the file holds {present}")
+    if _chunk(parsed, VOCABS) is not None and _chunk(parsed, STORAGES) is not None:
+        try:
+            _parts(parsed)
+        except FormatError as e:
+            problems.append(str(e).removeprefix(f"{NAME} "))
+    return [p for p in problems if not p.startswith("note:")]
+
+
+_FORMAT = register(Format(
+    name=NAME, extensions=(".fifu",), description="finalfusion: header, then typed chunks (vocabulary, "
+    "storage, norms, TOML metadata) with 4-byte aligned arrays", schema=schema.finalfusion,
+    sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
+    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check, array_views=True,
+    schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},
+    read_options=("limit", "vocab", "dtype"),
+))

@@ -1,0 +1,279 @@
+"""ggml block (de)quantization as vectorised numpy, bit-identical to ggml's reference C functions.
+
+Version 101 layouts (ggml today) and version 100 (ggml ff6e03cb: f32 scales for Q4_0/Q4_1/Q8_0, Q4_2,
+interleaved nibbles, roundf in Q4_0/Q4_1). All arithmetic is float32 with one rounding per operation, as in C built
+without FMA; quantizers use the unrounded float32 scale and store it rounded to fp16; integer casts
+truncate toward zero; Q8_0 rounds half away from zero (C ``roundf``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...schemas.ggml import BLOCKS
+
+F32 = np.float32
+
+
+def _blocks(x: np.ndarray, size: int) -> np.ndarray:
+    x = np.asarray(x, F32)
+    if x.size % size:
+        raise ValueError(f"{x.size} values do not fill blocks of {size}")
+    return x.reshape(-1, size)
+
+
+def _nibbles(qs: np.ndarray, version: int = 101) -> np.ndarray:
+    """u8[k] per block -> 2k values. v101: low nibbles are the first half, high nibbles the second;
+    v100: interleaved (``qs[i] = q[2i] | q[2i+1] << 4``)."""
+    lo, hi = (qs & 0x0F).astype(np.int32), (qs >> 4).astype(np.int32)
+    if version == 100:
+        return np.stack([lo, hi], axis=2).reshape(len(qs), -1)
+    return np.concatenate([lo, hi], axis=1)
+
+
+def _pack_nibbles(q: np.ndarray, version: int = 101) -> np.ndarray:
+    q = q.astype(np.uint8) & 0xF
+    if version == 100:
+        return q[:, 0::2] | (q[:, 1::2] << 4)
+    half = q.shape[1] // 2
+    return q[:, :half] | (q[:, half:] << 4)
+
+
+def _high_bits(qh: np.ndarray) -> np.ndarray:
+    """u32 per block -> its 32 bits, bit j for value j."""
+    qh = np.ascontiguousarray(qh, "<u4")
+    return np.unpackbits(qh.view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
+
+
+def _pack_high_bits(q: np.ndarray) -> np.ndarray:
+    bits = ((q >> 4) & 1).astype(np.uint8)
+    return np.packbits(bits, axis=1, bitorder="little").view("<u4").reshape(-1)
+
+
+CHUNK = 4096  # blocks per step: temporaries stay in cache (2-3x faster than whole-matrix passes)
+
+
+def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
+    """Blocks of ``type_name`` (a structured array in the layout of ``version``) -> float32 values, flat."""
+    b = np.asarray(blocks).reshape(-1)
+    if type_name in ("FP32", "FP16"):
+        return b.astype(F32, copy=False)
+    if len(b) <= CHUNK:
+        return _dequantize(b, type_name, version)
+    per = _dequantize(b[:1], type_name, version).size
+    out = np.empty(len(b) * per, F32)
+    for i in range(0, len(b), CHUNK):
+        out[i * per : (i + CHUNK) * per] = _dequantize(b[i : i + CHUNK], type_name, version)
+    return out
+
+
+def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
+    d = b["d"].astype(F32, copy=False)[:, None]
+    if type_name == "Q8_0":
+        return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
+    if type_name in ("Q4_0", "Q4_1", "Q4_2"):
+        q = _nibbles(b["qs"], version)
+    elif type_name in ("Q5_0", "Q5_1"):
+        q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]).astype(np.int32) << 4)
+    elif type_name in K_DEQUANT:
+        return K_DEQUANT[type_name](b).reshape(-1)
+    elif type_name == "Q8_1":
+        return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
+    else:
+        raise NotImplementedError(f"dequantizing {type_name} is not implemented")
+    if type_name in ("Q4_0", "Q4_2"):
+        return ((q - 8).astype(F32, copy=False) * d).reshape(-1)
+    if type_name == "Q5_0":
+        return ((q - 16).astype(F32, copy=False) * d).reshape(-1)
+    m = b["m"].astype(F32, copy=False)[:, None]
+    return (q.astype(F32, copy=False) * d + m).reshape(-1)
+
+
+# K-quants (super-blocks of 256 values in sub-blocks of 16 or 32, 4- to 6-bit scales), read-only here:
+# vectorised transcriptions of ggml's dequantize_row_q*_K, float32 with one rounding per operation.
+
+
+def _k_scale_min(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K's 12 scale bytes -> 8 six-bit scales and 8 six-bit mins (ggml's get_scale_min_k4)."""
+    q = scales.astype(np.uint8)
+    sc = np.empty((len(q), 8), np.uint8)
+    mn = np.empty((len(q), 8), np.uint8)
+    sc[:, :4], mn[:, :4] = q[:, 0:4] & 63, q[:, 4:8] & 63
+    sc[:, 4:] = (q[:, 8:12] & 0xF) | ((q[:, 0:4] >> 6) << 4)
+    mn[:, 4:] = (q[:, 8:12] >> 4) | ((q[:, 4:8] >> 6) << 4)
+    return sc.astype(F32), mn.astype(F32)
+
+
+def _q2_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    d, dmin = b["d"].astype(F32)[:, None, None], b["dmin"].astype(F32)[:, None, None]
+    sc = b["scales"].reshape(n, 16, 1)
+    dl, ml = d * (sc & 0xF).astype(F32), dmin * (sc >> 4).astype(F32)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    return dl * q.reshape(n, 16, 16).astype(F32) - ml
+
+
+def _q3_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    raw = b["scales"]
+    low = (raw[:, None, 0:8] >> np.array([0, 4], np.uint8)[None, :, None]).reshape(n, 16) & 0xF
+    high = (raw[:, None, 8:12] >> np.array([0, 2, 4, 6], np.uint8)[None, :, None]).reshape(n, 16) & 3
+    sc = (low | (high << 4)).astype(np.int8).astype(np.int32) - 32
+    dl = b["d"].astype(F32)[:, None, None] * sc.astype(F32).reshape(n, 16, 1)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    hbit = (b["hmask"][:, None, :] >> np.arange(8, dtype=np.uint8)[None, :, None]) & 1  # bit 4h + j
+    v = q.reshape(n, 8, 32).astype(np.int8) - ((hbit ^ 1) << 2).astype(np.int8)
+    return dl * v.reshape(n, 16, 16).astype(F32)
+
+
+def _q4_k(b: np.ndarray, qh: np.ndarray | None = None) -> np.ndarray:
+    n = len(b)
+    sc, mn = _k_scale_min(b["scales"])
+    d1 = b["d"].astype(F32)[:, None] * sc
+    m1 = b["dmin"].astype(F32)[:, None] * mn
+    qs = b["qs"].reshape(n, 4, 1, 32)
+    q = (qs >> np.array([0, 4], np.uint8).reshape(1, 1, 2, 1)) & 0xF  # sub-block 2c: low, 2c + 1: high
+    q = q.reshape(n, 8, 32)
+    if qh is not None:  # Q5_K: bit s of qh[l] is the fifth bit of sub-block s
+        q = q | (((qh[:, None, :] >> np.arange(8, dtype=np.uint8)[None, :, None]) & 1) << 4)
+    return d1[:, :, None] * q.astype(F32) - m1[:, :, None]
+
+
+def _q5_k(b: np.ndarray) -> np.ndarray:
+    return _q4_k(b, b["qh"])
+
+
+def _q6_k(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    ql = b["ql"].reshape(n, 2, 2, 32)
+    ql4 = np.concatenate([ql & 0xF, ql >> 4], axis=2)  # q1..q4: low/high nibbles of ql[0:32], ql[32:64]
+    qh4 = (b["qh"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    q = (ql4 | (qh4 << 4)).astype(np.int8) - np.int8(32)
+    sc = b["scales"].reshape(n, 2, 4, 2, 1).astype(F32)  # q_g of row l uses scale 2g + l // 16
+    ds = b["d"].astype(F32)[:, None, None, None, None] * sc
+    return ds * q.reshape(n, 2, 4, 2, 16).astype(F32)
+
+
+def _q8_k(b: np.ndarray) -> np.ndarray:
+    return b["d"].astype(F32)[:, None] * b["qs"].astype(F32)
+
+
+K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k}
+
+
+# The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
+# per-block work is added: blocks with a NaN or a zero extreme are few, and they alone are looked at again.
+
+
+def _signed_max(x: np.ndarray) -> np.ndarray:
+    """Per block, the first value (in index order) with the strictly greatest magnitude, as ggml's
+    ``if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`` from ``amax = max = 0.0f``: the compare skips NaNs,
+    and a block with no magnitude above 0 keeps +0.0 (even when its first value is -0.0)."""
+    m = x[np.arange(len(x)), np.argmax(np.abs(x), axis=1)]  # argmax takes the first NaN for the greatest
+    nan = np.flatnonzero(np.isnan(m))
+    if nan.size:
+        m[nan] = x[nan, np.argmax(np.fmax(np.abs(x[nan]), F32(0)), axis=1)]  # fmax: NaN -> 0
+    m[~(np.abs(m) > 0)] = 0
+    return m
+
+
+def _abs_max(x: np.ndarray) -> np.ndarray:
+    """Per block, ggml's ``amax = MAX(amax, fabsf(v))`` from 0 with ``MAX(a, b) = a > b ? a : b``: a NaN
+    becomes amax and gives way to the next value, so only the values after a block's last NaN count (amax is
+    that NaN when it is the last value)."""
+    a = np.abs(x).max(axis=1)  # NaN for a block with a NaN
+    nan = np.flatnonzero(np.isnan(a))
+    if nan.size:
+        v = np.abs(x[nan])
+        last = v.shape[1] - 1 - np.argmax(np.isnan(v)[:, ::-1], axis=1)
+        after = np.where(np.arange(v.shape[1]) > last[:, None], v, F32(0)).max(axis=1)
+        a[nan] = np.where(last == v.shape[1] - 1, v[np.arange(len(v)), last], after)
+    return a
+
+
+def _min_max(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per block, ggml's ``if (v < min) min = v; if (v > max) max = v;`` from ``min = FLT_MAX``,
+    ``max = -FLT_MAX``: NaNs and infinities past the initial values are skipped, and a zero extreme is the
+    block's first zero, with its sign (the first of equal values stays)."""
+    top = F32(np.finfo(F32).max)
+    lo, hi = np.fmin.reduce(x, axis=1, initial=top), np.fmax.reduce(x, axis=1, initial=-top)
+    for ext in (lo, hi):
+        zero = np.flatnonzero(ext == 0)
+        if zero.size:
+            ext[zero] = x[zero, np.argmax(x[zero] == 0, axis=1)]
+    return lo, hi
+
+
+def _inverse(d: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(d != 0, F32(1) / np.where(d != 0, d, F32(1)), F32(0)).astype(F32, copy=False)
+
+
+def _roundf(v: np.ndarray) -> np.ndarray:
+    """C roundf: half away from zero, exactly. ``rint`` rounds ties to even; only exact ties (v - rint(v)
+    = +-0.5, exact in float32) are moved away from zero (floor(v + 0.5) would round 0.49999997 up)."""
+    r = np.rint(v)
+    tie = np.flatnonzero(np.abs(v - r) == F32(0.5))
+    if tie.size:
+        flat, fv = r.reshape(-1), v.reshape(-1)
+        flat[tie] = fv[tie] + np.copysign(F32(0.5), fv[tie])
+    return r
+
+
+def _trunc_i8(v: np.ndarray) -> np.ndarray:
+    """C's (int8_t) cast of a float: truncation toward zero (values here stay in range), as numpy's cast."""
+    return v.astype(np.int32)
+
+
+def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
+    """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer."""
+    found = [v for v in BLOCKS[version].values() if v[0] == type_name]
+    if not found:
+        raise ValueError(f"version {version} has no type {type_name}")
+    _, block, dtype = found[0]
+    if type_name in ("FP32", "FP16"):
+        return np.asarray(values, dtype).reshape(-1)
+    x = _blocks(values, block)
+    out = np.zeros(len(x), dtype)
+    for i in range(0, len(x), CHUNK):
+        _quantize(x[i : i + CHUNK], out[i : i + CHUNK], type_name, version)
+    return out
+
+
+def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
+    with np.errstate(over="ignore", invalid="ignore"):
+        if type_name in ("Q8_0", "Q8_1"):
+            d = (_abs_max(x) / F32(127)).astype(F32, copy=False)
+            out["qs"] = _roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)).astype(np.int8)
+            if type_name == "Q8_1":  # s = fp16(sum(qs) * d), the sum as a C int
+                out["s"] = (out["qs"].sum(axis=1, dtype=np.int32).astype(F32) * d).astype(out.dtype["s"])
+        elif type_name == "Q4_0" and version == 100:
+            d = (_signed_max(x) / F32(-8)).astype(F32, copy=False)
+            v = (x * _inverse(d)[:, None]).astype(F32, copy=False)
+            out["qs"] = _pack_nibbles(np.minimum(15, _roundf(v).astype(np.int32) + 8), version)
+        elif type_name in ("Q4_0", "Q5_0", "Q4_2"):
+            half = 16 if type_name == "Q5_0" else 8
+            d = (_signed_max(x) / F32(-half)).astype(F32, copy=False)
+            v = (x * _inverse(d)[:, None]).astype(F32, copy=False) + F32(half + 0.5)
+            q = np.minimum(2 * half - 1, _trunc_i8(v.astype(F32, copy=False)))
+            out["qs"] = _pack_nibbles(q, version)
+            if type_name == "Q5_0":
+                out["qh"] = _pack_high_bits(q)
+        elif type_name in ("Q4_1", "Q5_1"):
+            top = 15 if type_name == "Q4_1" else 31
+            lo, hi = _min_max(x)
+            d = ((hi - lo) / F32(top)).astype(F32, copy=False)
+            v = ((x - lo[:, None]).astype(F32, copy=False) * _inverse(d)[:, None]).astype(F32, copy=False)
+            if type_name == "Q4_1" and version == 100:
+                q = _roundf(v).astype(np.int32)  # roundf, no clamp
+            else:
+                q = _trunc_i8((v + F32(0.5)).astype(F32, copy=False))
+                if type_name == "Q4_1":
+                    q = np.minimum(15, q)
+            out["qs"] = _pack_nibbles(q, version)
+            out["m"] = lo.astype(out.dtype["m"])
+            if type_name == "Q5_1":
+                out["qh"] = _pack_high_bits(q)
+        else:
+            raise NotImplementedError(f"quantizing {type_name} is not implemented")
+        out["d"] = d.astype(out.dtype["d"])

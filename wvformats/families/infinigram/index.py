@@ -1,0 +1,619 @@
+"""infini-gram indexes: build them (byte-identical to the real indexer) and query them on memory maps."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import mmap
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ... import progress
+from ...errors import FormatError, TruncatedError, ValueMismatchError
+from ...fileio import atomic_output
+from . import pointers
+
+KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
+NAME = "infini-gram"
+
+
+def sep(width: int) -> int:
+    return (1 << (8 * width)) - 1
+
+
+def suffix_array(keys: np.ndarray) -> np.ndarray:
+    """Positions of the suffixes of ``keys`` in lexicographic order (a shorter prefix first).
+
+    Prefix doubling with numpy: ranks from np.unique, then repeated lexsort on (rank, rank h further on),
+    where past-the-end ranks 0 so that a suffix that is a prefix of another sorts first. O(n log^2 n).
+    """
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    rank = np.unique(keys, return_inverse=True)[1].astype(np.int64) + 1
+    h = 1
+    while True:
+        nxt = np.zeros(n, np.int64)
+        if h < n:
+            nxt[: n - h] = rank[h:]
+        order = np.lexsort((nxt, rank))
+        a, b = rank[order], nxt[order]
+        new = np.empty(n, np.int64)
+        new[order] = np.concatenate([[1], 1 + np.cumsum((a[1:] != a[:-1]) | (b[1:] != b[:-1]))])
+        rank = new
+        if rank.max() == n or h >= n:
+            return order
+        h *= 2
+
+
+def _sorted_token_suffixes(ds: bytearray, width: int, chunk: int = 1 << 20,
+                           fast: bool = True) -> Iterator[np.ndarray]:
+    """Byte offsets of the token-aligned suffixes of ``ds`` in the engine's order, in chunks.
+
+    With pydivsufsort (libdivsufsort: O(n log n), 4 bytes per input byte below 2 GiB), the byte-level
+    suffix array of the tokenized file filtered to multiples of the token width is exactly the engine's
+    order (raw little-endian byte comparison, the shorter suffix first). Without it, numpy prefix
+    doubling over the tokens read big-endian (the same order; slower, ~100 bytes per token).
+    """
+    n = len(ds)
+    if n == 0:
+        return
+    try:
+        from pydivsufsort import divsufsort
+    except ImportError:  # a platform without its wheel
+        divsufsort = None
+    if not fast:
+        divsufsort = None
+    if divsufsort is not None:
+        sa = divsufsort(np.frombuffer(ds, np.uint8))
+        for start in range(0, n, chunk):
+            part = sa[start : start + chunk]
+            yield part[part % width == 0] if width > 1 else part
+        return
+    keys = np.frombuffer(ds, f">u{width}" if width > 1 else "u1").astype(np.uint64)
+    order = suffix_array(keys)
+    for start in range(0, len(order), chunk):
+        yield order[start : start + chunk] * width
+
+
+class _ShardWriter:
+    """One shard's files as the real indexer writes them, accumulated document by document."""
+
+    def __init__(self, width: int, metadata: bool, unigram: bool) -> None:
+        self.width, self.unigram = width, unigram
+        self.sep = b"\xff" * width
+        self.ds = bytearray()
+        self.offsets: list[int] = []
+        self.meta = bytearray() if metadata else None
+        self.metaoff: list[int] = []
+
+    def add(self, token_bytes: bytes, meta_line: bytes | None) -> None:
+        self.offsets.append(len(self.ds))
+        self.ds += self.sep
+        self.ds += token_bytes
+        if self.meta is not None:
+            self.metaoff.append(len(self.meta))
+            self.meta += meta_line or b""
+
+    def write(self, out: Path, suffix: str, show: bool) -> None:
+        w = self.width
+
+        def put(kind: str, data: Any) -> None:
+            with atomic_output(out / f"{kind}{suffix}") as f:
+                f.write(data)
+
+        put("tokenized", self.ds)
+        put("offset", np.array(self.offsets, "<u8").tobytes())
+        if self.meta is not None:
+            put("metadata", self.meta)
+            put("metaoff", np.array(self.metaoff, "<u8").tobytes())
+        if self.unigram:
+            toks = np.frombuffer(self.ds, f"<u{w}" if w > 1 else "u1")
+            if w < 4:
+                counts = np.bincount(toks, minlength=1 << (8 * w))
+                ids = np.flatnonzero(counts)
+                counts = counts[ids]
+            else:
+                ids, counts = np.unique(toks, return_counts=True)
+            put("unigram", "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(),
+                                                                 strict=True)).encode("ascii"))
+        k = pointers.width_for(len(self.ds))
+        bar = progress.bar(show, total=len(self.ds) // w, desc=f"suffix array{suffix}", unit="tok",
+                           unit_scale=True)
+        with atomic_output(out / f"table{suffix}") as f:
+            if k:
+                for part in _sorted_token_suffixes(self.ds, w):
+                    f.write(pointers.encode(part, k))
+                    bar.update(len(part))
+        bar.close()
+
+
+def _check_build(token_width: int, version: int, shards: int) -> None:
+    if token_width not in (1, 2, 4) or version not in (4, 5, 6) or shards < 1:
+        raise ValueError("token_width 1, 2 or 4; version 4, 5 or 6; shards >= 1")
+
+
+def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bool) -> Path:
+    empty = [s for s, wr in enumerate(writers) if not wr.offsets]
+    if empty:  # the real indexer fails on these (log2 of 0 tokens), and the engine dies loading one
+        raise ValueError(f"{sum(len(wr.offsets) for wr in writers)} document(s) for {len(writers)} shard(s) "
+                         f"leave shard {empty[0]} empty, which the infini-gram engine cannot load: use fewer shards")
+    out.mkdir(parents=True, exist_ok=True)
+    for s, wr in enumerate(writers):
+        if version == 6 and len(writers) == 1:  # the v6 indexer's layout: files without suffix
+            wr.write(out, "", show)
+        elif version == 6:  # several v6 shards: one directory each
+            (out / str(s)).mkdir(parents=True, exist_ok=True)
+            wr.write(out / str(s), "", show)
+        else:
+            wr.write(out, f".{s}", show)
+    return out
+
+
+def _token_bytes(doc: Any, width: int, reverse: bool) -> bytes:
+    """A document's tokens as the bytes of the tokenized file (raw bytes pass through for u8)."""
+    if width == 1 and isinstance(doc, bytes | bytearray | memoryview):
+        b = bytes(doc)
+        return b[::-1] if reverse else b
+    a = np.asarray(doc)
+    if a.size and (a.dtype.kind not in "iu" or int(a.min()) < 0 or int(a.max()) >= sep(width)):
+        raise ValueError(f"token ids must be integers in 0..{sep(width) - 1}")
+    a = a.astype(f"<u{width}" if width > 1 else "u1")
+    return (a[::-1] if reverse else a).tobytes()
+
+
+def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: int = 2,
+          version: int = 4, shards: int = 1, metadata: Iterable[dict[str, Any]] | None = None,
+          unigram: bool = True, reverse: bool | None = None, progress_bar: bool = False) -> Path:
+    """Write an index of ``docs`` as the real indexer would: v4 (suffixed files), v5 (documents
+    reversed) or v6 (files without suffix; one directory per shard when ``shards > 1``).
+
+    ``docs``: token-id sequences (or raw ``bytes`` for u8), streamed. Documents go to shards round-robin
+    (doc i to shard i % shards), as the indexer does within one input file and batch. ``reverse``: store
+    documents reversed (default: only for v5; the v6 indexer's ``--reversed``). ``metadata``: one
+    dict per document, written as the indexer's JSON lines (shaping it as ``{"path": ..., "linenum": ...,
+    "metadata": {...}}`` is the caller's choice). Memory: the tokenized corpus plus 4 bytes per byte of it
+    for the suffix array (pydivsufsort), the pointer table is written in chunks.
+    """
+    _check_build(token_width, version, shards)
+    writers = [_ShardWriter(token_width, metadata is not None, unigram) for _ in range(shards)]
+    metas = iter(metadata) if metadata is not None else None
+    rev = version == 5 if reverse is None else reverse
+    bar = progress.bar(progress_bar, desc="documents", unit="doc")
+    for i, doc in enumerate(docs):
+        line = (json.dumps(next(metas)) + "\n").encode("utf-8") if metas is not None else None
+        writers[i % shards].add(_token_bytes(doc, token_width, rev), line)
+        bar.update()
+    bar.close()
+    return _write_shards(writers, Path(out_dir), version, progress_bar)
+
+
+class Shard:
+    """One shard's files, memory-mapped."""
+
+    def __init__(self, files: dict[str, Path], width: int) -> None:
+        self.width = width
+        self.maps = {kind: _map(p) for kind, p in files.items()}
+        ds, table, offset = (self.maps.get(k) for k in ("tokenized", "table", "offset"))
+        if ds is None or table is None or offset is None:
+            raise FormatError("a shard needs tokenized, table and offset files", format=NAME)
+        if len(ds) % width:
+            raise FormatError(f"tokenized size {len(ds)} is not a multiple of the token width {width}",
+                              format=NAME, path=str(files["tokenized"]))
+        self.tok_cnt = len(ds) // width
+        if len(offset) % 8:
+            raise TruncatedError("offset size is not a multiple of 8", format=NAME, path=str(files["offset"]))
+        self.doc_cnt = len(offset) // 8
+        if self.tok_cnt and len(table) % self.tok_cnt:
+            raise ValueMismatchError(f"table size {len(table)} is not a whole number of pointers for "
+                                     f"{self.tok_cnt} tokens", format=NAME, path=str(files["table"]))
+        self.k = len(table) // self.tok_cnt if self.tok_cnt else 0
+        # the indexer's k = ceil(log2(size) / 8) is 0 for a 1-byte shard: its one pointer is implied 0
+        if self.tok_cnt and not 1 <= self.k <= 8 and not (self.k == 0 and len(ds) == 1):
+            raise ValueMismatchError(f"implausible pointer width {self.k}", format=NAME, path=str(files["table"]))
+        self.ds, self.table = ds, table
+        self.offsets = np.frombuffer(offset, "<u8") if len(offset) else np.zeros(0, "<u8")
+
+    def ptr(self, rank: int) -> int:
+        return pointers.at(self.table, self.k, rank) if self.k else 0
+
+    def find(self, query: bytes) -> tuple[int, int]:
+        """Half-open rank range of suffixes that start with ``query`` (raw bytes comparison)."""
+        n = len(query)
+        if n == 0:
+            return 0, self.tok_cnt
+        ds = self.ds
+
+        def key(r: int) -> bytes:
+            p = self.ptr(r)
+            return ds[p : p + n]
+
+        lo, hi = 0, self.tok_cnt
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if key(mid) < query:
+                lo = mid + 1
+            else:
+                hi = mid
+        start, hi = lo, self.tok_cnt
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if key(mid) <= query:
+                lo = mid + 1
+            else:
+                hi = mid
+        return start, lo
+
+
+def _map(path: Path) -> Any:
+    with builtins.open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+
+class InfiniGramIndex:
+    """An index over one or many shards (v4/v5 suffixed files, v6 files or shard folders); queries as the
+    engine answers them. The token width is inferred from the file sizes when only one fits; the version
+    cannot be told from the files (v5 differs only in storing documents reversed): pass ``version=5``."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, token_width: int | None = None,
+                 version: int = 4) -> None:
+        self.directory = Path(directory)
+        if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
+            raise ValueError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
+        self.version = version
+        groups = _groups(self.directory)
+        if not groups:
+            raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
+        self.token_width = token_width or _infer_width(groups)
+        # shard order is the string order of the names (table.10 before table.2), as the engine sorts its
+        # file paths: it numbers the shards and the global doc_ix
+        self.shards = [Shard(groups[name], self.token_width) for name in sorted(groups)]
+
+    def _bytes(self, tokens: Sequence[int]) -> bytes:
+        w = self.token_width
+        toks = list(tokens)[::-1] if self.version == 5 else list(tokens)
+        bad = [t for t in toks if isinstance(t, bool) or not isinstance(t, (int, np.integer))
+               or not 0 <= t < 1 << (8 * w)]
+        if bad:  # numpy would raise OverflowError (or wrap a negative id round to another token)
+            raise ValueError(f"token id {bad[0]!r} does not fit this index's {w}-byte tokens "
+                             f"(0 to {(1 << (8 * w)) - 1})")
+        return np.asarray(toks, f"<u{w}" if w > 1 else "u1").tobytes()
+
+    def find(self, tokens: Sequence[int]) -> dict[str, Any]:
+        q = self._bytes(tokens)
+        segments = [s.find(q) for s in self.shards]
+        return {"cnt": sum(b - a for a, b in segments), "segment_by_shard": segments}
+
+    def count(self, tokens: Sequence[int]) -> int:
+        """Token-aligned occurrences of ``tokens`` in all shards (``[]`` counts every token, SEPs included)."""
+        return self.find(tokens)["cnt"]
+
+    def prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
+        prompt_cnt = self.count(prompt)
+        if prompt_cnt == 0:
+            return {"prompt_cnt": 0, "cont_cnt": 0, "prob": -1.0}
+        cont_cnt = self.count([*prompt, cont])
+        return {"prompt_cnt": prompt_cnt, "cont_cnt": cont_cnt, "prob": cont_cnt / prompt_cnt}
+
+    def ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
+        """Exact next-token distribution after ``prompt`` over all shards.
+
+        The next token is the one after the match (v4) or before it in the stored reversed document (v5);
+        a separator or the end of a shard counts as ``eos_token_id``, as in the engine. Every occurrence is
+        counted (the engine's sampling above ``max_support`` and its end-of-shard bug do not apply).
+        """
+        w = self.token_width
+        n = len(prompt)
+        counts: dict[int, int] = {}
+        total = 0
+        q = self._bytes(prompt)
+        for shard in self.shards:
+            lo, hi = shard.find(q)
+            if hi <= lo:
+                continue
+            total += hi - lo
+            if shard.k:
+                ptrs = pointers.decode(shard.table[lo * shard.k : hi * shard.k], shard.k).astype(np.int64)
+            else:
+                ptrs = np.zeros(hi - lo, np.int64)
+            toks = np.frombuffer(shard.ds, f"<u{w}" if w > 1 else "u1")
+            at = ptrs // w + n if self.version == 4 else ptrs // w - 1
+            inside = (at >= 0) & (at < shard.tok_cnt)
+            nxt = np.full(len(at), eos_token_id, np.int64)
+            nxt[inside] = toks[at[inside]]
+            nxt[nxt == sep(w)] = eos_token_id
+            for tok, c in zip(*np.unique(nxt, return_counts=True), strict=True):
+                counts[int(tok)] = counts.get(int(tok), 0) + int(c)
+        return {"prompt_cnt": total, "approx": False,
+                "result_by_token_id": {t: {"cont_cnt": c, "prob": c / total} for t, c in sorted(counts.items())}}
+
+    def _longest_suffix(self, prompt: list[int]) -> int:
+        best = 0
+        for n in range(1, len(prompt) + 1):  # counts only shrink as the suffix grows: stop at the first miss
+            if self.count(prompt[len(prompt) - n :]) == 0:
+                break
+            best = n
+        return best
+
+    def infgram_prob(self, prompt: Sequence[int], cont: int) -> dict[str, Any]:
+        """prob() on the longest suffix of ``prompt`` that occurs (``suffix_len`` 0: unconditional)."""
+        prompt = list(prompt)
+        best = self._longest_suffix(prompt)
+        out = self.prob(prompt[len(prompt) - best :] if best else [], cont)
+        out["suffix_len"] = best
+        return out
+
+    def infgram_ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
+        """ntd() on the longest suffix of ``prompt`` that occurs."""
+        prompt = list(prompt)
+        best = self._longest_suffix(prompt)
+        out = self.ntd(prompt[len(prompt) - best :] if best else [], eos_token_id)
+        out["suffix_len"] = best
+        return out
+
+    def get_doc_by_rank(self, shard: int, rank: int) -> dict[str, Any]:
+        """The document holding suffix ``rank`` of shard ``shard``, and where the match starts in it."""
+        sh = self.shards[shard]
+        if not 0 <= rank < sh.tok_cnt:
+            raise IndexError("rank is out of range")
+        ptr = sh.ptr(rank)
+        if not 0 <= ptr < len(sh.ds):
+            raise FormatError(f"suffix pointer {ptr} is past the {len(sh.ds)}-byte corpus", format=NAME,
+                              path=f"table[{rank}]", offset=rank * sh.k)
+        local = int(np.searchsorted(sh.offsets, ptr, side="right")) - 1
+        if local < 0:
+            raise FormatError(f"no document holds suffix pointer {ptr}", format=NAME, path="offset")
+        doc = self.get_doc_by_ix(sum(s.doc_cnt for s in self.shards[:shard]) + local)
+        doc["needle_offset"] = (ptr - int(sh.offsets[local])) // self.token_width - 1
+        return doc
+
+    def get_doc_by_ix(self, doc_ix: int) -> dict[str, Any]:
+        """Document ``doc_ix`` (global, shards in order): its tokens (in reading order) and metadata line."""
+        if doc_ix < 0:
+            raise IndexError("doc_ix is out of range")
+        local = doc_ix  # the index within the shard
+        for s, shard in enumerate(self.shards):
+            if local < shard.doc_cnt:
+                w = self.token_width
+                start = int(shard.offsets[local]) + w
+                end = int(shard.offsets[local + 1]) if local + 1 < shard.doc_cnt else len(shard.ds)
+                if not w <= start <= end <= len(shard.ds) or (end - start) % w:
+                    raise FormatError(f"document spans bytes {start - w}..{end} of a {len(shard.ds)}-byte "
+                                      f"corpus in {w}-byte tokens", format=NAME, path=f"shards[{s}].offset[{local}]",
+                                      offset=8 * local)
+                toks = np.frombuffer(shard.ds[start:end], f"<u{w}" if w > 1 else "u1").tolist()
+                meta = ""
+                mt, mo = shard.maps.get("metadata"), shard.maps.get("metaoff")
+                if mt is not None and mo is not None and len(mo) >= 8 * (local + 1):
+                    offs = np.frombuffer(mo, "<u8", len(mo) // 8)
+                    a = int(offs[local])
+                    b = int(offs[local + 1]) if local + 1 < len(offs) else len(mt)
+                    if not a <= b <= len(mt):
+                        raise FormatError(f"metadata line spans bytes {a}..{b} of {len(mt)}", format=NAME,
+                                          path=f"shards[{s}].metaoff[{local}]", offset=8 * local)
+                    try:
+                        meta = bytes(mt[a:b]).decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise FormatError("metadata line is not UTF-8", format=NAME, path=f"shards[{s}].metadata[{local}]",
+                                          offset=a + e.start) from None
+                return {"doc_ix": doc_ix, "doc_len": len(toks),
+                        "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
+            local -= shard.doc_cnt
+        raise IndexError("doc_ix is past the last document")
+
+    @property
+    def tok_cnt(self) -> int:
+        return sum(s.tok_cnt for s in self.shards)
+
+    @property
+    def doc_cnt(self) -> int:
+        return sum(s.doc_cnt for s in self.shards)
+
+
+def open(directory: str | os.PathLike[str], *, token_width: int | None = None,  # noqa: A001
+         version: int = 4) -> InfiniGramIndex:
+    """Open an index folder (every file memory-mapped); see :class:`InfiniGramIndex`."""
+    return InfiniGramIndex(directory, token_width=token_width, version=version)
+
+
+def _groups(directory: Path) -> dict[str, dict[str, Path]]:
+    """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
+    groups: dict[str, dict[str, Path]] = {}
+    for p in sorted(directory.iterdir(), key=lambda p: p.name):
+        kind, _, suffix = p.name.partition(".")
+        if p.is_file() and kind in KINDS:
+            groups.setdefault(suffix, {})[kind] = p
+    if not groups:  # v6: one directory per shard, files without suffix
+        for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
+            files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
+            if "tokenized" in files:
+                groups[sub.name] = files
+    return groups
+
+
+def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
+    """The token width that makes every shard's sizes consistent (table = k * tok_cnt, SEP at offsets)."""
+    candidates = []
+    for w in (1, 2, 4):
+        ok = True
+        for files in groups.values():
+            size = files["tokenized"].stat().st_size if "tokenized" in files else 0
+            tsize = files["table"].stat().st_size if "table" in files else 0
+            if size % w or (size and tsize % (size // w)) or (size and not 1 <= tsize // (size // w) <= 8):
+                ok = False
+                break
+            if size:
+                with builtins.open(files["tokenized"], "rb") as f:
+                    if f.read(w) != b"\xff" * w:
+                        ok = False
+                        break
+        if ok:
+            candidates.append(w)
+    if len(candidates) != 1:
+        raise FormatError(f"cannot infer the token width (candidates {candidates}); pass token_width=",
+                          format=NAME)
+    return candidates[0]
+
+
+def _suffix_cmp(ds: Any, a: int, b: int, skip: int = 0) -> int:
+    """-1, 0 or 1 as the suffix at byte ``a`` sorts before, equal to or after the one at ``b`` (a suffix
+    that is a prefix of the other first), reading growing windows instead of copying whole suffixes."""
+    off, step = skip, 64
+    while True:
+        x, y = ds[a + off : a + off + step], ds[b + off : b + off + step]
+        if x != y:
+            return -1 if x < y else 1
+        if len(x) < step:
+            return 0
+        off, step = off + step, step * 2
+
+
+def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
+    """The first neighbouring pair (rank r, r + 1) out of order, out of range or misaligned, vectorised:
+    both suffixes compared 16 bytes at a time as columns (past the end sorts first) for the pairs still
+    tied, up to 256 bytes; longer ties by a bounded byte comparison."""
+    w, k, n = shard.width, shard.k, len(shard.ds)
+    ds = np.frombuffer(shard.ds, np.uint8)
+    table = np.frombuffer(shard.table, np.uint8).reshape(-1, k)
+    for start in range(0, len(ranks), 1 << 18):
+        r = ranks[start : start + (1 << 18)]
+        a, b = pointers.decode(table[r], k), pointers.decode(table[r + 1], k)
+        bad_a, bad_b = (a % w != 0) | (a >= n), (b % w != 0) | (b >= n)  # unsigned: 2^63 is no index
+        if bad_a.any() or bad_b.any():
+            i = int(np.argmax(bad_a | bad_b))
+            return f"pointer at rank {int(r[i]) + (not bad_a[i])} is out of range or misaligned"
+        a, b = a.astype(np.int64), b.astype(np.int64)
+        wrong = np.zeros(len(r), bool)
+        todo = np.arange(len(r))  # rows whose order is not decided yet
+        for skip in range(0, 256, 16):
+            pa, pb = a[todo, None] + (skip + np.arange(16)), b[todo, None] + (skip + np.arange(16))
+            da = np.where(pa < n, ds[np.minimum(pa, n - 1)].astype(np.int16) + 1, 0)
+            db = np.where(pb < n, ds[np.minimum(pb, n - 1)].astype(np.int16) + 1, 0)
+            diff = da != db
+            decided = diff.any(axis=1)
+            first = np.argmax(diff, axis=1)
+            rows = np.arange(len(todo))
+            wrong[todo] = decided & (da[rows, first] > db[rows, first])
+            wrong[todo[~decided & (da[:, -1] == 0)]] = True  # equal up to the end: a duplicate pointer
+            todo = todo[~decided & (da[:, -1] != 0)]
+            if not todo.size or wrong.any():
+                break
+        for i in todo.tolist() if not wrong.any() else []:  # 256 equal bytes: read on
+            if _suffix_cmp(shard.ds, int(a[i]), int(b[i]), 256) >= 0:
+                wrong[i] = True
+                break
+        if wrong.any():
+            i = int(r[np.argmax(wrong)])
+            return f"suffixes at ranks {i} and {i + 1} are out of order"
+    return None
+
+
+def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> list[str]:
+    """Consistency problems: offsets that are not increasing or do not point at separators, metaoff and
+    metadata that disagree, pointers too narrow, out of range or misaligned, and suffix order (on
+    ``sample`` random neighbouring pairs per shard; every pair, vectorised, with ``full=True``)."""
+    problems = []
+    w = index.token_width
+    rng = np.random.default_rng(0)
+    for s_ix, shard in enumerate(index.shards):
+        if not shard.tok_cnt:
+            problems.append(f"shard {s_ix}: no tokens (the infini-gram engine cannot load an empty shard)")
+            continue
+        ds = np.frombuffer(shard.ds, np.uint8) if len(shard.ds) else np.zeros(0, np.uint8)
+        if shard.offsets.size and int(shard.offsets.max()) + w > len(ds):  # before the cast (2^63 is negative)
+            problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
+            continue
+        offs = shard.offsets.astype(np.int64)
+        if offs.size and (np.any(np.diff(offs) <= 0) or int(offs[0]) != 0 or int(offs[-1]) + w > len(ds)):
+            problems.append(f"shard {s_ix}: offsets are not increasing from 0 within the tokenized file")
+        elif offs.size:
+            at_sep = np.ones(offs.size, bool)
+            for j in range(w):
+                at_sep &= ds[offs + j] == 0xFF
+            if not at_sep.all():
+                problems.append(f"shard {s_ix}: {int((~at_sep).sum())} offsets do not point at a separator "
+                                f"(first {int(offs[np.argmax(~at_sep)])})")
+        meta, metaoff = shard.maps.get("metadata"), shard.maps.get("metaoff")
+        if (meta is None) != (metaoff is None):
+            problems.append(f"shard {s_ix}: metadata and metaoff come together")
+        elif meta is not None and metaoff is not None:
+            mo = np.frombuffer(metaoff, "<u8").astype(np.int64) if len(metaoff) % 8 == 0 and len(metaoff) \
+                else np.zeros(0, np.int64)
+            if len(metaoff) % 8 or mo.size != shard.doc_cnt:
+                problems.append(f"shard {s_ix}: metaoff holds {len(metaoff) / 8:g} entries for "
+                                f"{shard.doc_cnt} documents")
+            elif mo.size and (int(np.frombuffer(metaoff, "<u8").max()) >= len(meta) or int(mo[0]) != 0
+                              or np.any(np.diff(mo) <= 0)):
+                problems.append(f"shard {s_ix}: metaoff is not increasing from 0 within the metadata file")
+            elif mo.size:
+                ends = np.append(mo[1:], len(meta)) - 1
+                if not (np.frombuffer(meta, np.uint8)[ends] == 0x0A).all():
+                    problems.append(f"shard {s_ix}: a metadata line does not end where the next one starts")
+        n = shard.tok_cnt
+        if n and shard.k and len(ds) > 256 ** shard.k:
+            problems.append(f"shard {s_ix}: {shard.k}-byte pointers cannot address {len(ds)} bytes")
+            continue
+        if n < 2 or not shard.k:
+            continue
+        if full or n - 1 <= sample:
+            ranks = np.arange(n - 1)
+        else:
+            ranks = np.sort(rng.integers(0, n - 1, sample))
+        problem = _order_problem(shard, ranks)
+        if problem:
+            problems.append(f"shard {s_ix}: {problem}")
+    return problems
+
+
+def _jsonl_lines(path: str) -> Iterator[bytes]:
+    """The lines of a ``.jsonl`` (or ``.gz``, ``.zst``) file, as bytes."""
+    if path.endswith(".gz"):
+        import gzip
+
+        with gzip.open(path, "rb") as f:
+            yield from f
+    elif path.endswith(".zst"):
+        import zstandard  # optional: only for .zst corpora, as in the real indexer
+
+        with builtins.open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
+            import io
+
+            yield from io.BufferedReader(z)  # type: ignore[arg-type]
+    else:
+        with builtins.open(path, "rb") as f:
+            yield from f
+
+
+def build_jsonl(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, tokenize: Any = None,
+                token_width: int = 1, version: int = 4, shards: int = 1, metadata: bool = True,
+                unigram: bool = True, reverse: bool | None = None, batch_size: int = 65536,
+                progress_bar: bool = False) -> Path:
+    """Index ``data_dir/**/*.json*`` as the real indexer does: files in sorted order, the ``text`` field
+    tokenized (``tokenize(text)`` -> token ids; UTF-8 bytes for u8 when ``tokenize`` is None), every
+    other field kept as metadata, and documents dealt to shards round-robin within each file and batch.
+    Lines are streamed: memory is the tokenized corpus, the metadata and the suffix array."""
+    _check_build(token_width, version, shards)
+    rev = version == 5 if reverse is None else reverse
+    root = Path(data_dir)
+    files = sorted(str(p) for p in root.glob("**/*.json*") if p.is_file())
+    writers = [_ShardWriter(token_width, metadata, unigram) for _ in range(shards)]
+    bar = progress.bar(progress_bar, total=sum(os.path.getsize(p) for p in files), desc="reading",
+                       unit="B", unit_scale=True)
+    for path in files:
+        rel = path[len(str(root)) + 1 :]
+        for linenum, raw in enumerate(_jsonl_lines(path)):
+            obj = json.loads(raw)
+            text = obj.pop("text")
+            doc = text.encode("utf-8") if tokenize is None else list(tokenize(text))
+            line = None
+            if metadata:
+                line = (json.dumps({"path": rel, "linenum": linenum, "metadata": obj}) + "\n").encode("utf-8")
+            writers[(linenum % batch_size) % shards].add(_token_bytes(doc, token_width, rev), line)
+            bar.update(len(raw))
+    bar.close()
+    return _write_shards(writers, Path(out_dir), version, progress_bar)

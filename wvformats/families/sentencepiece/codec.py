@@ -1,0 +1,76 @@
+"""Codec of SentencePiece ``tokenizer.model`` files (protobuf ModelProto, read losslessly)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...errors import BuildError, FormatError
+from ...framework.protowire import LEN, parse_fields
+from ...registry import Format, register, schema_io
+from ...schemas import sentencepiece as schema
+from .model import SentencePieceModel, parse_model_fields
+
+NAME = "sentencepiece"
+
+
+_, build = schema_io(NAME, schema.model_proto)
+
+
+def parse(buf: Any, **options: Any) -> Any:
+    """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
+    found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
+    try:
+        return parse_model_fields(bytes(buf))
+    except FormatError as e:
+        raise e.located(format=NAME) from None
+
+
+def to_model(parsed: Any, generation: str | None = None, **_: Any) -> SentencePieceModel:
+    """``generation``: "0.2.0" or "0.2.3" to read with that schema (default: their union)."""
+    if generation is not None and generation not in schema.GENERATIONS:
+        raise FormatError(f"unknown schema generation {generation!r} (0.2.0 or 0.2.3)", format=NAME)
+    try:
+        return SentencePieceModel(parsed, generation)
+    except FormatError as e:
+        raise e.located(format=NAME) from None
+
+
+def from_model(model: Any, **_: Any) -> Any:
+    if not isinstance(model, SentencePieceModel):
+        raise BuildError(f"expected SentencePieceModel, got {type(model).__name__}", format=NAME)
+    return model._msg  # a LazyMessage of an unedited file builds as its own bytes
+
+
+def sniff(head: bytes) -> bool:
+    """A ModelProto starts with a pieces field (1, LEN) whose body starts with a piece string (1, LEN)."""
+    if len(head) < 4 or head[0] != 0x0A:
+        return False
+    try:
+        fields, _, _ = parse_fields(head, 0, min(len(head), 2 + head[1] if head[1] < 0x80 else len(head)), "", 0)
+    except FormatError:
+        return False
+    return bool(fields) and fields[0]["number"] == 1 and fields[0]["value"][:1] == b"\x0a"
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    model = to_model(parsed)
+    counts = Counter(t for _, _, t in model.pieces)
+    sizes = Counter()
+    for f in parsed:
+        sizes[{1: "pieces", 2: "trainer_spec", 3: "normalizer_spec", 4: "self_test_data",
+               5: "denormalizer_spec"}.get(f["number"], f"field {f['number']}")] += len(f["value"]) if f[
+            "wire_type"] == LEN else 0
+    return {"pieces": len(model), "piece_types": dict(counts),
+            "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
+            "vocab_size": model.trainer_spec.vocab_size, "normalizer": model.normalizer_spec.name,
+            "charsmap": model.charsmap.to_dict() if model.charsmap else None,
+            "field_bytes": dict(sizes)}
+
+
+register(Format(
+    name=NAME, extensions=(".model",), description="SentencePiece tokenizer.model: a protobuf ModelProto "
+    "(pieces with scores and types, trainer and normalizer specs), read losslessly", schema=schema.model_proto,
+    sniff=sniff, priority=90, parse=parse, build=build, to_model=to_model, from_model=from_model,
+    model=SentencePieceModel, inspect=inspect,
+))

@@ -1,0 +1,474 @@
+"""SentencePiece models: pieces as a sequence and as numpy columns, typed specs, lossless bytes."""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError
+from ...framework import follow_chain, parse
+from ...framework.protobuf import View, decode_scalar, known_field, message_fields
+from ...framework.protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
+from ...schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, SentencePiece, model_proto
+
+
+def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
+    """Starts of the leading run of pieces in the layout sentencepiece writes, found with numpy.
+
+    A record is ``0a L1 | 0a L2 piece[L2] | 15 score[4] | (18 type)`` with one-byte lengths and type,
+    L1 = L2 + 7 (NORMAL, type omitted) or L2 + 9. Candidates are the positions where all of that holds;
+    the run is the chain of candidates from offset 0 in which each record ends where the next begins
+    (a candidate inside a piece string is never reached; the first record that breaks the layout ends the run,
+    and the rest of the message is parsed field by field). Returns (starts, end of the run).
+    """
+    a = np.frombuffer(buf, np.uint8)
+    n = len(a)
+    if n < 9 or a[0] != 0x0A:
+        return np.zeros(0, np.int64), 0
+    idx = np.int32 if n < 1 << 31 else np.int64
+    c = np.flatnonzero(a[: n - 8] == 0x0A).astype(idx)
+    c = c[(a[c + 2] == 0x0A) & ((a[c + 1] | a[c + 3]) < 0x80)]
+    l1, l2 = a[c + 1].astype(idx), a[c + 3].astype(idx)
+    extra = l1 - l2
+    ok = ((extra == 7) | (extra == 9)) & (c + 2 + l1 <= n)
+    c, l1, l2, extra = c[ok], l1[ok], l2[ok], extra[ok]
+    score_tag = c + 4 + l2
+    ok = a[score_tag] == 0x15
+    typed = extra == 9
+    t_at = np.where(typed, score_tag + 5, 0)
+    ok &= ~typed | ((a[t_at] == 0x18) & (a[np.minimum(t_at + 1, n - 1)] < 0x80))
+    c, l1 = c[ok], l1[ok]
+    if not c.size or c[0] != 0:
+        return np.zeros(0, np.int64), 0
+    nxt = c + 2 + l1
+    idx = follow_chain(c, nxt, len(c))  # a candidate inside a piece string is never reached
+    return c[idx], int(nxt[idx[-1]])
+
+
+def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Piece strings, raw f32 scores and types of a checked run, vectorised: each piece is gathered with
+    the score tag (0x15) that follows it, and the lot is decoded once and split at those tags."""
+    a = np.frombuffer(buf, np.uint8)
+    l1, l2 = a[starts + 1].astype(starts.dtype), a[starts + 3].astype(starts.dtype)
+    score_at = starts + 5 + l2
+    # float32 at every byte offset (a strided view), gathered at the score offsets: raw bits kept
+    at_byte = np.ndarray((len(a) - 3,), "<f4", buf, 0, (1,))
+    scores = at_byte[score_at]
+    types = np.where(l1 - l2 == 9, a[np.minimum(score_at + 5, len(a) - 1)], 1).astype(np.int32)
+    types[~np.isin(types, list(PIECE_TYPES))] = 1  # a value the enum does not name: an unknown field (proto2)
+    n = l2 + 1
+    total = int(n.sum())
+    # source offsets of every gathered byte as a cumulative sum: +1 within a piece, a jump between pieces
+    first = starts + 4
+    step = np.ones(total, np.int32 if len(a) < 1 << 31 else np.int64)
+    seg = np.cumsum(n) - n
+    step[0] = first[0]
+    step[seg[1:]] = first[1:] - (first[:-1] + n[:-1] - 1)
+    text = np.take(a, np.cumsum(step, out=step))
+    if np.count_nonzero(text == 0x15) == len(starts):
+        pieces = text.tobytes().decode("utf-8", "surrogateescape").split("\x15")[:-1]
+    else:  # a piece holds U+0015 itself: decode one by one
+        pieces = [buf[s + 4 : s + 4 + k].decode("utf-8", "surrogateescape")
+                  for s, k in zip(starts.tolist(), l2.tolist(), strict=True)]
+    return pieces, scores, types
+
+
+def parse_model_fields(data: bytes) -> Any:
+    """A ModelProto's fields: a :class:`LazyMessage` when it starts with pieces in sentencepiece's layout,
+    else the generic field-by-field parse of the wire schema."""
+    starts, run_end = scan_piece_run(data)
+    if not len(starts):
+        return parse(model_proto, data, format="sentencepiece")
+    return run_message(data, 1, starts, run_end, "fields")
+
+
+class CharsMap:
+    """A NormalizerSpec's ``precompiled_charsmap``, decoded: ``<trie size: u32 LE> <darts-clone
+    double-array units: u32 LE each> <replacement strings, each ending in NUL>``.
+
+    ``mapping()`` walks the double array (vectorised, one trie level at a time) and returns every source
+    sequence with the string that replaces it, as sentencepiece's normalizer applies them (longest match).
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        if len(blob) < 4:
+            raise FormatError("precompiled_charsmap is shorter than its 4-byte trie size",
+                              format="sentencepiece", path="normalizer_spec.precompiled_charsmap", offset=0)
+        size = int.from_bytes(blob[:4], "little")
+        if size % 4 or size > len(blob) - 4:
+            raise FormatError(f"trie size {size} does not fit the {len(blob) - 4} bytes that follow (or is not "
+                              "whole units)", format="sentencepiece",
+                              path="normalizer_spec.precompiled_charsmap.trie_size", offset=0)
+        self.trie_size = size
+        self.units = np.frombuffer(blob, "<u4", size // 4, 4)
+        self.normalized = bytes(blob[4 + size :])
+
+    @property
+    def replacements(self) -> list[str]:
+        """The replacement strings of the blob, in order."""
+        return [x.decode("utf-8", "surrogateescape") for x in self.normalized.split(b"\0")[:-1]]
+
+    def mapping(self) -> dict[str, str]:
+        u = self.units.astype(np.int64)
+        n = len(u)
+        if not n:
+            return {}
+        label = u & ((1 << 31) | 0xFF)
+        leaf = (u >> 8) & 1
+        offset = (u >> 10) << ((u & (1 << 9)) >> 6)
+        value = u & ((1 << 31) - 1)
+        labels = np.arange(1, 256)
+        frontier, keys = np.array([offset[0]]), [b""]
+        # darts-clone shares common subtrees (sentencepiece's charsmaps hold ~5 keys per unit), so a key count
+        # far past the units is a cycle, whose walk would grow without end
+        most, reached = 16 * n + (1 << 16), 0
+        out: dict[str, str] = {}
+        for _ in range(256):  # a key is at most as deep as the longest source sequence
+            if not frontier.size:
+                break
+            cand = frontier[:, None] ^ labels[None, :]
+            inside = cand < n
+            hit = inside & (label[np.where(inside, cand, 0)] == labels[None, :])
+            fi, ci = np.nonzero(hit)
+            child = cand[fi, ci]
+            reached += len(child)
+            if reached > most:
+                raise FormatError(f"the trie of {n} units expands into more than {most} keys (a cycle)",
+                                  format="sentencepiece", path="normalizer_spec.precompiled_charsmap")
+            nxt = child ^ offset[child]
+            if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
+                raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
+                                  path="normalizer_spec.precompiled_charsmap")
+            keys = [keys[f] + bytes((c + 1,)) for f, c in zip(fi.tolist(), ci.tolist(), strict=True)]
+            for k, is_leaf, at in zip(keys, leaf[child].tolist(), nxt.tolist(), strict=True):
+                if is_leaf:
+                    v = int(value[at])
+                    end = self.normalized.find(b"\0", v)
+                    out[k.decode("utf-8", "surrogateescape")] = self.normalized[v : end if end >= 0 else None
+                                                                              ].decode("utf-8", "surrogateescape")
+            frontier = nxt
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trie_size": self.trie_size, "trie_units": len(self.units),
+                "replacements": len(self.replacements), "normalized_bytes": len(self.normalized)}
+
+
+class SentencePieceModel:
+    """A ``tokenizer.model``: ``pieces`` (piece, score, type per id), trainer/normalizer specs as views.
+
+    Holds the file's wire fields, so writing it back reproduces the input byte for byte. Built from a
+    :class:`LazyMessage` (what the codec parses), the pieces come from one vectorised pass and the field
+    dicts are only made when something asks for ``fields``.
+    """
+
+    def __init__(self, fields: Any, generation: str | None = None) -> None:
+        self._msg = fields
+        self.generation = generation
+        self.proto = View(ModelProto if generation is None else GENERATIONS[generation], fields, "model",
+                          "sentencepiece")
+        if isinstance(fields, LazyMessage) and not any(f["number"] == 1 for f in fields.rest):
+            self.piece_strings, self.scores, self.types = _decode_run(fields.buf, fields.starts)
+            return
+        raw = [f["value"] for f in fields if f["number"] == 1 and f["wire_type"] == LEN]
+        pieces, types = [], np.ones(len(raw), np.int32)
+        score_bytes = [b"\0\0\0\0"] * len(raw)  # raw f32 bits: a signalling NaN stays as it was
+        for i, data in enumerate(raw):
+            # the layout sentencepiece writes: 0a len piece, 15 score[4], optionally 18 type (one byte each)
+            n = len(data)
+            if n >= 7 and data[0] == 0x0A and data[1] < 0x80:
+                end = 2 + data[1]
+                if data[end : end + 1] == b"\x15" and (n == end + 5 or n == end + 7 and data[end + 5] == 0x18
+                                                        and data[end + 6] < 0x80):
+                    pieces.append(data[2:end].decode("utf-8", "surrogateescape"))
+                    score_bytes[i] = data[end + 1 : end + 5]
+                    if n == end + 7 and data[end + 6] in PIECE_TYPES:  # else an unknown field: NORMAL
+                        types[i] = data[end + 6]
+                    continue
+            sub, _, _ = parse_fields(data, 0, len(data), f"pieces[{i}]", 0)
+            piece = ""
+            for f in sub:  # last occurrence wins; what protobuf keeps as unknown fields is skipped
+                spec = SentencePiece.by_number.get(f["number"])
+                if spec is None or not known_field(spec, f):
+                    continue
+                if spec.name == "score":
+                    score_bytes[i] = f["value"]  # raw f32 bits
+                elif spec.name == "piece":
+                    piece = decode_scalar(spec.type, f)
+                else:
+                    types[i] = decode_scalar(spec.type, f)
+            pieces.append(piece)
+        self.piece_strings = pieces
+        self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
+        self.types = types
+
+    @property
+    def fields(self) -> list[Any]:
+        """The ModelProto's wire fields, in file order (a list; made on first use for a parsed file)."""
+        return self._msg.fields if isinstance(self._msg, LazyMessage) else self._msg
+
+    def piece(self, i: int) -> tuple[str, float, str]:
+        """Piece ``i`` as (piece, score, type name)."""
+        t = int(self.types[i])
+        return self.piece_strings[i], float(self.scores[i]), PIECE_TYPES.get(t, str(t))
+
+    @property
+    def pieces(self) -> list[tuple[str, float, str]]:
+        return [(p, float(s), PIECE_TYPES.get(int(t), str(int(t))))
+                for p, s, t in zip(self.piece_strings, self.scores, self.types, strict=True)]
+
+    def __len__(self) -> int:
+        return len(self.piece_strings)
+
+    @property
+    def trainer_spec(self) -> View:
+        return self.proto.trainer_spec
+
+    @property
+    def charsmap(self) -> CharsMap | None:
+        """The normalizer's precompiled charsmap decoded (None when the model has none)."""
+        blob = self.normalizer_spec.precompiled_charsmap
+        return CharsMap(blob) if blob else None
+
+    @property
+    def normalizer_spec(self) -> View:
+        return self.proto.normalizer_spec
+
+    @property
+    def denormalizer_spec(self) -> View:
+        return self.proto.denormalizer_spec
+
+    @property
+    def self_test_data(self) -> View | None:
+        """SelfTestData (field 4 of 0.2.0 files); None under the 0.2.3 schema, where it is an unknown field."""
+        if self.generation == "0.2.3":
+            return None
+        return self.proto.self_test_data
+
+    def piece_to_id(self, piece: str) -> int:
+        return self.piece_strings.index(piece)
+
+
+# -- editing: every field that is not touched keeps its exact bytes ------------------------------------------
+
+def _piece_message(piece: str, score: float, type_id: int) -> bytes:
+    from ...framework.protowire import build_fields
+
+    fields = [dict(number=1, wire_type=LEN, value=piece.encode("utf-8")),
+              dict(number=2, wire_type=5, value=struct.pack("<f", score))]
+    if type_id != 1:  # NORMAL is the default: sentencepiece omits it
+        fields.append(dict(number=3, wire_type=0, value=type_id))
+    out = bytearray()
+    build_fields(fields, out)
+    return bytes(out)
+
+
+_TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}
+
+
+def _edited(model: SentencePieceModel, fields: list[Any]) -> SentencePieceModel:
+    return SentencePieceModel(fields, model.generation)
+
+
+def _piece_positions(model: SentencePieceModel) -> list[int]:
+    return [i for i, f in enumerate(model.fields) if f["number"] == 1 and f["wire_type"] == LEN]
+
+
+def _record(piece: str, score: float, type_id: int) -> bytes:
+    body = _piece_message(piece, score, type_id)
+    return b"\x0a" + encode_varint(len(body)) + body
+
+
+def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) -> SentencePieceModel | None:
+    """Pieces ``first:stop`` replaced by ``records`` (encoded piece fields) in the file's bytes, when the
+    model's pieces are all in its leading run; None otherwise (the caller edits the field list)."""
+    msg = model._msg
+    if not isinstance(msg, LazyMessage) or any(f["number"] == 1 for f in msg.rest):
+        return None
+    bounds = [*msg.starts[[first, stop]].tolist()] if stop < len(msg.starts) else (
+        [int(msg.starts[first]) if first < len(msg.starts) else msg.run_end, msg.run_end])
+    data = msg.buf[: bounds[0]] + records + msg.buf[bounds[1] :]
+    return SentencePieceModel(parse_model_fields(data), model.generation)
+
+
+def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None, score: float | None = None,
+              type: str | None = None) -> SentencePieceModel:
+    """A copy with piece ``index`` renamed, re-scored or re-typed (only that piece's bytes change)."""
+    index = range(len(model))[index]
+    p, s, t = model.piece(index)
+    args = (p if piece is None else piece, s if score is None else score, _TYPE_IDS[t if type is None else type])
+    spliced = _splice(model, index, index + 1, _record(*args))
+    if spliced is not None:
+        return spliced
+    pos = _piece_positions(model)[index]
+    data = _piece_message(*args)
+    fields = list(model.fields)
+    fields[pos] = dict(number=1, wire_type=LEN, value=data)
+    return _edited(model, fields)
+
+
+def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: str = "USER_DEFINED"
+              ) -> SentencePieceModel:
+    """A copy with ``piece`` appended as the last id."""
+    if piece in model.piece_strings:
+        raise ValueError(f"piece {piece!r} already exists (id {model.piece_to_id(piece)})")
+    spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[type]))
+    if spliced is not None:
+        return spliced
+    positions = _piece_positions(model)
+    at = positions[-1] + 1 if positions else 0
+    fields = list(model.fields)
+    fields.insert(at, dict(number=1, wire_type=LEN, value=_piece_message(piece, score, _TYPE_IDS[type])))
+    return _edited(model, fields)
+
+
+def remove_piece(model: SentencePieceModel, index: int) -> SentencePieceModel:
+    """A copy without piece ``index`` (later ids shift down by one)."""
+    index = range(len(model))[index]
+    spliced = _splice(model, index, index + 1, b"")
+    if spliced is not None:
+        return spliced
+    fields = list(model.fields)
+    del fields[_piece_positions(model)[index]]
+    return _edited(model, fields)
+
+
+def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceModel:
+    """A copy with NormalizerSpec fields set (``add_dummy_prefix=False``, ...); other bytes unchanged."""
+    from ...framework.protowire import build_fields
+    from ...schemas.sentencepiece import NormalizerSpec
+
+    fields = list(model.fields)
+    where = [i for i, f in enumerate(fields) if f["number"] == 3 and f["wire_type"] == LEN]
+    sub: list[Any] = []
+    if where:
+        sub = message_fields(fields[where[-1]]["value"], "normalizer_spec", "sentencepiece")
+    for name, value in flags.items():
+        spec = next((f for f in NormalizerSpec.fields if f.name == name), None)
+        if spec is None:
+            raise ValueError(f"NormalizerSpec has no field {name!r}")
+        if spec.type == "bool":
+            new = dict(number=spec.number, wire_type=0, value=int(bool(value)))
+        else:
+            raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
+            new = dict(number=spec.number, wire_type=LEN, value=raw)
+        same = [i for i, f in enumerate(sub) if f["number"] == spec.number]
+        if same:
+            sub[same[-1]] = new
+        else:
+            sub.append(new)
+            sub.sort(key=lambda f: f["number"])  # a new field goes where protobuf would write it
+    out = bytearray()
+    build_fields(sub, out)
+    entry = dict(number=3, wire_type=LEN, value=bytes(out))
+    if where:
+        fields[where[-1]] = entry
+    else:
+        fields.append(entry)
+        fields.sort(key=lambda f: f["number"])
+    return _edited(model, fields)
+
+
+def merge(first: SentencePieceModel, second: SentencePieceModel, score: float | None = None
+          ) -> SentencePieceModel:
+    """``first`` plus the pieces of ``second`` it lacks (appended, keeping their type; optional score)."""
+    have = set(first.piece_strings)
+    new = []
+    for p, s, t in second.pieces:
+        if p not in have and t in ("NORMAL", "USER_DEFINED"):
+            new.append((p, s if score is None else score, t))
+            have.add(p)
+    spliced = _splice(first, len(first), len(first), b"".join(_record(p, s, _TYPE_IDS[t]) for p, s, t in new))
+    if spliced is not None:
+        return spliced
+    out = first
+    for p, s, t in new:
+        out = add_piece(out, p, s, t)
+    return out
+
+
+# -- exports -------------------------------------------------------------------------------------------------
+
+def to_tsv(model: SentencePieceModel) -> str:
+    """``piece<TAB>score<TAB>type`` lines, one per id (the .vocab layout plus the type)."""
+    return "".join(f"{p}\t{s!r}\t{t}\n" for p, s, t in model.pieces)
+
+
+def to_json(model: SentencePieceModel) -> list[dict[str, Any]]:
+    return [{"id": i, "piece": p, "score": s, "type": t} for i, (p, s, t) in enumerate(model.pieces)]
+
+
+def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
+    """A Hugging Face ``tokenizer.json`` (as a dict) for a Unigram or BPE model, tokenizing as sentencepiece.
+
+    Normalizer: the precompiled charsmap (``Precompiled``, the same blob), then sentencepiece's whitespace
+    rules (strip, collapse runs of spaces) when ``remove_extra_whitespaces``, the dummy prefix when
+    ``add_dummy_prefix`` and spaces as U+2581; pre-tokenizer: ``Metaspace`` splitting there when
+    ``split_by_whitespace``. Unigram:
+    pieces with their scores and ``unk_id``. BPE: the vocabulary and merges recovered from it (every split
+    of a piece into two pieces, ranked by the merged piece's score, as sentencepiece's BPE applies them).
+    Control and unknown pieces become special added tokens, user-defined pieces non-special added tokens
+    matched before normalisation. One difference remains that tokenizer.json cannot express: around a
+    user-defined piece, Hugging Face normalises each stretch of text on its own (each gets the dummy prefix),
+    where sentencepiece normalises the whole text once (``the<sep>fox`` gives ``fox`` there, ``▁fox`` here);
+    and text that spells a control piece (``<s>``) matches it as a special token, where sentencepiece reads
+    its characters (``encode(..., split_special_tokens=True)`` in transformers avoids that). Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
+    """
+    import base64
+
+    ts, ns = model.trainer_spec, model.normalizer_spec
+    kind = {1: "Unigram", 2: "BPE"}.get(ts.model_type)
+    if kind is None:
+        name = {3: "WORD", 4: "CHAR"}.get(ts.model_type, str(ts.model_type))
+        raise ValueError(f"tokenizer.json export covers Unigram and BPE models, not model_type {name}")
+    pieces = model.piece_strings
+    scores = model.scores.astype(float).tolist()
+    types = model.types.tolist()
+    added = [{"id": i, "content": p, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": t != 4} for i, (p, t) in enumerate(zip(pieces, types, strict=True)) if t in (2, 3, 4)]
+    norms: list[dict[str, Any]] = []
+    if ns.precompiled_charsmap:
+        norms.append({"type": "Precompiled",
+                      "precompiled_charsmap": base64.b64encode(ns.precompiled_charsmap).decode("ascii")})
+    if ns.remove_extra_whitespaces:
+        norms += [{"type": "Strip", "strip_left": True, "strip_right": True},
+                  {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+    # sentencepiece adds the dummy prefix even before a leading space (Metaspace's "always" does not)
+    if ns.add_dummy_prefix:
+        norms.append({"type": "Prepend", "prepend": "\u2581"})
+    norms.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
+    meta = {"type": "Metaspace", "replacement": "\u2581", "split": bool(ts.split_by_whitespace),
+            "prepend_scheme": "never"}
+    decoders: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}]
+    if ts.byte_fallback:
+        decoders.append({"type": "ByteFallback"})
+    decoders.append({"type": "Fuse"})  # one string, so that Strip removes the dummy prefix's space once
+    if ns.add_dummy_prefix:
+        decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    unk_id = ts.unk_id
+    if kind == "Unigram":
+        hf_model: dict[str, Any] = {"type": "Unigram", "unk_id": unk_id if unk_id >= 0 else None,
+                                    "vocab": [[p, s] for p, s in zip(pieces, scores, strict=True)],
+                                    "byte_fallback": bool(ts.byte_fallback)}
+    else:
+        vocab = {p: i for i, p in reversed(list(enumerate(pieces)))}
+        lengths_set = {len(p) for p in pieces} - {0}  # both halves of a merge are pieces: cut at their lengths
+        lengths = sorted(lengths_set)
+        merges = []
+        for i, p in enumerate(pieces):
+            if types[i] != 1:  # only NORMAL pieces come from merges
+                continue
+            cuts = [k for k in lengths[: bisect.bisect_left(lengths, len(p))] if len(p) - k in lengths_set]
+            local = [(vocab[p[:k]], vocab[p[k:]], p[:k], p[k:]) for k in cuts if p[:k] in vocab and p[k:] in vocab]
+            merges += [(scores[i], i, a, b, left, right) for a, b, left, right in sorted(local)]
+        merges.sort(key=lambda m: (-m[0], m[1], m[2], m[3]))
+        hf_model = {"type": "BPE", "dropout": None, "unk_token": pieces[unk_id] if 0 <= unk_id < len(pieces)
+                    else None, "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                    "byte_fallback": bool(ts.byte_fallback), "ignore_merges": False, "vocab": vocab,
+                    "merges": [[m[4], m[5]] for m in merges]}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "Sequence", "normalizers": norms}, "pre_tokenizer": meta,
+            "post_processor": None, "decoder": {"type": "Sequence", "decoders": decoders}, "model": hf_model}

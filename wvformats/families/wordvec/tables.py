@@ -1,0 +1,1065 @@
+"""Fast, checked record tables for word/vector files.
+
+A vocabulary of 400,000 records must not go through per-record interpreted construct code. These constructs
+parse a whole table with one tight loop (binary) or one vectorised number parse (text), check every length,
+and name the record index and byte offset in every error. Their compiled form calls the same checked code.
+
+Parsed values are ``Container(words=[...], vectors=ndarray(n, dim) <f4, ...layout details...)``; the layout
+details (newlines between binary records, the number style of text files) make the rebuild byte-exact.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import warnings
+from collections import deque
+from concurrent.futures import Future
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ...embeddings import selected_rows
+from ...errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
+from ...framework.fields import _Checked, _evaluate
+from ...framework.located import _tell, fail, warn
+from ...framework.records import (
+    WalkPolicy,
+    follow_chain,
+    lockstep_chain,
+    pack_records,
+    prefixed_starts,
+    walk_region,
+)
+from ...framework.streams import _window, background, byte_view, release
+from ...framework.strings import decode_all, decode_spans
+
+F32 = np.dtype("<f4")
+
+
+def _params(context: Any) -> Any:
+    return getattr(context, "_params", None) or {}
+
+
+def _limit(context: Any, count: int) -> int:
+    limit = _params(context).get("limit")
+    return count if limit is None else min(count, int(limit))
+
+
+def _errors(context: Any) -> str:
+    return _params(context).get("unicode_errors", "strict")
+
+
+def _text_dtype(context: Any) -> np.dtype:
+    """What text numbers are parsed into: float64 when the ``dtype`` read option asks for more than float32
+    (gensim's ``datatype``; files with 17-digit numbers keep them), else float32."""
+    wanted = np.dtype(_params(context).get("dtype") or F32)
+    return np.dtype("<f8") if wanted.kind == "f" and wanted.itemsize > 4 else F32
+
+
+def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix (into
+    ``out`` when it has that shape).
+
+    Rows sit at arbitrary byte offsets: every window of ``4 * dim`` bytes of the buffer is a row of a
+    strided view, and indexing it copies the wanted windows (a memcpy per row), a few MB at a time.
+    """
+    n = len(vstarts)
+    if out is None or out.shape != (n, dim):
+        out = np.empty((n, dim), F32)
+    if n == 0 or dim == 0:
+        return out
+    u8 = np.frombuffer(buf, np.uint8)
+    windows = np.lib.stride_tricks.sliding_window_view(u8, 4 * dim)
+    dest = out.view(np.uint8).reshape(n, 4 * dim)
+    idx = np.asarray(vstarts, np.intp)
+    step = max(1, (4 << 20) // (4 * dim))  # rows per copy: a 4 MB temporary stays in cache
+    ordered = n < 2 or bool((idx[1:] >= idx[:-1]).all())
+    for a in range(0, n, step):
+        dest[a : a + step] = windows[idx[a : a + step]]
+        if ordered:  # rows in file order: the pages behind them are done with
+            release(buf, int(idx[min(a + step, n) - 1]))
+    return out
+
+
+_AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
+
+
+def _touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
+    """An uninitialised matrix (float32 by default) with every page already faulted in (one write per page)."""
+    out = np.empty(shape, dtype)
+    out.reshape(-1).view(np.uint8)[:: mmap.PAGESIZE] = 0
+    return out
+
+
+def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> Future[Any] | None:
+    """Start allocating the (count, dim) result while the record offsets are found, when the table is big
+    and ``count`` records of at least ``least`` bytes fit in the ``room`` bytes left (a hostile count gets
+    nothing ahead: the matrix is then allocated for the records really found)."""
+    if _params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
+        return None
+    return background(_touched, (count, dim))
+
+
+# no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
+# or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
+_MAX_DIM = 1 << 24
+
+
+def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
+    """The header's dimension, refused when absurd (an empty table would otherwise carry it unchecked to
+    lookups that allocate ``words x dim``)."""
+    value = int(_evaluate(dim, context))
+    if value > _MAX_DIM:
+        raise fail(path, _tell(stream), f"dimension {value} is larger than 2^24", ValueMismatchError)
+    return value
+
+
+def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
+    """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
+    return selected_rows(words, vocab=_params(context).get("vocab"))
+
+
+def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
+           path: str, base: int, ahead: Future[Any] | None = None,
+           sep: bytes | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and vectors of a binary table from the record offsets found by a parse loop (``ahead``: the
+    matrix being allocated by :func:`_matrix_ahead`; ``sep``: the byte that ends every word, as
+    :func:`decode_spans` takes it).
+
+    The rows are copied on a worker thread while this one decodes the words; with the ``vocab`` option the
+    words come first, to choose the rows."""
+    ws = np.asarray(wstarts, np.int64)
+    we = np.asarray(wends, np.int64)
+    vs = np.asarray(vstarts, np.int64)
+    if _params(context).get("vocab") is None:
+        out = ahead.result() if ahead is not None else None
+        if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
+            return decode_spans(buf, ws, we, _errors(context), path, base, sep=sep), _gather_rows(buf, vs, dim)
+        rows = background(_gather_rows, buf, vs, dim, out)
+        try:
+            words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+        except BaseException:
+            rows.exception()  # the copy reads ``buf``: it ends before the error leaves here
+            raise
+        return words, rows.result()
+    words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+    keep = _keep_vocab(context, words)
+    if keep is not None:
+        words = [words[i] for i in keep]
+        vs = vs[np.array(keep, np.int64)]
+    return words, _gather_rows(buf, vs, dim)
+
+
+def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
+    arr = np.asarray(vectors)
+    if arr.size == 0 and n == 0:
+        return np.zeros((0, dim), F32)
+    if arr.dtype.kind not in "biuf":
+        raise fail(path, _tell(stream), f"vectors must be numeric, not {arr.dtype}", BuildError)
+    arr = np.ascontiguousarray(arr, dtype=F32)  # explicit cast: float64 input never makes a corrupt file
+    if arr.shape != (n, dim):
+        raise fail(path, _tell(stream), "vector matrix does not match the header", BuildError,
+                   expected=(n, dim), found=arr.shape)
+    return arr
+
+
+class LeaderRecords(_Checked):
+    """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
+
+    def __init__(self, count: Any, dim: Any) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = int(_evaluate(self.count, context))
+        count = _limit(context, declared)
+        dim = _dimension(self.dim, context, path, stream)
+        rowbytes = 4 * dim
+        buf, base = _window(stream)
+        pos = stream.tell() - base
+        end = len(buf)
+        # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
+        # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
+        # count runs into the end of the file long before memory runs out: offsets grow as records are found.
+        ahead = _matrix_ahead(context, count, dim, 4 + rowbytes, end - pos)
+        rs, lens, pos = prefixed_starts(buf, pos, end, count, path, base, fixed=rowbytes)
+        words, vectors = _table(context, buf, rs + 4, rs + 4 + lens, rs + 4 + lens, dim, path, base, ahead)
+        stream.seek(base + pos)
+        return cs.Container(words=words, vectors=vectors)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        dim = int(_evaluate(self.dim, context))
+        words = obj["words"]
+        if len(words) != count:
+            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                       expected=count, found=len(words))
+        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        pack = struct.Struct("<I").pack
+        mv = byte_view(arr)
+        rb = 4 * dim
+        done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=True)
+        chunk: list[bytes | memoryview] = []
+        for i, w in enumerate(words[done:], done):
+            if not isinstance(w, str):
+                raise fail(f"{path}[{i}].word", _tell(stream), "expected a str", BuildError)
+            raw = w.encode("utf-8")
+            chunk.append(pack(len(raw)))
+            chunk.append(raw)
+            chunk.append(mv[i * rb : (i + 1) * rb])
+            if len(chunk) >= 3 * 4096:
+                stream.write(b"".join(chunk))
+                chunk.clear()
+        stream.write(b"".join(chunk))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
+             window: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, int]:
+    """word2vec binary records from ``pos`` found with numpy: (word starts, word-ending spaces, position
+    after the last record). Every space is a candidate end of a word; from one, the next record's word
+    starts after the vector and at most one newline, and ends at the first space after that. The run is the
+    chain of those successors from ``pos`` (a loop over a list); it stops at a record it cannot take whole:
+    an empty word, two newlines, a word without its space or vector inside the window."""
+    hi = min(end, pos + max(window, rowbytes + 2))
+    seg = u8[pos:hi]
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), pos)
+    if len(seg) < 2 or seg[0] == 10:
+        return empty
+    spaces = np.flatnonzero(seg == 32)
+    if not spaces.size or spaces[0] == 0:
+        return empty
+    vec_end = spaces + 1 + rowbytes  # where each candidate's record would end
+    inside = vec_end < len(seg)
+    nl = np.zeros(len(spaces), bool)
+    nl[inside] = seg[vec_end[inside]] == 10
+    nxt_word = vec_end + nl
+    ok = nxt_word + 1 < len(seg)
+    ok[ok] &= seg[np.minimum(nxt_word[ok], len(seg) - 1)] != 10  # two newlines, or a word that starts with one
+    # the space that ends the next word: the first one after it starts (an empty word or one past the window
+    # cannot be taken whole: the chain ends there)
+    j = np.minimum(np.searchsorted(spaces, nxt_word), len(spaces) - 1)
+    ok &= (spaces[j] > nxt_word) & (spaces[j] - nxt_word < 1_000_000)
+    idx = follow_chain(spaces, np.where(ok, spaces[j], -1), most)
+    done = int(np.searchsorted(vec_end[idx], len(seg), "right"))  # records whose vector is in the window
+    idx = idx[:done]
+    if not idx.size:
+        return empty
+    sps = spaces[idx]
+    ws = np.empty(len(idx), np.int64)
+    ws[0] = 0
+    ws[1:] = nxt_word[idx[:-1]]
+    return ws + pos, sps + pos, int(vec_end[idx[-1]]) + pos
+
+
+_WORD_WINDOW = 32  # bytes of a word2vec word looked at per pass of the lockstep walk
+_WALK_LONGEST = 1024  # the longest word the lockstep walk takes (a longer one ends its run: the exact method)
+_WALK_MIN_ROW = 64  # vector bytes from which the lockstep walk pays (it reads the words, not the vectors)
+_TYPICAL_WORD = 12  # bytes a word takes with its space and newline, about: what sizes the walk's segments
+_GUESS_BACK = 258  # besides a vector, how far before its segment a walk's guess looks: a record whose word is
+# under 256 bytes (with its newline and space) then ends inside that stretch, so the walk has a record to fall
+# into step with before its segment begins
+
+
+def _first_spaces(windows: np.ndarray, at: np.ndarray, ok: np.ndarray, longest: int) -> np.ndarray:
+    """The first space at or after each offset in ``at`` (where ``ok``) within ``longest`` bytes, or -1: one
+    of the ``windows`` (every stretch of the buffer of that width) per pass, further ones only for the
+    offsets not yet done."""
+    out = np.full(len(at), -1, np.int64)
+    todo = np.flatnonzero(ok)
+    last = len(windows) - 1
+    for skip in range(0, longest, windows.shape[1]):
+        if not todo.size:
+            break
+        here = at[todo] + skip
+        fits = here <= last
+        todo, here = todo[fits], here[fits]
+        hit = windows[here] == 32
+        k = hit.argmax(axis=1)
+        found = hit[np.arange(len(k)), k]
+        out[todo[found]] = here[found] + k[found]
+        todo = todo[~found]
+    return out
+
+
+def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int,
+              rowbytes: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces,
+    position after the last record), as :func:`_w2v_run` gives them, of a run of records with at most one
+    newline before each word and words under 1 kB."""
+    windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
+    span = rowbytes + _WORD_WINDOW + 1  # any stretch this long holds a word's space (where words are short)
+
+    def step(at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ok = at < end - 1
+        at = np.where(ok, at, 0)
+        w = at + (u8[at] == 10)
+        first = u8[w]
+        ok &= (first != 10) & (first != 32)
+        spaces = _first_spaces(windows, w, ok, _WALK_LONGEST)
+        nexts = spaces + 1 + rowbytes
+        return ok & (spaces >= 0) & (nexts <= end), spaces, nexts
+
+    def guess(at: np.ndarray) -> np.ndarray:
+        # after the vector of the first space in a stretch (a space in a vector leads into step within a
+        # record or two: the word after that vector is cut short, or the next vector holds no space)
+        spaces = _first_spaces(np.lib.stride_tricks.sliding_window_view(u8[:end], span), at,
+                               at + span <= end, span)
+        return np.where(spaces >= 0, spaces + 1 + rowbytes, -1)
+
+    hi, segment = walk_region(pos, end, rowbytes + _TYPICAL_WORD)
+    longest = 1 + _WALK_LONGEST + 1 + rowbytes  # a newline, the longest word it takes, the space, the vector
+    starts, spaces, nexts = lockstep_chain(step, guess, pos, hi, segment, rowbytes + _GUESS_BACK, longest, most)
+    return starts + (u8[starts] == 10), spaces, int(nexts[-1]) if len(nexts) else pos
+
+
+def _flush(loose: list[tuple[int, int]], starts: list[np.ndarray], ends: list[np.ndarray]) -> None:
+    """Move records found one by one onto the lists of offset arrays, as one array each."""
+    if loose:
+        pairs = np.array(loose, np.int64)
+        starts.append(pairs[:, 0])
+        ends.append(pairs[:, 1])
+        loose.clear()
+
+
+class Word2VecRecords(_Checked):
+    """``count`` word2vec binary records: word bytes, one space, ``dim`` little-endian float32.
+
+    Any run of ``\\n`` before a word is skipped (word2vec.c writes one after every vector; GoogleNews and
+    gensim write none) and remembered per record in ``newlines`` so the file rebuilds byte-exact.
+    """
+
+    def __init__(self, count: Any, dim: Any) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = int(_evaluate(self.count, context))
+        count = _limit(context, declared)
+        dim = _dimension(self.dim, context, path, stream)
+        rowbytes = 4 * dim
+        buf, base = _window(stream)
+        if isinstance(buf, memoryview):
+            buf = buf.tobytes()
+        pos = stream.tell() - base
+        end = len(buf)
+        find = buf.find
+        # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
+        wstarts: list[np.ndarray] = []
+        wends: list[np.ndarray] = []
+        loose: list[tuple[int, int]] = []  # records taken one by one since the last run
+        gaps: dict[int, int] = {}
+        u8 = np.frombuffer(buf, np.uint8) if end else np.zeros(0, np.uint8)
+        ahead = _matrix_ahead(context, count, dim, 2 + rowbytes, end - pos)
+        i = 0
+        walks = WalkPolicy(pos if rowbytes >= _WALK_MIN_ROW else end)
+        while i < count:
+            # a run of records found vectorised: from each space ending a word, the vector, at most one
+            # newline, then the next word up to its space (by the lockstep walk when it is due, else the
+            # exact method); the loop below takes what the run cannot
+            walked = walks.due(pos, end)
+            if walked:
+                ws, sps, after = _w2v_walk(u8, pos, end, count - i, rowbytes)
+                walks.ran(pos, after, end, i + len(ws) == count)
+            if not walked or not len(ws):
+                ws, sps, after = _w2v_run(u8, pos, end, count - i, rowbytes)
+            if len(ws):
+                for k in np.flatnonzero(ws - np.concatenate([[pos], sps[:-1] + 1 + rowbytes])).tolist():
+                    gaps[i + k] = int(ws[k] - (pos if k == 0 else sps[k - 1] + 1 + rowbytes))
+                _flush(loose, wstarts, wends)
+                wstarts.append(ws)
+                wends.append(sps)
+                i += len(ws)
+                pos = after
+                release(buf, pos)
+                continue
+            w = pos
+            while w < end and buf[w] == 10:
+                w += 1
+            if w != pos:
+                gaps[i] = w - pos
+            sp = find(b" ", w, w + 1_000_000)
+            if sp < 0:
+                raise fail(f"{path}[{i}].word", base + w, "no space ends the word (file cut off?)",
+                           TruncatedError)
+            if sp == w:
+                raise fail(f"{path}[{i}].word", base + w, "empty word", ValueMismatchError)
+            pos = sp + 1 + rowbytes
+            if pos > end:
+                raise fail(f"{path}[{i}].vector", base + sp + 1,
+                           f"vector needs {rowbytes} bytes, only {end - sp - 1} remain", TruncatedError)
+            loose.append((w, sp))
+            i += 1
+        _flush(loose, wstarts, wends)
+        ws = np.concatenate(wstarts) if wstarts else np.zeros(0, np.int64)
+        we = np.concatenate(wends) if wends else np.zeros(0, np.int64)
+        words, vectors = _table(context, buf, ws, we, we + 1, dim, path, base, ahead, sep=b" ")
+        stream.seek(base + pos)
+        newlines = None
+        if gaps and _params(context).get("vocab") is None:
+            newlines = np.zeros(count, np.uint32)
+            newlines[list(gaps)] = list(gaps.values())
+        return cs.Container(words=words, vectors=vectors, newlines=newlines)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        dim = int(_evaluate(self.dim, context))
+        words = obj["words"]
+        if len(words) != count:
+            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                       expected=count, found=len(words))
+        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        gaps = obj.get("newlines")
+        if gaps is not None and len(gaps) != count:
+            raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
+        mv = byte_view(arr)
+        rb = 4 * dim
+        done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
+                            gaps=gaps)
+        chunk: list[bytes | memoryview] = []
+        for i, w in enumerate(words[done:], done):
+            raw = _word_bytes(w, f"{path}[{i}].word", stream)
+            if gaps is not None and gaps[i]:
+                chunk.append(b"\n" * int(gaps[i]))
+            chunk.append(raw + b" ")
+            chunk.append(mv[i * rb : (i + 1) * rb])
+            if len(chunk) >= 3 * 4096:
+                stream.write(b"".join(chunk))
+                chunk.clear()
+        stream.write(b"".join(chunk))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _word_bytes(w: Any, path: str, stream: Any) -> bytes:
+    """A word for the space-separated formats: non-empty, no ASCII space, no line break at its ends."""
+    if not isinstance(w, str):
+        raise fail(path, _tell(stream), "expected a str", BuildError, found=type(w).__name__)
+    if not w or " " in w or "\n" in w:
+        raise fail(path, _tell(stream), "a word here cannot be empty or hold a space or newline",
+                   BuildError, found=w)
+    return w.encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# text
+
+
+def _fmt_repr(row: np.ndarray) -> list[str]:
+    return [str(v) for v in row]  # numpy's shortest float32 repr, as gensim and word-vectors write
+
+
+def _fmt_fixed6(row: np.ndarray) -> list[str]:
+    return ["%f" % v for v in row.tolist()]  # word2vec.c "%lf "
+
+
+def _fmt_g5(row: np.ndarray) -> list[str]:
+    return ["%.5g" % v for v in row.tolist()]  # fastText: setprecision(5)
+
+
+STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5}
+
+
+def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
+    """The number style that reproduces the sampled lines' numbers (each chunk from the line's first space
+    on) from their values ("repr" if none does)."""
+    lines = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in chunks]
+    values = values.astype(F32, copy=False)  # the styles spell float32 values (a float64 read is rounded back)
+    for name, fn in STYLES.items():
+        if all(fn(row) == tokens for tokens, row in zip(lines, values, strict=False)):
+            return name
+    return "repr"
+
+
+_TEXT_CHUNK = 16384  # lines whose numbers are parsed together
+
+
+def _numbers(text: bytes, dtype: Any) -> np.ndarray | None:
+    """The space-separated numbers of ``text`` by numpy's text parser, or None when it cannot read them all."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # what numpy says when it stops before the end
+        try:
+            return np.fromstring(text, dtype=dtype, sep=" ") if text else np.zeros(0, dtype)
+        except (DeprecationWarning, ValueError):
+            return None
+
+
+class _TextNumbers:
+    """The numbers of text lines, parsed a chunk of lines at a time into one growing matrix (peak memory:
+    the result plus one chunk, not the whole text again), with the ``vocab`` filter applied per chunk so
+    that unwanted lines never reach the number parser; errors name the line."""
+
+    def __init__(self, context: Any, buf: Any, raws: list[Any], starts: list[int], base: int, path: str) -> None:
+        self.context, self.buf, self.raws, self.starts, self.base, self.path = context, buf, raws, starts, base, path
+        self.errors = _errors(context)
+        self.dtype = _text_dtype(context)
+        vocab = _params(context).get("vocab")
+        self.wanted = None if vocab is None else set(vocab)
+        self.words: list[str] = []
+        self.parts: list[np.ndarray] = []
+        self.rows = 0
+        self.sample: list[bytes] = []
+        self.sample_values = np.zeros((0, 0), F32)
+
+    def add(self, nums: list[bytes], first: int, dim: int) -> None:
+        if not nums:
+            return
+        raws = self.raws[first : first + len(nums)]
+        words = decode_all(raws, self.errors, self.path, lambda k: self.base + self.starts[first + k])
+        lines = list(range(len(nums)))
+        if self.wanted is not None:
+            lines = []
+            for k, w in enumerate(words):
+                if w in self.wanted:
+                    self.wanted.discard(w)
+                    lines.append(k)
+            words = [words[k] for k in lines]
+            nums = [nums[k] for k in lines]
+        self.words += words
+        values = _numbers(b"".join(nums), self.dtype)
+        if values is None or values.size != len(nums) * dim:
+            for j, chunk in zip(lines, nums, strict=True):  # name the first line that does not parse
+                row = _numbers(chunk, self.dtype)  # the same parser, one line at a time
+                if row is not None and row.size == dim:
+                    continue
+                at = first + j
+                bad = next((t for t in chunk.split(b" ")[1:] if _numbers(t, self.dtype) is None or not t), chunk[1:])
+                raise fail(f"{self.path}[{at}]", self.base + self.starts[at] + len(self.raws[at]),
+                           f"not a number: {bad[:40].decode('ascii', 'replace')!r}", ValueMismatchError)
+            raise fail(self.path, self.base + self.starts[first], "numbers do not parse", ValueMismatchError)
+        matrix = values.reshape(len(nums), dim)
+        if not self.sample and len(nums):
+            self.sample, self.sample_values = nums[:50], matrix[:50]
+        self.parts.append(matrix)
+        self.rows += len(nums)
+
+    def result(self, dim: int) -> tuple[list[str], np.ndarray]:
+        if len(self.parts) == 1:
+            return self.words, self.parts[0]
+        out = np.empty((self.rows, dim), self.dtype)  # pages are committed as rows are copied in
+        at = 0
+        self.parts.reverse()
+        while self.parts:  # each chunk is released as soon as it is copied
+            part = self.parts.pop()
+            out[at : at + len(part)] = part
+            at += len(part)
+            del part
+        return self.words, out
+
+
+_ARROW_MIN_BYTES = 1 << 20  # text bodies at least this large try pyarrow's parser first (tests lower it)
+_ARROW_PIECE = 8 << 20  # bytes of lines handed to pyarrow at once: bounds the float64 intermediate
+_ARROW_BLOCK = 2 << 20  # pyarrow parses a piece in blocks of this size, one per thread
+
+
+def _pyarrow() -> Any:
+    """(pyarrow, pyarrow.csv, pyarrow.compute), or None without the optional `fast` extra."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    return pa, pcsv, pc
+
+
+def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
+                path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container] | None:
+    """Parse a regular text table with pyarrow's multi-threaded CSV reader, or return None.
+
+    Regular means: every line is ``word`` and ``dim`` numbers separated by single spaces, all lines end
+    alike (``\n`` or ``\r\n``, with or without one trailing space), the last line ends with a newline and
+    ``count`` (when given) matches. The result is then exactly what the line loop produces: numbers are
+    parsed as float64 and rounded to float32 as numpy does (NaN made positive as numpy's parser makes it),
+    words are decoded with the same policy. Anything else, a bad UTF-8 word included, returns None and the
+    line loop parses the file and names the offending line.
+    """
+    arrow = _pyarrow()
+    if arrow is None or end - pos < _ARROW_MIN_BYTES or buf[end - 1 : end] != b"\n":
+        return None
+    pa, pcsv, _ = arrow
+    first = buf.find(b"\n", pos, end)
+    line = bytes(buf[pos:first])
+    crlf = line.endswith(b"\r")
+    line = line[:-1] if crlf else line
+    trailing = line.endswith(b" ")
+    line = line[:-1] if trailing else line
+    width = line.count(b" ")
+    if (dim is not None and width != dim) or width == 0 or line.endswith(b" "):
+        return None
+    dim = width
+    names = ["w", *(f"v{j}" for j in range(dim)), *(["t"] if trailing else [])]
+    types = {n: pa.float64() for n in names[1 : dim + 1]} | {"w": pa.binary(), "t": pa.binary()}
+    options = dict(
+        read_options=pcsv.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
+        parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
+                                        newlines_in_values=False, ignore_empty_lines=False),
+        convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                            quoted_strings_can_be_null=False))
+    u8 = np.frombuffer(buf, np.uint8)
+    ahead = background(_lines_matrix, buf, pos, end, count, dim, dtype)  # counted and faulted in beside the parse
+
+    def piece(at: int) -> tuple[int, Any]:
+        """Parse the lines from ``at`` up to about _ARROW_PIECE bytes on: (where they stop, table or None)."""
+        stop = buf.find(b"\n", min(at + _ARROW_PIECE, end - 1), end) + 1
+        if crlf:  # \r only right before each \n, or a word holding a \r would be cut in two
+            cr = int(np.count_nonzero(u8[at:stop] == 13))
+            if cr != int(np.count_nonzero(u8[at:stop] == 10)):
+                return stop, None
+        elif buf.find(b"\r", at, stop) >= 0:
+            return stop, None
+        try:
+            table = pcsv.read_csv(pa.py_buffer(memoryview(buf)[at:stop]), **options)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return stop, None
+        return stop, (None if crlf and table.num_rows != cr else table)
+
+    out: np.ndarray | None = None
+    words: list[str] = []
+    rows = 0
+    pending = background(piece, pos)  # the next piece parses on a worker while this thread copies one
+    try:
+        while pending is not None:
+            stop, table = pending.result()
+            pending = background(piece, stop) if stop < end and table is not None else None
+            if table is None:
+                return None
+            n = table.num_rows
+            offsets, data = _arrow_binary(table.column("w"), n)
+            if n and int(np.diff(offsets).min()) == 0:
+                return None  # a line starting with a space: the line loop reports it
+            if trailing and (tail := _arrow_binary(table.column("t"), n)[0])[-1] != tail[0]:
+                return None  # something after the trailing space
+            try:
+                words += decode_spans(data, offsets[:-1], offsets[1:], errors, path, 0)
+            except FormatError:
+                return None
+            out = ahead.result() if out is None else out
+            if out is None or rows + n > len(out):
+                return None
+            part = out[rows : rows + n]
+            with np.errstate(all="ignore"):  # float64 to float32 as numpy's parser rounds, column by column
+                for j in range(dim):
+                    k = 0
+                    for chunk in table.column(j + 1).chunks:
+                        part[k : k + len(chunk), j] = chunk.to_numpy()
+                        k += len(chunk)
+            del table
+            nan = np.isnan(part)
+            if nan.any():
+                part[nan] = np.float32("nan")  # numpy's parser reads "-nan" as a positive NaN
+            rows += n
+            release(buf, stop)
+    finally:  # a piece or the line count may still read the buffer: done before the caller may close it
+        if pending is not None:
+            pending.exception()
+        ahead.exception()
+    vectors = ahead.result() if out is None else out
+    if vectors is None or rows != len(vectors):
+        return None
+    head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
+    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
+    layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
+                          final_newline=True)
+    return words, vectors, layout
+
+
+def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
+                  dtype: np.dtype = F32) -> np.ndarray | None:
+    """The (lines, dim) result of a text body, faulted in: ``count`` lines, or as many as it has newlines;
+    None when that many lines of ``dim`` numbers cannot fit in the body (it is not regular)."""
+    if count is None:
+        u8 = np.frombuffer(buf, np.uint8)
+        count = 0
+        for a in range(pos, end, _ARROW_PIECE):
+            count += int(np.count_nonzero(u8[a : min(end, a + _ARROW_PIECE)] == 10))
+            release(buf, a)
+    if count * (2 + 2 * dim) > end - pos:  # a line holds a word, dim numbers and their separators
+        return None
+    return _touched((count, dim), dtype)
+
+
+def _line_numbers(line: bytes) -> bytes:
+    """The numbers of a line (from its first space on) as the line loop sees them: a final ``\r`` dropped,
+    and trailing spaces and tabs when the line ends with a space."""
+    line = line[:-1] if line.endswith(b"\r") else line
+    line = line.rstrip(b" \t") if line.endswith(b" ") else line
+    return line[line.find(b" ") :]
+
+
+def _arrow_binary(column: Any, n: int) -> tuple[np.ndarray, Any]:
+    """A binary column's n + 1 value offsets (int64 positions in its data buffer) and that buffer."""
+    array = column.combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4).astype(np.int64)
+    return offsets, array.buffers()[2] or b""
+
+
+def _nth_newline(buf: Any, pos: int, n: int) -> int:
+    for _ in range(n):
+        pos = buf.find(b"\n", pos) + 1
+    return pos
+
+
+_WRITE_VALUES = 1 << 18  # numbers formatted per pyarrow job when writing text
+_FEW = 64  # at most this many numbers (or 1/64 of a job) are mended by splicing, more by one masked pass
+
+
+def _many(count: int, n: int) -> bool:
+    """Whether ``count`` of a job's ``n`` numbers to mend are too many to splice in one by one."""
+    return count > max(_FEW, n // 64)
+
+
+_POW10 = np.array([10**i for i in range(13)], dtype=np.float64)  # exact powers of ten
+
+
+def _casts_as_expected(pa: Any, pc: Any) -> bool:
+    """Whether this pyarrow's float -> string casts write what the text writer relies on: the shortest digits
+    that read back to the value, positionally from 1e-4 to 1e5 or more, ``1`` for 1.0 (checked once)."""
+    global _CASTS_OK
+    if _CASTS_OK is None:
+        f32 = np.array([0.1, -1.5e-4, 999999.94, 1.0, -0.0, 0.33333334, 123.456], F32)
+        f64 = np.array([0.00015, 2.0, 99999.0, -0.0, 0.1, 12345.0])
+        _CASTS_OK = (pc.cast(pa.array(f32), pa.string()).to_pylist()
+                     == ["0.1", "-0.00015", "999999.94", "1", "-0", "0.33333334", "123.456"]
+                     and pc.cast(pa.array(f64), pa.string()).to_pylist()
+                     == ["0.00015", "2", "99999", "-0", "0.1", "12345"])
+    return _CASTS_OK
+
+
+_CASTS_OK: bool | None = None
+# numpy prints a float32 positionally when its magnitude, as a double, is 0 or in [1e-4, 1e6): the least
+# float32 from 1e-4 on (float32(1e-4) itself is just below it and prints as 1e-04)
+_POSITIONAL_FROM = np.nextafter(np.float32(1e-4), np.float32(1))
+
+
+def _mended(pa: Any, pc: Any, text: Any, wrong: np.ndarray, flat: np.ndarray, style: str) -> Any:
+    """``text`` with the numbers at ``wrong`` spelled by the style's own formatter: spliced in between the
+    unchanged runs when they are few, by one masked pass when many."""
+    fix = np.flatnonzero(wrong)
+    if not fix.size:
+        return text
+    spelled = pa.array(STYLES[style](flat[fix]), pa.string())
+    if _many(fix.size, len(flat)):
+        return pc.replace_with_mask(text, pa.array(wrong), spelled)
+    parts, at = [], 0
+    for j, i in enumerate(fix.tolist()):
+        parts += [text.slice(at, i - at), spelled.slice(j, 1)]
+        at = i + 1
+    parts.append(text.slice(at))
+    return pa.concat_arrays(parts)
+
+
+def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """numpy's ``str()`` of each float32 of ``flat`` (the "repr" style), as a pyarrow string array.
+
+    pyarrow's cast writes the same shortest digits; the spellings differ only where numpy writes ``1.0``
+    for ``1`` (whole numbers: ``.0`` appended) and where it switches to scientific notation (magnitudes
+    under 1e-4 or from 1e6 on, NaN and inf: numpy formats those, usually few)."""
+    text = pc.cast(pa.array(flat), pa.string())
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(flat)
+        positional = (mag == 0) | ((mag >= _POSITIONAL_FROM) & (mag < np.float32(1e6)))
+        whole = positional & (flat == np.trunc(flat))
+    if _many(np.count_nonzero(whole), len(flat)):  # whole numbers (zero rows, counts)
+        text = pc.if_else(pa.array(whole), pc.binary_join_element_wise(text, ".0", ""), text)
+        whole[:] = False
+    return _mended(pa, pc, text, ~positional | whole, flat, "repr")
+
+
+def _g5_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """``"%.5g" % v`` of each float32 of ``flat`` (the "g5" style of fastText), as a pyarrow string array.
+
+    A magnitude in [1e-4, 1e5) times 10^(4 - its decimal exponent) is exact in float64 (a 24-bit
+    significand times 5^k, k <= 9, fits in 53 bits), so rounding it half to even gives the 5 significant
+    digits printf gives; the double nearest those digits is then cast to its shortest spelling, which is
+    %g's (positional in that range, trailing zeros dropped). Other magnitudes (scientific in %g), a round
+    up to 1e5, NaN and inf are formatted by Python."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mag = np.abs(flat).astype(np.float64)
+        plain = (mag >= 1e-4) & (mag < 1e5)
+        k = np.where(plain, 4 - np.floor(np.log10(np.where(plain, mag, 1.0))), 0).astype(np.intp)
+        s = mag * _POW10[k]
+        k[plain & (s < 1e4)] += 1  # log10 rounded across a power of ten
+        k[plain & (s >= 1e5)] -= 1
+        r = np.rint(mag * _POW10[k])
+        plain &= (r < 1e5) | (k > 0)  # 99999.5 rounds to 1e+05: scientific
+        zero = mag == 0
+        y = np.where(plain, np.copysign(r / _POW10[k], flat), flat)  # zeros as they are: "0", "-0"
+        plain |= zero
+    text = pc.cast(pa.array(np.where(plain, y, 0.0)), pa.string())
+    return _mended(pa, pc, text, ~plain, flat, "g5")
+
+
+_FIXED_COLUMN = np.arange(17)  # "-123456789.123456": the widest %f spelling taken by _fixed6_numbers
+
+
+def _fixed6_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
+    """``"%f" % v`` of each float32 of ``flat`` (the "fixed6" style of word2vec.c), as a pyarrow string array.
+
+    A float32 magnitude times 1e6 is exact in float64 (a 24-bit significand times 2^6 5^6), so rint gives
+    printf's six decimals of the exact value, rounded half to even. The digits are laid out in numpy as
+    17-byte rows, right-aligned, and the used part of each row packed into the array. Magnitudes from 1e9
+    on, NaN and inf are formatted by Python."""
+    n = len(flat)
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(flat).astype(np.float64)
+        plain = mag < 1e9
+    whole, frac = np.divmod(np.rint(np.where(plain, mag, 0.0) * 1e6).astype(np.int64), 1_000_000)
+    digits = np.searchsorted(_POW10[1:10], whole, side="right") + 1  # of the whole part
+    whole, frac = whole.astype(np.int32), frac.astype(np.int32)
+    out = np.empty((n, 17), np.uint8)
+    for c in range(16, 10, -1):
+        frac, out[:, c] = np.divmod(frac, 10)
+    for c in range(9, 0, -1):
+        whole, out[:, c] = np.divmod(whole, 10)
+    out += 48
+    out[:, 10] = 46  # "."
+    neg = np.signbit(flat)  # -0.0 and what rounds to zero keep their sign, as printf's do
+    first = 10 - digits - neg
+    out[np.flatnonzero(neg), first[neg]] = 45  # "-"
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(17 - first, out=offsets[1:])
+    packed = out[_FIXED_COLUMN >= first[:, None]]
+    text = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(packed))
+    return _mended(pa, pc, text, ~plain, flat, "fixed6")
+
+
+# number styles written through pyarrow
+_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers, "fixed6": _fixed6_numbers}
+
+
+def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
+    """The text lines ``word v1 ... vD`` of ``words`` and ``rows`` (numbers in ``style``) joined by
+    ``tail``, as one pyarrow buffer; None when a word is for the checked loop to refuse (not a str, empty,
+    holding a space or newline, not UTF-8 encodable)."""
+    pa, _, pc = arrow
+    if not all(type(w) is str for w in words) or min(map(len, words)) == 0:
+        return None
+    joined = "\n".join(words)
+    if " " in joined or joined.count("\n") != len(words) - 1:
+        return None
+    try:
+        names = pa.array(words, pa.string())
+    except (pa.ArrowException, UnicodeError):
+        return None
+    n, dim = rows.shape
+    numbers = _ARROW_STYLES[style](pa, pc, rows.reshape(-1))
+    per_row = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * dim), numbers)
+    lines = pc.binary_join_element_wise(names, pc.binary_join(per_row, " "), " ")
+    return pc.binary_join(pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines), tail)[0].as_buffer()
+
+
+def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, final: bool, stream: Any) -> int:
+    """Write the lines of a text table with the vectorised number spellings and pyarrow's joins, two blocks
+    of rows formatting on worker threads while this one writes; the index of the first line not written
+    (every line without pyarrow, or from the first block holding a word the checked loop must refuse)."""
+    arrow = _pyarrow()
+    n, dim = arr.shape
+    if style not in _ARROW_STYLES or arrow is None or not n or not _casts_as_expected(arrow[0], arrow[2]):
+        return 0
+    step = max(1, _WRITE_VALUES // max(dim, 1))
+    starts = list(range(0, n, step))
+
+    def job(a: int) -> Future[Any]:
+        return background(_text_lines, arrow, style, words[a : a + step], arr[a : a + step], tail)
+
+    jobs = deque(job(a) for a in starts[:2])  # a block's text is let go of once written
+    for k, a in enumerate(starts):
+        text = jobs.popleft().result()
+        if k + 2 < len(starts):
+            jobs.append(job(starts[k + 2]))
+        if text is None:
+            for pending in jobs:
+                pending.exception()  # done with the rows before the checked loop goes on
+            return a
+        stream.write(memoryview(text))
+        stream.write((tail if final or a + step < n else tail.rstrip("\r\n")).encode("ascii"))
+    return n
+
+
+class TextRecords(_Checked):
+    """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
+
+    ``count=None`` reads to the end (GloVe); ``dim=None`` takes the width from the first line. Trailing
+    spaces and ``\\r`` are stripped (fastText and word2vec.c write them) and recorded with the number style
+    and the final newline in ``layout``, so a file in any writer's canonical form rebuilds byte-exact.
+    """
+
+    def __init__(self, count: Any = None, dim: Any = None) -> None:
+        super().__init__()
+        self.count = count
+        self.dim = dim
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        declared = None if self.count is None else int(_evaluate(self.count, context))
+        dim = None if self.dim is None else _dimension(self.dim, context, path, stream)
+        want = declared
+        limit = _params(context).get("limit")
+        if limit is not None:
+            want = int(limit) if want is None else min(want, int(limit))
+        buf, base = _window(stream)
+        if isinstance(buf, memoryview):
+            buf = buf.tobytes()
+        pos = stream.tell() - base
+        end = len(buf)
+        if limit is None and _params(context).get("vocab") is None:
+            fast = _arrow_text(buf, pos, end, declared, dim, _errors(context), path, _text_dtype(context))
+            if fast is not None:
+                words, vectors, layout = fast
+                stream.seek(base + end)
+                return cs.Container(words=words, vectors=vectors, layout=layout)
+        find = buf.find
+        raws: list[bytes] = []
+        nums: list[bytes] = []
+        starts: list[int] = []
+        trailing = crlf = 0
+        parsed = _TextNumbers(context, buf, raws, starts, base, path)
+        i = 0
+        while pos < end and (want is None or i < want):
+            nl = find(b"\n", pos)
+            stop = end if nl < 0 else nl
+            e = stop
+            if e > pos and buf[e - 1] == 13:
+                e -= 1
+                crlf += 1
+            content_end = e
+            if e > pos and buf[e - 1] == 32:
+                while e > pos and buf[e - 1] in (32, 9):
+                    e -= 1
+                trailing += 1
+            sp = find(b" ", pos, e)
+            if sp < 0 and e < content_end and (dim == 0 or dim is None and i == 0):
+                # a word without numbers (dimension 0): "word \n"; the space after it is not a trailing one
+                sp = e = find(b" ", pos, content_end)  # the first space ends the word (which may end in tabs)
+                trailing -= content_end - sp == 1
+            if content_end == pos:
+                raise fail(f"{path}[{i}]", base + pos, "empty line", ValueMismatchError)
+            if sp <= pos:
+                raise fail(f"{path}[{i}]", base + pos, "a line needs a word and numbers separated by spaces",
+                           ValueMismatchError)
+            chunk = buf[sp:e]
+            width = chunk.count(b" ")
+            if dim is None:
+                dim = width
+            elif width != dim:
+                raise fail(f"{path}[{i}]", base + pos, "wrong number of values on the line",
+                           ValueMismatchError, expected=dim, found=width)
+            starts.append(pos)
+            raws.append(buf[pos:sp])
+            nums.append(chunk)
+            i += 1
+            pos = end if nl < 0 else nl + 1
+            if len(nums) == _TEXT_CHUNK:  # parse the numbers a chunk of lines at a time: bounded memory
+                parsed.add(nums, i - len(nums), dim)
+                nums = []
+                release(buf, pos)
+        if declared is not None and want is not None and i < want:  # (GloVe: a limit is at most)
+            raise fail(f"{path}[{i}]", base + pos, "fewer lines than the header declares",
+                       TruncatedError, expected=declared, found=i)
+        dim = dim or 0
+        lines = i
+        parsed.add(nums, i - len(nums), dim)
+        words, vectors = parsed.result(dim)
+        stream.seek(base + pos)
+        style = "repr"
+        if len(words):
+            style = detect_style(parsed.sample, parsed.sample_values)
+        ends_nl = lines == 0 or buf[pos - 1 : pos] == b"\n"
+        if not ends_nl:  # (once the numbers have parsed: a file that fails is not also warned about)
+            # the peers read a last line without its newline as complete (scripts that join lines write
+            # them); so does this, but a file cut inside its last number looks the same: say so
+            warn(context, f"{path}[{i - 1}]", base + starts[-1], "the last line has no newline; read as "
+                 "complete (a file cut off inside its last number would look the same)", NoFinalNewlineWarning)
+        layout = cs.Container(style=style, trailing_space=bool(lines) and trailing == lines,
+                              crlf=bool(lines) and crlf == lines, final_newline=ends_nl)
+        return cs.Container(words=words, vectors=vectors, layout=layout)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        words = obj["words"]
+        n = len(words)
+        if self.count is not None:
+            count = int(_evaluate(self.count, context))
+            if count != n:
+                raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                           expected=count, found=n)
+        arr = np.asarray(obj["vectors"])
+        dim = int(_evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
+        arr = _matrix(arr, n, dim, path, stream)
+        layout = obj.get("layout") or {}
+        style = layout.get("style", "repr")
+        fmt = STYLES[style]
+        tail = (" " if layout.get("trailing_space") else "") + ("\r\n" if layout.get("crlf") else "\n")
+        final = layout.get("final_newline", True)
+        done = _write_text_lines(style, words, arr, tail, final, stream)
+        out: list[str] = []
+        for i, w in enumerate(words[done:], done):
+            _word_bytes(w, f"{path}[{i}].word", stream)
+            line = w + " " + " ".join(fmt(arr[i]))
+            out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
+            if len(out) >= 4096:
+                stream.write("".join(out).encode("utf-8"))
+                out.clear()
+        stream.write("".join(out).encode("utf-8"))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class HeaderLine(_Checked):
+    """The ASCII line ``"<count> <dim>\\n"`` of word2vec files; any whitespace is tolerated and kept."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        pos = stream.tell()
+        buf, base = _window(stream)
+        head = bytes(buf[pos - base : pos - base + 256])  # any buffer (a memoryview has no find)
+        nl = head.find(b"\n")
+        nl = nl + pos - base if nl >= 0 else -1
+        if nl < 0:
+            raise fail(path, pos, "no header line '<count> <dim>'", TruncatedError)
+        raw = bytes(buf[pos - base : nl + 1])
+        parts = raw.split()
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise fail(path, pos, "header must be two decimal integers", ValueMismatchError, found=raw)
+        stream.seek(base + nl + 1)
+        return cs.Container(count=int(parts[0]), dim=int(parts[1]), raw=raw)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        raw = obj.get("raw")
+        canonical = f"{obj['count']} {obj['dim']}\n".encode("ascii")
+        if raw is None or raw.split() != canonical.split():
+            raw = canonical
+        stream.write(raw)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class Trailer(_Checked):
+    """Bytes after the last record, kept so the file rebuilds byte-exact (the peers ignore them).
+
+    Skipped, and None, when the caller asked for a ``limit`` of rows.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
+        if _params(context).get("limit") is not None:
+            return None
+        return stream.read()
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if obj:
+            stream.write(obj)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)

@@ -1,0 +1,188 @@
+"""Declarative protobuf message descriptions and typed views over the lossless wire layer.
+
+``MessageType("Name", [F(1, "piece", "string"), F(2, "score", "float", default=0.0), ...])`` describes a
+message as its ``.proto`` does. :func:`view` reads wire fields through a description: values by name
+(the last occurrence wins for singular scalars, and the occurrences of a singular sub-message merge, as
+protobuf does), ``has(name)`` for presence, defaults for absent fields, repeated fields as lists,
+sub-messages as views, and ``unknown`` for what protobuf keeps as unknown fields: numbers the description
+does not name, a named field on a wire type its type cannot have, and an enum value the enum does not
+name (proto2); packed repeated scalars (LEN) are not described here (no sentencepiece field is one).
+Integers are cut to their type's width as protobuf reads them (a 64-bit varint read as int32 keeps its low
+32 bits). Views never rewrite bytes: the wire fields they were read from rebuild the file exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import FormatError
+from .protowire import I32, I64, LEN, VARINT, parse_fields, zigzag_decode
+
+SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
+           "fixed64", "sint32", "sint64"}
+
+
+@dataclass
+class F:
+    """One field: number, name, type (a scalar name or a MessageType), label and default."""
+
+    number: int
+    name: str
+    type: Any
+    label: str = "optional"
+    default: Any = None
+    enum: dict[int, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.type == "float" and self.default is not None:  # a float default is a float32, as protobuf reads it
+            self.default = struct.unpack("<f", struct.pack("<f", self.default))[0]
+
+
+@dataclass
+class MessageType:
+    """A message: its fields, its extension range (``extensions 200 to max``) and reserved numbers."""
+
+    name: str
+    fields: list[F]
+    extensions: tuple[int, int] | None = None
+    reserved: tuple[int, ...] = ()
+    by_number: dict[int, F] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_number = {f.number: f for f in self.fields}
+
+
+WIRE_TYPES = {"string": LEN, "bytes": LEN, "float": I32, "fixed32": I32, "double": I64, "fixed64": I64}
+
+
+def wire_type_of(kind: Any) -> int:
+    """The wire type a field of this type is written with (unpacked); any other makes it an unknown field."""
+    return LEN if isinstance(kind, MessageType) else WIRE_TYPES.get(kind, VARINT)
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def decode_scalar(kind: str, wire_field: Any) -> Any:
+    """A scalar field's value as protobuf reads it from its wire field (of the right wire type)."""
+    v = wire_field["value"]
+    if kind == "string":
+        return v.decode("utf-8", "surrogateescape")
+    if kind == "bytes":
+        return v
+    if kind == "float":
+        return struct.unpack("<f", v)[0]
+    if kind == "double":
+        return struct.unpack("<d", v)[0]
+    if kind in ("fixed32", "fixed64"):
+        return int.from_bytes(v, "little")
+    if kind in ("int32", "enum"):
+        return _signed(v, 32)
+    if kind == "int64":
+        return _signed(v, 64)
+    if kind == "uint32":
+        return v & 0xFFFFFFFF
+    if kind == "bool":
+        return v != 0
+    if kind in ("sint32", "sint64"):
+        return zigzag_decode(v & (0xFFFFFFFF if kind == "sint32" else (1 << 64) - 1))
+    return v  # uint64: a varint is at most 64 bits
+
+
+def message_fields(data: bytes, path: str, format: str) -> list[Any]:
+    """The wire fields of a sub-message's bytes; an error names ``format`` and the path inside it."""
+    try:
+        return parse_fields(data, 0, len(data), path, 0)[0]
+    except FormatError as e:
+        raise e.located(format=format) from None
+
+
+def known_field(spec: F, f: Any) -> bool:
+    """Whether protobuf reads wire field ``f`` as field ``spec`` (else it keeps it as an unknown field)."""
+    if f["wire_type"] != wire_type_of(spec.type):
+        return False
+    return spec.enum is None or _signed(f["value"], 32) in spec.enum
+
+
+class View:
+    """A typed, read-only view of one message's wire fields."""
+
+    def __init__(self, mtype: MessageType, fields: list[Any], path: str = "", format: str = "protobuf") -> None:
+        self._type = mtype
+        self._fields = fields
+        self._path = path
+        self._format = format  # named by the errors of fields decoded on access
+
+    def _with(self, number: int) -> list[Any]:
+        by_number = getattr(self._fields, "by_number", None)  # a LazyMessage answers without its run
+        if by_number is not None:
+            return by_number(number)
+        return [f for f in self._fields if f["number"] == number]
+
+    def _present(self, spec: F) -> list[Any]:
+        return [f for f in self._with(spec.number) if known_field(spec, f)]
+
+    def has(self, name: str) -> bool:
+        return bool(self._present(self._type.by_number[self._number(name)]))
+
+    def _number(self, name: str) -> int:
+        for f in self._type.fields:
+            if f.name == name:
+                return f.number
+        raise AttributeError(f"{self._type.name} has no field {name!r}")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        spec = self._type.by_number[self._number(name)]
+        found = self._present(spec)
+        if isinstance(spec.type, MessageType) and spec.label != "repeated":
+            # the occurrences of a singular sub-message merge: their fields read as one message's
+            merged = [sub for f in found for sub in self._fields_of(spec, f)]
+            return View(spec.type, merged, f"{self._path}.{name}", self._format)
+        values = [self._decode(spec, f) for f in found]
+        if spec.label == "repeated":
+            return values
+        return values[-1] if values else spec.default
+
+    def _fields_of(self, spec: F, f: Any) -> list[Any]:
+        """The wire fields inside sub-message field ``f``."""
+        return message_fields(f["value"], f"{self._path}.{spec.name}", self._format)
+
+    def _decode(self, spec: F, f: Any) -> Any:
+        if isinstance(spec.type, MessageType):
+            return View(spec.type, self._fields_of(spec, f), f"{self._path}.{spec.name}", self._format)
+        return decode_scalar(spec.type, f)
+
+    @property
+    def unknown(self) -> list[Any]:
+        """Wire fields that protobuf keeps as unknown (all kept in place when rebuilding): numbers the
+        description does not name (extensions and reserved numbers included), fields on a wire type their
+        type cannot have, and enum values the enum does not name."""
+        by_number = self._type.by_number
+        return [f for f in self._fields if f["number"] not in by_number or not known_field(by_number[f["number"]], f)]
+
+    @property
+    def extensions(self) -> list[Any]:
+        """The unknown fields whose numbers lie in the message's extension range."""
+        r = self._type.extensions
+        return [f for f in self.unknown if r and r[0] <= f["number"] <= r[1]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Present fields by name (sub-messages as dicts); bytes as hex."""
+        out: dict[str, Any] = {}
+        for spec in self._type.fields:
+            if not self.has(spec.name):
+                continue
+            v = getattr(self, spec.name)
+            conv = (lambda x: x.to_dict()) if isinstance(spec.type, MessageType) else (
+                lambda x: x.hex() if isinstance(x, bytes) else x)
+            out[spec.name] = [conv(x) for x in v] if isinstance(v, list) else conv(v)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<{self._type.name} {self.to_dict()!r}>"

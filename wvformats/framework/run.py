@@ -1,0 +1,195 @@
+"""Running schemas: :func:`parse` and :func:`build`, which turn every failure into the library's own error
+naming the format, the field path and the byte offset, and the compiled form of a schema."""
+
+from __future__ import annotations
+
+import ast
+import io
+import mmap
+import re
+import struct
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+from .located import _tell, dotted
+from .streams import BufferStream
+
+
+def compiled(schema: cs.Construct) -> cs.Construct:
+    """The compiled form of a schema (cached); the only place that touches construct's compile API."""
+    got = _COMPILED.get(id(schema))
+    if got is None or got[0] is not schema:
+        got = (schema, schema.compile())
+        _COMPILED[id(schema)] = got
+    return got[1]
+
+
+_COMPILED: dict[int, tuple[cs.Construct, cs.Construct]] = {}
+
+# Schemas that must not be compiled, with the reason; the compile-policy test reads this.
+INTERPRETED_ONLY: dict[str, str] = {}
+
+
+def _as_stream(data: Any) -> Any:
+    if isinstance(data, (bytes, bytearray, memoryview, mmap.mmap, np.ndarray)):
+        return BufferStream(data)
+    return data
+
+
+_TRANSLATE = (
+    cs.ConstructError,
+    struct.error,
+    IndexError,
+    KeyError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    ArithmeticError,
+    MemoryError,
+    UnicodeError,
+    EOFError,
+    AttributeError,
+)
+
+
+def parse(
+    schema: cs.Construct,
+    data: Any,
+    *,
+    format: str,
+    compile: bool = False,
+    **params: Any,
+) -> Any:
+    """Parse ``data`` (bytes, memoryview, mmap or a binary stream) with ``schema``.
+
+    Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
+    """
+    stream = _as_stream(data)
+    start = stream.tell()
+    runner = compiled(schema) if compile else schema
+    params.setdefault("_format", format)  # for the warnings of doubtful fields
+    try:
+        return runner.parse_stream(stream, **params)
+    except FormatError as e:
+        error = e.located(format=format)
+    except _TRANSLATE as e:
+        error = _translate(e, stream, format, schema)
+    if compile:
+        # compiled code carries no field paths: parse again interpreted to name the failing field
+        stream.seek(start)
+        try:
+            schema.parse_stream(stream, **params)
+        except FormatError as e:
+            error = e.located(format=format)
+        except _TRANSLATE as e:
+            error = _translate(e, stream, format, schema)
+    raise error
+
+
+def build(
+    schema: cs.Construct,
+    obj: Any,
+    stream: Any = None,
+    *,
+    format: str,
+    compile: bool = False,
+    **params: Any,
+) -> bytes | None:
+    """Build ``obj`` with ``schema`` into ``stream`` (or return bytes); failures become BuildError."""
+    out = io.BytesIO() if stream is None else stream
+    runner = compiled(schema) if compile else schema
+    try:
+        runner.build_stream(_strip_private(obj), out, **params)
+    except FormatError as e:
+        raise e.located(format=format) from None
+    except _TRANSLATE as e:
+        err = _translate(e, out, format)
+        raise BuildError(err.message, format=format, path=err.path, offset=err.offset) from None
+    return out.getvalue() if stream is None else None
+
+
+_CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
+
+
+def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
+    """The byte size of the Const field at dotted ``path`` of ``schema`` (None when it cannot be told)."""
+    con = schema
+    for name in (path or "").split("."):
+        name = name.split("[", 1)[0]
+        con = _unwrap(con) if con is not None else None
+        con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
+    con = _unwrap(con) if con is not None else None
+    if not isinstance(con, cs.Const):
+        return None
+    try:
+        return int(con.subcon.sizeof())
+    except (cs.SizeofError, TypeError):
+        return None
+
+
+def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
+    path = dotted(getattr(e, "path", None)) or None
+    offset = _tell(stream)
+    if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
+        # construct has read the field when it compares: name where it starts, and what it holds
+        size = _const_size(schema, path)
+        start = offset - size if offset is not None and size is not None else offset
+        return ValueMismatchError("constant field does not match", format=format, path=path, offset=start,
+                                  expected=_literal(m.group(1)), found=_literal(m.group(2)))
+    if isinstance(e, cs.StreamError) or isinstance(e, EOFError):
+        cls: type[FormatError] = TruncatedError
+    elif isinstance(e, (cs.ConstError, cs.ValidationError, cs.CheckError, cs.MappingError)):
+        cls = ValueMismatchError
+    else:
+        cls = FormatError
+    message = str(e)
+    if isinstance(e, cs.ConstructError):
+        # construct prefixes "Error in path ... |"; the path is ours to print
+        message = message.split("\n")[-1].split(" | ", 1)[-1].strip() or type(e).__name__
+    elif not message:
+        message = type(e).__name__
+    if isinstance(e, MemoryError):
+        message = "a length in the file asks for more memory than is available"
+    return cls(message, format=format, path=path, offset=offset)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _strip_private(obj: Any) -> Any:
+    """Drop construct's ``_io`` and other private keys from a parsed Container before rebuilding.
+
+    A parsed Container carries its parse stream; rebuilding from it would clobber ``context._io``.
+    """
+    if isinstance(obj, cs.Container):
+        return cs.Container({k: _strip_private(v) for k, v in obj.items() if not str(k).startswith("_")})
+    if isinstance(obj, cs.ListContainer):
+        return cs.ListContainer(_strip_private(v) for v in obj)
+    return obj
+
+
+def field_docs(schema: cs.Construct) -> list[tuple[str, cs.Construct, str]]:
+    """The (name, construct, doc) of each field of a Struct, in file order."""
+    out = []
+    for sub in getattr(_unwrap(schema), "subcons", []):
+        name = getattr(sub, "name", None)
+        doc = getattr(sub, "docs", "") or ""
+        inner = sub
+        while isinstance(inner, cs.Renamed):
+            doc = doc or getattr(inner, "docs", "") or ""
+            inner = inner.subcon
+        out.append((name or "", inner, doc))
+    return out
+
+
+def _unwrap(c: cs.Construct) -> cs.Construct:
+    while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
+        c = c.subcon
+    return c

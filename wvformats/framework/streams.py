@@ -1,0 +1,246 @@
+"""Streams over buffers and memory maps: zero-copy views, a comparing sink for validation, a worker pool.
+
+:class:`BufferStream` is what every schema parses from: a read-only stream over bytes, a memoryview or an mmap
+that hands out zero-copy views of bulk arrays. :class:`CompareStream` is what ``validate`` builds into: it
+compares the rebuild with the original as it is written instead of keeping it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import mmap
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+
+class _Positioned(io.RawIOBase):
+    """Seeking in the in-memory streams below, which keep ``_pos`` and ``size`` (for seeking from the end)."""
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+
+class BufferStream(_Positioned):
+    """A read-only stream over a buffer (bytes, memoryview, mmap) that hands out zero-copy views."""
+
+    def __init__(self, buffer: Any) -> None:
+        super().__init__()
+        self._mv = memoryview(buffer).cast("B")
+        # the object itself where it supports find() and cheap slicing (bytes, mmap); else the view
+        self.raw = buffer if isinstance(buffer, (bytes, mmap.mmap)) else self._mv
+        self._pos = 0
+        self.size = len(self._mv)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self._pos + n)
+        data = self._mv[self._pos : end].tobytes()
+        self._pos = end
+        return data
+
+    def readinto(self, b: Any) -> int:
+        out = memoryview(b).cast("B")
+        n = min(len(out), self.size - self._pos)
+        out[:n] = self._mv[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def view(self, n: int) -> memoryview:
+        """The next ``n`` bytes as a zero-copy view; advances the position."""
+        if n > self.size - self._pos:
+            raise EOFError
+        v = self._mv[self._pos : self._pos + n]
+        self._pos += n
+        return v
+
+    @property
+    def buffer(self) -> memoryview:
+        return self._mv
+
+    # read(mmap=False): a Future of an in-memory copy of the same bytes, read on a worker thread beside the
+    # parse; the views of bulk arrays are taken from it instead of from the (mapped) buffer
+    beside: Future[np.ndarray] | None = None
+
+    def close(self) -> None:  # the views outlive the stream; release nothing here
+        pass
+
+    def let_go(self) -> None:
+        """Stop holding the buffer (views handed out stay valid), so that a mapped file can be closed while
+        the parse's reference cycles still hold this stream."""
+        with contextlib.suppress(BufferError):  # exported whole: the caller finds the mapping still held
+            self._mv.release()
+
+
+class CompareStream(_Positioned):
+    """A writable, seekable stream that compares what is written with ``reference`` instead of keeping it:
+    validating a file by rebuilding it then needs no second copy of the file in memory when they agree.
+
+    Builders seek back to patch what they wrote (a chunk's length once its body is written), so the stream
+    keeps the runs of offsets that differ, and a later write over a run judges those bytes anew. A write
+    that differs in many places (a rebuild that does not match) is kept instead, to be compared at the end
+    with whatever is written over it later. ``first_difference()`` is the first differing offset (or where
+    the shorter of the two ends), None when they are equal."""
+
+    _STEP = 1 << 24  # bytes compared at once (bounds the temporary of a big write)
+    _MOST_RUNS = 256  # a write differing in more runs than this is kept rather than its runs
+
+    def __init__(self, reference: Any) -> None:
+        super().__init__()
+        self._ref = np.frombuffer(reference, np.uint8) if len(reference) else np.zeros(0, np.uint8)
+        self._pos = 0
+        self.size = 0  # bytes written so far (the end of the furthest write)
+        self._runs: list[tuple[int, int]] = []  # sorted, disjoint [start, end) spans that differ
+        self._kept: list[tuple[int, np.ndarray]] = []  # writes with many differences, kept up to date
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        data = np.frombuffer(memoryview(b).cast("B"), np.uint8)
+        n = len(data)
+        if not n:  # writes nothing, extends nothing (as with a file)
+            return 0
+        lo, hi = self._pos, self._pos + n
+        if lo > self.size:  # a gap never written reads as zeros
+            self._judge(self.size, np.zeros(lo - self.size, np.uint8))
+        for at, kept in self._kept:  # kept writes follow what is written over them
+            a, z = max(lo, at), min(hi, at + len(kept))
+            if a < z:
+                kept[a - at : z - at] = data[a - lo : z - lo]
+        self._runs = [piece for a, z in self._runs for piece in ((a, min(z, lo)), (max(a, hi), z))
+                      if piece[0] < piece[1]]  # what this write covers is judged anew
+        self._judge(lo, data)
+        self._pos = hi
+        self.size = max(self.size, hi)
+        return n
+
+    def _differences(self, lo: int, data: Any) -> np.ndarray:
+        """Offsets where ``data``, written at ``lo``, differs from the reference (or goes beyond it)."""
+        parts = []
+        for at in range(0, len(data), self._STEP):
+            chunk = data[at : at + self._STEP]
+            ref = self._ref[lo + at : lo + at + len(chunk)]
+            parts.append(np.flatnonzero(ref != chunk[: len(ref)]) + lo + at)
+            parts.append(np.arange(lo + at + len(ref), lo + at + len(chunk)))  # beyond the reference's end
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def _judge(self, lo: int, data: np.ndarray) -> None:
+        wrong = self._differences(lo, data)
+        if not wrong.size:
+            return
+        cuts = np.flatnonzero(np.diff(wrong) != 1) + 1
+        if len(cuts) >= self._MOST_RUNS:
+            self._kept.append((lo, data.copy()))
+            return
+        starts, ends = wrong[np.r_[0, cuts]], wrong[np.r_[cuts - 1, len(wrong) - 1]] + 1
+        self._runs = sorted(self._runs + list(zip(starts.tolist(), ends.tolist(), strict=True)))
+
+    def first_difference(self) -> int | None:
+        found = [self._runs[0][0]] if self._runs else []
+        for at, kept in self._kept:
+            wrong = self._differences(at, kept)
+            if wrong.size:
+                found.append(int(wrong[0]))
+        if self.size != len(self._ref):
+            found.append(min(self.size, len(self._ref)))
+        return min(found) if found else None
+
+
+def remaining(stream: Any) -> int | None:
+    """Bytes left in a seekable stream, or None when the stream cannot tell."""
+    size = getattr(stream, "size", None)
+    if isinstance(size, int):
+        return size - stream.tell()
+    if isinstance(stream, mmap.mmap):
+        return len(stream) - stream.tell()
+    try:
+        pos = stream.tell()
+        end = stream.seek(0, os.SEEK_END)
+        stream.seek(pos)
+        return end - pos
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _zero_copy(stream: Any, n: int) -> memoryview | None:
+    """The next ``n`` bytes of a buffer stream as a view (None for other streams); from the stream's
+    in-memory copy where it has one (``BufferStream.beside``)."""
+    if isinstance(stream, BufferStream):
+        view = stream.view(n)
+        if stream.beside is None:
+            return view
+        return memoryview(stream.beside.result())[stream.tell() - n : stream.tell()]
+    if isinstance(stream, mmap.mmap):
+        pos = stream.tell()
+        v = memoryview(stream)[pos : pos + n]
+        stream.seek(n, os.SEEK_CUR)
+        return v
+    return None
+
+
+
+def _window(stream: Any) -> tuple[Any, int]:
+    """A buffer holding the rest of the stream and the absolute offset of its first byte.
+
+    Zero-copy for BufferStream and mmap; other streams are read to the end (and re-seeked by the caller).
+    """
+    if isinstance(stream, BufferStream):
+        return stream.raw, 0
+    if isinstance(stream, mmap.mmap):
+        return stream, 0
+    pos = stream.tell()
+    data = stream.read()
+    return data, pos
+
+def byte_view(arr: np.ndarray) -> memoryview:
+    """A flat byte view of a C-contiguous array (works for empty arrays, unlike ``memoryview.cast``)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads: it starts its own pool when it needs one
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` on one of two worker threads. What is sent here is numpy copying, page faulting or
+    pyarrow parsing, which release the GIL, so it proceeds beside the caller's own work. Jobs never wait
+    for other jobs (only callers wait), so the pool cannot deadlock."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
+    return _POOL.submit(fn, *args)
+
+
+def release(buf: Any, upto: int) -> None:
+    """Let go of the pages of a read-only file mapping before byte ``upto`` once they have been read (they
+    stay in the page cache and come back on the next access): the process's memory then holds the result
+    rather than the file as well. A no-op for in-memory buffers."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        length = upto - upto % mmap.PAGESIZE
+        if length > 0:
+            buf.madvise(mmap.MADV_DONTNEED, 0, length)
+

@@ -1,0 +1,159 @@
+"""The one annotated walker: field spans (path, byte range, value, doc) of a parsed file.
+
+Used by ``validate`` (which field covers the first differing byte), ``dump`` (the annotated hex dump) and
+``inspect`` (offsets of the major parts). It parses like construct's ``Struct`` but records where each
+field starts and ends.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ..errors import FormatError
+from .chunks import Chunks
+from .run import _translate
+from .streams import BufferStream
+
+
+@dataclass
+class Span:
+    path: str
+    start: int
+    end: int
+    value: Any
+    doc: str
+    construct: cs.Construct
+
+
+def _join(path: str, name: str | None) -> str:
+    if not name:
+        return path
+    return f"{path}.{name}" if path else name
+
+
+def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) -> tuple[Any, list[Span]]:
+    """Parse ``data`` with ``schema`` and return (value, spans in file order, parents after children)."""
+    stream = data if isinstance(data, BufferStream) else BufferStream(data)
+    context = cs.Container(_format=format, **params)  # the format names the warnings of doubtful fields
+    context._parsing, context._building, context._sizing = True, False, False
+    context._params = context
+    spans: list[Span] = []
+    try:
+        value = _walk(schema, stream, context, "", "", spans)
+    except FormatError as e:
+        raise e.located(format=format) from None
+    except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
+        raise _translate(e, stream, format, schema) from None
+    return value, spans
+
+
+def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
+    while isinstance(con, cs.Renamed):
+        path = _join(path, con.name) if con.name and not path.endswith(con.name) else path
+        doc = doc or (con.docs or "")
+        con = con.subcon
+    start = stream.tell()
+    if isinstance(con, Chunks):
+        return _walk_chunks(con, stream, context, path, doc, out)
+    if isinstance(con, cs.Struct):
+        obj = cs.Container()
+        ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
+                           _sizing=False, _subcons=con._subcons, _io=stream, _index=context.get("_index"))
+        ctx._root = ctx._.get("_root", ctx)
+        for sc in con.subcons:
+            sub = _walk(sc, stream, ctx, path, "", out)
+            if sc.name:
+                obj[sc.name] = sub
+                ctx[sc.name] = sub
+        out.append(Span(path, start, stream.tell(), obj, doc, con))
+        return obj
+    value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+    if hasattr(con, "parts"):  # a record table that can say where each record's fields lie
+        out += [Span(path + sub, a, b, v, d, con) for sub, a, b, v, d in con.parts(value)]
+    out.append(Span(path, start, stream.tell(), value, doc, con))
+    return value
+
+
+def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
+    """Chunks are parsed (and checked) as a whole, then walked again chunk by chunk: id, length and the
+    fields of each body whose type is registered (built-in or a user's), so that dumps show them."""
+    start = stream.tell()
+    value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+    end = stream.tell()
+    pos = start
+    for i, chunk in enumerate(value):
+        where = f"{path}[{i}]"
+        stream.seek(pos)
+        chunk_id, length = struct.unpack("<IQ", stream.read(12))
+        out.append(Span(f"{where}.chunk_id", pos, pos + 4, chunk_id, f"chunk type: {chunk['name']}", con))
+        out.append(Span(f"{where}.length", pos + 4, pos + 12, length, "bytes after the length field", con))
+        entry = con.types.get(chunk_id)
+        if entry is None:
+            out.append(Span(f"{where}.body", pos + 12, pos + 12 + length, chunk["body"],
+                            "unknown chunk type: kept as raw bytes", con))
+            stream.seek(pos + 12 + length)
+        else:
+            _walk(entry[1], stream, con.body_context(context, length), f"{where}.body", "", out)
+        out.append(Span(where, pos, stream.tell(), chunk, "", con))
+        pos = stream.tell()
+    stream.seek(end)
+    out.append(Span(path, start, end, value, doc, con))
+    return value
+
+
+def covering(spans: list[Span], offset: int) -> str:
+    """The deepest field path whose byte range holds ``offset`` ("" when none does)."""
+    best: Span | None = None
+    for s in spans:
+        if s.start <= offset < s.end and (best is None or s.end - s.start < best.end - best.start):
+            best = s
+    return best.path if best else ""
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A one-line rendering of a field value for dumps."""
+    if isinstance(value, np.ndarray):
+        text = f"ndarray {value.dtype.str} {value.shape}"
+    elif isinstance(value, cs.Container):
+        keys = [k for k in value if not str(k).startswith("_")]
+        if "words" in value and "vectors" in value:
+            v = np.asarray(value["vectors"])
+            text = f"{len(value['words'])} records, vectors {v.dtype.str} {v.shape}"
+        else:
+            text = ", ".join(f"{k}={short(value[k], 24)}" for k in keys)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value[:24])
+        text = f"{len(value)} bytes {b.hex(' ')}" + (" ..." if len(value) > 24 else "")
+    elif isinstance(value, list):
+        simple = len(value) <= 8 and all(isinstance(x, (int, float, str)) for x in value)
+        text = repr(list(value)) if simple else f"list of {len(value)}"
+    else:
+        text = repr(value)
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)  # never print control characters
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def leaves(spans: list[Span]) -> list[Span]:
+    """The fields the walk did not descend into, in file order: they tile the file, each byte in one."""
+    parents = {s.path[: m.start()] for s in spans for m in re.finditer(r"[.\[]", s.path)}
+    parents |= {""} if any(s.path for s in spans) else set()  # the file itself, when it has fields
+    return sorted((s for s in spans if s.path not in parents), key=lambda s: (s.start, s.end))
+
+
+def hexdump(spans: list[Span], data: Any, *, max_bytes: int = 32) -> list[str]:
+    """Annotated hex dump lines: offset range, leading bytes, ``path = value``; bulk fields are elided."""
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    lines = []
+    for s in leaves(spans):
+        raw = bytes(mv[s.start : min(s.end, s.start + max_bytes)])
+        more = " ..." if s.end - s.start > max_bytes else ""
+        where = f"{s.start:08x}-{s.end - 1:08x}" if s.end > s.start else f"{s.start:08x} (no bytes)"
+        lines.append(f"{where}  {raw.hex(' ')}{more}".rstrip())
+        lines.append(f"          {s.path or '(the whole file)'} = {short(s.value)}" + (f"    # {s.doc}" if s.doc else ""))
+    return lines
