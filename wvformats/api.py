@@ -5,13 +5,14 @@ from __future__ import annotations
 import inspect as inspect_module
 import mmap
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
-from . import framework, registry
+from . import compression, framework, registry
 from .embeddings import check_read_options
 from .errors import FormatError, OptionError, UnknownFormatError
 from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
@@ -33,7 +34,7 @@ def _refuse_special(p: Path) -> None:
 
 def sniff(path: PathLike) -> str:
     """The format of ``path``, from magic bytes or content (the extension is not needed)."""
-    p = Path(path)
+    p, _ = compression.split_member(path)
     _refuse_special(p)
     fmts = sorted(registry.load().values(), key=lambda f: (f.priority, f.name))
     if p.is_dir():
@@ -42,9 +43,9 @@ def sniff(path: PathLike) -> str:
                 return f.name
         raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
     try:
-        head = read_head(p)
+        head = read_head(path)
     except OSError as e:
-        raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
+        raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
     for f in fmts:
         if f.is_directory:
             continue
@@ -55,9 +56,9 @@ def sniff(path: PathLike) -> str:
             continue
     if not head:
         raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
-    raise UnknownFormatError(
-        f"{p}: no registered format matches its content (first bytes {head[:16].hex(' ')}){registry.failed_note()}"
-    )
+    inside = f"{kind}-compressed; decompressed, its " if (kind := compression.detect(path)) else "its "
+    raise UnknownFormatError(f"{path}: no registered format matches its content ({inside}first bytes "
+                             f"{head[:16].hex(' ')}){registry.failed_note()}")
 
 
 def _resolve(path: PathLike, format: str | None) -> registry.Format:
@@ -65,7 +66,7 @@ def _resolve(path: PathLike, format: str | None) -> registry.Format:
     folder format (infini-gram), a regular file for the others."""
     if not format:
         return registry.get(sniff(path))
-    fmt, p = registry.get(format), Path(path)
+    fmt, (p, _) = registry.get(format), compression.split_member(path)
     _refuse_special(p)
     if fmt.is_directory and p.exists() and not p.is_dir():
         raise FormatError(f"{p} is a file; {fmt.name} is a folder of files", format=fmt.name)
@@ -95,7 +96,7 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     use_mmap = options.pop("mmap", None)
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
-    if use_mmap is False and fmt.array_views:
+    if use_mmap is False and fmt.array_views and not compression.detect(path):
         parsed = _parse_beside_copy(fmt, path, options)
     else:
         buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
@@ -137,9 +138,10 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
 
 
 def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
+    compression.for_output(path)  # (refuses a .zip, or a .zst without zstandard, before anything is read)
     if format:
         return registry.get(format)
-    suffix = Path(path).suffix.lower()
+    suffix = Path(compression.inner_name(path)).suffix.lower()
     found = registry.by_extension(suffix)
     if len(found) == 1:
         return found[0]
@@ -163,8 +165,14 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return
-    with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
-        fmt.build(parsed, out if progress is None else _Growing(out, progress))
+    try:
+        with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
+            fmt.build(parsed, out if progress is None else _Growing(out, progress))
+    except compression.ForwardOnly:  # a compressed output, from a writer that seeks back: built, then compressed
+        with tempfile.TemporaryFile(dir=Path(path).parent) as plain:
+            fmt.build(parsed, plain if progress is None else _Growing(plain, progress))
+            with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
+                compression.copy_into(plain, out)
 
 
 def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
@@ -260,7 +268,7 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False) -
     Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
     on a sample of the suffix order unless ``full``."""
     p = str(path)
-    if not os.access(path, os.R_OK):
+    if not os.access(compression.split_member(path)[0], os.R_OK):
         return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)
     try:
         fmt = _resolve(path, format)
@@ -311,6 +319,8 @@ def inspect(path: PathLike, format: str | None = None) -> dict[str, Any]:
     else:
         data = open_buffer(path)
         info["size"] = len(data)
+        if kind := compression.detect(path):
+            info["compression"] = kind  # (the size and offsets are those of the decompressed bytes)
         parsed = fmt.parse(data)
         if fmt.schema is not None:
             from .framework.walk import walk

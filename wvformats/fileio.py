@@ -12,12 +12,15 @@ from typing import IO, Any
 
 import numpy as np
 
+from . import compression
 from .errors import FormatError
 
 
 def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
     """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy uint8
-    array, read straight into uninitialised memory)."""
+    array, read straight into uninitialised memory). A compressed file is decompressed into memory."""
+    if kind := compression.detect(path):  # a compressed file cannot be mapped: its bytes, in memory
+        return np.frombuffer(compression.read_all(path, kind), np.uint8)
     p = Path(path)
     try:
         with open(p, "rb", buffering=0) as f:
@@ -48,6 +51,9 @@ def _read_into_memory(f: Any, size: int) -> np.ndarray:
 
 
 def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
+    """The first ``n`` bytes of a file (decompressed, if it is compressed)."""
+    if kind := compression.detect(path):
+        return compression.head(path, kind, n)
     with open(path, "rb") as f:
         return f.read(n)
 
@@ -71,7 +77,9 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
 
     Writes go to a temporary file in the target folder, which is renamed over ``path`` at the end and
     removed on any failure, so a failed write leaves nothing behind and never a half-written target.
-    ``fsync``: flush the data to disk before the rename (durable against a crash).
+    ``fsync``: flush the data to disk before the rename (durable against a crash). A name ending in
+    ``.gz``, ``.bz2``, ``.xz`` or ``.zst`` is written compressed: the file object compresses what it gets
+    (it cannot seek back).
     """
     target = Path(path)
     folder = check_target(target, overwrite=overwrite)
@@ -81,7 +89,11 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
         mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
-            yield f
+            if kind := compression.for_output(target):
+                with compression.writer(f, kind) as z:
+                    yield z
+            else:
+                yield f
             f.flush()
             if fsync:
                 os.fsync(f.fileno())

@@ -1,0 +1,234 @@
+"""Compressed files: the compression told by magic bytes, read as a stream of decompressed bytes, written
+by the output name's suffix. The stdlib does gzip, bzip2, xz and zip; zstd needs the ``zstandard`` package.
+
+A file inside a zip archive is named ``archive.zip::member``; an archive of one member needs no name.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import os
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import FormatError, OptionError
+
+# (name, magic bytes at offset 0); the suffix a written file of each gets
+MAGIC = (
+    ("gzip", b"\x1f\x8b"),
+    ("bzip2", b"BZh"),
+    ("xz", b"\xfd7zXZ\x00"),
+    ("zip", b"PK\x03\x04"),
+    ("zstd", b"\x28\xb5\x2f\xfd"),
+)
+SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
+MEMBER_SEPARATOR = "::"
+CHUNK = 1 << 20  # decompressed bytes read at a time
+
+
+def split_member(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
+    """``archive.zip::member`` as (archive, member); any other path as (path, None). A file whose own name
+    holds ``::`` is taken as it is."""
+    text = os.fspath(path)
+    archive, sep, member = text.rpartition(MEMBER_SEPARATOR)
+    if sep and not Path(text).exists() and Path(archive).is_file():
+        return Path(archive), member
+    return Path(text), None
+
+
+def detect(path: str | os.PathLike[str]) -> str | None:
+    """The compression of a file from its first bytes (gzip, bzip2, xz, zip, zstd), or None."""
+    file, _ = split_member(path)
+    if not file.is_file():
+        return None
+    with open(file, "rb") as f:
+        head = f.read(6)
+    return next((name for name, magic in MAGIC if head.startswith(magic)), None)
+
+
+def for_output(path: str | os.PathLike[str]) -> str | None:
+    """The compression an output name asks for by its last suffix (``x.vec.gz``: gzip), or None. A
+    ``.zip`` is refused: an archive is a folder of files, not a stream."""
+    kind = SUFFIXES.get(Path(path).suffix.lower())
+    if kind == "zip":
+        raise OptionError(f"cannot write {path}: writing a zip archive is not supported; write .gz, .bz2, .xz "
+                          "or .zst, or zip the written file")
+    if kind == "zstd":
+        _zstandard()
+    return kind
+
+
+def inner_name(path: str | os.PathLike[str]) -> str:
+    """The name without its compression suffix (``x.vec.gz`` -> ``x.vec``): what tells the inner format."""
+    p = Path(path)
+    return str(p.with_suffix("")) if p.suffix.lower() in SUFFIXES else str(p)
+
+
+def chunks(path: str | os.PathLike[str], kind: str) -> Iterator[bytes]:
+    """The decompressed bytes of a compressed file, a chunk at a time (memory bounded by a chunk). A
+    truncated or corrupt stream raises FormatError naming the compression and the offset in the
+    decompressed bytes up to which it was read."""
+    file, member = split_member(path)
+    got = 0
+    try:
+        with _open(file, kind, member) as f:
+            # read1: what one step decompresses, so that the bytes before a fault are all counted
+            while chunk := f.read1(CHUNK):
+                got += len(chunk)
+                yield chunk
+    except FormatError:
+        raise
+    except (EOFError, OSError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, _ZstdError) as e:
+        reason = "ends before its end-of-stream marker" if isinstance(e, EOFError) else f"is corrupt ({e})"
+        raise FormatError(f"{file}: the {kind} stream {reason} (the offset is in the decompressed bytes)",
+                          format=kind, offset=got) from None
+
+
+def head(path: str | os.PathLike[str], kind: str, n: int) -> bytes:
+    """The first ``n`` decompressed bytes (fewer if the file is shorter)."""
+    out = bytearray()
+    stream = chunks(path, kind)
+    try:
+        for chunk in stream:
+            out += chunk
+            if len(out) >= n:
+                break
+    finally:
+        stream.close()
+    return bytes(out[:n])
+
+
+def read_all(path: str | os.PathLike[str], kind: str) -> bytearray:
+    """All the decompressed bytes in memory (one growing buffer: the allocator extends it in place)."""
+    out = bytearray()
+    for chunk in chunks(path, kind):
+        out += chunk
+    return out
+
+
+class _ZstdError(Exception):
+    """A zstd stream that is truncated or corrupt (zstandard's own errors are translated to this)."""
+
+
+@contextlib.contextmanager
+def _open(file: Path, kind: str, member: str | None) -> Iterator[IO[bytes]]:
+    if member is not None and kind != "zip":
+        raise FormatError(f"{file} is {kind}-compressed, not a zip archive: it has no member {member!r}",
+                          format=kind)
+    if kind == "zip":
+        with zipfile.ZipFile(file) as archive, archive.open(_member(file, archive, member)) as f:
+            yield f
+        return
+    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open, "zstd": _ZstdReader}[kind]
+    with opener(file, "rb") as f:
+        yield f
+
+
+def _member(file: Path, archive: zipfile.ZipFile, member: str | None) -> str:
+    """The member to read: the one named, or the only file in the archive; else an error listing them."""
+    names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    listed = ", ".join(names) if names else "none"
+    if member is None and len(names) != 1:
+        raise FormatError(f"{file} holds {len(names)} files; name one as {file}{MEMBER_SEPARATOR}MEMBER "
+                          f"(members: {listed})", format="zip")
+    if member is not None and member not in names:
+        raise FormatError(f"{file} has no member {member!r} (members: {listed})", format="zip")
+    return member if member is not None else names[0]
+
+
+def _zstandard() -> Any:
+    try:
+        import zstandard
+    except ImportError:
+        raise FormatError("this file is zstd-compressed: reading or writing it needs the zstandard package "
+                          "(pip install zstandard)", format="zstd") from None
+    return zstandard
+
+
+class _ZstdReader:
+    """The decompressed bytes of a zstd file, frame after frame. Unlike zstandard's stream_reader, a stream
+    that ends inside a frame is an error rather than a quiet end."""
+
+    def __init__(self, file: Path, mode: str = "rb") -> None:
+        self._zstd = _zstandard()
+        self._raw = open(file, "rb")  # noqa: SIM115 - closed by __exit__
+        self._dec = self._zstd.ZstdDecompressor().decompressobj()
+        self._inside = False  # some of the current frame has been fed
+
+    def read1(self, n: int) -> bytes:
+        """Some decompressed bytes (what the next compressed chunk holds; not exactly ``n``); b"" at the end."""
+        while data := self._raw.read(n):
+            out = bytearray()
+            while data:
+                self._inside = True
+                try:
+                    out += self._dec.decompress(data)
+                except self._zstd.ZstdError as e:
+                    raise _ZstdError(str(e)) from None
+                if not self._dec.eof:
+                    break
+                data, self._inside = self._dec.unused_data, False
+                self._dec = self._zstd.ZstdDecompressor().decompressobj()  # the next frame
+            if out:
+                return bytes(out)
+        if self._inside:
+            raise _ZstdError("the stream ends inside a frame")
+        return b""
+
+    def __enter__(self) -> _ZstdReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._raw.close()
+
+
+@contextlib.contextmanager
+def writer(out: IO[bytes], kind: str) -> Iterator[Any]:
+    """A file object that compresses what is written to it into ``out``, which stays open. It only goes
+    forward: a seek elsewhere raises ForwardOnly (a writer that patches a length it wrote
+    earlier, as finalfusion's chunks do, is built uncompressed first: see :func:`copy_into`)."""
+    if kind == "gzip":
+        z: Any = gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0)
+    elif kind == "bzip2":
+        z = bz2.BZ2File(out, "wb")
+    elif kind == "xz":
+        z = lzma.LZMAFile(out, "wb")
+    else:
+        z = _zstandard().ZstdCompressor(level=3).stream_writer(out, closefd=False)
+    with z:
+        yield _Forward(z)
+
+
+class ForwardOnly(Exception):  # noqa: N818 - not an error the user sees: the caller builds another way
+    """A writer sought back in a compressed output (not a ValueError/OSError, which the framework would
+    report as a failed build)."""
+
+
+class _Forward:
+    """A compressing writer with the seek of a forward-only stream."""
+
+    def __init__(self, z: Any) -> None:
+        self._z = z
+        self.write, self.tell, self.flush = z.write, z.tell, z.flush
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        here = self._z.tell()
+        if (offset, whence) not in ((here, os.SEEK_SET), (0, os.SEEK_CUR)):
+            raise ForwardOnly("a compressed output is written forward only")
+        return here
+
+    def writable(self) -> bool:
+        return True
+
+
+def copy_into(src: IO[bytes], out: Any) -> None:
+    """Copy an uncompressed file object into a compressing writer, a chunk at a time."""
+    src.seek(0)
+    while chunk := src.read(CHUNK):
+        out.write(chunk)
