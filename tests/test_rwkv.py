@@ -585,3 +585,22 @@ def test_unsupported_version_is_named_at_the_header(compiled):
             framework.parse(schema.rwkv, data, format="rwkv", compile=compiled)
         assert e.value.format == "rwkv" and "version" in e.value.path and e.value.offset == 4, str(e.value)
         assert e.value.found == version
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("n_vocab", 255, "emb.weight is (256, 128), the header says (255, 128): rwkv.cpp refuses it: Unexpected "
+                     "dimension of embedding matrix; set model.n_vocab, model.n_embed = 256, 128"),
+    ("n_embed", 64, "emb.weight is (256, 128), the header says (256, 64): rwkv.cpp refuses it: Unexpected "
+                    "dimension of embedding matrix; set model.n_vocab, model.n_embed = 256, 128"),
+    ("n_layer", 5, "the header says 5 layers, the tensors have 4: rwkv.cpp refuses it: Model parameter "
+                   "blocks.4.ln1.weight not found; set model.n_layer = 4"),
+    ("n_layer", 3, "the header says 3 layers, the tensors have 4: rwkv.cpp aborts on the tensors of the layers "
+                   "past it; set model.n_layer = 4"),
+])
+def test_header_size_problems_quote_rwkv_cpp_and_the_fix(tmp_path, field, value, says):
+    """The header's n_vocab, n_embed and n_layer against the tensors, as rwkv_load_model_from_file checks
+    them; the problem said what differs, not what rwkv.cpp does nor how to mend it. The fix it names works."""
+    model = wv.read(_real_file(tmp_path, **{field: value}))
+    assert any(p.startswith(says) for p in model.check()), model.check()
+    setattr(model, field, 4 if field == "n_layer" else {"n_vocab": 256, "n_embed": 128}[field])
+    assert model.check() == []

@@ -109,8 +109,13 @@ class RwkvModel:
         emb = self.tensors.get("emb.weight")
         if emb is None:
             problems.append("missing emb.weight")
+        elif len(emb.shape) != 2:
+            problems.append(f"emb.weight is {emb.shape}: rwkv.cpp refuses it: Unexpected dimension count of "
+                            "embedding matrix; it must be (n_vocab, n_embed)")
         elif emb.shape != (self.n_vocab, self.n_embed):
-            problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed})")
+            problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed}): rwkv.cpp "
+                            "refuses it: Unexpected dimension of embedding matrix; set model.n_vocab, "
+                            f"model.n_embed = {emb.shape[0]}, {emb.shape[1]} and write the model again")
         # every layer has tensors of its own, so a layer count or index past the number of tensors names no
         # layer: it is reported, never enumerated (the keys of 2^32 layers), nor given to int() (5,000 digits)
         n_tensors = len(self.tensors)
@@ -138,7 +143,11 @@ class RwkvModel:
             if block > 1 and t.shape[-1] % block:
                 problems.append(f"{t.name}: rows of {t.shape[-1]} do not fill {t.dtype} blocks of {block}")
         if layers and max(layers) + 1 != self.n_layer and n_layer == self.n_layer:
-            problems.append(f"the header says {self.n_layer} layers, the tensors have {max(layers) + 1}")
+            have = max(layers) + 1
+            does = (f"refuses it: Model parameter blocks.{have}.ln1.weight not found" if self.n_layer > have
+                    else "aborts on the tensors of the layers past it")
+            problems.append(f"the header says {self.n_layer} layers, the tensors have {have}: rwkv.cpp {does}; "
+                            f"set model.n_layer = {have} and write the model again")
         return problems
 
 
