@@ -470,7 +470,8 @@ def test_q8_1_quantize_follows_the_c_reference():
 
 
 # rwkv.cpp's own test model (tests/data/rwkv/README.md): version 100, header FP16, RWKV v4, 4 layers
-REAL = Path(__file__).parent / "data" / "rwkv" / "tiny-rwkv-4v0-660K-FP16.bin.xz"
+# (tests/data is found upwards: this file may sit deeper in tests/ than the data folder)
+REAL = next(p for p in Path(__file__).parents if (p / "data" / "rwkv").is_dir()) / "data/rwkv/tiny-rwkv-4v0-660K-FP16.bin.xz"
 _HEADER_AT = {"version": 4, "n_vocab": 8, "n_embed": 12, "n_layer": 16, "data_type": 20}
 
 
