@@ -11,6 +11,7 @@ import numpy as np
 from construct import Const, Int32ul, Struct, this
 
 from wvformats.families.ggml.records import ParameterRecords
+from wvformats.framework import Valid
 
 MAGIC = 0x67676D66
 
@@ -44,14 +45,20 @@ BLOCKS_V100 = {
     9: ("Q8_0", 32, np.dtype([("d", "<f4"), ("qs", "i1", 32)])),
 }
 BLOCKS = {100: BLOCKS_V100, 101: BLOCKS_V101}
+# rwkv ids whose layouts rwkv.cpp removed (it refuses them, in any version), and the count of ids it knows
+REMOVED_TYPES = {4: "Q4_1_O", 5: "Q4_2", 6: "Q4_3"}
+TYPE_COUNT = 17
 
 header = Struct(
     "magic" / Const(MAGIC, Int32ul) * 'bytes 66 6d 67 67 ("ggmf" as a little-endian u32)',
     "version" / Int32ul * "100 or 101: selects the block layouts",
+    Valid("version", (this.version >= 100) & (this.version <= 101))
+    * "100 <= version <= 101: the versions rwkv.cpp reads (RWKV_FILE_VERSION_MIN..MAX)",
     "n_vocab" / Int32ul * "vocabulary size (emb.weight ne1)",
     "n_embed" / Int32ul * "embedding size (emb.weight ne0)",
     "n_layer" / Int32ul * "number of blocks.N layers",
-    "data_type" / Int32ul * "the type of most tensors (rwkv id); used for validation only",
+    "data_type" / Int32ul * "the type of most tensors (rwkv id), never compared with theirs; rwkv.cpp refuses "
+    "4-6 (removed layouts), 17 and up, and a quantized type in version 100",
 )
 
 rwkv = Struct(

@@ -357,3 +357,41 @@ def test_a_plugin_that_fails_to_load_is_named_where_a_format_is_not_found(tmp_pa
                            text=True, env=env)
         assert r.returncode == 2, args
         assert "failed to load: wvf_no_such_plugin (ModuleNotFoundError" in r.stderr, (args, r.stderr)
+
+
+def test_write_chooses_among_formats_sharing_an_extension_by_the_object(tmp_path, capsys):
+    """.bin is both word2vec binary and rwkv.cpp: wv.write(rwkv_model, "model.bin") was taken as word2vec
+    ("expected Embeddings or (words, vectors), got RwkvModel"). The object's type decides, in write and in
+    convert; an object that cannot be written as the format asked (format=, --to, or the only format of an
+    extension) gets a BuildError naming the formats it can be written as, and nothing is written."""
+    samples = {p.name: p for p in sample_files()}
+    rwkv_file, w2v_file = samples["sample-rwkv-q5_1.bin"], samples["sample.bin"]
+    rwkv, emb = wv.read(rwkv_file), wv.read(w2v_file)
+    wv.write(rwkv, tmp_path / "model.bin")
+    assert (tmp_path / "model.bin").read_bytes() == rwkv_file.read_bytes()
+    wv.write(emb, tmp_path / "vectors.bin")
+    wv.write((emb.words, emb.vectors), tmp_path / "pair.bin")
+    assert wv.sniff(tmp_path / "vectors.bin") == wv.sniff(tmp_path / "pair.bin") == "word2vec-binary"
+    for name, fmt in (("m.txt", None), ("m.fifu", None), ("m.bin", "word2vec-binary"), ("m.model", None)):
+        with pytest.raises(wv.BuildError, match="RwkvModel can be written as: rwkv$") as e:
+            wv.write(rwkv, tmp_path / name, fmt)
+        assert e.value.format == (fmt or registry.by_extension(Path(name).suffix)[0].name)
+        assert f"cannot write a RwkvModel as {e.value.format};" in str(e.value)
+        assert not (tmp_path / name).exists()
+    with pytest.raises(wv.BuildError, match="Embeddings can be written as: finalfusion, glove, leader, "
+                                            "word2vec-binary, word2vec-text$"):
+        wv.write(emb, tmp_path / "e.bin", "rwkv")
+    with pytest.raises(wv.BuildError, match="cannot write a dict as rwkv or word2vec-binary; a dict can be "
+                                            "written as no format"):
+        wv.write({}, tmp_path / "d.bin")
+    # the command line: convert picks the output format once the input is read
+    assert cli.main(["convert", str(rwkv_file), str(tmp_path / "c.bin")]) == 0
+    assert (tmp_path / "c.bin").read_bytes() == rwkv_file.read_bytes()
+    assert cli.main(["convert", str(w2v_file), str(tmp_path / "w.bin")]) == 0
+    assert wv.sniff(tmp_path / "w.bin") == "word2vec-binary"
+    capsys.readouterr()
+    for dst, to in (("c.txt", []), ("d.bin", ["--to", "word2vec-binary"])):
+        assert cli.main(["convert", str(rwkv_file), str(tmp_path / dst), *to]) == 2
+        err = capsys.readouterr().err
+        assert "RwkvModel can be written as: rwkv" in err and "Traceback" not in err
+        assert not (tmp_path / dst).exists()

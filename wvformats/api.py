@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from . import compression, framework, registry
-from .embeddings import check_read_options
-from .errors import FormatError, OptionError, UnknownFormatError
+from .embeddings import Embeddings, check_read_options
+from .errors import BuildError, FormatError, OptionError, UnknownFormatError
 from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
 
 PathLike = str | os.PathLike[str]
@@ -137,18 +137,37 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
 
-def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
+def _formats_for_output(path: PathLike, format: str | None) -> list[registry.Format]:
+    """The formats ``path`` may be written as: the one named, else those its extension names (``.bin``:
+    word2vec binary and rwkv.cpp); the object written then chooses (:func:`_format_for_output`)."""
     compression.for_output(path)  # (refuses a .zip, or a .zst without zstandard, before anything is read)
     if format:
-        return registry.get(format)
+        return [registry.get(format)]
     suffix = Path(compression.inner_name(path)).suffix.lower()
     found = registry.by_extension(suffix)
-    if len(found) == 1:
-        return found[0]
-    names = ", ".join(f.name for f in found) if found else "none"
+    if found:
+        return found
     raise UnknownFormatError(
-        f"cannot tell the output format from the extension {suffix!r} (matches: {names}); name it "
+        f"cannot tell the output format from the extension {suffix!r} (matches: none); name it "
         f"(format= in Python, --to on the command line){registry.failed_note()}"
+    )
+
+
+def _format_for_output(path: PathLike, format: str | None, obj: Any) -> registry.Format:
+    """The format to write ``obj`` as: among those ``path`` may be written as, the one that holds its type."""
+    found = _formats_for_output(path, format)
+    fitting = [f for f in found if f.model is None or isinstance(obj, f.model)]  # (no model: its writer judges)
+    if len(fitting) == 1:
+        return fitting[0]
+    if not fitting:
+        kind = type(obj).__name__
+        names = ", ".join(sorted(f.name for f in registry.load().values() if f.model and isinstance(obj, f.model)))
+        raise BuildError(f"cannot write a {kind} as {' or '.join(f.name for f in found)}; a {kind} can be "
+                         f"written as{': ' + names if names else ' no format'}",
+                         format=found[0].name if len(found) == 1 else None)
+    raise UnknownFormatError(
+        f"cannot tell the output format from the extension {Path(compression.inner_name(path)).suffix.lower()!r} (matches: "
+        f"{', '.join(f.name for f in fitting)}); name it (format= in Python, --to on the command line)"
     )
 
 
@@ -159,7 +178,9 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     ``durable``: fsync the file before the rename, so that a crash never leaves a renamed but empty file
     (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
     ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
-    fmt = _format_for_output(path, format)
+    if isinstance(obj, tuple) and len(obj) == 2:  # (words, vectors): embeddings, as the word-vector writers take
+        obj = Embeddings(*obj)
+    fmt = _format_for_output(path, format, obj)
     _check_write_options(fmt, options)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
@@ -214,13 +235,15 @@ def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format:
     """
     if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
         raise FormatError(f"refusing to write {dst} over its own input")
-    fmt = _format_for_output(dst, to)
+    candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
-    _check_write_options(fmt, write_opts)
+    if len(candidates) == 1:
+        _check_write_options(candidates[0], write_opts)
     model = read(src, from_format, **read_opts)
+    fmt = _format_for_output(dst, to, model)
     write(model, dst, fmt.name, overwrite=overwrite, **own, **write_opts)
     return fmt.name
 

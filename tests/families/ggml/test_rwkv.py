@@ -1,6 +1,9 @@
 """rwkv.cpp model files: schema round trips, bit-exact ggml quantization against gguf, checks, bad input."""
 
+import functools
+import lzma
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -365,9 +368,11 @@ def test_convert_version_100_to_101(tmp_path):
                       version=100)
     p = tmp_path / "v100.bin"
     write_model(p, old)
-    assert wv.validate(p).ok and wv.read(p).version == 100
+    report = wv.validate(p)  # byte-exact, but current rwkv.cpp refuses quantized version 100 files
+    assert report.first_difference is None and wv.read(p).version == 100
+    assert [x.split(":")[0] for x in report.problems] == ["header data_type 2 (Q4_0) in a version 100 file"]
     new = quantize_model(wv.read(p), "Q4_0", version=101)
-    assert new.version == 101
+    assert new.version == 101 and new.check() == []
     w = "blocks.0.att.key.weight"
     assert new.tensors[w].blocks.dtype.itemsize == 18 and old.tensors[w].blocks.dtype.itemsize == 20
     # v100 Q4_0 values re-quantized into v101 Q4_0 stay on the same grid up to fp16 scale rounding
@@ -462,3 +467,141 @@ def test_q8_1_quantize_follows_the_c_reference():
     x = np.concatenate([_edge_blocks(rng), rng.normal(size=(20, 32)).astype(np.float32) * 5])
     ours = _assert_as_c_reference(x, "Q8_1")
     assert dequantize(ours, "Q8_1").tobytes() == (ours["qs"] * ours["d"].astype(np.float32)[:, None]).tobytes()
+
+
+# rwkv.cpp's own test model (tests/data/rwkv/README.md): version 100, header FP16, RWKV v4, 4 layers
+# (tests/data is found upwards: this file may sit deeper in tests/ than the data folder)
+REAL = next(p for p in Path(__file__).parents if (p / "data" / "rwkv").is_dir()) / "data/rwkv/tiny-rwkv-4v0-660K-FP16.bin.xz"
+_HEADER_AT = {"version": 4, "n_vocab": 8, "n_embed": 12, "n_layer": 16, "data_type": 20}
+
+
+@functools.cache
+def _real_bytes():
+    return lzma.decompress(REAL.read_bytes())
+
+
+def _real_file(tmp_path, name="real.bin", **header):
+    """rwkv.cpp's test model, with the ``header`` fields given overwritten."""
+    data = bytearray(_real_bytes())
+    for field, value in header.items():
+        struct.pack_into("<I", data, _HEADER_AT[field], value)
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "wvformats.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_real_rwkv_cpp_file_passes_check(tmp_path):
+    """A file current rwkv.cpp loads has no problem: a version 100 FP16 file (only quantized version 100
+    files are refused), and any FP or quantized header type over FP16 tensors (the header type is checked
+    for itself, never against the tensors')."""
+    model = wv.read(_real_file(tmp_path))
+    assert (model.version, model.data_type, model.architecture, model.n_layer) == (100, 1, "v4", 4)
+    assert {t.dtype for t in model.tensors.values()} == {"FP32", "FP16"}
+    assert model.check() == [] and wv.validate(tmp_path / "real.bin").ok
+    for version, data_type in ((100, 0), (101, 0), (101, 1), (101, 9), (101, 16)):
+        assert wv.validate(_real_file(tmp_path, version=version, data_type=data_type)).ok, (version, data_type)
+
+
+@pytest.mark.parametrize("version, data_type, says", [
+    (100, 4, "header data_type 4 (Q4_1_O): rwkv.cpp refuses it: Models in Q4_1_O format cannot be loaded anymore "
+             "because the format was removed"),
+    (101, 5, "header data_type 5 (Q4_2): rwkv.cpp refuses it: Models in Q4_2 format cannot be loaded anymore"),
+    (100, 6, "header data_type 6 (Q4_3): rwkv.cpp refuses it: Models in Q4_3 format cannot be loaded anymore"),
+    (101, 17, "header data_type 17: rwkv.cpp refuses it: Model data type out of range (17 > 16)"),
+    (100, 2**32 - 1, "header data_type 4294967295: rwkv.cpp refuses it: Model data type out of range"),
+    (100, 2, "header data_type 2 (Q4_0) in a version 100 file: rwkv.cpp refuses it: The quantized model file in "
+             "Q4_0 format was created with an old version of rwkv.cpp and can not be loaded anymore"),
+    (100, 8, "header data_type 8 (Q5_1) in a version 100 file: rwkv.cpp refuses it: The quantized model file"),
+    (100, 13, "header data_type 13 (Q4_K) in a version 100 file: rwkv.cpp refuses it: The quantized model file"),
+])
+def test_check_refuses_header_data_types_as_rwkv_cpp(tmp_path, version, data_type, says):
+    """rwkv.cpp's rwkv_fread_file_header refuses these header types (rwkv_file_format.inc); check() found
+    nothing and validate said ok. Each problem quotes rwkv.cpp and says how to get a file it loads."""
+    path = _real_file(tmp_path, version=version, data_type=data_type)
+    problems = wv.read(path).check()
+    assert len(problems) == 1 and problems[0].startswith(says), problems
+    fix = "model.data_type = 1" if data_type >= 17 else "`wvformats rwkv quantize IN OUT --type "
+    assert fix in problems[0] and (data_type >= 17 or "--version 101`" in problems[0])
+    report = wv.validate(path)
+    assert not report.ok and report.first_difference is None and report.problems == problems
+    r = _cli("validate", path)
+    assert r.returncode == 1 and says in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("data_type", [2, 7, 13, 4, 5])
+def test_the_fix_check_names_gives_a_file_rwkv_cpp_loads(tmp_path, data_type):
+    """Following the command a header data_type problem names (from the FP16 model) gives a clean file."""
+    path = _real_file(tmp_path, version=100, data_type=data_type)
+    problem = wv.read(path).check()[0]
+    command = problem[problem.index("wvformats rwkv quantize"):].split("`")[0].split()
+    assert command[3:5] == ["IN", "OUT"]
+    out = tmp_path / "fixed.bin"
+    r = _cli(*command[1:3], path, out, *command[5:])
+    assert r.returncode == 0, r.stderr
+    fixed = wv.read(out)
+    assert fixed.version == 101 and fixed.check() == []
+
+
+def test_check_refuses_quantized_tensors_in_version_100_under_a_float_header(tmp_path):
+    """Current rwkv.cpp checks the version against the header type only: a version 100 file whose header
+    says FP16 but whose tensors are quantized loads, with the blocks read in the version 101 layout (wrong
+    values, silently); Q4_2 tensors it refuses. check() said nothing of either."""
+    from wvformats.families.ggml.rwkv import quantize_model
+
+    real = wv.read(_real_file(tmp_path))
+    for target in ("Q4_0", "Q5_1", "Q4_2"):
+        q = quantize_model(real, target, 100)
+        q.data_type = 1
+        path = tmp_path / f"{target}.bin"
+        wv.write(q, path, "rwkv")
+        problems = wv.read(path).check()
+        n = sum(t.dtype == target for t in q.tensors.values())
+        if target == "Q4_2":
+            assert problems == [f"{n} Q4_2 tensors: rwkv.cpp refuses them: Tensor data type (Q4_2) is no longer "
+                                "supported; quantize the FP32/FP16 model again: "
+                                "`wvformats rwkv quantize IN OUT --type Q5_1 --version 101`"]
+        else:
+            assert len(problems) == 1 and problems[0].startswith(
+                f"{n} {target} tensors in a version 100 file under an FP16 header: rwkv.cpp loads them with the "
+                "version 101 block layout (wrong values)"), problems
+            assert f"`wvformats rwkv quantize IN OUT --type {target} --version 101`" in problems[0]
+            fixed = tmp_path / f"fixed-{target}.bin"
+            r = _cli("rwkv", "quantize", path, fixed, "--type", target, "--version", "101")
+            assert r.returncode == 0 and wv.read(fixed).check() == [], r.stderr
+
+
+@MODES
+def test_unsupported_version_is_named_at_the_header(compiled):
+    """rwkv.cpp: "Unsupported file version"; the error named records at byte 24."""
+    for version in (99, 102, 0):
+        data = struct.pack("<6I", schema.MAGIC, version, 1, 1, 1, 0)
+        with pytest.raises(ValueMismatchError) as e:
+            framework.parse(schema.rwkv, data, format="rwkv", compile=compiled)
+        assert e.value.format == "rwkv" and "version" in e.value.path and e.value.offset == 4, str(e.value)
+        assert e.value.found == version
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("n_vocab", 255, "emb.weight is (256, 128), the header says (255, 128): rwkv.cpp refuses it: Unexpected "
+                     "dimension of embedding matrix; set model.n_vocab, model.n_embed = 256, 128"),
+    ("n_embed", 64, "emb.weight is (256, 128), the header says (256, 64): rwkv.cpp refuses it: Unexpected "
+                    "dimension of embedding matrix; set model.n_vocab, model.n_embed = 256, 128"),
+    ("n_layer", 5, "the header says 5 layers, the tensors have 4: rwkv.cpp refuses it: Model parameter "
+                   "blocks.4.ln1.weight not found; set model.n_layer = 4"),
+    ("n_layer", 3, "the header says 3 layers, the tensors have 4: rwkv.cpp aborts on the tensors of the layers "
+                   "past it; set model.n_layer = 4"),
+])
+def test_header_size_problems_quote_rwkv_cpp_and_the_fix(tmp_path, field, value, says):
+    """The header's n_vocab, n_embed and n_layer against the tensors, as rwkv_load_model_from_file checks
+    them; the problem said what differs, not what rwkv.cpp does nor how to mend it. The fix it names works."""
+    model = wv.read(_real_file(tmp_path, **{field: value}))
+    assert any(p.startswith(says) for p in model.check()), model.check()
+    setattr(model, field, 4 if field == "n_layer" else {"n_vocab": 256, "n_embed": 128}[field])
+    assert model.check() == []

@@ -58,7 +58,7 @@ def check(parsed: Any) -> list[str]:
 
 
 register(Format(
-    name=NAME, extensions=(), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
+    name=NAME, extensions=(".bin",), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
     "101), then parameter records with FP32, FP16 or quantized blocks", schema=schema.rwkv,
     sniff=lambda head: head[:4] == b"fmgg" and int.from_bytes(head[4:8], "little") in (100, 101), priority=0,
     parse=parse, build=build, to_model=to_model, from_model=from_model, model=RwkvModel, inspect=inspect,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...schemas.ggml import BLOCKS
+from ...schemas.ggml import BLOCKS, REMOVED_TYPES, TYPE_COUNT
 from . import quants
 
 TYPE_IDS = {name: i for i, (name, _, _) in BLOCKS[101].items()}
@@ -102,14 +102,20 @@ class RwkvModel:
     def check(self) -> list[str]:
         """What would make rwkv.cpp refuse or abort, as a list of problems (empty when none)."""
         problems = [f"duplicate key {k}" for k in self.duplicate_keys]
+        problems += self._type_problems()
         for t in self.tensors.values():
             if len(t.shape) == 1 and t.dtype != "FP32":
                 problems.append(f"{t.name}: 1-D tensors must be FP32, not {t.dtype}")
         emb = self.tensors.get("emb.weight")
         if emb is None:
             problems.append("missing emb.weight")
+        elif len(emb.shape) != 2:
+            problems.append(f"emb.weight is {emb.shape}: rwkv.cpp refuses it: Unexpected dimension count of "
+                            "embedding matrix; it must be (n_vocab, n_embed)")
         elif emb.shape != (self.n_vocab, self.n_embed):
-            problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed})")
+            problems.append(f"emb.weight is {emb.shape}, the header says ({self.n_vocab}, {self.n_embed}): rwkv.cpp "
+                            "refuses it: Unexpected dimension of embedding matrix; set model.n_vocab, "
+                            f"model.n_embed = {emb.shape[0]}, {emb.shape[1]} and write the model again")
         # every layer has tensors of its own, so a layer count or index past the number of tensors names no
         # layer: it is reported, never enumerated (the keys of 2^32 layers), nor given to int() (5,000 digits)
         n_tensors = len(self.tensors)
@@ -137,7 +143,56 @@ class RwkvModel:
             if block > 1 and t.shape[-1] % block:
                 problems.append(f"{t.name}: rows of {t.shape[-1]} do not fill {t.dtype} blocks of {block}")
         if layers and max(layers) + 1 != self.n_layer and n_layer == self.n_layer:
-            problems.append(f"the header says {self.n_layer} layers, the tensors have {max(layers) + 1}")
+            have = max(layers) + 1
+            does = (f"refuses it: Model parameter blocks.{have}.ln1.weight not found" if self.n_layer > have
+                    else "aborts on the tensors of the layers past it")
+            problems.append(f"the header says {self.n_layer} layers, the tensors have {have}: rwkv.cpp {does}; "
+                            f"set model.n_layer = {have} and write the model again")
+        return problems
+
+
+    def _fix(self, fallback: str) -> str:
+        """The command that writes this model as a version 101 file of one quantized type: the tensors' own
+        type when they hold one quantizable type (re-laid out, not rounded again), else ``fallback``."""
+        held = sorted({t.dtype for t in self.tensors.values()} - {"FP32", "FP16"})
+        target = held[0] if len(held) == 1 and held[0] in QUANTIZE_TYPES[101] else fallback
+        return f"`wvformats rwkv quantize IN OUT --type {target} --version 101`"
+
+    def _type_problems(self) -> list[str]:
+        """rwkv.cpp's checks of the header data_type (rwkv_fread_file_header) and of the tensor types against
+        the version, each with rwkv.cpp's message and how to get a file it loads."""
+        problems, data_type = [], self.data_type
+        names = {**{i: n for i, (n, _, _) in BLOCKS[101].items()}, **REMOVED_TYPES}
+        name = names.get(data_type)
+        if data_type >= TYPE_COUNT:
+            held = [t.dtype for t in self.tensors.values() if t.dtype not in ("FP32", "FP16")]
+            usual = max(set(held), key=held.count) if held else "FP16" if any(
+                t.dtype == "FP16" for t in self.tensors.values()) else "FP32"
+            problems.append(f"header data_type {data_type}: rwkv.cpp refuses it: Model data type out of range "
+                            f"({data_type} > {TYPE_COUNT - 1}); set it to the tensors' type: model.data_type = "
+                            f"{TYPE_IDS[usual]} ({usual}), then write the model again")
+        elif data_type in REMOVED_TYPES:
+            problems.append(f"header data_type {data_type} ({name}): rwkv.cpp refuses it: Models in {name} format "
+                            "cannot be loaded anymore because the format was removed; quantize the FP32/FP16 "
+                            f"model again: {self._fix('Q5_1')}")
+        elif self.version == 100 and name not in ("FP32", "FP16"):
+            problems.append(f"header data_type {data_type} ({name}) in a version 100 file: rwkv.cpp refuses it: "
+                            f"The quantized model file in {name} format was created with an old version of "
+                            "rwkv.cpp and can not be loaded anymore; convert it with "
+                            f"{self._fix(name if name in QUANTIZE_TYPES[101] else 'Q5_1')} (or quantize the "
+                            "FP32/FP16 model again)")
+        counts: dict[str, int] = {}
+        for t in self.tensors.values():
+            counts[t.dtype] = counts.get(t.dtype, 0) + 1
+        for kind, n in counts.items():
+            if kind in REMOVED_TYPES.values():
+                problems.append(f"{n} {kind} tensors: rwkv.cpp refuses them: Tensor data type ({kind}) is no "
+                                f"longer supported; quantize the FP32/FP16 model again: {self._fix('Q5_1')}")
+            elif self.version == 100 and kind not in ("FP32", "FP16") and name in ("FP32", "FP16"):
+                # rwkv.cpp checks the version against the header type only, then reads every block as v101
+                problems.append(f"{n} {kind} tensors in a version 100 file under an {name} header: rwkv.cpp "
+                                "loads them with the version 101 block layout (wrong values); convert it with "
+                                f"{self._fix(kind)}")
         return problems
 
 
