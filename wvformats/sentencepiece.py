@@ -120,35 +120,41 @@ class CharsMap:
         leaf = (u >> 8) & 1
         offset = (u >> 10) << ((u & (1 << 9)) >> 6)
         value = u & ((1 << 31) - 1)
-        labels = np.arange(1, 256)
+        # unit j with label c (1-255) is the child c of every node whose offset is j ^ c: the units sorted by
+        # that parent offset give each node's children as one slice, with no frontier x 255 candidate matrix
+        j = np.flatnonzero((label >= 1) & (label <= 255))
+        parent = j ^ label[j]
+        order = np.argsort(parent, kind="stable")
+        j, parent = j[order], parent[order]
         frontier, keys = np.array([offset[0]]), [b""]
         # darts-clone shares common subtrees (sentencepiece's charsmaps hold ~5 keys per unit), so a key count
         # far past the units is a cycle, whose walk would grow without end
         most, reached = 16 * n + (1 << 16), 0
         out: dict[str, str] = {}
+        strings: dict[int, str] = {}
         for _ in range(256):  # a key is at most as deep as the longest source sequence
             if not frontier.size:
                 break
-            cand = frontier[:, None] ^ labels[None, :]
-            inside = cand < n
-            hit = inside & (label[np.where(inside, cand, 0)] == labels[None, :])
-            fi, ci = np.nonzero(hit)
-            child = cand[fi, ci]
-            reached += len(child)
-            if reached > most:
+            lo, hi = np.searchsorted(parent, frontier), np.searchsorted(parent, frontier, "right")
+            counts = hi - lo
+            reached += int(counts.sum())
+            if reached > most:  # checked before the level is made
                 raise FormatError(f"the trie of {n} units expands into more than {most} keys (a cycle)",
                                   format="sentencepiece", path="normalizer_spec.precompiled_charsmap")
+            fi = np.repeat(np.arange(len(frontier)), counts)
+            child = j[lo[fi] + np.arange(len(fi)) - np.repeat(np.cumsum(counts) - counts, counts)]
             nxt = child ^ offset[child]
             if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
                 raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
                                   path="normalizer_spec.precompiled_charsmap")
-            keys = [keys[f] + bytes((c + 1,)) for f, c in zip(fi.tolist(), ci.tolist(), strict=True)]
-            for k, is_leaf, at in zip(keys, leaf[child].tolist(), nxt.tolist(), strict=True):
-                if is_leaf:
-                    v = int(value[at])
-                    end = self.normalized.find(b"\0", v)
-                    out[k.decode("utf-8", "surrogateescape")] = self.normalized[v : end if end >= 0 else None
-                                                                              ].decode("utf-8", "surrogateescape")
+            keys = [keys[f] + bytes((c,)) for f, c in zip(fi.tolist(), label[child].tolist(), strict=True)]
+            for k, at in zip(keys, np.where(leaf[child] == 1, value[nxt], -1).tolist(), strict=True):
+                if at >= 0:
+                    if at not in strings:  # a few thousand replacements serve a few hundred thousand keys
+                        end = self.normalized.find(b"\0", at)
+                        strings[at] = self.normalized[at : end if end >= 0 else None].decode("utf-8",
+                                                                                              "surrogateescape")
+                    out[k.decode("utf-8", "surrogateescape")] = strings[at]
             frontier = nxt
         return out
 
