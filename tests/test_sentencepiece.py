@@ -620,7 +620,7 @@ def test_hf_export_strips_only_spaces(hf_models, name):
     assert _hf_disagreements(data) == []
 
 
-def test_hf_export_warns_where_tokenizers_cannot_follow(corpus):
+def test_hf_export_warns_where_tokenizers_cannot_follow(tmp_path, capsys):
     """A Unigram model with whitespace-only pieces: sentencepiece breaks ties between equal-score splits of a
     space run by float32 sums, tokenizers by float64; the export says so, naming the option."""
     from wvformats.codecs.sentencepiece import parse
@@ -636,3 +636,9 @@ def test_hf_export_warns_where_tokenizers_cannot_follow(corpus):
     assert all("  " in t or "\r\n" in t for t, _, _ in differ)  # space runs only (and CR LF, see docs)
     with pytest.warns(InexactExportWarning, match="allow_whitespace_only_pieces"):
         to_hf_tokenizer(SentencePieceModel(parse(f.getvalue())))
+    from wvformats.cli import main
+
+    src, out = tmp_path / "ws.model", tmp_path / "tokenizer.json"
+    src.write_bytes(f.getvalue())
+    assert main(["sentencepiece", "export", str(src), str(out), "--to", "hf"]) == 0 and out.exists()
+    assert "warning:" in capsys.readouterr().err
