@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import re
 import struct
+import warnings
 from typing import Any
 
 import numpy as np
@@ -120,35 +122,41 @@ class CharsMap:
         leaf = (u >> 8) & 1
         offset = (u >> 10) << ((u & (1 << 9)) >> 6)
         value = u & ((1 << 31) - 1)
-        labels = np.arange(1, 256)
+        # unit j with label c (1-255) is the child c of every node whose offset is j ^ c: the units sorted by
+        # that parent offset give each node's children as one slice, with no frontier x 255 candidate matrix
+        j = np.flatnonzero((label >= 1) & (label <= 255))
+        parent = j ^ label[j]
+        order = np.argsort(parent, kind="stable")
+        j, parent = j[order], parent[order]
         frontier, keys = np.array([offset[0]]), [b""]
         # darts-clone shares common subtrees (sentencepiece's charsmaps hold ~5 keys per unit), so a key count
         # far past the units is a cycle, whose walk would grow without end
         most, reached = 16 * n + (1 << 16), 0
         out: dict[str, str] = {}
+        strings: dict[int, str] = {}
         for _ in range(256):  # a key is at most as deep as the longest source sequence
             if not frontier.size:
                 break
-            cand = frontier[:, None] ^ labels[None, :]
-            inside = cand < n
-            hit = inside & (label[np.where(inside, cand, 0)] == labels[None, :])
-            fi, ci = np.nonzero(hit)
-            child = cand[fi, ci]
-            reached += len(child)
-            if reached > most:
+            lo, hi = np.searchsorted(parent, frontier), np.searchsorted(parent, frontier, "right")
+            counts = hi - lo
+            reached += int(counts.sum())
+            if reached > most:  # checked before the level is made
                 raise FormatError(f"the trie of {n} units expands into more than {most} keys (a cycle)",
                                   format="sentencepiece", path="normalizer_spec.precompiled_charsmap")
+            fi = np.repeat(np.arange(len(frontier)), counts)
+            child = j[lo[fi] + np.arange(len(fi)) - np.repeat(np.cumsum(counts) - counts, counts)]
             nxt = child ^ offset[child]
             if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
                 raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
                                   path="normalizer_spec.precompiled_charsmap")
-            keys = [keys[f] + bytes((c + 1,)) for f, c in zip(fi.tolist(), ci.tolist(), strict=True)]
-            for k, is_leaf, at in zip(keys, leaf[child].tolist(), nxt.tolist(), strict=True):
-                if is_leaf:
-                    v = int(value[at])
-                    end = self.normalized.find(b"\0", v)
-                    out[k.decode("utf-8", "surrogateescape")] = self.normalized[v : end if end >= 0 else None
-                                                                              ].decode("utf-8", "surrogateescape")
+            keys = [keys[f] + bytes((c,)) for f, c in zip(fi.tolist(), label[child].tolist(), strict=True)]
+            for k, at in zip(keys, np.where(leaf[child] == 1, value[nxt], -1).tolist(), strict=True):
+                if at >= 0:
+                    if at not in strings:  # a few thousand replacements serve a few hundred thousand keys
+                        end = self.normalized.find(b"\0", at)
+                        strings[at] = self.normalized[at : end if end >= 0 else None].decode("utf-8",
+                                                                                              "surrogateescape")
+                    out[k.decode("utf-8", "surrogateescape")] = strings[at]
             frontier = nxt
         return out
 
@@ -401,21 +409,60 @@ def to_json(model: SentencePieceModel) -> list[dict[str, Any]]:
     return [{"id": i, "piece": p, "score": s, "type": t} for i, (p, s, t) in enumerate(model.pieces)]
 
 
+# Where a pre-tokenizer may cut the text, finest first, with what a piece holds when it would span a cut: before
+# every U+2581; after every one (treat_whitespace_as_suffix); before a run of them (allow_whitespace_only_pieces);
+# after a run (both options).
+_SPLITS = [("\u2581[^\u2581]*|[^\u2581]+", re.compile(".\u2581", re.S)),
+           ("[^\u2581]*\u2581|[^\u2581]+", re.compile("\u2581.", re.S)),
+           ("\u2581*[^\u2581]+|\u2581+", re.compile("[^\u2581]\u2581")),
+           ("[^\u2581]+\u2581*|\u2581+", re.compile("\u2581[^\u2581]"))]
+
+
+class InexactExportWarning(UserWarning):
+    """The exported tokenizer.json cannot give sentencepiece's ids on every text (the message names why)."""
+
+
+def _word_split(pieces: list[str], types: list[int]) -> dict[str, Any] | None:
+    """The finest pre-tokenizer split that no NORMAL piece spans, or None (no split).
+
+    sentencepiece's BPE and Unigram encode the whole normalized text at once (its ``SplitIntoWords`` serves
+    only WORD models); cutting it into words first gives the same ids exactly when no piece that merges or
+    Viterbi could choose spans a cut. The trainer's whitespace options decide which cuts that is, so the
+    vocabulary is checked rather than the options.
+    """
+    normal = [p for p, t in zip(pieces, types, strict=True) if t == 1 and "\u2581" in p]
+    for pattern, spans in _SPLITS:
+        if not any(spans.search(p) for p in normal):
+            return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+    return None
+
+
 def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
     """A Hugging Face ``tokenizer.json`` (as a dict) for a Unigram or BPE model, tokenizing as sentencepiece.
 
     Normalizer: the precompiled charsmap (``Precompiled``, the same blob), then sentencepiece's whitespace
-    rules (strip, collapse runs of spaces) when ``remove_extra_whitespaces``, the dummy prefix when
-    ``add_dummy_prefix`` and spaces as U+2581; pre-tokenizer: ``Metaspace`` splitting there when
-    ``split_by_whitespace``. Unigram:
-    pieces with their scores and ``unk_id``. BPE: the vocabulary and merges recovered from it (every split
-    of a piece into two pieces, ranked by the merged piece's score, as sentencepiece's BPE applies them).
+    rules when ``remove_extra_whitespaces`` (strip and collapse spaces, and only spaces: tab, newline and U+00A0
+    stay unless the charsmap maps them), the dummy ▁ (a suffix under ``treat_whitespace_as_suffix``) when
+    ``add_dummy_prefix``, spaces as U+2581. Pre-tokenizer: sentencepiece's BPE and Unigram encode the whole text,
+    so the export splits it only where no NORMAL piece spans a cut (before or after each ▁ or run of ▁, as the
+    vocabulary allows: whitespace-only pieces of ``allow_whitespace_only_pieces`` stay whole), else not at all.
+    Unigram: pieces with their scores and ``unk_id``. BPE: the vocabulary and merges recovered from it (every
+    split of a piece into two pieces, ranked by the merged piece's score, as sentencepiece's BPE applies them).
     Control and unknown pieces become special added tokens, user-defined pieces non-special added tokens
-    matched before normalisation. One difference remains that tokenizer.json cannot express: around a
-    user-defined piece, Hugging Face normalises each stretch of text on its own (each gets the dummy prefix),
-    where sentencepiece normalises the whole text once (``the<sep>fox`` gives ``fox`` there, ``▁fox`` here);
-    and text that spells a control piece (``<s>``) matches it as a special token, where sentencepiece reads
-    its characters (``encode(..., split_special_tokens=True)`` in transformers avoids that). Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
+    matched before normalisation. Byte fallback pieces (``<0x41>``) decode through ``ByteFallback``.
+
+    What tokenizer.json cannot express, and so may still differ:
+
+    - around a user-defined piece, Hugging Face normalises each stretch of text on its own (each gets the dummy
+      prefix), where sentencepiece normalises the whole text once (``the<sep>fox`` gives ``fox`` there, ``▁fox``
+      here); text that spells a control piece (``<s>``) matches it as a special token, where sentencepiece reads
+      its characters (``encode(..., split_special_tokens=True)`` in transformers avoids that);
+    - Unigram models with whitespace-only pieces: equal-score splits of a space run are broken by float32 sums
+      in sentencepiece, float64 in tokenizers; the export warns (:class:`InexactExportWarning`);
+    - ``Precompiled`` in tokenizers looks up whole grapheme clusters and keeps the shortest match, where
+      sentencepiece takes the longest match from each character: "\\r\\n" (one grapheme) becomes one space there,
+      two here, visible when ``remove_extra_whitespaces`` is off; likewise a mapped letter followed by a
+      combining mark (``nfkc_cf``: "A" + U+0301).
     """
     import base64
 
@@ -433,21 +480,30 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
     if ns.precompiled_charsmap:
         norms.append({"type": "Precompiled",
                       "precompiled_charsmap": base64.b64encode(ns.precompiled_charsmap).decode("ascii")})
-    if ns.remove_extra_whitespaces:
-        norms += [{"type": "Strip", "strip_left": True, "strip_right": True},
+    if ns.remove_extra_whitespaces:  # spaces only: tab, newline and U+00A0 (unless the charsmap maps it) stay
+        norms += [{"type": "Replace", "pattern": {"Regex": r"\A +| +\z"}, "content": ""},
                   {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
-    # sentencepiece adds the dummy prefix even before a leading space (Metaspace's "always" does not)
-    if ns.add_dummy_prefix:
+    if ns.add_dummy_prefix and ts.treat_whitespace_as_suffix:  # a dummy suffix, then
+        norms.append({"type": "Replace", "pattern": {"Regex": r"\z"}, "content": " "})
+    elif ns.add_dummy_prefix:  # sentencepiece adds it even before a leading space (Metaspace's "always" does not)
         norms.append({"type": "Prepend", "prepend": "\u2581"})
-    norms.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
-    meta = {"type": "Metaspace", "replacement": "\u2581", "split": bool(ts.split_by_whitespace),
-            "prepend_scheme": "never"}
+    if ns.escape_whitespaces:
+        norms.append({"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"})
+    split = _word_split(pieces, types) if ns.escape_whitespaces else None
     decoders: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}]
     if ts.byte_fallback:
         decoders.append({"type": "ByteFallback"})
     decoders.append({"type": "Fuse"})  # one string, so that Strip removes the dummy prefix's space once
     if ns.add_dummy_prefix:
         decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+    runs = [p for p, t in zip(pieces, types, strict=True) if t == 1 and len(p) > 1 and not p.strip("\u2581")]
+    if kind == "Unigram" and runs:
+        # a run of spaces then has segmentations of equal score (▁▁▁+▁, ▁+▁▁▁); sentencepiece picks one by
+        # float32 rounding of the path sums, tokenizers sums in float64 and can pick the other
+        warnings.warn(InexactExportWarning(
+            f"a Unigram model with whitespace-only pieces ({len(runs)}, allow_whitespace_only_pieces): runs of "
+            "spaces can tokenize differently in tokenizers (sentencepiece breaks score ties by float32 sums)"),
+            stacklevel=2)
     unk_id = ts.unk_id
     if kind == "Unigram":
         hf_model: dict[str, Any] = {"type": "Unigram", "unk_id": unk_id if unk_id >= 0 else None,
@@ -470,5 +526,5 @@ def to_hf_tokenizer(model: SentencePieceModel) -> dict[str, Any]:
                     "byte_fallback": bool(ts.byte_fallback), "ignore_merges": False, "vocab": vocab,
                     "merges": [[m[4], m[5]] for m in merges]}
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-            "normalizer": {"type": "Sequence", "normalizers": norms}, "pre_tokenizer": meta,
+            "normalizer": {"type": "Sequence", "normalizers": norms}, "pre_tokenizer": split,
             "post_processor": None, "decoder": {"type": "Sequence", "decoders": decoders}, "model": hf_model}
