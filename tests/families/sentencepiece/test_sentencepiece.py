@@ -531,7 +531,7 @@ def test_charsmap_mapping_memory_is_bounded_by_its_output(path):
     cm = wv.read(path).charsmap
     mapping, peak = _peak_mib(cm.mapping)
     assert len(mapping) > 100000 and peak < 96, peak
-    from wvformats.sentencepiece import CharsMap
+    from wvformats.families.sentencepiece.model import CharsMap
 
     blob = bytearray(wv.read(path).normalizer_spec.precompiled_charsmap)
     rng = np.random.default_rng(19)
@@ -589,8 +589,8 @@ def _hf_disagreements(data):
     import json
 
     tokenizers = pytest.importorskip("tokenizers")
-    from wvformats.codecs.sentencepiece import parse
-    from wvformats.sentencepiece import SentencePieceModel, to_hf_tokenizer
+    from wvformats.families.sentencepiece.codec import parse
+    from wvformats.families.sentencepiece.model import SentencePieceModel, to_hf_tokenizer
 
     sp = spm.SentencePieceProcessor(model_proto=data)
     tok = tokenizers.Tokenizer.from_str(json.dumps(to_hf_tokenizer(SentencePieceModel(parse(data)))))
@@ -623,8 +623,12 @@ def test_hf_export_strips_only_spaces(hf_models, name):
 def test_hf_export_warns_where_tokenizers_cannot_follow(tmp_path, capsys):
     """A Unigram model with whitespace-only pieces: sentencepiece breaks ties between equal-score splits of a
     space run by float32 sums, tokenizers by float64; the export says so, naming the option."""
-    from wvformats.codecs.sentencepiece import parse
-    from wvformats.sentencepiece import InexactExportWarning, SentencePieceModel, to_hf_tokenizer
+    from wvformats.families.sentencepiece.codec import parse
+    from wvformats.families.sentencepiece.model import (
+        InexactExportWarning,
+        SentencePieceModel,
+        to_hf_tokenizer,
+    )
 
     lines = [x for x in (HF_CORPUS * 30).splitlines() if x.strip()]
     f = io.BytesIO()
