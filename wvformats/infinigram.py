@@ -265,6 +265,8 @@ class InfiniGramIndex:
         if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
             raise ValueError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
         self.version = version
+        # v5 stores each document reversed; v4 and v6 (the v4 files without suffix) store it forward
+        self.reversed = version == 5
         groups = _groups(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
@@ -275,7 +277,7 @@ class InfiniGramIndex:
 
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
-        toks = list(tokens)[::-1] if self.version == 5 else list(tokens)
+        toks = list(tokens)[::-1] if self.reversed else list(tokens)
         bad = [t for t in toks if isinstance(t, bool) or not isinstance(t, (int, np.integer))
                or not 0 <= t < 1 << (8 * w)]
         if bad:  # numpy would raise OverflowError (or wrap a negative id round to another token)
@@ -302,7 +304,7 @@ class InfiniGramIndex:
     def ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
         """Exact next-token distribution after ``prompt`` over all shards.
 
-        The next token is the one after the match (v4) or before it in the stored reversed document (v5);
+        The next token is the one after the match (v4, v6) or before it in the stored reversed document (v5);
         a separator or the end of a shard counts as ``eos_token_id``, as in the engine. Every occurrence is
         counted (the engine's sampling above ``max_support`` and its end-of-shard bug do not apply).
         """
@@ -321,7 +323,7 @@ class InfiniGramIndex:
             else:
                 ptrs = np.zeros(hi - lo, np.int64)
             toks = np.frombuffer(shard.ds, f"<u{w}" if w > 1 else "u1")
-            at = ptrs // w + n if self.version == 4 else ptrs // w - 1
+            at = ptrs // w - 1 if self.reversed else ptrs // w + n
             inside = (at >= 0) & (at < shard.tok_cnt)
             nxt = np.full(len(at), eos_token_id, np.int64)
             nxt[inside] = toks[at[inside]]
@@ -401,7 +403,7 @@ class InfiniGramIndex:
                         raise FormatError("metadata line is not UTF-8", format=NAME, path=f"shards[{s}].metadata[{local}]",
                                           offset=a + e.start) from None
                 return {"doc_ix": doc_ix, "doc_len": len(toks),
-                        "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
+                        "token_ids": toks[::-1] if self.reversed else toks, "metadata": meta}
             local -= shard.doc_cnt
         raise IndexError("doc_ix is past the last document")
 
