@@ -220,6 +220,51 @@ class Shard:
     def ptr(self, rank: int) -> int:
         return pointers.at(self.table, self.k, rank) if self.k else 0
 
+    def addressable(self) -> bool:
+        """Whether k-byte pointers reach every token (the last one starts one token before the end)."""
+        return not self.k or len(self.ds) - self.width < 256 ** self.k
+
+    def misfit(self, sample: int = 256) -> str | None:
+        """Why these files cannot hold tokens of this width, from what is cheap to read (None if they can):
+        pointers that cannot address the corpus, no separator at its start or at sampled document offsets,
+        sampled pointers off the token positions, a unigram file whose last (highest) id is not SEP."""
+        w, n = self.width, len(self.ds)
+        if not n:
+            return None
+        if not self.addressable():
+            return f"{self.k}-byte pointers cannot address {n} bytes"
+        if self.ds[:w] != b"\xff" * w:
+            return "the tokenized file does not start with a separator"
+        if self.doc_cnt:
+            at = np.unique(np.linspace(0, self.doc_cnt - 1, min(self.doc_cnt, sample)).astype(np.int64))
+            offs = self.offsets[at]
+            bad = (offs % w != 0) | (offs > n - w)
+            if not bad.any():
+                ds, o = np.frombuffer(self.ds, np.uint8), offs.astype(np.int64)
+                bad = ~np.all([ds[o + j] == 0xFF for j in range(w)], axis=0)
+            if bad.any():
+                i = int(at[np.argmax(bad)])
+                return f"document offset {i} ({int(self.offsets[i])}) is not at a separator"
+        if self.k:
+            ranks = np.unique(np.linspace(0, self.tok_cnt - 1, min(self.tok_cnt, sample)).astype(np.int64))
+            ptrs = pointers.decode(np.frombuffer(self.table, np.uint8).reshape(-1, self.k)[ranks], self.k)
+            bad = (ptrs % w != 0) | (ptrs >= n)
+            if bad.any():
+                return f"the pointer at rank {int(ranks[np.argmax(bad)])} is not a token position"
+        unigram = self.maps.get("unigram")
+        if unigram is not None and len(unigram):  # "{id} {count}" lines in ascending id: SEP's comes last
+            last = bytes(unigram[-64:]).rstrip(b"\n").rpartition(b"\n")[2].split()
+            if len(last) == 2 and last[0].isdigit() and int(last[0]) != sep(w):
+                return f"the unigram file's last id is {int(last[0])}, not the separator {sep(w)}"
+        return None
+
+    def ordered_sample(self, sample: int = 256) -> bool:
+        """Whether ``sample`` evenly spread neighbouring suffix pairs are in the engine's order."""
+        if self.tok_cnt < 2 or not self.k:
+            return True
+        ranks = np.unique(np.linspace(0, self.tok_cnt - 2, min(self.tok_cnt - 1, sample)).astype(np.int64))
+        return _order_problem(self, ranks) is None
+
     def find(self, query: bytes) -> tuple[int, int]:
         """Half-open rank range of suffixes that start with ``query`` (raw bytes comparison)."""
         n = len(query)
@@ -438,27 +483,28 @@ def _groups(directory: Path) -> dict[str, dict[str, Path]]:
 
 
 def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
-    """The token width that makes every shard's sizes consistent (table = k * tok_cnt, SEP at offsets)."""
-    candidates = []
+    """The token width the files allow. No file records it: each of 1, 2 and 4 is tried against the sizes
+    (``Shard``) and the constraints cheap to read (``Shard.misfit``); if more than one remains, the suffix
+    order on sampled ranks decides, and only when it cannot is the width asked for."""
+    fits, why = [], {}
     for w in (1, 2, 4):
-        ok = True
-        for files in groups.values():
-            size = files["tokenized"].stat().st_size if "tokenized" in files else 0
-            tsize = files["table"].stat().st_size if "table" in files else 0
-            if size % w or (size and tsize % (size // w)) or (size and not 1 <= tsize // (size // w) <= 8):
-                ok = False
-                break
-            if size:
-                with builtins.open(files["tokenized"], "rb") as f:
-                    if f.read(w) != b"\xff" * w:
-                        ok = False
-                        break
-        if ok:
-            candidates.append(w)
-    if len(candidates) != 1:
-        raise FormatError(f"cannot infer the token width (candidates {candidates}); pass token_width=",
-                          format=NAME)
-    return candidates[0]
+        try:
+            shards = {name: Shard(files, w) for name, files in sorted(groups.items())}
+            why[w] = next((f"shard {name!r}: {m}" for name, s in shards.items() if (m := s.misfit())), "")
+        except FormatError as e:
+            why[w] = e.message
+        if not why[w]:
+            fits.append((w, shards.values()))
+    if len(fits) > 1:
+        fits = [(w, shards) for w, shards in fits if all(s.ordered_sample() for s in shards)] or fits
+    if len(fits) == 1:
+        return fits[0][0]
+    if fits:
+        detail = f"widths {', '.join(str(w) for w, _ in fits)} all fit the files"
+    else:
+        detail = "; ".join(f"width {w}: {why[w]}" for w in why)
+    raise FormatError(f"cannot infer the token width ({detail}); pass token_width= (--token-width on the "
+                      "command line)", format=NAME)
 
 
 def _suffix_cmp(ds: Any, a: int, b: int, skip: int = 0) -> int:
@@ -556,7 +602,7 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
                 if not (np.frombuffer(meta, np.uint8)[ends] == 0x0A).all():
                     problems.append(f"shard {s_ix}: a metadata line does not end where the next one starts")
         n = shard.tok_cnt
-        if n and shard.k and len(ds) > 256 ** shard.k:
+        if n and not shard.addressable():
             problems.append(f"shard {s_ix}: {shard.k}-byte pointers cannot address {len(ds)} bytes")
             continue
         if n < 2 or not shard.k:
