@@ -584,3 +584,31 @@ def test_token_width_the_issue_repro_and_what_no_width_fits():
     assert "separator" in str(e.value) and "token_width=" in str(e.value)
     report = wv.validate(d)
     assert not report.ok and "token width" in report.error
+
+
+def test_validate_and_inspect_take_the_width_and_version(capsys):
+    """What the Python API's open() takes, validate and inspect take too (token_width=, version=; on the
+    command line --token-width, --version), passed to the format's parse; a misspelt option is refused."""
+    import wvformats as wv
+    from wvformats.cli import main
+    from wvformats.errors import OptionError
+
+    d = build([[1, 2, 3]] * 40, _dir(), token_width=2, version=5)
+    assert wv.validate(d, token_width=2, version=5).ok
+    assert wv.inspect(d, token_width=2, version=5)["pointer_width"] == [2]
+    bad = wv.validate(d, token_width=1)  # read as u8, its 1-byte pointers cannot reach 320 bytes
+    assert not bad.ok and any("cannot address" in p for p in bad.problems)
+    for wrong in ({"token_widht": 2}, {"version": 3}, {"token_width": 3}):
+        with pytest.raises(OptionError):
+            wv.validate(d, **wrong)
+        with pytest.raises(OptionError):
+            wv.inspect(d, **wrong)
+    assert main(["validate", str(d), "--token-width", "2", "--version", "5"]) == 0
+    assert main(["validate", str(d), "--token-width", "1"]) == 1
+    capsys.readouterr()
+    assert main(["inspect", str(d), "--token-width", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_width"] == 2
+    assert main(["infinigram", "count", str(d), "1", "2", "--token-width", "2", "--version", "5"]) == 0
+    assert capsys.readouterr().out.strip() == "40"
+    assert main(["infinigram", "count", str(d), "300", "--token-width", "1"]) == 2  # read as u8
+    assert "1-byte tokens" in capsys.readouterr().err

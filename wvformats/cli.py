@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     s = command(sub, "inspect", help="structure summary of a file")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
+    _index_arguments(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
+    _index_arguments(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
@@ -130,13 +132,25 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("index", type=Path)
     c.add_argument("ids", nargs="*", type=int, help="token ids")
     c.add_argument("--text", help="UTF-8 text (u8 indexes), instead of ids")
-    c.add_argument("--version", type=int, choices=[4, 5, 6], default=4)
+    _index_arguments(c)
     c.add_argument("--json", action="store_true")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = command(sub, "samples", help="run the main job on the bundled sample files")
     s.add_argument("--json", action="store_true")
     return p
+
+
+def _index_arguments(p: argparse.ArgumentParser) -> None:
+    """What no infini-gram file records: its token width (inferred when only one fits) and its version."""
+    p.add_argument("--token-width", type=int, choices=[1, 2, 4],
+                   help="infini-gram: bytes per token (default: inferred from the files)")
+    p.add_argument("--version", type=int, choices=[4, 5, 6],
+                   help="infini-gram: 4 (default), 5 (documents stored reversed) or 6")
+
+
+def _index_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k in ("token_width", "version") if (v := getattr(args, k, None)) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,7 +253,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    info = api.inspect(args.file, args.format)
+    info = api.inspect(args.file, args.format, **_index_options(args))
     if args.json:
         _print_json(info)
         return EXIT_OK
@@ -275,7 +289,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [api.validate(f, args.format, full=args.full) for f in _progress(args.files, args, "validate")]
+    reports = [api.validate(f, args.format, full=args.full, **_index_options(args))
+               for f in _progress(args.files, args, "validate")]
     if args.json:
         _print_json([r.to_dict() for r in reports])
     else:
@@ -366,7 +381,7 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
     from . import infinigram
 
     if args.infinigram_command == "count":
-        index = infinigram.InfiniGramIndex(args.index, version=args.version)
+        index = infinigram.open(args.index, **_index_options(args))
         ids = list(args.text.encode("utf-8")) if args.text is not None else args.ids
         found = index.find(ids)
         if args.json:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import pointers, progress
-from .errors import FormatError, TruncatedError, ValueMismatchError
+from .errors import FormatError, OptionError, TruncatedError, ValueMismatchError
 from .fileio import atomic_output
 
 KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
@@ -308,7 +308,7 @@ class InfiniGramIndex:
                  version: int = 4) -> None:
         self.directory = Path(directory)
         if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
-            raise ValueError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
+            raise OptionError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
         self.version = version
         # v5 stores each document reversed; v4 and v6 (the v4 files without suffix) store it forward
         self.reversed = version == 5
