@@ -612,3 +612,32 @@ def test_validate_and_inspect_take_the_width_and_version(capsys):
     assert capsys.readouterr().out.strip() == "40"
     assert main(["infinigram", "count", str(d), "300", "--token-width", "1"]) == 2  # read as u8
     assert "1-byte tokens" in capsys.readouterr().err
+
+
+def test_cli_count_text_tokenizes_or_refuses(gpt2_cache, capsys):
+    """--text on a u16 index goes through --tokenizer (the one the index was built with): on an index of
+    the real indexer, the count is the engine's for the tokenizer's ids. Without a tokenizer the text's
+    UTF-8 bytes are no token ids of a u16 index: a one-line usage error, exit 2 (they were counted: 0)."""
+    pytest.importorskip("infini_gram")
+    from pathlib import Path
+
+    from wvformats.cli import main
+
+    root = Path(_dir())
+    (root / "src").mkdir()
+    texts = ["hello the world", "hello there", "the other hello"]
+    (root / "src" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    d = real_indexer(root / "src", root / "out", 2, 4, 1, gpt2_cache)
+    snapshot = gpt2_cache / "models--gpt2" / "snapshots" / ("0" * 40)
+    for text in ("hello", " the", "hello the"):
+        ids = gpt2_tokenizer(gpt2_cache).encode(text)
+        expected = engine_counts(d, 2, 4, [ids])[0]
+        assert main(["infinigram", "count", str(d), "--text", text, "--tokenizer", str(snapshot), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert got["query"] == ids and got["cnt"] == expected
+    assert expected > 0
+    assert main(["infinigram", "count", str(d), "--text", "hello"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--tokenizer" in err
+    assert main(["infinigram", "count", str(d), "1", "--text", "hello", "--tokenizer", str(snapshot)]) == 2
+    assert "not both" in capsys.readouterr().err
