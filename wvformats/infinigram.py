@@ -301,8 +301,9 @@ def _map(path: Path) -> Any:
 
 class InfiniGramIndex:
     """An index over one or many shards (v4/v5 suffixed files, v6 files or shard folders); queries as the
-    engine answers them. The token width is inferred from the file sizes when only one fits; the version
-    cannot be told from the files (v5 differs only in storing documents reversed): pass ``version=5``."""
+    engine answers them. The token width is inferred when only one fits the files (see ``_infer_width``);
+    the version cannot be told from them (v5 differs only in storing documents reversed): pass
+    ``version=5`` for a v5 index or a v6 folder built with ``--reversed``; 4 and 6 read forward."""
 
     def __init__(self, directory: str | os.PathLike[str], *, token_width: int | None = None,
                  version: int = 4) -> None:
