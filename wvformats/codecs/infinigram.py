@@ -17,7 +17,7 @@ def sniff(path: Path) -> bool:
 
 
 def parse(path: Path, **options: Any) -> InfiniGramIndex:
-    return InfiniGramIndex(path, token_width=options.get("token_width"), version=options.get("version", 4))
+    return InfiniGramIndex(path, token_width=options.get("token_width"), version=options.get("version") or 4)
 
 
 def inspect(index: InfiniGramIndex) -> dict[str, Any]:
