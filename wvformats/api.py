@@ -285,11 +285,13 @@ class ValidationReport:
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 
 
-def validate(path: PathLike, format: str | None = None, *, full: bool = False) -> ValidationReport:
+def validate(path: PathLike, format: str | None = None, *, full: bool = False,
+             **options: Any) -> ValidationReport:
     """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical.
 
     Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
-    on a sample of the suffix order unless ``full``."""
+    on a sample of the suffix order unless ``full``. ``options`` go to the format's parse, as in ``read``
+    (infini-gram: ``token_width``, ``version``)."""
     p = str(path)
     if not os.access(compression.split_member(path)[0], os.R_OK):
         return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)
@@ -297,15 +299,16 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False) -
         fmt = _resolve(path, format)
     except FormatError as e:
         return ValidationReport(p, format or "?", False, error=str(e), unreadable=True)
+    _check_options(fmt, options)
     report = ValidationReport(p, fmt.name, False)
     try:
         if fmt.is_directory:
-            problems = fmt.check(fmt.parse(Path(path)), full=full) if fmt.check else []
+            problems = fmt.check(fmt.parse(Path(path), **options), full=full) if fmt.check else []
             report.problems = problems
             report.ok = not problems
             return report
         data = open_buffer(path)
-        parsed = fmt.parse(data)
+        parsed = fmt.parse(data, **options)
         out = framework.CompareStream(data)  # compared as it is written: the rebuild is never held
         fmt.build(parsed, out)
         report.size, report.rebuilt_size = len(data), out.size
@@ -333,18 +336,20 @@ def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
     return covering(spans, offset) or None
 
 
-def inspect(path: PathLike, format: str | None = None) -> dict[str, Any]:
-    """A structure summary: format, sizes, counts, shapes, dtypes and the offsets of the major parts."""
+def inspect(path: PathLike, format: str | None = None, **options: Any) -> dict[str, Any]:
+    """A structure summary: format, sizes, counts, shapes, dtypes and the offsets of the major parts.
+    ``options`` go to the format's parse, as in ``read`` (infini-gram: ``token_width``, ``version``)."""
     fmt = _resolve(path, format)
+    _check_options(fmt, options)
     info: dict[str, Any] = {"path": str(path), "format": fmt.name}
     if fmt.is_directory:
-        parsed = fmt.parse(Path(path))
+        parsed = fmt.parse(Path(path), **options)
     else:
         data = open_buffer(path)
         info["size"] = len(data)
         if kind := compression.detect(path):
             info["compression"] = kind  # (the size and offsets are those of the decompressed bytes)
-        parsed = fmt.parse(data)
+        parsed = fmt.parse(data, **options)
         if fmt.schema is not None:
             from .framework.walk import walk
 

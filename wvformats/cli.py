@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import api, registry
-from .errors import FormatError
+from .errors import FormatError, OptionError
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 
@@ -36,7 +36,7 @@ commands:
   rwkv quantize IN OUT --type T   re-quantize an rwkv.cpp model with rwkv.cpp's rules
   sentencepiece export MODEL OUT --to hf|tsv|json   vocabulary export (hf: a tokenizer.json)
   infinigram build DATA OUT  index a folder of JSONL files as the real infini-gram indexer does
-  infinigram count INDEX IDS...   occurrences of a token sequence (--text for u8 indexes)
+  infinigram count INDEX IDS...   occurrences of a token sequence (or --text [--tokenizer T])
   docs OUTDIR                write one Markdown page per format, generated from the schemas
   samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
 
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     s = command(sub, "inspect", help="structure summary of a file")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
+    _index_arguments(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
+    _index_arguments(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
@@ -129,14 +131,27 @@ def _parser() -> argparse.ArgumentParser:
     c = command(gs, "count", help="count a token sequence in an index")
     c.add_argument("index", type=Path)
     c.add_argument("ids", nargs="*", type=int, help="token ids")
-    c.add_argument("--text", help="UTF-8 text (u8 indexes), instead of ids")
-    c.add_argument("--version", type=int, choices=[4, 5, 6], default=4)
+    c.add_argument("--text", help="text instead of ids: tokenized with --tokenizer, or its UTF-8 bytes (u8 indexes)")
+    c.add_argument("--tokenizer", help="the Hugging Face tokenizer (name or folder) the index was built with")
+    _index_arguments(c)
     c.add_argument("--json", action="store_true")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = command(sub, "samples", help="run the main job on the bundled sample files")
     s.add_argument("--json", action="store_true")
     return p
+
+
+def _index_arguments(p: argparse.ArgumentParser) -> None:
+    """What no infini-gram file records: its token width (inferred when only one fits) and its version."""
+    p.add_argument("--token-width", type=int, choices=[1, 2, 4],
+                   help="infini-gram: bytes per token (default: inferred from the files)")
+    p.add_argument("--version", type=int, choices=[4, 5, 6],
+                   help="infini-gram: 4 (default), 5 (documents stored reversed) or 6")
+
+
+def _index_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k in ("token_width", "version") if (v := getattr(args, k, None)) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,7 +254,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    info = api.inspect(args.file, args.format)
+    info = api.inspect(args.file, args.format, **_index_options(args))
     if args.json:
         _print_json(info)
         return EXIT_OK
@@ -275,7 +290,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [api.validate(f, args.format, full=args.full) for f in _progress(args.files, args, "validate")]
+    reports = [api.validate(f, args.format, full=args.full, **_index_options(args))
+               for f in _progress(args.files, args, "validate")]
     if args.json:
         _print_json([r.to_dict() for r in reports])
     else:
@@ -366,8 +382,18 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
     from .families.infinigram import index as infinigram
 
     if args.infinigram_command == "count":
-        index = infinigram.InfiniGramIndex(args.index, version=args.version)
-        ids = list(args.text.encode("utf-8")) if args.text is not None else args.ids
+        index = infinigram.open(args.index, **_index_options(args))
+        ids = args.ids
+        if args.text is not None:
+            if ids:
+                raise OptionError("give token ids or --text, not both")
+            if args.tokenizer:
+                ids = list(_tokenizer(args.tokenizer)(args.text))
+            elif index.token_width == 1:  # a u8 index without a tokenizer holds the UTF-8 bytes of its texts
+                ids = list(args.text.encode("utf-8"))
+            else:  # no file of the index records its tokenizer
+                raise OptionError(f"--text on an index of {index.token_width}-byte tokens needs --tokenizer "
+                                  "(the one the index was built with), or give token ids")
         found = index.find(ids)
         if args.json:
             _print_json({"query": ids, **found})
@@ -382,16 +408,7 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
     if args.token_width > 1 and not args.tokenizer:
         print("wvformats: error: --token-width 2 or 4 needs --tokenizer", file=sys.stderr)
         return EXIT_INPUT
-    tokenize = None
-    if args.tokenizer:
-        try:
-            import transformers
-        except ImportError:
-            print("wvformats: error: --tokenizer needs the transformers package", file=sys.stderr)
-            return EXIT_INPUT
-        tok = transformers.AutoTokenizer.from_pretrained(args.tokenizer, use_fast=False, add_bos_token=False,
-                                                         add_eos_token=False)
-        tokenize = tok.encode
+    tokenize = _tokenizer(args.tokenizer) if args.tokenizer else None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:  # build aside, then move in: nothing is left behind on failure
@@ -412,6 +429,16 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
         print(f"wrote {out} [infini-gram v{args.version}: {info['tokens']} tokens, {info['documents']} documents, "
               f"{info['shards']} shard(s), u{8 * args.token_width}]")
     return EXIT_OK
+
+
+def _tokenizer(name: str) -> Any:
+    """The ``encode`` of a Hugging Face tokenizer, loaded as the real infini-gram indexer loads it."""
+    try:
+        import transformers
+    except ImportError:
+        raise OptionError("--tokenizer needs the transformers package") from None
+    return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
+                                                      add_eos_token=False).encode
 
 
 def cmd_docs(args: argparse.Namespace) -> int:

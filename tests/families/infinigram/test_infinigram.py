@@ -217,14 +217,36 @@ def gpt2_cache(tmp_path_factory):
 REAL_BUILDS = [(1, 4, 1), (1, 4, 2), (1, 6, 1), (2, 4, 1), (2, 4, 3), (2, 5, 1), (2, 5, 2)]
 
 
+def real_indexer(src, out, width, version, shards, gpt2_cache):
+    """Index the JSONL folder ``src`` into ``out`` with the real indexer (v4/v5: infini_gram.indexing, v6:
+    indexing_v6; u8 raw bytes, u16 through the small GPT-2 tokenizer of ``gpt2_cache``)."""
+    import os
+
+    pytest.importorskip("transformers")  # the real indexer imports it even without a tokenizer
+    if version == 6:
+        pytest.importorskip("zstandard")  # indexing_v6 imports it at the top
+    module = "infini_gram.indexing_v6" if version == 6 else "infini_gram.indexing"
+    cmd = [sys.executable, "-m", module, "--data_dir", str(src), "--save_dir", str(out), "--token_dtype",
+           f"u{8 * width}", "--add_metadata", "--add_unigram", "--cpus", "1", "--mem", "2", "--ulimit", "1024"]
+    cmd += ["--shards", str(shards), "--version", str(version)] if version != 6 else []
+    cmd += ["--tokenizer", "gpt2"] if width == 2 else []
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(gpt2_cache)}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+def gpt2_tokenizer(gpt2_cache):
+    import transformers
+
+    snapshot = gpt2_cache / "models--gpt2" / "snapshots" / ("0" * 40)
+    return transformers.AutoTokenizer.from_pretrained(str(snapshot), use_fast=False)
+
+
 @pytest.mark.parametrize(("width", "version", "shards"), REAL_BUILDS)
 def test_byte_identical_to_the_real_indexer(width, version, shards, gpt2_cache):
     """The real indexer (v4/v5: infini_gram.indexing, v6: indexing_v6; u8 raw bytes, u16 through the GPT-2
     tokenizer) and build_jsonl write the same bytes, and the engine answers the same on both."""
-    os_ = __import__("os")
-    pytest.importorskip("transformers")  # the real indexer imports it even without a tokenizer
-    if version == 6:
-        pytest.importorskip("zstandard")  # indexing_v6 imports it at the top
     from pathlib import Path
 
     from wvformats.families.infinigram.index import build_jsonl
@@ -239,20 +261,10 @@ def test_byte_identical_to_the_real_indexer(width, version, shards, gpt2_cache):
     (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]), encoding="utf-8")
     (src / "sub" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]), encoding="utf-8")
     theirs, ours = root / "theirs", root / "ours"
-    module = "infini_gram.indexing_v6" if version == 6 else "infini_gram.indexing"
-    cmd = [sys.executable, "-m", module, "--data_dir", str(src), "--save_dir", str(theirs), "--token_dtype",
-           f"u{8 * width}", "--add_metadata", "--add_unigram", "--cpus", "1", "--mem", "2", "--ulimit", "1024"]
-    cmd += ["--shards", str(shards), "--version", str(version)] if version != 6 else []
-    cmd += ["--tokenizer", "gpt2"] if width == 2 else []
-    env = {**os_.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(gpt2_cache)}
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    real_indexer(src, theirs, width, version, shards, gpt2_cache)
     tokenize = None
     if width == 2:
-        import transformers
-
-        snapshot = gpt2_cache / "models--gpt2" / "snapshots" / ("0" * 40)
-        tok = transformers.AutoTokenizer.from_pretrained(str(snapshot), use_fast=False)
+        tok = gpt2_tokenizer(gpt2_cache)
         tokenize = tok.encode
         assert max(max(tok.encode(r["text"]), default=0) for r in rows) >= 256  # the high byte matters
     build_jsonl(src, ours, token_width=width, version=version, shards=shards, tokenize=tokenize)
@@ -317,8 +329,9 @@ ENGINE_NTD = """
 import json, sys
 from infini_gram.engine import InfiniGramEngine
 d, width, version, queries = json.loads(sys.argv[1])
+# the engine knows versions 4 and 5 only (6 segfaults): a v6 folder is read forward, as version 4
 e = InfiniGramEngine(index_dir=d, eos_token_id=0, vocab_size=(1 << (8 * width)) - 1,
-                     token_dtype={1: "u8", 2: "u16", 4: "u32"}[width], version=version)
+                     token_dtype={1: "u8", 2: "u16", 4: "u32"}[width], version={6: 4}.get(version, version))
 out = []
 for q in queries:
     r = e.ntd(prompt_ids=q, max_support=100000)
@@ -327,8 +340,10 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("width,version,shards", [(2, 4, 1), (1, 4, 2), (1, 4, 3)])
+@pytest.mark.parametrize("width,version,shards", [(2, 4, 1), (1, 4, 2), (1, 4, 3), (2, 6, 1), (1, 6, 1)])
 def test_exact_ntd_equals_the_engine_in_exact_mode(width, version, shards):
+    """ntd over every occurrence equals the engine's with max_support above the count; a v6 index (the
+    same forward files without suffix) against the engine reading it as version 4, as upstream says to."""
     pytest.importorskip("infini_gram")
     rng = np.random.default_rng(10 * width + version + shards)
     docs = [rng.integers(1, 5, int(rng.integers(1, 10))).tolist() for _ in range(25)]
@@ -351,7 +366,7 @@ def test_exact_ntd_equals_the_engine_in_exact_mode(width, version, shards):
 
 
 @settings(max_examples=25)
-@given(corpus=corpora(), version=st.sampled_from([4, 5]), data=st.data())
+@given(corpus=corpora(), version=st.sampled_from([4, 5, 6]), data=st.data())
 def test_ntd_is_the_reading_order_next_token_distribution(corpus, version, data):
     """Brute force over documents in reading order; separators and document ends count as eos (0 here).
 
@@ -491,3 +506,138 @@ def test_open_orders_shards_as_strings_and_checks_arguments(tmp_path):
     assert [index.get_doc_by_ix(2 * k)["token_ids"] for k in range(12)] == [docs[int(n)] for n in names]
     with pytest.raises(ValueError):
         infinigram.open(d, version=3)
+
+
+def test_v6_ntd_reads_forward():
+    """A v6 index stores documents forward (as v4): the next token after [2] in [1, 2, 3] is 3, not 1."""
+    d = build([[1, 2, 3]], _dir(), token_width=2, version=6)
+    ix = InfiniGramIndex(d, token_width=2, version=6)
+    assert {k: v["cont_cnt"] for k, v in ix.ntd([2])["result_by_token_id"].items()} == {3: 1}
+    out = ix.infgram_ntd([7, 2])
+    assert out["suffix_len"] == 1 and list(out["result_by_token_id"]) == [3]
+    assert ix.get_doc_by_ix(0)["token_ids"] == [1, 2, 3]
+
+
+def engine_counts(d, width, version, queries):
+    r = subprocess.run([sys.executable, "-c", ENGINE, json.dumps([str(d), width, version, queries])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("k", "unigram"), [(None, True), (None, False), (4, True), (4, False), (8, False)])
+def test_token_width_inferred_on_real_u16_indexes(k, unigram, gpt2_cache):
+    """The real indexer writes 2-byte pointers for u16 tokens once the shard passes 256 bytes; read as u8
+    the same files have 1-byte pointers, which cannot address it. Wider pointers (the engine takes any k)
+    and a missing unigram file leave more to the other constraints. The engine answers as we do."""
+    pytest.importorskip("infini_gram")
+    from pathlib import Path
+
+    import wvformats as wv
+
+    root = Path(_dir())
+    (root / "src").mkdir()
+    texts = ["hello the world", "the other hello there", "a world", "the the"] * 6
+    (root / "src" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    d = real_indexer(root / "src", root / "out", 2, 4, 1, gpt2_cache)
+    assert (d / "table.0").stat().st_size == (d / "tokenized.0").stat().st_size  # k = 2 for u16
+    if k:
+        raw = (d / "table.0").read_bytes()
+        (d / "table.0").write_bytes(pointers.encode(pointers.decode(raw, 2), k).tobytes())
+    if not unigram:
+        (d / "unigram.0").unlink()
+    tok = gpt2_tokenizer(gpt2_cache)
+    queries = [tok.encode(t) for t in ("hello", " the", " world", "the other", "a")] + [[65535]]
+    ix = InfiniGramIndex(d)
+    assert ix.token_width == 2 and ix.shards[0].k == (k or 2)
+    assert [ix.count(q) for q in queries] == engine_counts(d, 2, 4, queries)
+    assert wv.validate(d).ok and wv.inspect(d)["token_width"] == 2
+
+
+def test_token_width_inferred_on_u32_indexes():
+    """u32 (the real indexer needs 32 GiB for it; our builder's files are the indexer's bytes): read as u16
+    the pointers would be 1 byte for a 640-byte shard. The engine answers as we do."""
+    pytest.importorskip("infini_gram")
+    import wvformats as wv
+
+    rng = np.random.default_rng(4)
+    for docs in ([[1, 2, 3]] * 40, [rng.integers(0, 3 << 20, int(rng.integers(0, 9))).tolist() for _ in range(60)]):
+        d = build(docs, _dir(), token_width=4)
+        queries = [[1, 2], [2, 3], [3]] + [doc[:2] for doc in docs[:5] if doc]
+        ix = InfiniGramIndex(d)
+        assert ix.token_width == 4
+        assert [ix.count(q) for q in queries] == engine_counts(d, 4, 4, queries)
+        assert wv.validate(d).ok and wv.inspect(d)["token_width"] == 4
+
+
+def test_token_width_the_issue_repro_and_what_no_width_fits():
+    import wvformats as wv
+
+    d = build([[1, 2, 3]] * 40, _dir(), token_width=2)
+    assert wv.validate(d).ok and InfiniGramIndex(d).token_width == 2
+    # a shard whose tokenized file does not start with a separator fits no width: each one says why
+    raw = bytearray((d / "tokenized.0").read_bytes())
+    raw[:2] = b"\x01\x00"
+    (d / "tokenized.0").write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match="cannot infer the token width") as e:
+        InfiniGramIndex(d)
+    assert "separator" in str(e.value) and "token_width=" in str(e.value)
+    report = wv.validate(d)
+    assert not report.ok and "token width" in report.error
+
+
+def test_validate_and_inspect_take_the_width_and_version(capsys):
+    """What the Python API's open() takes, validate and inspect take too (token_width=, version=; on the
+    command line --token-width, --version), passed to the format's parse; a misspelt option is refused."""
+    import wvformats as wv
+    from wvformats.cli import main
+    from wvformats.errors import OptionError
+
+    d = build([[1, 2, 3]] * 40, _dir(), token_width=2, version=5)
+    assert wv.validate(d, token_width=2, version=5).ok
+    assert wv.inspect(d, token_width=2, version=5)["pointer_width"] == [2]
+    bad = wv.validate(d, token_width=1)  # read as u8, its 1-byte pointers cannot reach 320 bytes
+    assert not bad.ok and any("cannot address" in p for p in bad.problems)
+    for wrong in ({"token_widht": 2}, {"version": 3}, {"token_width": 3}):
+        with pytest.raises(OptionError):
+            wv.validate(d, **wrong)
+        with pytest.raises(OptionError):
+            wv.inspect(d, **wrong)
+    assert main(["validate", str(d), "--token-width", "2", "--version", "5"]) == 0
+    assert main(["validate", str(d), "--token-width", "1"]) == 1
+    capsys.readouterr()
+    assert main(["inspect", str(d), "--token-width", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_width"] == 2
+    assert main(["infinigram", "count", str(d), "1", "2", "--token-width", "2", "--version", "5"]) == 0
+    assert capsys.readouterr().out.strip() == "40"
+    assert main(["infinigram", "count", str(d), "300", "--token-width", "1"]) == 2  # read as u8
+    assert "1-byte tokens" in capsys.readouterr().err
+
+
+def test_cli_count_text_tokenizes_or_refuses(gpt2_cache, capsys):
+    """--text on a u16 index goes through --tokenizer (the one the index was built with): on an index of
+    the real indexer, the count is the engine's for the tokenizer's ids. Without a tokenizer the text's
+    UTF-8 bytes are no token ids of a u16 index: a one-line usage error, exit 2 (they were counted: 0)."""
+    pytest.importorskip("infini_gram")
+    from pathlib import Path
+
+    from wvformats.cli import main
+
+    root = Path(_dir())
+    (root / "src").mkdir()
+    texts = ["hello the world", "hello there", "the other hello"]
+    (root / "src" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    d = real_indexer(root / "src", root / "out", 2, 4, 1, gpt2_cache)
+    snapshot = gpt2_cache / "models--gpt2" / "snapshots" / ("0" * 40)
+    for text in ("hello", " the", "hello the"):
+        ids = gpt2_tokenizer(gpt2_cache).encode(text)
+        expected = engine_counts(d, 2, 4, [ids])[0]
+        assert main(["infinigram", "count", str(d), "--text", text, "--tokenizer", str(snapshot), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert got["query"] == ids and got["cnt"] == expected
+    assert expected > 0
+    assert main(["infinigram", "count", str(d), "--text", "hello"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--tokenizer" in err
+    assert main(["infinigram", "count", str(d), "1", "--text", "hello", "--tokenizer", str(snapshot)]) == 2
+    assert "not both" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ... import progress
-from ...errors import FormatError, TruncatedError, ValueMismatchError
+from ...errors import FormatError, OptionError, TruncatedError, ValueMismatchError
 from ...fileio import atomic_output
 from . import pointers
 
@@ -221,6 +221,51 @@ class Shard:
     def ptr(self, rank: int) -> int:
         return pointers.at(self.table, self.k, rank) if self.k else 0
 
+    def addressable(self) -> bool:
+        """Whether k-byte pointers reach every token (the last one starts one token before the end)."""
+        return not self.k or len(self.ds) - self.width < 256 ** self.k
+
+    def misfit(self, sample: int = 256) -> str | None:
+        """Why these files cannot hold tokens of this width, from what is cheap to read (None if they can):
+        pointers that cannot address the corpus, no separator at its start or at sampled document offsets,
+        sampled pointers off the token positions, a unigram file whose last (highest) id is not SEP."""
+        w, n = self.width, len(self.ds)
+        if not n:
+            return None
+        if not self.addressable():
+            return f"{self.k}-byte pointers cannot address {n} bytes"
+        if self.ds[:w] != b"\xff" * w:
+            return "the tokenized file does not start with a separator"
+        if self.doc_cnt:
+            at = np.unique(np.linspace(0, self.doc_cnt - 1, min(self.doc_cnt, sample)).astype(np.int64))
+            offs = self.offsets[at]
+            bad = (offs % w != 0) | (offs > n - w)
+            if not bad.any():
+                ds, o = np.frombuffer(self.ds, np.uint8), offs.astype(np.int64)
+                bad = ~np.all([ds[o + j] == 0xFF for j in range(w)], axis=0)
+            if bad.any():
+                i = int(at[np.argmax(bad)])
+                return f"document offset {i} ({int(self.offsets[i])}) is not at a separator"
+        if self.k:
+            ranks = np.unique(np.linspace(0, self.tok_cnt - 1, min(self.tok_cnt, sample)).astype(np.int64))
+            ptrs = pointers.decode(np.frombuffer(self.table, np.uint8).reshape(-1, self.k)[ranks], self.k)
+            bad = (ptrs % w != 0) | (ptrs >= n)
+            if bad.any():
+                return f"the pointer at rank {int(ranks[np.argmax(bad)])} is not a token position"
+        unigram = self.maps.get("unigram")
+        if unigram is not None and len(unigram):  # "{id} {count}" lines in ascending id: SEP's comes last
+            last = bytes(unigram[-64:]).rstrip(b"\n").rpartition(b"\n")[2].split()
+            if len(last) == 2 and last[0].isdigit() and int(last[0]) != sep(w):
+                return f"the unigram file's last id is {int(last[0])}, not the separator {sep(w)}"
+        return None
+
+    def ordered_sample(self, sample: int = 256) -> bool:
+        """Whether ``sample`` evenly spread neighbouring suffix pairs are in the engine's order."""
+        if self.tok_cnt < 2 or not self.k:
+            return True
+        ranks = np.unique(np.linspace(0, self.tok_cnt - 2, min(self.tok_cnt - 1, sample)).astype(np.int64))
+        return _order_problem(self, ranks) is None
+
     def find(self, query: bytes) -> tuple[int, int]:
         """Half-open rank range of suffixes that start with ``query`` (raw bytes comparison)."""
         n = len(query)
@@ -257,15 +302,18 @@ def _map(path: Path) -> Any:
 
 class InfiniGramIndex:
     """An index over one or many shards (v4/v5 suffixed files, v6 files or shard folders); queries as the
-    engine answers them. The token width is inferred from the file sizes when only one fits; the version
-    cannot be told from the files (v5 differs only in storing documents reversed): pass ``version=5``."""
+    engine answers them. The token width is inferred when only one fits the files (see ``_infer_width``);
+    the version cannot be told from them (v5 differs only in storing documents reversed): pass
+    ``version=5`` for a v5 index or a v6 folder built with ``--reversed``; 4 and 6 read forward."""
 
     def __init__(self, directory: str | os.PathLike[str], *, token_width: int | None = None,
                  version: int = 4) -> None:
         self.directory = Path(directory)
         if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
-            raise ValueError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
+            raise OptionError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
         self.version = version
+        # v5 stores each document reversed; v4 and v6 (the v4 files without suffix) store it forward
+        self.reversed = version == 5
         groups = _groups(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
@@ -276,7 +324,7 @@ class InfiniGramIndex:
 
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
-        toks = list(tokens)[::-1] if self.version == 5 else list(tokens)
+        toks = list(tokens)[::-1] if self.reversed else list(tokens)
         bad = [t for t in toks if isinstance(t, bool) or not isinstance(t, (int, np.integer))
                or not 0 <= t < 1 << (8 * w)]
         if bad:  # numpy would raise OverflowError (or wrap a negative id round to another token)
@@ -303,7 +351,7 @@ class InfiniGramIndex:
     def ntd(self, prompt: Sequence[int], eos_token_id: int = 0) -> dict[str, Any]:
         """Exact next-token distribution after ``prompt`` over all shards.
 
-        The next token is the one after the match (v4) or before it in the stored reversed document (v5);
+        The next token is the one after the match (v4, v6) or before it in the stored reversed document (v5);
         a separator or the end of a shard counts as ``eos_token_id``, as in the engine. Every occurrence is
         counted (the engine's sampling above ``max_support`` and its end-of-shard bug do not apply).
         """
@@ -322,7 +370,7 @@ class InfiniGramIndex:
             else:
                 ptrs = np.zeros(hi - lo, np.int64)
             toks = np.frombuffer(shard.ds, f"<u{w}" if w > 1 else "u1")
-            at = ptrs // w + n if self.version == 4 else ptrs // w - 1
+            at = ptrs // w - 1 if self.reversed else ptrs // w + n
             inside = (at >= 0) & (at < shard.tok_cnt)
             nxt = np.full(len(at), eos_token_id, np.int64)
             nxt[inside] = toks[at[inside]]
@@ -402,7 +450,7 @@ class InfiniGramIndex:
                         raise FormatError("metadata line is not UTF-8", format=NAME, path=f"shards[{s}].metadata[{local}]",
                                           offset=a + e.start) from None
                 return {"doc_ix": doc_ix, "doc_len": len(toks),
-                        "token_ids": toks[::-1] if self.version == 5 else toks, "metadata": meta}
+                        "token_ids": toks[::-1] if self.reversed else toks, "metadata": meta}
             local -= shard.doc_cnt
         raise IndexError("doc_ix is past the last document")
 
@@ -437,27 +485,28 @@ def _groups(directory: Path) -> dict[str, dict[str, Path]]:
 
 
 def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
-    """The token width that makes every shard's sizes consistent (table = k * tok_cnt, SEP at offsets)."""
-    candidates = []
+    """The token width the files allow. No file records it: each of 1, 2 and 4 is tried against the sizes
+    (``Shard``) and the constraints cheap to read (``Shard.misfit``); if more than one remains, the suffix
+    order on sampled ranks decides, and only when it cannot is the width asked for."""
+    fits, why = [], {}
     for w in (1, 2, 4):
-        ok = True
-        for files in groups.values():
-            size = files["tokenized"].stat().st_size if "tokenized" in files else 0
-            tsize = files["table"].stat().st_size if "table" in files else 0
-            if size % w or (size and tsize % (size // w)) or (size and not 1 <= tsize // (size // w) <= 8):
-                ok = False
-                break
-            if size:
-                with builtins.open(files["tokenized"], "rb") as f:
-                    if f.read(w) != b"\xff" * w:
-                        ok = False
-                        break
-        if ok:
-            candidates.append(w)
-    if len(candidates) != 1:
-        raise FormatError(f"cannot infer the token width (candidates {candidates}); pass token_width=",
-                          format=NAME)
-    return candidates[0]
+        try:
+            shards = {name: Shard(files, w) for name, files in sorted(groups.items())}
+            why[w] = next((f"shard {name!r}: {m}" for name, s in shards.items() if (m := s.misfit())), "")
+        except FormatError as e:
+            why[w] = e.message
+        if not why[w]:
+            fits.append((w, shards.values()))
+    if len(fits) > 1:
+        fits = [(w, shards) for w, shards in fits if all(s.ordered_sample() for s in shards)] or fits
+    if len(fits) == 1:
+        return fits[0][0]
+    if fits:
+        detail = f"widths {', '.join(str(w) for w, _ in fits)} all fit the files"
+    else:
+        detail = "; ".join(f"width {w}: {why[w]}" for w in why)
+    raise FormatError(f"cannot infer the token width ({detail}); pass token_width= (--token-width on the "
+                      "command line)", format=NAME)
 
 
 def _suffix_cmp(ds: Any, a: int, b: int, skip: int = 0) -> int:
@@ -555,7 +604,7 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
                 if not (np.frombuffer(meta, np.uint8)[ends] == 0x0A).all():
                     problems.append(f"shard {s_ix}: a metadata line does not end where the next one starts")
         n = shard.tok_cnt
-        if n and shard.k and len(ds) > 256 ** shard.k:
+        if n and not shard.addressable():
             problems.append(f"shard {s_ix}: {shard.k}-byte pointers cannot address {len(ds)} bytes")
             continue
         if n < 2 or not shard.k:
