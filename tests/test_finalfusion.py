@@ -924,3 +924,101 @@ def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, s
     del a
     p.write_bytes(p.read_bytes()[:64] + bytes(p.stat().st_size - 64))  # the same size, zeroed after 64 bytes
     assert np.array(b.vectors[:50]).tobytes() == want.tobytes()
+
+
+def test_metadata_keeps_the_bytes_it_was_read_with_until_it_is_edited(tmp_path):
+    """finalfusion-python writes its metadata TOML with the toml package (``tags = [ "x", "y",]``), a hand-made
+    file may carry comments: read then write gives the same bytes (the chunks after it do not shift); only
+    metadata that was changed is written anew, and finalfusion-python reads the change."""
+    rng = np.random.default_rng(3)
+    words = ["a", "bb", "ccc"]
+    m = rng.normal(size=(3, 4)).astype(np.float32)
+    p = tmp_path / "m.fifu"
+    meta = {"tags": ["x", "y"], "model": "m", "nested": {"lr": 0.05, "sizes": [1, 2]}}
+    ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(words), metadata=ff.metadata.Metadata(meta),
+                  norms=ff.norms.Norms(np.linalg.norm(m, axis=1).astype(np.float32))).write(str(p))
+    assert b'tags = [ "x", "y",]' in p.read_bytes()
+    again = tmp_path / "again.fifu"
+    wv.write(wv.read(p), again)
+    assert again.read_bytes() == p.read_bytes()
+    converted = tmp_path / "converted.fifu"
+    wv.convert(p, converted)
+    assert converted.read_bytes() == p.read_bytes()
+    toml = b"# written by hand\nname = 'x'  # a comment\n"
+    hand = _fifu(tmp_path / "hand.fifu", cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml)),
+                 *codec.from_model(wv.Embeddings(words, m)).chunks)
+    wv.write(wv.read(hand), again)
+    assert again.read_bytes() == hand.read_bytes()
+    emb = wv.read(p)
+    emb.metadata["tags"].append("z")  # edited in place
+    edited = tmp_path / "edited.fifu"
+    wv.write(emb, edited)
+    assert b'tags = [ "x", "y",]' not in edited.read_bytes()
+    assert ff.load_finalfusion(str(edited)).metadata == {**meta, "tags": ["x", "y", "z"]}
+    emb.metadata = None
+    wv.write(emb, edited)
+    assert ff.load_finalfusion(str(edited)).metadata is None
+
+
+def _ff_chunks(data):
+    """The chunks of a finalfusion file as (id, bytes) in file order."""
+    n = int.from_bytes(data[8:12], "little")
+    at, out = 12 + 4 * n, []
+    while at < len(data):
+        end = at + 12 + int.from_bytes(data[at + 4 : at + 12], "little")
+        out.append((int.from_bytes(data[at : at + 4], "little"), data[at:end]))
+        at = end
+    return out
+
+
+def _splice(data, at, chunk_id, body):
+    """``data`` (a finalfusion file) with a chunk inserted before its chunk ``at``, listed in the header. The
+    body is a multiple of 4 bytes, so the chunks after it keep their padding as finalfusion-python wrote it."""
+    assert len(body) % 4 == 0
+    chunks = _ff_chunks(data)
+    chunks.insert(at, (chunk_id, chunk_id.to_bytes(4, "little") + len(body).to_bytes(8, "little") + body))
+    head = b"FiFu" + bytes(4) + len(chunks).to_bytes(4, "little")
+    return head + b"".join(i.to_bytes(4, "little") for i, _ in chunks) + b"".join(c for _, c in chunks)
+
+
+@pytest.fixture
+def counts_chunk():
+    """Chunk type 101, registered for the test: a u32 count and that many u32 values."""
+    body = cs.Struct("n" / cs.Int32ul * "number of values", "values" / framework.NumpyArray("<u4", cs.this.n))
+    codec.register_chunk(101, "counts", body)
+    yield
+    del schema.CHUNK_TYPES[101]
+    codec._FORMAT.schemas.pop("chunk 101: counts")
+
+
+@pytest.mark.parametrize("case", ["registered type after the norms", "unknown id before the norms",
+                                  "unknown id before the vocabulary"])
+def test_chunks_the_model_does_not_use_are_written_back_in_their_place(tmp_path, counts_chunk, case):
+    """A chunk of a user-registered type or of an unknown id, spliced into a file finalfusion-python wrote
+    (metadata, vocab, storage, norms), comes back in its place after read + write and after convert; a file
+    whose rows were edited keeps it too."""
+    rng = np.random.default_rng(8)
+    m = rng.normal(size=(3, 4)).astype(np.float32)
+    base = tmp_path / "base.fifu"
+    ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(["a", "b", "c"]),
+                  norms=ff.norms.Norms(np.ones(3, np.float32)),
+                  metadata=ff.metadata.Metadata({"k": 1})).write(str(base))
+    at, chunk_id, body = {"registered type after the norms": (4, 101, b"\2\0\0\0\7\0\0\0\x09\0\0\0"),
+                          "unknown id before the norms": (3, 42, b"xyz!"),
+                          "unknown id before the vocabulary": (1, 42, b"abcdefgh")}[case]
+    p = tmp_path / "spliced.fifu"
+    p.write_bytes(_splice(base.read_bytes(), at, chunk_id, body))
+    assert wv.validate(p).ok
+    out = tmp_path / "out.fifu"
+    wv.write(wv.read(p), out)
+    assert out.read_bytes() == p.read_bytes()
+    converted = tmp_path / "converted.fifu"
+    wv.convert(p, converted)
+    assert converted.read_bytes() == p.read_bytes()
+    emb = wv.read(p)
+    emb.vectors = emb.vectors + 1
+    wv.write(emb, out)
+    ids = [i for i, _ in _ff_chunks(out.read_bytes())]
+    assert ids == [i for i, _ in _ff_chunks(p.read_bytes())]
+    assert _ff_chunks(out.read_bytes())[at][1][12:] == body
+    assert np.array_equal(wv.read(out).vectors, m + 1)

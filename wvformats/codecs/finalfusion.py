@@ -147,6 +147,14 @@ def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
     return vocab, storage, norms, metadata
 
 
+def _layout(parsed: Any, vocab: Any, storage: Any, norms: Any) -> list[Any]:
+    """The file's chunks in order: the ones the model holds by their role ("metadata", "vocab", "storage",
+    "norms"), any other (a user-registered type, an unknown id) as the parsed chunk, written back as it is."""
+    held = {"metadata": _chunk(parsed, {5: "metadata"}), "vocab": vocab, "storage": storage, "norms": norms}
+    roles = {id(c): role for role, c in held.items() if c is not None}
+    return [roles.get(id(c), c) for c in parsed["chunks"]]
+
+
 def _model(parsed: Any, dtype: Any) -> Embeddings:
     vocab, storage, norms, metadata = _parts(parsed)
     words = vocab["body"].get("words", [])
@@ -162,7 +170,11 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
         vectors = vectors.astype(dtype)
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
-                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
+                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]],
+                             "layout": _layout(parsed, vocab, storage, norms)}
+    meta = _chunk(parsed, {5: "metadata"})
+    if meta is not None:  # written back as these bytes while the table is unchanged
+        extra["metadata_toml"] = bytes(meta["body"]["toml"])
     if storage["chunk_id"] == 2:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
         extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
@@ -218,6 +230,21 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
     else:
         body["n_words"], body["words"] = len(obj.words), list(obj.words)
     return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
+
+
+def _metadata_chunk(obj: Embeddings) -> cs.Container | None:
+    """The metadata TOML: the bytes it was read from while it is the same table (another writer's layout and
+    comments kept), else written anew; None without metadata."""
+    toml = obj.extra.get("metadata_toml")
+    if toml is None or obj.metadata is None or tomllib.loads(toml.decode("utf-8")) != obj.metadata:
+        if not obj.metadata:
+            return None
+        try:
+            toml = tomli_w.dumps(obj.metadata).encode("utf-8")
+        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
+            raise BuildError(f"metadata cannot be written as TOML: {e}",
+                             format=NAME, path="chunks.metadata") from None
+    return cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml))
 
 
 def _is_head(part: np.ndarray, whole: Any) -> bool:
@@ -281,19 +308,20 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
         norms = np.linalg.norm(vectors, axis=1).astype("<f4")
         safe = np.where(norms > 0, norms, 1).astype("<f4")
         vectors = (vectors / safe[:, None]).astype("<f4")
-    chunks = cs.ListContainer()
-    if obj.metadata:
-        try:
-            toml = tomli_w.dumps(obj.metadata)
-        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
-            raise BuildError(f"metadata cannot be written as TOML: {e}",
-                             format=NAME, path="chunks.metadata") from None
-        chunks.append(cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml.encode("utf-8"))))
-    chunks.append(_vocab_chunk(obj))
-    chunks.append(_storage_chunk(obj, vectors, normalize))
+    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj),
+             "storage": _storage_chunk(obj, vectors, normalize), "norms": None}
     if norms is not None:
-        chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
-            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
+        built["norms"] = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
+            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4")))
+    chunks = cs.ListContainer()
+    for part in obj.extra.get("layout") or ["metadata", "vocab", "storage", "norms"]:
+        chunk = built.pop(part, None) if isinstance(part, str) else part
+        if chunk is not None:
+            chunks.append(chunk)
+    if built.get("metadata") is not None:  # new to this model: first, the only place the readers look
+        chunks.insert(0, built["metadata"])
+    if built.get("norms") is not None:  # after the storage
+        chunks.insert(next(i for i, c in enumerate(chunks) if c is built["storage"]) + 1, built["norms"])
     ids = np.array([c.chunk_id for c in chunks], "<u4")
     return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 
