@@ -1022,3 +1022,28 @@ def test_chunks_the_model_does_not_use_are_written_back_in_their_place(tmp_path,
     assert ids == [i for i, _ in _ff_chunks(p.read_bytes())]
     assert _ff_chunks(out.read_bytes())[at][1][12:] == body
     assert np.array_equal(wv.read(out).vectors, m + 1)
+
+
+def test_embeddings_whose_parts_disagree_are_refused_before_a_byte_is_written(tmp_path):
+    """Words edited to 101 for 100 rows, 50 norms for 100 words, a word added to a lazily read quantized
+    model: a BuildError naming what disagrees, and no file (not even a temporary one) is started."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(100)]
+    grown = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32))
+    grown.words.append("w100")
+    half_norms = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32), norms=np.ones(50, "<f4"))
+    q = _fifu(tmp_path / "q.fifu", cs.Container(chunk_id=1, name="simple_vocab",
+                                                body=cs.Container(n_words=3, words=["a", "b", "c"])),
+              _quantized(rng, 3, 2, 4, 2))
+    lazy = wv.read(q)
+    lazy.words.append("d")
+    out, grew = tmp_path / "out", []
+    out.mkdir()
+    for emb, what in [(grown, "words: 101 words but 100 vector rows"),
+                      (half_norms, "norms: 50 norms for 100 words"),
+                      (lazy, "words: 4 words but 3 vector rows")]:
+        for options in [{}, {"normalize": True}]:
+            with pytest.raises(BuildError, match=what) as e:
+                wv.write(emb, out / "x.fifu", progress=grew.append, **options)
+            assert e.value.format == "finalfusion"
+            assert not grew and not list(out.iterdir())

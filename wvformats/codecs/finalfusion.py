@@ -295,6 +295,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    obj.check_parts(NAME)
     if deduplicate:
         obj = obj.deduplicated()
     norms = obj.norms
