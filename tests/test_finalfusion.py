@@ -117,7 +117,8 @@ def test_our_files_load_in_finalfusion_python(tmp_path):
     words = ["the", "naïve", "東京"]
     m = rng.normal(size=(3, 5)).astype(np.float32)
     p = tmp_path / "ours.fifu"
-    wv.write(wv.Embeddings(words, m, metadata={"source": "wvformats", "n": 3}), p)
+    with pytest.warns(wv.ValuesChangedWarning):
+        wv.write(wv.Embeddings(words, m, metadata={"source": "wvformats", "n": 3}), p, normalize=True)
     e = ff.load_finalfusion(str(p))
     assert list(e.vocab.words) == words and e.metadata == {"source": "wvformats", "n": 3}
     norms = np.linalg.norm(m, axis=1)
@@ -126,12 +127,13 @@ def test_our_files_load_in_finalfusion_python(tmp_path):
         assert np.allclose(e.embedding(w), m[i] / norms[i], atol=1e-6)
 
 
-def test_convert_word2vec_to_finalfusion_normalises_and_keeps_norms(tmp_path):
+def test_convert_word2vec_to_finalfusion_normalises_and_keeps_norms_when_asked(tmp_path):
     src = tmp_path / "v.bin"
     m = np.array([[3, 4], [0, 0]], np.float32)
     wv.write(wv.Embeddings(["a", "b"], m), src)
     dst = tmp_path / "v.fifu"
-    wv.convert(src, dst)
+    with pytest.warns(wv.ValuesChangedWarning, match="up to 3.2"):
+        wv.convert(src, dst, normalize=True)
     e = wv.read(dst)
     assert np.allclose(e.vectors, [[0.6, 0.8], [0, 0]]) and np.allclose(e.norms, [5, 0])
     assert ff.load_finalfusion(str(dst)).vocab.words == ["a", "b"]
@@ -389,7 +391,7 @@ def test_mmap_read_is_a_zero_copy_view(tmp_path):
 
 def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     p = tmp_path / "x.fifu"
-    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2))), p)
+    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2)), norms=np.ones(2, "<f4")), p)
     parsed = wv.parse_file(p)
     legacy = tmp_path / "legacy.fifu"
     # old writers listed [1, 2] in the header and appended an NdNorms chunk anyway
@@ -406,7 +408,8 @@ def test_similarity_and_analogy_match_finalfusion_python(tmp_path):
     words = [f"w{i}" for i in range(50)]
     m = rng.normal(size=(50, 8)).astype(np.float32)
     p = tmp_path / "s.fifu"
-    wv.write(wv.Embeddings(words, m), p)
+    with pytest.warns(wv.ValuesChangedWarning):  # finalfusion-python's queries take the rows as unit vectors
+        wv.write(wv.Embeddings(words, m), p, normalize=True)
     ours, theirs = wv.read(p), ff.load_finalfusion(str(p))
     got = ours.most_similar("w3", limit=5)
     expected = theirs.word_similarity("w3", k=5)
@@ -504,9 +507,11 @@ def test_convert_round_trip_with_unnormalize(tmp_path):
     m = np.array([[3, 4], [1, 0], [0, 0]], np.float32)
     wv.write(wv.Embeddings(["a", "b", "c"], m), src)
     fifu = tmp_path / "v.fifu"
-    wv.convert(src, fifu)
+    with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
+        wv.convert(src, fifu, normalize=True)
     back = tmp_path / "back.txt"
-    wv.convert(fifu, back, unnormalize=True)
+    with pytest.warns(wv.ValuesChangedWarning, match="unnormalize"):
+        wv.convert(fifu, back, unnormalize=True)
     assert np.allclose(wv.read(back).vectors, m, atol=1e-6)
     plain = tmp_path / "plain.txt"
     wv.convert(fifu, plain)
@@ -838,7 +843,7 @@ def test_repeated_words_are_refused_or_kept_first_for_the_peer(tmp_path, capsys)
     assert not (tmp_path / "dup.fifu").exists()
     assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu")]) == 2
     assert "--dedupe" in capsys.readouterr().err
-    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu"), "--dedupe"]) == 0
+    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu"), "--dedupe", "--normalize"]) == 0
     peer = ff.load_finalfusion(str(tmp_path / "dup.fifu"))
     assert list(peer.vocab.words) == ["a", "b"]
     assert np.allclose(peer["a"], np.array([1, 2]) / np.sqrt(5)) and np.allclose(peer.norms, [np.sqrt(5), 5])
@@ -1047,3 +1052,49 @@ def test_embeddings_whose_parts_disagree_are_refused_before_a_byte_is_written(tm
                 wv.write(emb, out / "x.fifu", progress=grew.append, **options)
             assert e.value.format == "finalfusion"
             assert not grew and not list(out.iterdir())
+
+
+def _gensim_bin(path, rng):
+    """A word2vec binary file written by gensim (the peer), rows far from unit length; its vectors."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(8)
+    kv.add_vectors([f"w{i}" for i in range(50)], (rng.normal(size=(50, 8)) * 3).astype(np.float32))
+    kv.save_word2vec_format(str(path), binary=True)
+    return kv.vectors
+
+
+def test_convert_keeps_the_numbers_both_ways_unless_asked_to_normalise(tmp_path, capsys):
+    """convert x.bin x.fifu then x.fifu y.bin gives gensim's vectors bit for bit, silently (before, the rows
+    were normalised by default: a largest change of 9.3, and 4.8e-7 with --unnormalize); finalfusion-python
+    reads the .fifu's rows as they were. --normalize (normalize=True) normalises and keeps the norms, as
+    finalfusion-python's and -utils' converters do, and says so in one warning line, as --unnormalize does."""
+    rng = np.random.default_rng(9)
+    x = tmp_path / "x.bin"
+    m = _gensim_bin(x, rng)
+    bits = m.view(np.uint32)
+    assert cli.main(["convert", str(x), str(tmp_path / "x.fifu")]) == 0
+    assert cli.main(["convert", str(tmp_path / "x.fifu"), str(tmp_path / "y.bin")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "y.bin").vectors.view(np.uint32), bits)
+    assert (tmp_path / "y.bin").read_bytes() == x.read_bytes()
+    peer = ff.load_finalfusion(str(tmp_path / "x.fifu"))
+    assert np.array_equal(np.asarray(peer.storage).view(np.uint32), bits) and peer.norms is None
+
+    n = tmp_path / "n.fifu"
+    assert cli.main(["convert", str(x), str(n), "--normalize"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: warning: normalize") and "changed" in err[0]
+    peer = ff.load_finalfusion(str(n))
+    assert np.allclose(np.linalg.norm(peer.storage, axis=1), 1, atol=1e-6)
+    assert np.allclose(peer.norms, np.linalg.norm(m, axis=1), rtol=1e-6)
+    assert cli.main(["convert", str(n), str(tmp_path / "unit.bin")]) == 0  # the file's unit rows, as stored
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "unit.bin").vectors, np.asarray(peer.storage))
+    assert cli.main(["convert", str(n), str(tmp_path / "back.bin"), "--unnormalize"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: warning: unnormalize") and "changed" in err[0]
+    assert np.allclose(wv.read(tmp_path / "back.bin").vectors, m, rtol=1e-6, atol=1e-6)
+    with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
+        wv.convert(x, tmp_path / "api.fifu", normalize=True)
+    assert (tmp_path / "api.fifu").read_bytes() == n.read_bytes()

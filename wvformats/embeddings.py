@@ -15,6 +15,20 @@ class DuplicateWordsWarning(UserWarning):
     """A file holds the same word more than once; lookups use the first occurrence."""
 
 
+class ValuesChangedWarning(UserWarning):
+    """A write changed the numbers of the rows it was given (``normalize``, ``unnormalize``)."""
+
+
+def warn_if_changed(option: str, how: str, before: np.ndarray, after: np.ndarray) -> None:
+    """One ValuesChangedWarning line when ``after`` is not ``before`` bit for bit: the option, what it did, and
+    the largest change (a conversion keeps the numbers unless an option asks otherwise, and then says so)."""
+    if before.shape == after.shape and np.array_equal(before, after, equal_nan=True):
+        return
+    change = np.abs(np.asarray(after, np.float64) - before)
+    largest = float(change[~np.isnan(change)].max(initial=0))
+    warnings.warn(f"{option}: {how}; values changed by up to {largest:.3g}", ValuesChangedWarning, stacklevel=4)
+
+
 def count_duplicates(words: Sequence[str]) -> int:
     """How many of ``words`` equal an earlier one: the strings' hashes are sorted in numpy, and only words
     whose hash occurs twice are compared (about half the time of building the word index)."""

@@ -10,7 +10,7 @@ import numpy as np
 import tomli_w
 
 from .. import finalfusion as lookups
-from ..embeddings import Embeddings, LazyRows, selected_rows
+from ..embeddings import Embeddings, LazyRows, selected_rows, warn_if_changed
 from ..errors import BuildError, FormatError
 from ..framework import field_docs
 from ..registry import Format, register, schema_io
@@ -281,15 +281,16 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
-    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms], the rows as they are.
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
-    n-grams with their settings), their subword rows and their quantized storage (while the word rows are
-    unchanged), so that reading and writing a file gives it back. Word-vector input gets a simple vocab and
-    is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters do
-    (``normalize=False`` keeps the rows as they are and writes no norms). A vocabulary holds each word once:
-    embeddings that repeat a word are refused unless ``deduplicate=True`` keeps the first row of each.
+    n-grams with their settings), their subword rows, their quantized storage (while the word rows are
+    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back.
+    Word-vector input gets a simple vocab. ``normalize=True`` L2-normalises the word rows and keeps the
+    norms they had in an NdNorms chunk, as the reference converters do (with a warning when values
+    change). A vocabulary holds each word once: embeddings that repeat a word are refused unless
+    ``deduplicate=True`` keeps the first row of each.
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
@@ -299,16 +300,16 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
     if deduplicate:
         obj = obj.deduplicated()
     norms = obj.norms
-    vocab_type = obj.extra.get("vocab_type")
-    if normalize is None:  # a finalfusion file's rows are written as they were read
-        normalize = norms is None and vocab_type is None
     # rows still a read quantized array's are not made: the array is written back as it is
     keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
     vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
     if normalize:
-        norms = np.linalg.norm(vectors, axis=1).astype("<f4")
-        safe = np.where(norms > 0, norms, 1).astype("<f4")
-        vectors = (vectors / safe[:, None]).astype("<f4")
+        assert vectors is not None
+        lengths = np.linalg.norm(vectors, axis=1).astype("<f4")
+        unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4")
+        warn_if_changed("normalize", "rows L2-normalised, their norms kept in the NdNorms chunk", vectors, unit)
+        # norms already held stay the factor back to the input's rows
+        norms, vectors = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4"), unit
     built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj),
              "storage": _storage_chunk(obj, vectors, normalize), "norms": None}
     if norms is not None:

@@ -8,7 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ..embeddings import Embeddings, count_duplicates
+from ..embeddings import Embeddings, count_duplicates, warn_if_changed
 from ..errors import BuildError
 from ..registry import Format, register, schema_io
 from ..schemas import wordvec as schema
@@ -105,7 +105,8 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
 
 
 def _embeddings(obj: Any, format: str, unnormalize: bool = False) -> Embeddings:
-    """The model to write; ``unnormalize=True`` multiplies rows by their stored norms (finalfusion input)."""
+    """The model to write; ``unnormalize=True`` multiplies rows by their stored norms (finalfusion input),
+    with a warning when that changes them."""
     if isinstance(obj, tuple) and len(obj) == 2:
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
@@ -114,8 +115,10 @@ def _embeddings(obj: Any, format: str, unnormalize: bool = False) -> Embeddings:
     if unnormalize:
         if obj.norms is None:
             raise BuildError("unnormalize needs norms, and these embeddings have none", format=format)
-        norms = np.asarray(obj.norms, np.float32)
-        return Embeddings(obj.words, np.asarray(obj.vectors, np.float32) * norms[:, None])
+        vectors = np.asarray(obj.vectors, np.float32)
+        scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
+        warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
+        return Embeddings(obj.words, scaled)
     return obj
 
 
