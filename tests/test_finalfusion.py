@@ -1027,6 +1027,15 @@ def test_chunks_the_model_does_not_use_are_written_back_in_their_place(tmp_path,
     assert ids == [i for i, _ in _ff_chunks(p.read_bytes())]
     assert _ff_chunks(out.read_bytes())[at][1][12:] == body
     assert np.array_equal(wv.read(out).vectors, m + 1)
+    emb.norms, emb.metadata = None, None  # chunks the model no longer has are left out, the others stay
+    wv.write(emb, out)
+    kept = [i for i, _ in _ff_chunks(p.read_bytes()) if i not in (5, 6)]
+    assert [i for i, _ in _ff_chunks(out.read_bytes())] == kept
+    again = tmp_path / "again.fifu"
+    with pytest.warns(wv.ValuesChangedWarning):  # norms new to the model: right after the storage
+        wv.write(wv.read(out), again, normalize=True)
+    ids = [i for i, _ in _ff_chunks(again.read_bytes())]
+    assert ids == kept[: kept.index(2) + 1] + [6] + kept[kept.index(2) + 1 :]
 
 
 def test_embeddings_whose_parts_disagree_are_refused_before_a_byte_is_written(tmp_path):

@@ -310,8 +310,8 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
         warn_if_changed("normalize", "rows L2-normalised, their norms kept in the NdNorms chunk", vectors, unit)
         # norms already held stay the factor back to the input's rows
         norms, vectors = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4"), unit
-    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj),
-             "storage": _storage_chunk(obj, vectors, normalize), "norms": None}
+    storage = _storage_chunk(obj, vectors, normalize)
+    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj), "storage": storage, "norms": None}
     if norms is not None:
         built["norms"] = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4")))
@@ -323,7 +323,7 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
     if built.get("metadata") is not None:  # new to this model: first, the only place the readers look
         chunks.insert(0, built["metadata"])
     if built.get("norms") is not None:  # after the storage
-        chunks.insert(next(i for i, c in enumerate(chunks) if c is built["storage"]) + 1, built["norms"])
+        chunks.insert(next(i for i, c in enumerate(chunks) if c is storage) + 1, built["norms"])
     ids = np.array([c.chunk_id for c in chunks], "<u4")
     return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 
