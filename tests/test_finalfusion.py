@@ -401,6 +401,13 @@ def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     assert wv.read(legacy).norms is not None
     report = wv.validate(legacy)
     assert report.ok and report.first_difference is None
+    again = tmp_path / "again.fifu"  # read then write gives the file back, header included
+    wv.write(wv.read(legacy), again)
+    assert again.read_bytes() == legacy.read_bytes()
+    emb = wv.read(legacy)
+    emb.norms = None  # other chunks: the header lists them all
+    wv.write(emb, again)
+    assert wv.parse_file(again).chunk_ids.tolist() == [1, 2]
 
 
 def test_similarity_and_analogy_match_finalfusion_python(tmp_path):

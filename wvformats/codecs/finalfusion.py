@@ -172,6 +172,9 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]],
                              "layout": _layout(parsed, vocab, storage, norms)}
+    listed, present = [int(i) for i in parsed["chunk_ids"]], [int(c["chunk_id"]) for c in parsed["chunks"]]
+    if present == [*listed, 6]:  # finalfusion-rust 0.6-0.10 did not list its NdNorms: kept while the chunks are
+        extra["legacy_header"] = listed
     meta = _chunk(parsed, {5: "metadata"})
     if meta is not None:  # written back as these bytes while the table is unchanged
         extra["metadata_toml"] = bytes(meta["body"]["toml"])
@@ -324,7 +327,10 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
         chunks.insert(0, built["metadata"])
     if built.get("norms") is not None:  # after the storage
         chunks.insert(next(i for i, c in enumerate(chunks) if c is storage) + 1, built["norms"])
-    ids = np.array([c.chunk_id for c in chunks], "<u4")
+    listed = [int(c.chunk_id) for c in chunks]
+    if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], 6]:
+        listed = obj.extra["legacy_header"]  # a legacy file comes back as it was
+    ids = np.array(listed, "<u4")
     return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 
 
