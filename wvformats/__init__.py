@@ -12,7 +12,7 @@ Public API, the same for every format::
 """
 
 from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
-from .embeddings import DuplicateWordsWarning, Embeddings
+from .embeddings import DuplicateWordsWarning, Embeddings, ValuesChangedWarning
 from .errors import (
     BuildError,
     FormatError,
@@ -47,6 +47,7 @@ __all__ = [
     "UnknownFormatError",
     "ValidationReport",
     "ValueMismatchError",
+    "ValuesChangedWarning",
     "convert",
     "formats",
     "inspect",

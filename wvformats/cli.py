@@ -87,10 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5"], help="text formats: number style")
+    s.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="finalfusion output: L2-normalise the rows, their norms kept in an NdNorms chunk, as "
+                        "finalfusion's converters do (default: the rows as they are, bit for bit)")
     s.add_argument("--unnormalize", action="store_true",
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
-    s.add_argument("--no-normalize", dest="normalize", action="store_false", default=None,
-                   help="finalfusion output: keep rows as they are and write no norms")
     s.add_argument("--dedupe", action="store_true",
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
     s = command(sub, "rwkv", help="rwkv.cpp model tools")

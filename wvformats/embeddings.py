@@ -8,9 +8,25 @@ from typing import Any
 
 import numpy as np
 
+from .errors import BuildError
+
 
 class DuplicateWordsWarning(UserWarning):
     """A file holds the same word more than once; lookups use the first occurrence."""
+
+
+class ValuesChangedWarning(UserWarning):
+    """A write changed the numbers of the rows it was given (``normalize``, ``unnormalize``)."""
+
+
+def warn_if_changed(option: str, how: str, before: np.ndarray, after: np.ndarray) -> None:
+    """One ValuesChangedWarning line when ``after`` is not ``before`` bit for bit: the option, what it did, and
+    the largest change (a conversion keeps the numbers unless an option asks otherwise, and then says so)."""
+    if before.shape == after.shape and np.array_equal(before, after, equal_nan=True):
+        return
+    change = np.abs(np.asarray(after, np.float64) - before)
+    largest = float(change[~np.isnan(change)].max(initial=0))
+    warnings.warn(f"{option}: {how}; values changed by up to {largest:.3g}", ValuesChangedWarning, stacklevel=4)
 
 
 def count_duplicates(words: Sequence[str]) -> int:
@@ -122,6 +138,19 @@ class Embeddings:
     @vectors.setter
     def vectors(self, value: Any) -> None:
         self._vectors, self._lazy = self._matrix(value, len(self.words)), None
+
+    def check_parts(self, format: str | None = None) -> None:
+        """Refuse embeddings whose parts disagree (``words`` edited after the rows were made, norms that are not
+        one per word): a BuildError naming them, which every writer raises before it writes a byte."""
+        n = len(self.words)
+        rows = self._lazy.shape[0] if self._vectors is None else len(self._vectors)  # type: ignore[union-attr]
+        if rows != n:
+            raise BuildError(f"{n} words but {rows} vector rows", format=format, path="words")
+        if self.norms is not None:
+            shape = np.shape(self.norms)
+            if shape != (n,):
+                found = f"{shape[0]} norms" if len(shape) == 1 else f"norms of shape {shape}"
+                raise BuildError(f"{found} for {n} words", format=format, path="norms")
 
     @property
     def lazy(self) -> bool:

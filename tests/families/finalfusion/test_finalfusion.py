@@ -117,7 +117,8 @@ def test_our_files_load_in_finalfusion_python(tmp_path):
     words = ["the", "naïve", "東京"]
     m = rng.normal(size=(3, 5)).astype(np.float32)
     p = tmp_path / "ours.fifu"
-    wv.write(wv.Embeddings(words, m, metadata={"source": "wvformats", "n": 3}), p)
+    with pytest.warns(wv.ValuesChangedWarning):
+        wv.write(wv.Embeddings(words, m, metadata={"source": "wvformats", "n": 3}), p, normalize=True)
     e = ff.load_finalfusion(str(p))
     assert list(e.vocab.words) == words and e.metadata == {"source": "wvformats", "n": 3}
     norms = np.linalg.norm(m, axis=1)
@@ -126,12 +127,13 @@ def test_our_files_load_in_finalfusion_python(tmp_path):
         assert np.allclose(e.embedding(w), m[i] / norms[i], atol=1e-6)
 
 
-def test_convert_word2vec_to_finalfusion_normalises_and_keeps_norms(tmp_path):
+def test_convert_word2vec_to_finalfusion_normalises_and_keeps_norms_when_asked(tmp_path):
     src = tmp_path / "v.bin"
     m = np.array([[3, 4], [0, 0]], np.float32)
     wv.write(wv.Embeddings(["a", "b"], m), src)
     dst = tmp_path / "v.fifu"
-    wv.convert(src, dst)
+    with pytest.warns(wv.ValuesChangedWarning, match="up to 3.2"):
+        wv.convert(src, dst, normalize=True)
     e = wv.read(dst)
     assert np.allclose(e.vectors, [[0.6, 0.8], [0, 0]]) and np.allclose(e.norms, [5, 0])
     assert ff.load_finalfusion(str(dst)).vocab.words == ["a", "b"]
@@ -389,7 +391,7 @@ def test_mmap_read_is_a_zero_copy_view(tmp_path):
 
 def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     p = tmp_path / "x.fifu"
-    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2))), p)
+    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2)), norms=np.ones(2, "<f4")), p)
     parsed = wv.parse_file(p)
     legacy = tmp_path / "legacy.fifu"
     # old writers listed [1, 2] in the header and appended an NdNorms chunk anyway
@@ -399,6 +401,13 @@ def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     assert wv.read(legacy).norms is not None
     report = wv.validate(legacy)
     assert report.ok and report.first_difference is None
+    again = tmp_path / "again.fifu"  # read then write gives the file back, header included
+    wv.write(wv.read(legacy), again)
+    assert again.read_bytes() == legacy.read_bytes()
+    emb = wv.read(legacy)
+    emb.norms = None  # other chunks: the header lists them all
+    wv.write(emb, again)
+    assert wv.parse_file(again).chunk_ids.tolist() == [1, 2]
 
 
 def test_similarity_and_analogy_match_finalfusion_python(tmp_path):
@@ -406,7 +415,8 @@ def test_similarity_and_analogy_match_finalfusion_python(tmp_path):
     words = [f"w{i}" for i in range(50)]
     m = rng.normal(size=(50, 8)).astype(np.float32)
     p = tmp_path / "s.fifu"
-    wv.write(wv.Embeddings(words, m), p)
+    with pytest.warns(wv.ValuesChangedWarning):  # finalfusion-python's queries take the rows as unit vectors
+        wv.write(wv.Embeddings(words, m), p, normalize=True)
     ours, theirs = wv.read(p), ff.load_finalfusion(str(p))
     got = ours.most_similar("w3", limit=5)
     expected = theirs.word_similarity("w3", k=5)
@@ -504,9 +514,11 @@ def test_convert_round_trip_with_unnormalize(tmp_path):
     m = np.array([[3, 4], [1, 0], [0, 0]], np.float32)
     wv.write(wv.Embeddings(["a", "b", "c"], m), src)
     fifu = tmp_path / "v.fifu"
-    wv.convert(src, fifu)
+    with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
+        wv.convert(src, fifu, normalize=True)
     back = tmp_path / "back.txt"
-    wv.convert(fifu, back, unnormalize=True)
+    with pytest.warns(wv.ValuesChangedWarning, match="unnormalize"):
+        wv.convert(fifu, back, unnormalize=True)
     assert np.allclose(wv.read(back).vectors, m, atol=1e-6)
     plain = tmp_path / "plain.txt"
     wv.convert(fifu, plain)
@@ -838,7 +850,7 @@ def test_repeated_words_are_refused_or_kept_first_for_the_peer(tmp_path, capsys)
     assert not (tmp_path / "dup.fifu").exists()
     assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu")]) == 2
     assert "--dedupe" in capsys.readouterr().err
-    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu"), "--dedupe"]) == 0
+    assert cli.main(["convert", str(src), str(tmp_path / "dup.fifu"), "--dedupe", "--normalize"]) == 0
     peer = ff.load_finalfusion(str(tmp_path / "dup.fifu"))
     assert list(peer.vocab.words) == ["a", "b"]
     assert np.allclose(peer["a"], np.array([1, 2]) / np.sqrt(5)) and np.allclose(peer.norms, [np.sqrt(5), 5])
@@ -924,3 +936,181 @@ def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, s
     del a
     p.write_bytes(p.read_bytes()[:64] + bytes(p.stat().st_size - 64))  # the same size, zeroed after 64 bytes
     assert np.array(b.vectors[:50]).tobytes() == want.tobytes()
+
+
+def test_metadata_keeps_the_bytes_it_was_read_with_until_it_is_edited(tmp_path):
+    """finalfusion-python writes its metadata TOML with the toml package (``tags = [ "x", "y",]``), a hand-made
+    file may carry comments: read then write gives the same bytes (the chunks after it do not shift); only
+    metadata that was changed is written anew, and finalfusion-python reads the change."""
+    rng = np.random.default_rng(3)
+    words = ["a", "bb", "ccc"]
+    m = rng.normal(size=(3, 4)).astype(np.float32)
+    p = tmp_path / "m.fifu"
+    meta = {"tags": ["x", "y"], "model": "m", "nested": {"lr": 0.05, "sizes": [1, 2]}}
+    ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(words), metadata=ff.metadata.Metadata(meta),
+                  norms=ff.norms.Norms(np.linalg.norm(m, axis=1).astype(np.float32))).write(str(p))
+    assert b'tags = [ "x", "y",]' in p.read_bytes()
+    again = tmp_path / "again.fifu"
+    wv.write(wv.read(p), again)
+    assert again.read_bytes() == p.read_bytes()
+    converted = tmp_path / "converted.fifu"
+    wv.convert(p, converted)
+    assert converted.read_bytes() == p.read_bytes()
+    toml = b"# written by hand\nname = 'x'  # a comment\n"
+    hand = _fifu(tmp_path / "hand.fifu", cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml)),
+                 *codec.from_model(wv.Embeddings(words, m)).chunks)
+    wv.write(wv.read(hand), again)
+    assert again.read_bytes() == hand.read_bytes()
+    emb = wv.read(p)
+    emb.metadata["tags"].append("z")  # edited in place
+    edited = tmp_path / "edited.fifu"
+    wv.write(emb, edited)
+    assert b'tags = [ "x", "y",]' not in edited.read_bytes()
+    assert ff.load_finalfusion(str(edited)).metadata == {**meta, "tags": ["x", "y", "z"]}
+    emb.metadata = None
+    wv.write(emb, edited)
+    assert ff.load_finalfusion(str(edited)).metadata is None
+
+
+def _ff_chunks(data):
+    """The chunks of a finalfusion file as (id, bytes) in file order."""
+    n = int.from_bytes(data[8:12], "little")
+    at, out = 12 + 4 * n, []
+    while at < len(data):
+        end = at + 12 + int.from_bytes(data[at + 4 : at + 12], "little")
+        out.append((int.from_bytes(data[at : at + 4], "little"), data[at:end]))
+        at = end
+    return out
+
+
+def _splice(data, at, chunk_id, body):
+    """``data`` (a finalfusion file) with a chunk inserted before its chunk ``at``, listed in the header. The
+    body is a multiple of 4 bytes, so the chunks after it keep their padding as finalfusion-python wrote it."""
+    assert len(body) % 4 == 0
+    chunks = _ff_chunks(data)
+    chunks.insert(at, (chunk_id, chunk_id.to_bytes(4, "little") + len(body).to_bytes(8, "little") + body))
+    head = b"FiFu" + bytes(4) + len(chunks).to_bytes(4, "little")
+    return head + b"".join(i.to_bytes(4, "little") for i, _ in chunks) + b"".join(c for _, c in chunks)
+
+
+@pytest.fixture
+def counts_chunk():
+    """Chunk type 101, registered for the test: a u32 count and that many u32 values."""
+    body = cs.Struct("n" / cs.Int32ul * "number of values", "values" / framework.NumpyArray("<u4", cs.this.n))
+    codec.register_chunk(101, "counts", body)
+    yield
+    del schema.CHUNK_TYPES[101]
+    codec._FORMAT.schemas.pop("chunk 101: counts")
+
+
+@pytest.mark.parametrize("case", ["registered type after the norms", "unknown id before the norms",
+                                  "unknown id before the vocabulary"])
+def test_chunks_the_model_does_not_use_are_written_back_in_their_place(tmp_path, counts_chunk, case):
+    """A chunk of a user-registered type or of an unknown id, spliced into a file finalfusion-python wrote
+    (metadata, vocab, storage, norms), comes back in its place after read + write and after convert; a file
+    whose rows were edited keeps it too."""
+    rng = np.random.default_rng(8)
+    m = rng.normal(size=(3, 4)).astype(np.float32)
+    base = tmp_path / "base.fifu"
+    ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(["a", "b", "c"]),
+                  norms=ff.norms.Norms(np.ones(3, np.float32)),
+                  metadata=ff.metadata.Metadata({"k": 1})).write(str(base))
+    at, chunk_id, body = {"registered type after the norms": (4, 101, b"\2\0\0\0\7\0\0\0\x09\0\0\0"),
+                          "unknown id before the norms": (3, 42, b"xyz!"),
+                          "unknown id before the vocabulary": (1, 42, b"abcdefgh")}[case]
+    p = tmp_path / "spliced.fifu"
+    p.write_bytes(_splice(base.read_bytes(), at, chunk_id, body))
+    assert wv.validate(p).ok
+    out = tmp_path / "out.fifu"
+    wv.write(wv.read(p), out)
+    assert out.read_bytes() == p.read_bytes()
+    converted = tmp_path / "converted.fifu"
+    wv.convert(p, converted)
+    assert converted.read_bytes() == p.read_bytes()
+    emb = wv.read(p)
+    emb.vectors = emb.vectors + 1
+    wv.write(emb, out)
+    ids = [i for i, _ in _ff_chunks(out.read_bytes())]
+    assert ids == [i for i, _ in _ff_chunks(p.read_bytes())]
+    assert _ff_chunks(out.read_bytes())[at][1][12:] == body
+    assert np.array_equal(wv.read(out).vectors, m + 1)
+    emb.norms, emb.metadata = None, None  # chunks the model no longer has are left out, the others stay
+    wv.write(emb, out)
+    kept = [i for i, _ in _ff_chunks(p.read_bytes()) if i not in (5, 6)]
+    assert [i for i, _ in _ff_chunks(out.read_bytes())] == kept
+    again = tmp_path / "again.fifu"
+    with pytest.warns(wv.ValuesChangedWarning):  # norms new to the model: right after the storage
+        wv.write(wv.read(out), again, normalize=True)
+    ids = [i for i, _ in _ff_chunks(again.read_bytes())]
+    assert ids == kept[: kept.index(2) + 1] + [6] + kept[kept.index(2) + 1 :]
+
+
+def test_embeddings_whose_parts_disagree_are_refused_before_a_byte_is_written(tmp_path):
+    """Words edited to 101 for 100 rows, 50 norms for 100 words, a word added to a lazily read quantized
+    model: a BuildError naming what disagrees, and no file (not even a temporary one) is started."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(100)]
+    grown = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32))
+    grown.words.append("w100")
+    half_norms = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32), norms=np.ones(50, "<f4"))
+    q = _fifu(tmp_path / "q.fifu", cs.Container(chunk_id=1, name="simple_vocab",
+                                                body=cs.Container(n_words=3, words=["a", "b", "c"])),
+              _quantized(rng, 3, 2, 4, 2))
+    lazy = wv.read(q)
+    lazy.words.append("d")
+    out, grew = tmp_path / "out", []
+    out.mkdir()
+    for emb, what in [(grown, "words: 101 words but 100 vector rows"),
+                      (half_norms, "norms: 50 norms for 100 words"),
+                      (lazy, "words: 4 words but 3 vector rows")]:
+        for options in [{}, {"normalize": True}]:
+            with pytest.raises(BuildError, match=what) as e:
+                wv.write(emb, out / "x.fifu", progress=grew.append, **options)
+            assert e.value.format == "finalfusion"
+            assert not grew and not list(out.iterdir())
+
+
+def _gensim_bin(path, rng):
+    """A word2vec binary file written by gensim (the peer), rows far from unit length; its vectors."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(8)
+    kv.add_vectors([f"w{i}" for i in range(50)], (rng.normal(size=(50, 8)) * 3).astype(np.float32))
+    kv.save_word2vec_format(str(path), binary=True)
+    return kv.vectors
+
+
+def test_convert_keeps_the_numbers_both_ways_unless_asked_to_normalise(tmp_path, capsys):
+    """convert x.bin x.fifu then x.fifu y.bin gives gensim's vectors bit for bit, silently (before, the rows
+    were normalised by default: a largest change of 9.3, and 4.8e-7 with --unnormalize); finalfusion-python
+    reads the .fifu's rows as they were. --normalize (normalize=True) normalises and keeps the norms, as
+    finalfusion-python's and -utils' converters do, and says so in one warning line, as --unnormalize does."""
+    rng = np.random.default_rng(9)
+    x = tmp_path / "x.bin"
+    m = _gensim_bin(x, rng)
+    bits = m.view(np.uint32)
+    assert cli.main(["convert", str(x), str(tmp_path / "x.fifu")]) == 0
+    assert cli.main(["convert", str(tmp_path / "x.fifu"), str(tmp_path / "y.bin")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "y.bin").vectors.view(np.uint32), bits)
+    assert (tmp_path / "y.bin").read_bytes() == x.read_bytes()
+    peer = ff.load_finalfusion(str(tmp_path / "x.fifu"))
+    assert np.array_equal(np.asarray(peer.storage).view(np.uint32), bits) and peer.norms is None
+
+    n = tmp_path / "n.fifu"
+    assert cli.main(["convert", str(x), str(n), "--normalize"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: warning: normalize") and "changed" in err[0]
+    peer = ff.load_finalfusion(str(n))
+    assert np.allclose(np.linalg.norm(peer.storage, axis=1), 1, atol=1e-6)
+    assert np.allclose(peer.norms, np.linalg.norm(m, axis=1), rtol=1e-6)
+    assert cli.main(["convert", str(n), str(tmp_path / "unit.bin")]) == 0  # the file's unit rows, as stored
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "unit.bin").vectors, np.asarray(peer.storage))
+    assert cli.main(["convert", str(n), str(tmp_path / "back.bin"), "--unnormalize"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("wvformats: warning: unnormalize") and "changed" in err[0]
+    assert np.allclose(wv.read(tmp_path / "back.bin").vectors, m, rtol=1e-6, atol=1e-6)
+    with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
+        wv.convert(x, tmp_path / "api.fifu", normalize=True)
+    assert (tmp_path / "api.fifu").read_bytes() == n.read_bytes()

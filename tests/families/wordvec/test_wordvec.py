@@ -706,3 +706,21 @@ def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
                            format="glove")
     assert data.count(b"\n") == 50 and data.startswith(b"w0 0.0 0.125\n")
     assert 1 <= most[0] <= 3  # 25 blocks, never more than three alive at once
+
+
+@pytest.mark.parametrize("fmt", ["leader", "word2vec-binary", "word2vec-text", "glove"])
+def test_embeddings_whose_parts_disagree_are_refused_before_a_byte_is_written(tmp_path, fmt):
+    """Words edited to 101 for 100 rows, or norms that are not one per word for unnormalize: a BuildError
+    naming what disagrees before the file is started (the norms were cut to the words before)."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(100)]
+    grown = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32))
+    grown.words.append("w100")
+    more_norms = wv.Embeddings(words, rng.normal(size=(100, 4)).astype(np.float32), norms=np.ones(150, "<f4"))
+    grew = []
+    for emb, what, options in [(grown, "words: 101 words but 100 vector rows", {}),
+                               (more_norms, "norms: 150 norms for 100 words", {"unnormalize": True})]:
+        with pytest.raises(BuildError, match=what) as e:
+            wv.write(emb, tmp_path / "x", fmt, progress=grew.append, **options)
+        assert e.value.format == fmt
+        assert not grew and not list(tmp_path.iterdir())

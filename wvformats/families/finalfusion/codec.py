@@ -9,7 +9,7 @@ import construct as cs
 import numpy as np
 import tomli_w
 
-from ...embeddings import Embeddings, LazyRows, selected_rows
+from ...embeddings import Embeddings, LazyRows, selected_rows, warn_if_changed
 from ...errors import BuildError, FormatError
 from ...framework import field_docs
 from ...registry import Format, register, schema_io
@@ -147,6 +147,14 @@ def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
     return vocab, storage, norms, metadata
 
 
+def _layout(parsed: Any, vocab: Any, storage: Any, norms: Any) -> list[Any]:
+    """The file's chunks in order: the ones the model holds by their role ("metadata", "vocab", "storage",
+    "norms"), any other (a user-registered type, an unknown id) as the parsed chunk, written back as it is."""
+    held = {"metadata": _chunk(parsed, {5: "metadata"}), "vocab": vocab, "storage": storage, "norms": norms}
+    roles = {id(c): role for role, c in held.items() if c is not None}
+    return [roles.get(id(c), c) for c in parsed["chunks"]]
+
+
 def _model(parsed: Any, dtype: Any) -> Embeddings:
     vocab, storage, norms, metadata = _parts(parsed)
     words = vocab["body"].get("words", [])
@@ -162,7 +170,14 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
         vectors = vectors.astype(dtype)
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
     extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
-                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]]}
+                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]],
+                             "layout": _layout(parsed, vocab, storage, norms)}
+    listed, present = [int(i) for i in parsed["chunk_ids"]], [int(c["chunk_id"]) for c in parsed["chunks"]]
+    if present == [*listed, 6]:  # finalfusion-rust 0.6-0.10 did not list its NdNorms: kept while the chunks are
+        extra["legacy_header"] = listed
+    meta = _chunk(parsed, {5: "metadata"})
+    if meta is not None:  # written back as these bytes while the table is unchanged
+        extra["metadata_toml"] = bytes(meta["body"]["toml"])
     if storage["chunk_id"] == 2:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
         extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
@@ -220,6 +235,21 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
     return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
 
 
+def _metadata_chunk(obj: Embeddings) -> cs.Container | None:
+    """The metadata TOML: the bytes it was read from while it is the same table (another writer's layout and
+    comments kept), else written anew; None without metadata."""
+    toml = obj.extra.get("metadata_toml")
+    if toml is None or obj.metadata is None or tomllib.loads(toml.decode("utf-8")) != obj.metadata:
+        if not obj.metadata:
+            return None
+        try:
+            toml = tomli_w.dumps(obj.metadata).encode("utf-8")
+        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
+            raise BuildError(f"metadata cannot be written as TOML: {e}",
+                             format=NAME, path="chunks.metadata") from None
+    return cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml))
+
+
 def _is_head(part: np.ndarray, whole: Any) -> bool:
     """``part`` is the first rows of ``whole`` in the same memory (the same array, not a copy)."""
     if not isinstance(whole, np.ndarray) or part.dtype != whole.dtype or part.shape[1:] != whole.shape[1:]:
@@ -254,47 +284,53 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
-    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms], the rows as they are.
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
-    n-grams with their settings), their subword rows and their quantized storage (while the word rows are
-    unchanged), so that reading and writing a file gives it back. Word-vector input gets a simple vocab and
-    is L2-normalised with the norms kept in an NdNorms chunk, as the reference converters do
-    (``normalize=False`` keeps the rows as they are and writes no norms). A vocabulary holds each word once:
-    embeddings that repeat a word are refused unless ``deduplicate=True`` keeps the first row of each.
+    n-grams with their settings), their subword rows, their quantized storage (while the word rows are
+    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back.
+    Word-vector input gets a simple vocab. ``normalize=True`` L2-normalises the word rows and keeps the
+    norms they had in an NdNorms chunk, as the reference converters do (with a warning when values
+    change). A vocabulary holds each word once: embeddings that repeat a word are refused unless
+    ``deduplicate=True`` keeps the first row of each.
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    obj.check_parts(NAME)
     if deduplicate:
         obj = obj.deduplicated()
     norms = obj.norms
-    vocab_type = obj.extra.get("vocab_type")
-    if normalize is None:  # a finalfusion file's rows are written as they were read
-        normalize = norms is None and vocab_type is None
     # rows still a read quantized array's are not made: the array is written back as it is
     keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
     vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
     if normalize:
-        norms = np.linalg.norm(vectors, axis=1).astype("<f4")
-        safe = np.where(norms > 0, norms, 1).astype("<f4")
-        vectors = (vectors / safe[:, None]).astype("<f4")
-    chunks = cs.ListContainer()
-    if obj.metadata:
-        try:
-            toml = tomli_w.dumps(obj.metadata)
-        except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
-            raise BuildError(f"metadata cannot be written as TOML: {e}",
-                             format=NAME, path="chunks.metadata") from None
-        chunks.append(cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml.encode("utf-8"))))
-    chunks.append(_vocab_chunk(obj))
-    chunks.append(_storage_chunk(obj, vectors, normalize))
+        assert vectors is not None
+        lengths = np.linalg.norm(vectors, axis=1).astype("<f4")
+        unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4")
+        warn_if_changed("normalize", "rows L2-normalised, their norms kept in the NdNorms chunk", vectors, unit)
+        # norms already held stay the factor back to the input's rows
+        norms, vectors = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4"), unit
+    storage = _storage_chunk(obj, vectors, normalize)
+    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj), "storage": storage, "norms": None}
     if norms is not None:
-        chunks.append(cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
-            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4"))))
-    ids = np.array([c.chunk_id for c in chunks], "<u4")
+        built["norms"] = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
+            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4")))
+    chunks = cs.ListContainer()
+    for part in obj.extra.get("layout") or ["metadata", "vocab", "storage", "norms"]:
+        chunk = built.pop(part, None) if isinstance(part, str) else part
+        if chunk is not None:
+            chunks.append(chunk)
+    if built.get("metadata") is not None:  # new to this model: first, the only place the readers look
+        chunks.insert(0, built["metadata"])
+    if built.get("norms") is not None:  # after the storage
+        chunks.insert(next(i for i, c in enumerate(chunks) if c is storage) + 1, built["norms"])
+    listed = [int(c.chunk_id) for c in chunks]
+    if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], 6]:
+        listed = obj.extra["legacy_header"]  # a legacy file comes back as it was
+    ids = np.array(listed, "<u4")
     return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 
 

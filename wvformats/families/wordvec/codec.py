@@ -8,7 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, count_duplicates
+from ...embeddings import Embeddings, count_duplicates, warn_if_changed
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
@@ -104,17 +104,21 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     return emb
 
 
-def _embeddings(obj: Any, unnormalize: bool = False) -> Embeddings:
-    """The model to write; ``unnormalize=True`` multiplies rows by their stored norms (finalfusion input)."""
+def _embeddings(obj: Any, format: str, unnormalize: bool = False) -> Embeddings:
+    """The model to write; ``unnormalize=True`` multiplies rows by their stored norms (finalfusion input),
+    with a warning when that changes them."""
     if isinstance(obj, tuple) and len(obj) == 2:
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
-        raise BuildError(f"expected Embeddings or (words, vectors), got {type(obj).__name__}")
+        raise BuildError(f"expected Embeddings or (words, vectors), got {type(obj).__name__}", format=format)
+    obj.check_parts(format)
     if unnormalize:
         if obj.norms is None:
-            raise BuildError("unnormalize needs norms, and these embeddings have none")
-        norms = np.asarray(obj.norms, np.float32)[: len(obj)]
-        return Embeddings(obj.words, np.asarray(obj.vectors, np.float32) * norms[:, None])
+            raise BuildError("unnormalize needs norms, and these embeddings have none", format=format)
+        vectors = np.asarray(obj.vectors, np.float32)
+        scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
+        warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
+        return Embeddings(obj.words, scaled)
     return obj
 
 
@@ -126,13 +130,13 @@ def _records(emb: Embeddings, **layout: Any) -> cs.Container:
 
 
 def _leader_from(obj: Any, *, unnormalize: bool = False) -> cs.Container:
-    emb = _embeddings(obj, unnormalize)
+    emb = _embeddings(obj, "leader", unnormalize)
     return cs.Container(vocab_size=len(emb), dim=emb.vectors.shape[1], records=_records(emb), trailer=b"")
 
 
 def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool = False) -> cs.Container:
     """``newline=True`` writes word2vec.c's ``\\n`` after every vector."""
-    emb = _embeddings(obj, unnormalize)
+    emb = _embeddings(obj, "word2vec-binary", unnormalize)
     n, dim = len(emb), emb.vectors.shape[1]
     gaps = None
     if newline and n > 1:  # canonical form: no array when no record has a newline before it
@@ -151,14 +155,14 @@ def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
 def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
                    unnormalize: bool = False) -> cs.Container:
     """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec)."""
-    emb = _embeddings(obj, unnormalize)
+    emb = _embeddings(obj, "word2vec-text", unnormalize)
     return cs.Container(header=cs.Container(count=len(emb), dim=emb.vectors.shape[1], raw=None),
                         records=_records(emb, layout=_layout(style, trailing_space)), trailer=b"")
 
 
 def _glove_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
                 unnormalize: bool = False) -> cs.Container:
-    emb = _embeddings(obj, unnormalize)
+    emb = _embeddings(obj, "glove", unnormalize)
     return cs.Container(records=_records(emb, layout=_layout(style, trailing_space)))
 
 
