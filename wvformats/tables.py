@@ -300,8 +300,10 @@ def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int,
     """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces,
     position after the last record), as :func:`_w2v_run` gives them, of a run of records with at most one
     newline before each word and words under 1 kB."""
-    windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
     span = rowbytes + _WORD_WINDOW + 1  # any stretch this long holds a word's space (where words are short)
+    if end < span:  # too short for the windows looked through (numpy refuses them): the exact loop names why
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+    windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
 
     def step(at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ok = at < end - 1
