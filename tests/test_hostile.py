@@ -165,6 +165,23 @@ def test_finalfusion_array_dimensions_that_overflow_name_the_array(tmp_path):
     assert (caught.value.path, caught.value.offset, caught.value.found) == ("codes", 8, (2**62, 16, 0))
 
 
+def test_a_file_cut_inside_a_fixed_field_says_so_in_our_words(tmp_path):
+    """A file that ends inside a fixed-size field (construct's "stream read less than specified amount,
+    expected 4, found 3"): how many bytes the field needs, how many remain, where the field starts."""
+    import wvformats as wv
+    from wvformats.errors import TruncatedError
+    from wvformats.samples import sample_dir
+
+    p = tmp_path / "cut.fifu"
+    p.write_bytes((sample_dir() / "sample-simple.fifu").read_bytes()[:11])
+    for call in (lambda: wv.read(p), lambda: wv.inspect(p)):
+        with pytest.raises(TruncatedError) as caught:
+            call()
+        e = caught.value
+        assert (e.format, e.path, e.offset) == ("finalfusion", "n_chunks", 8)
+        assert str(e) == "finalfusion n_chunks at byte 8: the field needs 4 bytes but only 3 remain"
+
+
 def test_protobuf_errors_name_the_field_index(tmp_path):
     import wvformats as wv
 
