@@ -12,6 +12,13 @@ FILES = [p for p in sample_files() if p.is_file()]
 pytestmark = pytest.mark.filterwarnings("ignore::wvformats.errors.NoFinalNewlineWarning")
 
 
+def _foreign(e):
+    """An error in words not ours: numpy's, construct's or Python's (see tests/test_fuzz.py)."""
+    from wvformats import framework
+
+    return framework.UNCHECKED in str(e) or "stream read less than specified amount" in str(e)
+
+
 def _fmt(path):
     from wvformats.api import sniff
 
@@ -27,7 +34,7 @@ def test_every_truncation_fails_cleanly(path):
         try:
             fmt.parse(data[:n])
         except FormatError as e:
-            assert e.format == fmt.name
+            assert e.format == fmt.name and not _foreign(e), str(e)
         # a clean parse of a prefix is allowed only where the format has no length to contradict it
         # (GloVe cut at a line break); the format tests assert which prefixes must fail
 
@@ -44,7 +51,7 @@ def test_random_corruptions_fail_cleanly(path):
         try:
             fmt.parse(bytes(bad))
         except FormatError as e:
-            assert e.format == fmt.name and (e.offset is None or e.offset >= 0)
+            assert e.format == fmt.name and (e.offset is None or e.offset >= 0) and not _foreign(e), str(e)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -58,8 +65,8 @@ def test_hostile_lengths_do_not_allocate(path):
             bad[off : off + width] = value.to_bytes(width, "little")
             try:
                 fmt.parse(bytes(bad))
-            except FormatError:
-                pass
+            except FormatError as e:
+                assert not _foreign(e), str(e)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
