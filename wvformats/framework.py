@@ -1329,8 +1329,8 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
     if isinstance(e, (cs.ValidationError, cs.CheckError, cs.MappingError)):  # a schema's own Check, Enum
         return ValueMismatchError(message, format=format, path=path, offset=offset)
     cls = TruncatedError if isinstance(e, (cs.StreamError, EOFError)) else FormatError
-    error = cls(f"{UNCHECKED} {type(e).__name__}: {message or '(no message)'} (please report this file)",
-                format=format, path=path, offset=offset)
+    error = cls(f"{UNCHECKED} {type(e).__name__}: {message or '(no message)'} (a check wvformats lacks: "
+                "please report it)", format=format, path=path, offset=offset)
     error.__cause__ = e
     return error
 
