@@ -23,12 +23,13 @@ from .chunks import Chunks
 from .fields import AlignTo, CheckedBytes, CheckedString, NumpyArray, ShapeOf, Valid, expression
 from .located import check_length, dotted, fail, warn
 from .records import follow_chain, lockstep_chain, pack_records, prefixed_starts
-from .run import INTERPRETED_ONLY, build, compiled, field_docs, parse
+from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
 from .streams import BufferStream, CompareStream, background, byte_view, release, remaining
 from .strings import StringTable, decode_all, decode_spans
 
 __all__ = [
     "INTERPRETED_ONLY",
+    "UNCHECKED",
     "AlignTo",
     "BufferStream",
     "CheckedBytes",

@@ -59,6 +59,8 @@ class ShapeOf(cs.expr.ExprMixin):
 # ---------------------------------------------------------------------------------------------------------
 # NumpyArray
 
+_MAX_INTP = np.iinfo(np.intp).max
+
 
 class NumpyArray(_Checked):
     """A packed array of ``dtype`` with ``shape`` (ints or ``this`` expressions), as one numpy array.
@@ -89,6 +91,14 @@ class NumpyArray(_Checked):
             count *= d  # Python ints do not overflow; the size check below bounds them
         nbytes = count * self.dtype.itemsize
         check_length(stream, nbytes, path, f"array {dims} of {self.dtype.str}")
+        # numpy refuses a dimension past 2^63 - 1, or nonzero dimensions whose byte count is, even when another
+        # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy
+        size = self.dtype.itemsize
+        for d in dims:
+            size *= d or 1
+        if size > _MAX_INTP:
+            raise fail(path, _tell(stream), f"array dimensions {dims} of {self.dtype.str} are larger than any "
+                       "array can be", ValueMismatchError, found=dims)
         view = _zero_copy(stream, nbytes)
         if view is not None:
             return np.frombuffer(view, dtype=self.dtype, count=count).reshape(dims)

@@ -112,6 +112,11 @@ def build(
 
 
 _CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
+_SHORT = re.compile(r"stream read less than specified amount, expected (\d+), found (\d+)\Z")
+
+# the words that open the message of an error raised by numpy, construct or Python inside a reader rather than
+# by a check of ours: wvformats lacks a check for that input (a bug to report); the fuzz tests look for them
+UNCHECKED = "unchecked input:"
 
 
 def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
@@ -139,21 +144,25 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
         start = offset - size if offset is not None and size is not None else offset
         return ValueMismatchError("constant field does not match", format=format, path=path, offset=start,
                                   expected=_literal(m.group(1)), found=_literal(m.group(2)))
-    if isinstance(e, cs.StreamError) or isinstance(e, EOFError):
-        cls: type[FormatError] = TruncatedError
-    elif isinstance(e, (cs.ConstError, cs.ValidationError, cs.CheckError, cs.MappingError)):
-        cls = ValueMismatchError
-    else:
-        cls = FormatError
     message = str(e)
     if isinstance(e, cs.ConstructError):
         # construct prefixes "Error in path ... |"; the path is ours to print
-        message = message.split("\n")[-1].split(" | ", 1)[-1].strip() or type(e).__name__
-    elif not message:
-        message = type(e).__name__
+        message = message.split("\n")[-1].split(" | ", 1)[-1].strip()
+    if isinstance(e, cs.StreamError) and (m := _SHORT.search(message)):
+        # a fixed-size field the file ends inside: the stream has read what there was of it
+        needs, found = int(m.group(1)), int(m.group(2))
+        return TruncatedError(f"the field needs {needs} bytes but only {found} remain", format=format,
+                              path=path, offset=None if offset is None else offset - found)
     if isinstance(e, MemoryError):
-        message = "a length in the file asks for more memory than is available"
-    return cls(message, format=format, path=path, offset=offset)
+        return FormatError("a length in the file asks for more memory than is available", format=format,
+                           path=path, offset=offset)
+    if isinstance(e, (cs.ValidationError, cs.CheckError, cs.MappingError)):  # a schema's own Check, Enum
+        return ValueMismatchError(message, format=format, path=path, offset=offset)
+    cls = TruncatedError if isinstance(e, (cs.StreamError, EOFError)) else FormatError
+    error = cls(f"{UNCHECKED} {type(e).__name__}: {message or '(no message)'} (a check wvformats lacks: "
+                "please report it)", format=format, path=path, offset=offset)
+    error.__cause__ = e
+    return error
 
 
 def _literal(text: str) -> Any:

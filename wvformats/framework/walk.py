@@ -49,7 +49,8 @@ def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) ->
     except FormatError as e:
         raise e.located(format=format) from None
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
-        raise _translate(e, stream, format, schema) from None
+        error = _translate(e, stream, format, schema)
+        raise error from error.__cause__  # (an unchecked input's error keeps the one it came from)
     return value, spans
 
 

@@ -293,6 +293,8 @@ def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int,
     """word2vec binary records from ``pos`` by :func:`lockstep_chain`: (word starts, word-ending spaces,
     position after the last record), as :func:`_w2v_run` gives them, of a run of records with at most one
     newline before each word and words under 1 kB."""
+    if end < _WORD_WINDOW:  # shorter than the windows looked through (numpy refuses them): the exact loop
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
     windows = np.lib.stride_tricks.sliding_window_view(u8[:end], _WORD_WINDOW)
     span = rowbytes + _WORD_WINDOW + 1  # any stretch this long holds a word's space (where words are short)
 
@@ -309,6 +311,8 @@ def _w2v_walk(u8: np.ndarray, pos: int, end: int, most: int,
     def guess(at: np.ndarray) -> np.ndarray:
         # after the vector of the first space in a stretch (a space in a vector leads into step within a
         # record or two: the word after that vector is cut short, or the next vector holds no space)
+        if end < span:  # no stretch that long (a header dimension past the data): no guess
+            return np.full(len(at), -1, np.int64)
         spaces = _first_spaces(np.lib.stride_tricks.sliding_window_view(u8[:end], span), at,
                                at + span <= end, span)
         return np.where(spaces >= 0, spaces + 1 + rowbytes, -1)
