@@ -6,7 +6,8 @@ checked tables (one tight loop per table, never per-record construct code).
 
 from construct import Const, Int64ul, Struct, this
 
-from wvformats.families.wordvec.tables import HeaderLine, LeaderRecords, TextRecords, Trailer, Word2VecRecords
+from wvformats.families.wordvec.binary import LeaderRecords, Word2VecRecords
+from wvformats.families.wordvec.text import HeaderLine, TextRecords, Trailer
 
 LEADER_MAGIC = 38941
 

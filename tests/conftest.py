@@ -15,12 +15,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 def text_parser(request, monkeypatch):
     """Run a text-format test through both number parsers: pyarrow's CSV reader (the fast path, forced on
     for files of any size) and the line loop. Returns the list of parses the fast path accepted."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
     accepted: list[int] = []
     if request.param == "arrow":
-        assert tables._pyarrow() is not None, "pyarrow (in the test extra) is needed to test the fast path"
-        fast = tables._arrow_text
+        assert text._pyarrow() is not None, "pyarrow (in the test extra) is needed to test the fast path"
+        fast = text._arrow_text
 
         def counted(*args, **kwargs):
             got = fast(*args, **kwargs)
@@ -28,8 +28,8 @@ def text_parser(request, monkeypatch):
                 accepted.append(len(got[0]))
             return got
 
-        monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 0)
-        monkeypatch.setattr(tables, "_arrow_text", counted)
+        monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 0)
+        monkeypatch.setattr(text, "_arrow_text", counted)
     else:
-        monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 1 << 62)
+        monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 1 << 62)
     return request.param, accepted

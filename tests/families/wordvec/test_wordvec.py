@@ -407,7 +407,7 @@ def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
 def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
     """The vectorised run finder, window by window (spaces and newlines inside vectors, 0 to 2 newlines
     before a word), finds exactly the records the file holds; what it does not take the loop takes."""
-    from wvformats.families.wordvec.tables import _w2v_run
+    from wvformats.families.wordvec.binary import _w2v_run
 
     data, expected = _w2v_table(records)
     u8 = np.frombuffer(data, np.uint8)
@@ -444,16 +444,16 @@ def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region,
     """The lockstep walk (many segments walked at once from guessed starts, spaces and newlines in the
     vectors, words past its window and past its longest) gives a prefix of the records the file holds,
     whatever its segments; a whole parse that uses it equals the parse by the exact method alone."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import binary
 
     data, offsets = _w2v_table(records)
     header = f"{len(records)} 16\n".encode()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(framework.records, "WALK_REGION", region)
         mp.setattr(framework.records, "WALK_RECORDS", per_segment)
-        ws, sps, after = tables._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
+        ws, sps, after = binary._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
         walked = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
-        mp.setattr(tables, "_WALK_MIN_ROW", 1 << 30)
+        mp.setattr(binary, "_WALK_MIN_ROW", 1 << 30)
         exact = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
     got = list(zip(ws.tolist(), sps.tolist(), strict=True))
     assert got == offsets[: len(got)]
@@ -526,7 +526,7 @@ _ends = st.sampled_from(["\n", "\r\n", " \n", " \r\n", "  \n"])
 def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, final, piece, errors):
     """Whenever pyarrow's fast path accepts a text body (in pieces of any size), the line loop reads the same
     words, bit-identical values and layout; on everything else the fast path declines."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
     if regular != "free":  # mostly well-formed bodies, so that the fast path is exercised, not only refusals
         dim = len(lines[0][1])
@@ -538,24 +538,24 @@ def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, f
     body = body.replace(b"\xc3\xbf", b"\xff")  # "\xff" stands for a byte that is not UTF-8
     if not final:
         body = body[:-1]
-    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 0)
-    monkeypatch.setattr(tables, "_ARROW_PIECE", piece)
-    fast = tables._arrow_text(body, 0, len(body), None, None, errors, "records")
+    monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(text, "_ARROW_PIECE", piece)
+    fast = text._arrow_text(body, 0, len(body), None, None, errors, "records")
     if fast is None:
         return
-    monkeypatch.setattr(tables, "_ARROW_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 1 << 62)
     slow = framework.parse(schema.glove, body, format="glove", unicode_errors=errors).records
     words, vectors, layout = fast
     assert words == slow.words
     assert vectors.tobytes() == slow.vectors.tobytes()
     assert dict(layout) == dict(slow.layout)
-    counted = tables._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
+    counted = text._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
     assert counted is None  # a header count that disagrees with the body is left to the line loop
 
 
 def _build_both_ways(monkeypatch, s, obj, name, chunk):
     """(result of the vectorised record writer, result of the per-record loop): bytes, or the error."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import binary
 
     def run():
         try:
@@ -566,7 +566,7 @@ def _build_both_ways(monkeypatch, s, obj, name, chunk):
     monkeypatch.setattr(framework.records, "_PACK_CHUNK", chunk)
     fast = run()
     with monkeypatch.context() as m:
-        for module in (tables, framework):  # the binary record tables, and StringTable
+        for module in (binary, framework.strings):  # the binary record tables, and StringTable
             m.setattr(module, "pack_records", lambda words, rows, stream, start=0, **kw: start)
         slow = run()
     return fast, slow
@@ -622,25 +622,25 @@ def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monke
     for %f), mended where they cannot follow the style (whole numbers and scientific notation of str(),
     scientific notation and a round up to 1e5 of %.5g, magnitudes from 1e9 of %f, NaN and inf), give the
     style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
-    pa, _, pc = tables._pyarrow()
-    monkeypatch.setattr(tables, "_FEW", few)
+    pa, _, pc = text._pyarrow()
+    monkeypatch.setattr(text, "_FEW", few)
     flat = np.array(values, dtype="<f4")
-    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
+    assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
 
 
 @pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
 def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
     embedding's range: spelled as the style's own formatter spells them."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
-    pa, _, pc = tables._pyarrow()
+    pa, _, pc = text._pyarrow()
     rng = np.random.default_rng(7)
     flat = np.concatenate([rng.integers(0, 1 << 32, 300_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
                            rng.normal(0, 0.5, 100_000).astype("<f4")])
-    assert tables._ARROW_STYLES[style](pa, pc, flat).to_pylist() == tables.STYLES[style](flat)
+    assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -653,13 +653,13 @@ def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, styl
     """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout and number
     style) gives the line loop's bytes; a word only the loop can judge gets the loop's error at the same
     line."""
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
     words, vectors = emb
     obj = codec._w2v_text_from(wv.Embeddings(words, vectors), style=style, trailing_space=trailing)
     obj.records.layout.crlf, obj.records.layout.final_newline = crlf, final
     formatted = []
-    lines = tables._text_lines
+    lines = text._text_lines
 
     def run():
         try:
@@ -668,10 +668,10 @@ def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, styl
             return (e.path, e.found)
 
     with monkeypatch.context() as m:  # undone after each example
-        m.setattr(tables, "_WRITE_VALUES", per_job)
-        m.setattr(tables, "_text_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
+        m.setattr(text, "_WRITE_VALUES", per_job)
+        m.setattr(text, "_text_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
         fast = run()
-        m.setattr(tables, "_pyarrow", lambda: None)
+        m.setattr(text, "_pyarrow", lambda: None)
         slow = run()
     assert fast == slow
     if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
@@ -683,7 +683,7 @@ def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
     the file (it once held them all: 340 MB more for a 400k x 100 GloVe file)."""
     import threading
 
-    from wvformats.families.wordvec import tables
+    from wvformats.families.wordvec import text
 
     lock, live, most = threading.Lock(), [0], [0]
 
@@ -698,9 +698,9 @@ def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
             with lock:
                 live[0] -= 1
 
-    lines = tables._text_lines
-    monkeypatch.setattr(tables, "_text_lines", lambda *a: Block(memoryview(lines(*a))))
-    monkeypatch.setattr(tables, "_WRITE_VALUES", 4)
+    lines = text._text_lines
+    monkeypatch.setattr(text, "_text_lines", lambda *a: Block(memoryview(lines(*a))))
+    monkeypatch.setattr(text, "_WRITE_VALUES", 4)
     vectors = np.arange(100, dtype="<f4").reshape(50, 2) / 8
     data = framework.build(schema.glove, codec._glove_from(wv.Embeddings([f"w{i}" for i in range(50)], vectors)),
                            format="glove")
