@@ -85,7 +85,8 @@ def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
     return {"pieces": len(model), "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
             "vocab_size": model.trainer_spec.vocab_size,
             "first_pieces": [p for p, _, _ in model.pieces[:FIRST_PIECES]],
-            "trainer": trainer, "normalizer": summary(model.normalizer_spec)}
+            "trainer": trainer, "normalizer": summary(model.normalizer_spec),
+            "charsmap": model.charsmap.to_dict() if model.charsmap else None}
 
 
 register(Format(
