@@ -103,7 +103,7 @@ def test_cli_validate_inspect_dump_convert(tmp_path):
     bad.write_bytes(src.read_bytes()[:-3])
     r = run("validate", bad)
     assert r.returncode == 1 and "records[1]" in r.stdout
-    r = run("inspect", "--json", src)
+    r = run("inspect", "--full", "--json", src)
     info = json.loads(r.stdout)
     assert info["format"] == "leader" and info["words"] == 2 and info["parts"][3]["offset"] == 24
     r = run("dump", src)

@@ -336,12 +336,25 @@ def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
     return covering(spans, offset) or None
 
 
-def inspect(path: PathLike, format: str | None = None, **options: Any) -> dict[str, Any]:
-    """A structure summary: format, sizes, counts, shapes, dtypes and the offsets of the major parts.
-    ``options`` go to the format's parse, as in ``read`` (infini-gram: ``token_width``, ``version``)."""
+# what a quick inspect of a compressed file reads: its first decompressed bytes
+INSPECT_HEAD = 8 << 20
+
+
+def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **options: Any) -> dict[str, Any]:
+    """A structure summary: format, size, counts, dimension, first words, the major parts.
+
+    Read from the header and a sample of records, in well under a second and bounded memory whatever the
+    file's size (a count the file does not state is an estimate, and named so); ``full=True`` parses the
+    whole file and adds the offsets of the parts and the statistics that need every record. ``options`` go
+    to the format's parse, as in ``read`` (infini-gram: ``token_width``, ``version``)."""
     fmt = _resolve(path, format)
     _check_options(fmt, options)
     info: dict[str, Any] = {"path": str(path), "format": fmt.name}
+    if not full and fmt.inspect_head is not None:
+        quick = _inspect_head(fmt, path, info, options)
+        if quick is not None:
+            info.update(quick)
+            return info
     if fmt.is_directory:
         parsed = fmt.parse(Path(path), **options)
     else:
@@ -359,3 +372,21 @@ def inspect(path: PathLike, format: str | None = None, **options: Any) -> dict[s
     if fmt.inspect:
         info.update(fmt.inspect(parsed))
     return info
+
+
+def _inspect_head(fmt: registry.Format, path: PathLike, info: dict[str, Any],
+                  options: dict[str, Any]) -> dict[str, Any] | None:
+    """The format's quick summary; None when it cannot be told from the first bytes of a compressed file
+    (the caller then reads it all)."""
+    assert fmt.inspect_head is not None
+    if fmt.is_directory:
+        return fmt.inspect_head(Path(path), complete=True, **options)
+    if kind := compression.detect(path):
+        info["compression"] = kind
+        try:
+            return fmt.inspect_head(read_head(path, INSPECT_HEAD), complete=False, **options)
+        except FormatError:  # (the head cut inside what the summary needs; a real fault shows in the full parse)
+            return None
+    data = open_buffer(path)
+    info["size"] = len(data)
+    return fmt.inspect_head(data, complete=True, **options)

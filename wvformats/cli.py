@@ -29,7 +29,7 @@ all come from it.
 commands:
   formats                    list the registered formats
   sniff FILE...              tell the format of each file from its content
-  inspect FILE [--json]      structure summary: counts, shapes, dtypes, sizes, offsets of the parts
+  inspect FILE [--full] [--json]  summary from the header and a sample (--full: whole file, exact counts)
   dump FILE                  hex dump annotated with field paths (bulk arrays elided)
   validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
   convert SRC DST            convert between formats (atomic; never overwrites without --force)
@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     s = command(sub, "inspect", help="structure summary of a file")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
+    s.add_argument("--full", action="store_true",
+                   help="parse the whole file: exact counts, statistics, offsets of the parts (default: the "
+                        "header and a sample, in bounded time and memory)")
     _index_arguments(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
@@ -255,7 +258,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    info = api.inspect(args.file, args.format, **_index_options(args))
+    info = api.inspect(args.file, args.format, full=args.full, **_index_options(args))
     if args.json:
         _print_json(info)
         return EXIT_OK

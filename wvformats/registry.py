@@ -15,11 +15,12 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import construct as cs
+from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownFormatError
+
+if TYPE_CHECKING:
+    import construct as cs
 
 
 @dataclass
@@ -42,6 +43,11 @@ class Format:
     from_model: Callable[..., Any]
     model: type | None = None
     inspect: Callable[[Any], dict[str, Any]] | None = None
+    # a summary from the header and a sample, in bounded time and memory whatever the file's size:
+    # ``inspect_head(buffer, complete=..., **read_options)`` (the path, for a folder format); ``complete`` is
+    # False when the buffer holds only the first bytes of the file (a compressed one). ``inspect(full=True)``,
+    # and every inspect of a format without one, parses the whole file and calls ``inspect``
+    inspect_head: Callable[..., dict[str, Any]] | None = None
     check: Callable[[Any], list[str]] | None = None
     is_directory: bool = False
     # sniffers run in ascending priority: magic bytes first (0), content heuristics later

@@ -9,8 +9,9 @@ import construct as cs
 import numpy as np
 import tomli_w
 
+from ... import framework
 from ...embeddings import Embeddings, LazyRows, selected_rows, warn_if_changed
-from ...errors import BuildError, FormatError
+from ...errors import BuildError, FormatError, TruncatedError
 from ...framework import field_docs
 from ...registry import Format, register, schema_io
 from ...schemas import finalfusion as schema
@@ -356,6 +357,118 @@ def inspect(parsed: Any) -> dict[str, Any]:
     return info
 
 
+FIRST_WORDS = 10  # words a quick inspect shows
+
+
+def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]:
+    """The header, the metadata TOML and each chunk's leading fields, found by walking the chunks by their
+    length fields: no array body and no vocabulary beyond its first words is read."""
+    import struct
+
+    view = memoryview(buf).cast("B")
+    head = framework.parse(cs.Struct(*schema.finalfusion.subcons[:-1]), view, format=NAME)  # all but the chunks
+    listed = [int(i) for i in head["chunk_ids"]]
+    pos, size = 12 + 4 * len(listed), len(view)
+    chunks: list[dict[str, Any]] = []
+    info: dict[str, Any] = {"chunks": 0, "chunk_types": chunks}
+    while pos < size:
+        if pos + 12 > size:
+            raise TruncatedError("the file ends inside a chunk header", format=NAME, path=f"chunks[{len(chunks)}]",
+                              offset=pos)
+        chunk_id, length = struct.unpack_from("<IQ", view, pos)
+        name, body = schema.CHUNK_TYPES.get(chunk_id, ("unknown", None))
+        row: dict[str, Any] = {"id": chunk_id, "type": name, "offset": pos, "bytes": 12 + length}
+        at = pos + 12
+        fields = _leading_fields(body, view, at) if body is not None else {}
+        if chunk_id in schema.LENGTH_QUIRKS and "n_ngrams" in fields:
+            short = schema.LENGTH_QUIRKS[chunk_id](cs.Container(fields))
+            after = at + length + short  # a finalfusion-python 0.7.1 length: the next chunk is further on
+            if short and at + length != size and not _chunk_at(view, at + length) and _chunk_at(view, after):
+                row["bytes"] += short
+                info.setdefault("quirks", []).append(f"{name}: length field {short} bytes short "
+                                                     "(finalfusion-python 0.7.1)")
+        if pos + row["bytes"] > size:
+            raise TruncatedError(f"the file ends inside the {name} chunk ({row['bytes']} bytes from its start, "
+                                 f"{size - pos} left)", format=NAME, path=f"chunks[{len(chunks)}]", offset=pos)
+        chunks.append(row)
+        if chunk_id == 5:
+            info["metadata"] = _metadata_table(view[at : at + length], at)
+        elif chunk_id in VOCABS:
+            if settings := {k: v for k, v in fields.items() if k != "n_words"}:
+                info["vocab"] = settings
+            if "n_words" in fields:
+                info["words"] = fields["n_words"]
+                info["first_words"] = _first_words(view, at + _fixed_size(body), fields["n_words"])
+        elif chunk_id == 2:
+            info["dim"], info["rows"] = fields["cols"], fields["rows"]
+        elif chunk_id == 4:
+            info["dim"], info["rows"] = fields["reconstructed_len"], fields["n_embeddings"]
+            info["quantized"] = {"subquantizers": fields["quantized_len"], "centroids": fields["n_centroids"],
+                                 "projection": bool(fields["use_projection"]), "norms": bool(fields["use_norms"])}
+        pos += row["bytes"]
+    info["chunks"] = len(chunks)
+    if [c["id"] for c in chunks] != listed:
+        info["header_lists"] = listed
+    return info
+
+
+def _leading_fields(body: cs.Construct, view: memoryview, at: int) -> dict[str, Any]:
+    """The values of a chunk body's fixed-size fields before its first array or table."""
+    out: dict[str, Any] = {}
+    for name, con, _ in field_docs(body):
+        try:
+            n = con.sizeof()
+        except (cs.SizeofError, KeyError):
+            break
+        if name and n:
+            if at + n > len(view):
+                raise FormatError(f"the file ends inside the {name} field", format=NAME, offset=at)
+            value = con.parse(view[at : at + n])
+            out[name] = value if isinstance(value, (bytes, str)) else int(value)
+        at += n
+    return out
+
+
+def _fixed_size(body: cs.Construct) -> int:
+    """The bytes of a vocabulary body before its word table."""
+    size = 0
+    for name, con, _ in field_docs(body):
+        if name == "words":
+            return size
+        size += con.sizeof()
+    return size
+
+
+def _chunk_at(view: memoryview, pos: int) -> bool:
+    """A chunk header of a known type starts at ``pos`` whose length fits in the file."""
+    import struct
+
+    if pos + 12 > len(view):
+        return False
+    chunk_id, length = struct.unpack_from("<IQ", view, pos)
+    return chunk_id in schema.CHUNK_TYPES and pos + 12 + length <= len(view)
+
+
+def _first_words(view: memoryview, at: int, n_words: int) -> list[str]:
+    """The first words of a table of u32-length-prefixed UTF-8 words (undecodable bytes shown replaced)."""
+    words = []
+    for _ in range(min(n_words, FIRST_WORDS)):
+        if at + 4 > len(view):
+            break
+        n = int.from_bytes(view[at : at + 4], "little")
+        words.append(bytes(view[at + 4 : at + 4 + n]).decode("utf-8", "replace"))
+        at += 4 + n
+    return words
+
+
+def _metadata_table(toml: memoryview, at: int) -> Any:
+    try:
+        return tomllib.loads(bytes(toml).decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise FormatError(f"metadata is not valid UTF-8 TOML: {e}", format=NAME, path="chunks.metadata.toml",
+                          offset=at) from None
+
+
 def check(parsed: Any) -> list[str]:
     """Header list versus chunks present; storage rows, norms and metadata as reading needs them (a file of
     single chunks, with no vocabulary or no storage, is not embeddings but is not wrong)."""
@@ -380,7 +493,8 @@ _FORMAT = register(Format(
     name=NAME, extensions=(".fifu",), description="finalfusion: header, then typed chunks (vocabulary, "
     "storage, norms, TOML metadata) with 4-byte aligned arrays", schema=schema.finalfusion,
     sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
-    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, check=check, array_views=True,
+    to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, inspect_head=inspect_head, check=check,
+    array_views=True,
     schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},
     read_options=("limit", "vocab", "dtype"),
 ))

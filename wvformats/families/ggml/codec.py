@@ -53,6 +53,12 @@ def inspect(parsed: Any) -> dict[str, Any]:
                               "bytes": int(t.blocks.nbytes)} for t in model.tensors.values()]}
 
 
+def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
+    """The header and the tensor table: the records are walked by the sizes their headers give, and their
+    data stay unread views of the mapped file."""
+    return inspect(parse(buf))
+
+
 def check(parsed: Any) -> list[str]:
     return to_model(parsed).check()
 
@@ -62,5 +68,5 @@ register(Format(
     "101), then parameter records with FP32, FP16 or quantized blocks", schema=schema.rwkv,
     sniff=lambda head: head[:4] == b"fmgg" and int.from_bytes(head[4:8], "little") in (100, 101), priority=0,
     parse=parse, build=build, to_model=to_model, from_model=from_model, model=RwkvModel, inspect=inspect,
-    check=check, schemas={"header": schema.header},
+    inspect_head=inspect_head, check=check, schemas={"header": schema.header},
 ))

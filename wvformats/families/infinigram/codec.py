@@ -35,6 +35,7 @@ register(Format(
     "k-byte pointers, document offsets, optional metadata and unigram counts (no headers: sizes give counts)",
     schema=None, sniff=sniff, priority=10, parse=parse, build=_no_build, to_model=lambda index, **_: index,
     from_model=_no_build, model=InfiniGramIndex, inspect=inspect, check=check, is_directory=True,
+    inspect_head=lambda path, complete=True, **options: inspect(parse(path, **options)),  # (opening reads sizes)
     read_options=("token_width", "version"),
     schemas={"table": schema.table, "offset": schema.offset, "metaoff": schema.metaoff,
              **{f"tokenized (u{8 * w})": s for w, s in schema.tokenized.items()}},

@@ -68,9 +68,30 @@ def inspect(parsed: Any) -> dict[str, Any]:
             "field_bytes": dict(sizes)}
 
 
+FIRST_PIECES = 10  # pieces a quick inspect shows
+
+
+def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
+    """The trainer and normalizer summary and the first pieces (the pieces stay unparsed offsets)."""
+    model = to_model(parse(buf))
+
+    def summary(spec: Any) -> dict[str, Any]:  # the fields the file sets; the charsmap by its size
+        return {k: f"{len(getattr(spec, k))} bytes" if k == "precompiled_charsmap" else v
+                for k, v in spec.to_dict().items()}
+
+    trainer = summary(model.trainer_spec)
+    if "model_type" in trainer:
+        trainer["model_type"] = schema.MODEL_TYPES.get(trainer["model_type"], trainer["model_type"])
+    return {"pieces": len(model), "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
+            "vocab_size": model.trainer_spec.vocab_size,
+            "first_pieces": [p for p, _, _ in model.pieces[:FIRST_PIECES]],
+            "trainer": trainer, "normalizer": summary(model.normalizer_spec),
+            "charsmap": model.charsmap.to_dict() if model.charsmap else None}
+
+
 register(Format(
     name=NAME, extensions=(".model",), description="SentencePiece tokenizer.model: a protobuf ModelProto "
     "(pieces with scores and types, trainer and normalizer specs), read losslessly", schema=schema.model_proto,
     sniff=sniff, priority=90, parse=parse, build=build, to_model=to_model, from_model=from_model,
-    model=SentencePieceModel, inspect=inspect,
+    model=SentencePieceModel, inspect=inspect, inspect_head=inspect_head,
 ))

@@ -185,6 +185,41 @@ def _inspect(parsed: Any) -> dict[str, Any]:
     return info
 
 
+SAMPLE_ROWS = 1000  # records a quick inspect reads (for the number style and a GloVe file's estimated count)
+FIRST_WORDS = 10  # of which it shows
+
+
+def _inspect_head(name: str, s: cs.Construct) -> Any:
+    """The quick summary of a ``name`` file: its header and first records, never the rest of the file."""
+    from ... import framework
+
+    def inspect_head(buf: Any, *, complete: bool, unicode_errors: str | None = None, **_: Any) -> dict[str, Any]:
+        stream = framework.BufferStream(buf)
+        wanted = {"unicode_errors": unicode_errors} if unicode_errors else {}
+        parsed = framework.parse(s, stream, format=name, limit=SAMPLE_ROWS, **wanted)
+        rec, sampled = parsed["records"], len(parsed["records"]["words"])
+        info: dict[str, Any] = {}
+        declared = parsed["header"]["count"] if "header" in parsed else parsed.get("vocab_size")
+        if declared is not None:
+            info["words"] = int(declared)  # as the header states it (--full counts the records)
+        elif complete and stream.tell() >= stream.size:  # the sample is the whole file
+            info["words"] = sampled
+        elif complete and sampled:  # GloVe: no header; from the mean length of the sampled lines
+            info["words_estimate"] = round(sampled * stream.size / stream.tell())
+        else:
+            info["words"] = "unknown without --full"
+        info["dim"] = int(rec["vectors"].shape[1])
+        info["dtype"] = rec["vectors"].dtype.str
+        info["first_words"] = list(rec["words"][:FIRST_WORDS])
+        if rec.get("layout") is not None:
+            info["number_style"] = rec["layout"]["style"]
+        head = "header and the " if "header" in parsed or "vocab_size" in parsed else ""
+        info["sampled"] = f"{head}first {sampled} records (--full: every record)"
+        return info
+
+    return inspect_head
+
+
 def _check(parsed: Any) -> list[str]:
     """Problems a byte-exact round trip does not catch: bytes after the records."""
     trailer = parsed.get("trailer")
@@ -199,7 +234,7 @@ def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
-        model=Embeddings, inspect=_inspect, check=_check, read_options=(*_READ_PARAMS, "dtype"),
+        model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(name, s), check=_check, read_options=(*_READ_PARAMS, "dtype"),
     ))
 
 
