@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--bytes", type=int, default=32, help="bytes shown per field (default 32)")
+    s.add_argument("--all", action="store_true", help="every element of long arrays (default: first and last 4)")
     s = command(sub, "validate", help="byte-exact round trip of files")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
@@ -288,7 +289,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
     data = open_buffer(args.file)
     _, spans = walk(fmt.schema, data, format=fmt.name)
     print(f"# {args.file} [{fmt.name}] {len(data)} bytes")
-    for line in hexdump(spans, data, max_bytes=args.bytes):
+    for line in hexdump(spans, data, max_bytes=args.bytes, keep=None if args.all else 4):
         print(line)
     return EXIT_OK
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
-from .protowire import I32, I64, LEN, VARINT, parse_fields, zigzag_decode
+from .protowire import I32, I64, LEN, VARINT, Message, parse_fields, zigzag_decode
 
 SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
            "fixed64", "sint32", "sint64"}
@@ -26,7 +26,7 @@ SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "ui
 
 @dataclass
 class F:
-    """One field: number, name, type (a scalar name or a MessageType), label and default."""
+    """One field: number, name, type (a scalar name or a MessageType), label, default and what it means."""
 
     number: int
     name: str
@@ -34,6 +34,7 @@ class F:
     label: str = "optional"
     default: Any = None
     enum: dict[int, str] | None = None
+    doc: str = ""
 
     def __post_init__(self) -> None:
         if self.type == "float" and self.default is not None:  # a float default is a float32, as protobuf reads it
@@ -54,12 +55,26 @@ class MessageType:
         self.by_number = {f.number: f for f in self.fields}
 
 
+def enum_names(enum: Any) -> dict[int, str]:
+    """The names of an enum's values by number (``enum``: a dict or an ``enum.IntEnum`` class)."""
+    return dict(enum) if isinstance(enum, dict) else {int(m): m.name for m in enum}
+
+
 WIRE_TYPES = {"string": LEN, "bytes": LEN, "float": I32, "fixed32": I32, "double": I64, "fixed64": I64}
 
 
 def wire_type_of(kind: Any) -> int:
     """The wire type a field of this type is written with (unpacked); any other makes it an unknown field."""
     return LEN if isinstance(kind, MessageType) else WIRE_TYPES.get(kind, VARINT)
+
+
+class ProtoMessage(Message):
+    """A message of type ``mtype``: read and written losslessly as :class:`Message` (its wire fields), and
+    described by ``mtype`` for the generated docs page and the annotated dump."""
+
+    def __init__(self, mtype: MessageType, length: Any = None) -> None:
+        super().__init__(length)
+        self.mtype = mtype
 
 
 def _signed(v: int, bits: int) -> int:

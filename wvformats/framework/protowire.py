@@ -19,6 +19,7 @@ from .located import dotted, fail
 from .streams import _window
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
+WIRE_NAMES = {VARINT: "VARINT", I64: "I64", LEN: "LEN", SGROUP: "SGROUP", EGROUP: "EGROUP", I32: "I32"}
 MAX_DEPTH = 64  # group and message nesting limit: deeper input is refused, never a RecursionError
 
 

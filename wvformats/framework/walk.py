@@ -17,6 +17,8 @@ import numpy as np
 
 from ..errors import FormatError
 from .chunks import Chunks
+from .protobuf import MessageType, ProtoMessage, decode_scalar, enum_names, known_field, wire_type_of
+from .protowire import WIRE_NAMES, build_fields, parse_fields
 from .run import _translate
 from .streams import BufferStream
 
@@ -62,6 +64,11 @@ def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out
     start = stream.tell()
     if isinstance(con, Chunks):
         return _walk_chunks(con, stream, context, path, doc, out)
+    if isinstance(con, ProtoMessage):
+        fields = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+        _walk_message(con.mtype, fields, start, path, out, con)
+        out.append(Span(path, start, stream.tell(), fields, doc, con))
+        return fields
     if isinstance(con, cs.Struct):
         obj = cs.Container()
         ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
@@ -108,6 +115,72 @@ def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, ou
     return value
 
 
+class _Named(int):
+    """An enum value shown with its name: ``2 BPE``."""
+
+    name = ""
+
+    def __repr__(self) -> str:
+        return f"{int(self)} {self.name}"
+
+
+def _walk_message(mtype: MessageType, fields: list[Any], pos: int, path: str, out: list[Span],
+                  con: ProtoMessage) -> None:
+    """Spans of a protobuf message's wire fields from ``pos``, named by ``mtype``: ``pieces[3].piece``,
+    ``trainer_spec.model_type``; a sub-message's tag and length as ``<field>.(tag, length)``, then its fields;
+    numbers ``mtype`` does not name as ``field_<number>``. Each span holds the field's tag and value: the
+    bytes protobuf writes for that field alone."""
+    seen: dict[int, int] = {}
+    repeated: dict[str, list[Any]] = {}  # [first start, last end, count, doc, index in out after the last]
+    for f in fields:
+        encoded = bytearray()
+        build_fields([f], encoded)  # the parse is lossless: the field's own bytes, so its size
+        end = pos + len(encoded)
+        number, wire = f["number"], f["wire_type"]
+        spec = mtype.by_number.get(number)
+        i = seen[number] = seen.get(number, -1) + 1
+        if spec is None:
+            ext = mtype.extensions and mtype.extensions[0] <= number <= mtype.extensions[1]
+            kind = "extension" if ext else "reserved" if number in mtype.reserved else "unknown"
+            out.append(Span(_join(path, f"field_{number}"), pos, end, f["value"],
+                            f"{kind} field {number} of {mtype.name} ({WIRE_NAMES[wire]}), kept as it is", con))
+            pos = end
+            continue
+        where = _join(path, spec.name) + (f"[{i}]" if spec.label == "repeated" else "")
+        if not known_field(spec, f):
+            if wire != wire_type_of(spec.type):
+                why = f"{WIRE_NAMES[wire]}, where {spec.type if isinstance(spec.type, str) else 'a message'} " \
+                      f"is {WIRE_NAMES[wire_type_of(spec.type)]}"
+                value = f["value"]
+            else:
+                value = decode_scalar("int32", f)
+                why = f"{spec.name} has no value {value}"
+            out.append(Span(where, pos, end, value, f"{spec.doc} (unknown to protobuf: {why}; kept as it is)", con))
+        elif isinstance(spec.type, MessageType):
+            body = f["value"]
+            at = end - len(body)
+            out.append(Span(f"{where}.(tag, length)", pos, at, len(body),
+                            f"field {number} LEN: a {spec.type.name} of {len(body)} bytes follows", con))
+            sub = parse_fields(body, 0, len(body), where, at)[0]  # errors name the field and absolute offset
+            _walk_message(spec.type, sub, at, where, out, con)
+            out.append(Span(where, pos, end, sub, spec.doc, con))
+        else:
+            value = decode_scalar(spec.type, f)
+            if spec.enum is not None:
+                value = _Named(value)
+                value.name = enum_names(spec.enum)[value]
+            elif spec.type == "float":
+                value = np.float32(value)
+            out.append(Span(where, pos, end, value, spec.doc, con))
+        if spec.label == "repeated":
+            run = repeated.setdefault(_join(path, spec.name), [pos, end, 0, spec.doc, 0])
+            run[1:] = [end, run[2] + 1, spec.doc, len(out)]
+        pos = end
+    # a repeated field as a whole (first element to last) goes after its last element's spans, in file order
+    for name, (a, b, n, doc, after) in sorted(repeated.items(), key=lambda r: -r[1][4]):
+        out.insert(after, Span(name, a, b, n, doc, con))
+
+
 def covering(spans: list[Span], offset: int) -> str:
     """The deepest field path whose byte range holds ``offset`` ("" when none does)."""
     best: Span | None = None
@@ -121,6 +194,8 @@ def short(value: Any, limit: int = 60) -> str:
     """A one-line rendering of a field value for dumps."""
     if isinstance(value, np.ndarray):
         text = f"ndarray {value.dtype.str} {value.shape}"
+    elif isinstance(value, np.generic):
+        text = str(value)  # a float32 in its own shortest digits
     elif isinstance(value, cs.Container):
         keys = [k for k in value if not str(k).startswith("_")]
         if "words" in value and "vectors" in value:
@@ -147,14 +222,46 @@ def leaves(spans: list[Span]) -> list[Span]:
     return sorted((s for s in spans if s.path not in parents), key=lambda s: (s.start, s.end))
 
 
-def hexdump(spans: list[Span], data: Any, *, max_bytes: int = 32) -> list[str]:
-    """Annotated hex dump lines: offset range, leading bytes, ``path = value``; bulk fields are elided."""
+_ELEMENT = re.compile(r"([^\[]*)\[(\d+)\]")  # the array and index of a path's first [i]
+
+
+def hexdump(spans: list[Span], data: Any, *, max_bytes: int = 32, keep: int | None = 4) -> list[str]:
+    """Annotated hex dump lines: offset range, leading bytes, ``path = value``; bulk fields are elided.
+
+    Of an array of more than ``2 * keep + 1`` elements (pieces, records, ...), only the fields of the first
+    and last ``keep`` are shown, and one line says which elements and bytes lie between (``None``: all)."""
     mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-    lines = []
-    for s in leaves(spans):
+    shown = leaves(spans)
+    counts: dict[str, int] = {}
+    for s in shown:
+        if m := _ELEMENT.match(s.path):
+            counts[m[1]] = max(counts.get(m[1], 0), int(m[2]) + 1)
+    lines: list[str] = []
+    hidden: list[tuple[str, int, Span]] = []
+    for s in shown:
+        m = _ELEMENT.match(s.path)
+        if keep is not None and m and counts[m[1]] > 2 * keep + 1 and keep <= int(m[2]) < counts[m[1]] - keep:
+            hidden.append((m[1], int(m[2]), s))
+            continue
+        lines += _elided(hidden)
+        hidden = []
         raw = bytes(mv[s.start : min(s.end, s.start + max_bytes)])
         more = " ..." if s.end - s.start > max_bytes else ""
         where = f"{s.start:08x}-{s.end - 1:08x}" if s.end > s.start else f"{s.start:08x} (no bytes)"
         lines.append(f"{where}  {raw.hex(' ')}{more}".rstrip())
         lines.append(f"          {s.path or '(the whole file)'} = {short(s.value)}" + (f"    # {s.doc}" if s.doc else ""))
-    return lines
+    return lines + _elided(hidden)
+
+
+def _elided(hidden: list[tuple[str, int, Span]]) -> list[str]:
+    """The line pair standing for a run of elided array elements."""
+    if not hidden:
+        return []
+    first: dict[str, tuple[int, int]] = {}
+    for array, i, _ in hidden:
+        a, b = first.get(array, (i, i))
+        first[array] = (min(a, i), max(b, i))
+    what = "; ".join(f"{name}[{a}] to {name}[{b}]: {b - a + 1} elements not shown (--all shows them)"
+                     for name, (a, b) in first.items())
+    start, end = hidden[0][2].start, hidden[-1][2].end
+    return [f"{start:08x}-{end - 1:08x}  ...", f"          {what}"]
