@@ -10,23 +10,44 @@ these descriptions give the fields their names and types.
 
 from wvformats.schemas.protobuf import message
 
-from wvformats.framework.protobuf import F, MessageType
+from wvformats.framework.protobuf import F, MessageType, ProtoEnum
 
-PIECE_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
-MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
+
+class PieceType(ProtoEnum):
+    """``SentencePiece.Type``."""
+
+    NORMAL = 1
+    UNKNOWN = 2
+    CONTROL = 3
+    USER_DEFINED = 4
+    UNUSED = 5
+    BYTE = 6
+
+
+class ModelType(ProtoEnum):
+    """``TrainerSpec.ModelType``."""
+
+    UNIGRAM = 1
+    BPE = 2
+    WORD = 3
+    CHAR = 4
+
+
+PIECE_TYPES = {t.value: t.name for t in PieceType}
+MODEL_TYPES = {t.value: t.name for t in ModelType}
 
 EXTENSIONS = (200, (1 << 29) - 1)  # every message but Sample: extensions 200 to max
 
 SentencePiece = MessageType("SentencePiece", [
     F(1, "piece", "string", default=""),
     F(2, "score", "float", default=0.0),
-    F(3, "type", "enum", default=1, enum=PIECE_TYPES),
+    F(3, "type", "enum", default=1, enum=PieceType),
 ], EXTENSIONS)
 
 TrainerSpec = MessageType("TrainerSpec", [
     F(1, "input", "string", "repeated"),
     F(2, "model_prefix", "string", default=""),
-    F(3, "model_type", "enum", default=1, enum=MODEL_TYPES),
+    F(3, "model_type", "enum", default=1, enum=ModelType),
     F(4, "vocab_size", "int32", default=8000),
     F(5, "accept_language", "string", "repeated"),
     F(6, "self_test_sample_size", "int32", default=0),

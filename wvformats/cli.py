@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 a check failed, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from . import api, registry
 from .errors import FormatError, OptionError
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_PIPE, EXIT_TERMINATED = 130, 141, 143  # 128 + SIGINT, SIGPIPE, SIGTERM, as a shell says
 
 DESCRIPTION = """\
 Read, check, convert and document the binary formats of the word-embedding and language-model world.
@@ -66,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
     _index_arguments(s)
+    _unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
@@ -76,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     _index_arguments(s)
+    _unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
@@ -84,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--to", help="output format (default: from the extension of DST)")
     s.add_argument("--force", action="store_true", help="replace DST if it exists")
     s.add_argument("--limit", type=int, help="only the first N words")
-    s.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None)
+    _unicode_argument(s)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5"], help="text formats: number style")
     s.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
@@ -151,8 +155,16 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
                    help="infini-gram: 4 (default), 5 (documents stored reversed) or 6")
 
 
+def _unicode_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None,
+                   help="text formats: words that are not UTF-8 are an error (strict, the default), get U+FFFD "
+                        "for each bad byte (replace) or lose them (ignore)")
+
+
 def _index_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k in ("token_width", "version") if (v := getattr(args, k, None)) is not None}
+    """The read options given on the command line: an index's token width and version, a text file's
+    handling of bytes that are not UTF-8."""
+    return {k: v for k in ("token_width", "version", "unicode_errors") if (v := getattr(args, k, None)) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,19 +192,30 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always")
             warnings.showwarning = show
             return int(_COMMANDS[args.command](args) or 0)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as any Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the final flush must not fail too)
+        return EXIT_PIPE
     except (FormatError, FileExistsError, OSError, ValueError) as e:
         # ValueError: an argument the API refuses (a limit below 0, a token id the index cannot hold)
         if args.debug:
             traceback.print_exc()
-        print(f"wvformats: error: {e}", file=sys.stderr)
+        print(f"wvformats: error: {_sentence(e)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except _Terminated:
-        return 143  # killed (SIGTERM): the atomic writers have removed their temporary files on the way out
+        return EXIT_TERMINATED  # killed (SIGTERM): the atomic writers have removed their temporary files on the way out
     finally:
         if terminate:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _sentence(e: Exception) -> str:
+    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name)."""
+    if isinstance(e, OSError) and not isinstance(e, FormatError) and e.strerror:
+        name = e.filename2 if e.filename2 is not None else e.filename
+        return f"{name}: {e.strerror}" if name is not None else e.strerror
+    return str(api.hinted(e) if isinstance(e, FormatError) else e)
 
 
 class _Terminated(BaseException):
@@ -445,6 +468,9 @@ def _tokenizer(name: str) -> Any:
 def cmd_docs(args: argparse.Namespace) -> int:
     from .framework.docs import write_docs
 
+    if args.outdir.exists() and not args.outdir.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder (docs writes one page per format "
+                                 "into a folder)", str(args.outdir))
     for path in write_docs(args.outdir):
         print(path)
     return EXIT_OK

@@ -322,6 +322,11 @@ class InfiniGramIndex:
         # file paths: it numbers the shards and the global doc_ix
         self.shards = [Shard(groups[name], self.token_width) for name in sorted(groups)]
 
+    def __repr__(self) -> str:
+        tokens = sum(s.tok_cnt for s in self.shards)
+        return (f"<InfiniGramIndex v{self.version} {str(self.directory)!r}: {len(self.shards)} shard(s), "
+                f"{tokens} tokens of {self.token_width} byte(s)>")
+
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
         toks = list(tokens)[::-1] if self.reversed else list(tokens)

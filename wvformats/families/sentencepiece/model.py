@@ -231,6 +231,9 @@ class SentencePieceModel:
     def __len__(self) -> int:
         return len(self.piece_strings)
 
+    def __repr__(self) -> str:
+        return f"<SentencePieceModel {self.trainer_spec.model_type}: {len(self)} pieces>"
+
     @property
     def trainer_spec(self) -> View:
         return self.proto.trainer_spec

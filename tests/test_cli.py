@@ -1,0 +1,159 @@
+"""The command line as a user meets it: exit codes, one-line errors in the user's terms, help, and the
+commands gensim and finalfusion-utils users expect. Run as a subprocess where exit codes and stderr matter."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import wvformats as wv
+from wvformats.errors import FormatError
+
+
+def sample(name: str) -> Path:
+    return Path(wv.__file__).parent / "sample_files" / name
+
+
+def run(*args, cwd=None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wvformats.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, **kw)
+
+
+def one_error_line(r: subprocess.CompletedProcess) -> str:
+    """The error of a failed command: exactly one line, with no traceback and no errno."""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "[Errno" not in r.stderr, r.stderr
+    return lines[0]
+
+
+# -- 4. errors in the user's terms ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,family,where", [
+    # a word2vec text file whose second line is short: word2vec-binary was sniffed and read floats from text
+    (b"3 4\na 1 2 3 4\nb 1 2\nc 1 2 3 4\n", "word2vec-text", "records[1] at byte 14"),
+    (b"3 4\na 1 2\nb 1 2 3 4\nc 1 2 3 4\n", "word2vec-text", "records[0] at byte 4"),
+    # a GloVe file with one short line: "no registered format matches"
+    (b"a 1 2 3 4\nb 1 2\nc 1 2 3 4\n", "glove", "records[1] at byte 10"),
+])
+def test_a_damaged_text_file_reports_its_own_family_error(tmp_path, text, family, where):
+    f = tmp_path / "damaged.txt"
+    f.write_bytes(text)
+    assert wv.sniff(f) == family
+    with pytest.raises(FormatError) as e:
+        wv.read(f)
+    assert e.value.format == family and where in str(e.value) and "wrong number of values" in str(e.value)
+    r = run("inspect", f)
+    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {family} {where}")
+
+
+def test_real_binary_files_still_sniff_as_binary():
+    assert wv.sniff(sample("sample.bin")) == "word2vec-binary"
+    assert wv.sniff(sample("sample-c-newlines.bin")) == "word2vec-binary"
+
+
+@pytest.mark.parametrize("args,asked,actual,hint", [
+    (["convert", "glove.txt", "x.model", "--to", "sentencepiece"], "sentencepiece", "glove",
+     "wvformats convert FILE OUT --to finalfusion|leader|word2vec-binary|word2vec-text"),
+    (["convert", sample("sample-bpe.model"), "bpe.txt"], "word2vec-text", "sentencepiece",
+     "wvformats sentencepiece export FILE OUT --to hf|tsv|json"),
+    (["sentencepiece", "export", "glove.txt", "out.json", "--to", "json"], "sentencepiece", "glove",
+     "wvformats convert FILE OUT --to"),
+    (["rwkv", "quantize", "glove.txt", "out.bin", "--type", "Q5_1"], "rwkv", "glove", "wvformats similar FILE WORD"),
+    (["convert", sample("sample-rwkv-q5_1.bin"), "x.vec"], "word2vec-text", "rwkv", "wvformats rwkv quantize"),
+])
+def test_a_file_of_another_family_is_named_with_what_can_be_done(tmp_path, args, asked, actual, hint):
+    (tmp_path / "glove.txt").write_bytes(sample("sample.glove").read_bytes())
+    r = run(*args, cwd=tmp_path)
+    line = one_error_line(r)
+    assert r.returncode == 2
+    assert f"is a {actual} file" in line and asked in line and hint in line, line
+    assert "end-group tag" not in line and "constant field" not in line and "expected SentencePiece" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["glove.txt"]  # nothing written
+
+
+def test_system_errors_are_sentences_with_the_path(tmp_path):
+    (tmp_path / "adir").mkdir()
+    r = run("convert", sample("sample.glove"), "adir", "--to", "glove", "--force", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r).startswith("wvformats: error: adir: is a folder")
+    assert ".tmp" not in r.stderr and list((tmp_path / "adir").iterdir()) == []
+    (tmp_path / "afile").write_text("x")
+    r = run("docs", "afile", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r).startswith("wvformats: error: afile: exists and is not a folder")
+    r = run("inspect", "missing.vec", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r) == "wvformats: error: missing.vec: no such file or folder"
+
+
+@pytest.mark.parametrize("command", ["inspect", "dump", "sniff"])
+def test_a_closed_pipe_ends_quietly(command):
+    """``wvformats inspect f | head -c1``: the reader goes away; no error line, the shell's SIGPIPE status."""
+    p = subprocess.Popen([sys.executable, "-m", "wvformats.cli", command, str(sample("sample.txt"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait() == 141 and err == b""
+
+
+def test_validate_says_which_number_float32_cannot_hold(tmp_path):
+    f = tmp_path / "precise.txt"
+    f.write_bytes(b"2 3\na 0.25 0.5 0.75\nb 0.5 0.123456789 0.25\n")
+    report = wv.validate(f)
+    assert not report.ok and report.first_difference == 35
+    assert "line 3: 0.123456789 does not survive float32 (it is written back as 0.12345679)" in str(report)
+    assert "dtype='float64'" in str(report)
+    assert wv.read(f, dtype="float64").vectors[1, 1] == 0.123456789  # what the hint promises
+    r = run("validate", f)
+    assert r.returncode == 1 and "line 3: 0.123456789 does not survive float32" in r.stdout
+    f.write_bytes(b"2 3\na 0.25 2 3\nb 1 0.5 3\n")  # "2" comes back as "2.0": a spelling, not precision lost
+    assert wv.validate(f).notes == []
+
+
+def test_invalid_utf8_suggests_unicode_errors_which_inspect_and_validate_take(tmp_path):
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"2 3\ncaf\xe9 1 2 3\nb 1 2 3\n")
+    with pytest.raises(FormatError, match=r"records\[0\].word at byte 7: invalid UTF-8.*unicode_errors='replace'"):
+        wv.read(f)
+    r = run("inspect", f)
+    assert r.returncode == 2 and "--unicode-errors replace" in one_error_line(r)
+    r = run("inspect", f, "--unicode-errors", "replace", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["words"] == 2
+    r = run("validate", f, "--unicode-errors", "ignore")
+    assert r.returncode == 1 and "rebuild differs (first difference at byte 7" in r.stdout  # read, not refused
+    assert wv.read(f, unicode_errors="replace").words[0] == "caf\ufffd"
+
+
+@pytest.mark.parametrize("format", [None, "glove", "infini-gram"])
+def test_a_missing_path_is_a_file_not_found_error(tmp_path, format):
+    with pytest.raises(FileNotFoundError) as e:
+        wv.read(tmp_path / "nope.vec", format)
+    assert isinstance(e.value, FormatError) and e.value.filename == str(tmp_path / "nope.vec")
+
+
+def test_enum_fields_are_named_values():
+    """``trainer_spec.model_type`` is ``BPE`` (an IntEnum equal to 2), as inspect shows it; sentencepiece's
+    own protobuf module is the oracle of the numbers."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    path = sample("sample-bpe.model")
+    proto = pb.ModelProto.FromString(path.read_bytes())
+    spec = wv.read(path).trainer_spec
+    assert repr(spec.model_type) == "<ModelType.BPE: 2>" and str(spec.model_type) == "BPE"
+    assert spec.model_type == proto.trainer_spec.model_type == pb.TrainerSpec.BPE
+    assert json.loads(run("inspect", path, "--json").stdout)["model_type"] == "BPE"
+    unigram = wv.read(Path(__file__).parent / "data" / "sentencepiece" / "botchan_en_unigram_1000.model")
+    assert repr(unigram.trainer_spec.model_type) == "<ModelType.UNIGRAM: 1>"
+
+
+def test_models_and_tensors_have_short_reprs():
+    sp = wv.read(sample("sample-bpe.model"))
+    assert repr(sp) == "<SentencePieceModel BPE: 80 pieces>"
+    model = wv.read(sample("sample-rwkv-q5_1.bin"))
+    assert repr(model) == ("<RwkvModel v4 version 101: n_vocab=16 n_embed=32 n_layer=1 data_type=8 (Q5_1), "
+                           "24 tensors>")
+    assert repr(model.tensors["emb.weight"]) == "<Tensor 'emb.weight' FP16 (16, 32) at byte 54>"
+    index = wv.read(sample("sample-index"))
+    assert repr(index).endswith(": 1 shard(s), 52 tokens of 1 byte(s)>")
+    assert all(len(repr(x)) < 120 for x in (sp, model, index, *model.tensors.values()))
