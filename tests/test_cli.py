@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import wvformats as wv
@@ -157,3 +158,94 @@ def test_models_and_tensors_have_short_reprs():
     index = wv.read(sample("sample-index"))
     assert repr(index).endswith(": 1 shard(s), 52 tokens of 1 byte(s)>")
     assert all(len(repr(x)) < 120 for x in (sp, model, index, *model.tensors.values()))
+
+
+# -- 5. the command line explains itself -----------------------------------------------------------------
+
+
+def test_version_and_help_list_each_command_once():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"wvformats {wv.__version__}"
+    r = run("--help")
+    assert r.returncode == 0
+    commands = ["formats", "sniff", "inspect", "dump", "validate", "convert", "similar", "analogy", "rwkv",
+                "sentencepiece", "infinigram", "docs", "samples"]
+    listed = [line.split()[0] for line in r.stdout.splitlines() if line.startswith("    ") and line.split()]
+    assert [c for c in listed if c in commands] == commands  # each once, in one place
+    assert "130 interrupted" in r.stdout and "141 output closed" in r.stdout
+
+
+def test_options_say_their_choices():
+    r = run("convert", "--help")
+    text = " ".join(r.stdout.split())
+    assert f"--to FORMAT output format, one of: {', '.join(wv.api.writable_formats())}" in text
+    assert "infini-gram" not in text.split("--to FORMAT")[1].split("--force")[0]  # built, not converted to
+    assert "repr the shortest that reads back the same float32 (0.12345679" in text and "fixed6 six decimals" in text
+    assert "--unicode-errors {strict,replace,ignore}" in text
+    for command in ("inspect", "validate"):
+        assert "--unicode-errors {strict,replace,ignore}" in run(command, "--help").stdout
+
+
+def test_formats_is_a_table_of_what_each_format_can_do():
+    rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
+    assert rows["glove"]["convert_to"] == ["finalfusion", "leader", "word2vec-binary", "word2vec-text"]
+    assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
+    assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
+    assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"
+    lines = run("formats").stdout.splitlines()
+    assert lines[0].split() == ["format", "extensions", "write", "validate", "convert", "to", "lookups"]
+    assert any(line.startswith("infini-gram") and "infinigram build" in line for line in lines)
+
+
+@pytest.fixture(scope="module")
+def random_vectors(tmp_path_factory):
+    """3000 random words: enough rows that the top ten are found by partition, not by a full sort."""
+    rng = np.random.default_rng(7)
+    path = tmp_path_factory.mktemp("similar") / "random.txt"
+    wv.write(wv.Embeddings([f"w{i}" for i in range(3000)], rng.standard_normal((3000, 24)).astype(np.float32)),
+             path, "word2vec-text")
+    return path
+
+
+@pytest.mark.parametrize("name", ["random", "sample.txt", "sample.bin"])
+def test_similar_and_analogy_agree_with_gensim(random_vectors, name):
+    from gensim.models import KeyedVectors
+
+    path = random_vectors if name == "random" else sample(name)
+    kv = KeyedVectors.load_word2vec_format(str(path), binary=name.endswith(".bin"))
+    a, b, c = kv.index_to_key[1:4]
+    r = run("similar", path, a, "-k", "7", "--json")
+    got = json.loads(r.stdout)["results"]
+    want = kv.most_similar(a, topn=7)
+    assert [g["word"] for g in got] == [w for w, _ in want]
+    np.testing.assert_allclose([g["similarity"] for g in got], [s for _, s in want], rtol=1e-5, atol=1e-6)
+    got = json.loads(run("analogy", path, a, b, c, "-k", "5", "--json").stdout)["results"]
+    want = kv.most_similar(positive=[b, c], negative=[a], topn=5)
+    assert [g["word"] for g in got] == [w for w, _ in want]
+    np.testing.assert_allclose([g["similarity"] for g in got], [s for _, s in want], rtol=1e-5, atol=1e-6)
+    text = run("similar", path, a, "-k", "2")  # plain output: similarity, tab, word
+    assert [line.split("\t")[1] for line in text.stdout.splitlines()] == [w for w, _ in kv.most_similar(a, topn=2)]
+
+
+def test_similar_composes_unknown_words_as_finalfusion_does(tmp_path):
+    """finalfusion-python's word_similarity and analogy (which assume L2-normalised rows) are the oracle,
+    on a bucket-subword file written with --normalize; 'unseenword' is in no vocabulary."""
+    import finalfusion
+
+    path = tmp_path / "n.fifu"
+    assert run("convert", sample("sample-bucket.fifu"), path, "--normalize").returncode == 0
+    ff = finalfusion.load_finalfusion(str(path))
+    for args, want in ((["similar", path, "unseenword", "-k", "3"], ff.word_similarity("unseenword", 3)),
+                       (["analogy", path, "the", "of", "unseenword", "-k", "3"],
+                        ff.analogy("the", "of", "unseenword", 3))):
+        got = json.loads(run(*args, "--json").stdout)["results"]
+        assert [g["word"] for g in got] == [x.word for x in want]
+        np.testing.assert_allclose([g["similarity"] for g in got], [x.similarity for x in want], rtol=1e-5)
+
+
+def test_similar_refuses_what_it_cannot_look_up(tmp_path):
+    r = run("similar", sample("sample.txt"), "zzz")
+    assert r.returncode == 2 and "'zzz' is not in" in one_error_line(r) and "no subwords" in r.stderr
+    r = run("similar", sample("sample-bpe.model"), "the")
+    assert r.returncode == 2 and "is a sentencepiece file" in one_error_line(r)
+    assert run("similar", sample("sample.txt"), "the", "-k", "0").returncode == 2

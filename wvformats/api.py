@@ -89,11 +89,17 @@ def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, 
     return fmt.parse(buf, **options)
 
 
+def writable_formats() -> list[str]:
+    """The formats ``write`` and ``convert`` can write (a folder format is built by its own command)."""
+    return sorted(n for n, f in registry.load().items() if not f.is_directory)
+
+
 def convert_targets(fmt: registry.Format) -> list[str]:
     """The formats a file of ``fmt`` can be converted to (those whose writer takes its model)."""
     if fmt.model is None:
         return []
-    return sorted(f.name for f in registry.load().values() if f.model is not None and issubclass(fmt.model, f.model))
+    return sorted(f.name for f in registry.load().values()
+                  if f.model is not None and not f.is_directory and issubclass(fmt.model, f.model))
 
 
 # what the command line does with a file of each kind besides converting it, for errors that meet the wrong one
