@@ -2,6 +2,7 @@
 commands gensim and finalfusion-utils users expect. Run as a subprocess where exit codes and stderr matter."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -249,3 +250,105 @@ def test_similar_refuses_what_it_cannot_look_up(tmp_path):
     r = run("similar", sample("sample-bpe.model"), "the")
     assert r.returncode == 2 and "is a sentencepiece file" in one_error_line(r)
     assert run("similar", sample("sample.txt"), "the", "-k", "0").returncode == 2
+
+
+# -- 6. long work shows progress; tokenizers load at once or fail at once ---------------------------------
+
+SP_MODEL = Path(__file__).parent / "data" / "sentencepiece" / "botchan_en_bpe_1000.model"
+TEXTS = ["hello world", "It was the best of times.", "hello there, world"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
+    return tmp_path
+
+
+def _indexed_documents(index: Path) -> list[list[int]]:
+    """The documents of a one-shard u16 index, from its tokenized file (separator 0xFFFF before each)."""
+    tokens = np.fromfile(index / "tokenized.0", "<u2").tolist()
+    docs, current = [], None
+    for t in tokens:
+        if t == 0xFFFF:
+            if current is not None:
+                docs.append(current)
+            current = []
+        else:
+            current.append(t)
+    return [*docs, current]
+
+
+@pytest.mark.parametrize("kind", ["tokenizer.model", "tokenizer.json"])
+def test_build_with_a_local_tokenizer_needs_no_network(corpus, kind):
+    """sentencepiece's own encoder is the oracle of the ids an index built with a local tokenizer holds."""
+    import sentencepiece
+
+    tokenizer = SP_MODEL
+    if kind == "tokenizer.json":
+        tokenizer = corpus / "tokenizer.json"
+        assert run("sentencepiece", "export", SP_MODEL, tokenizer, "--to", "hf").returncode == 0
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer", tokenizer,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(SP_MODEL))
+    assert _indexed_documents(corpus / "index") == [sp.encode(t) for t in TEXTS]
+    r = run("infinigram", "count", corpus / "index", "--text", "hello", "--tokenizer", tokenizer)
+    assert r.returncode == 0 and r.stdout.strip() == "2"
+
+
+def test_an_unloadable_tokenizer_fails_at_once_in_one_line(corpus):
+    """Offline, a Hub name retried for 48 s and printed 27 lines."""
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env["HF_ENDPOINT"] = "https://unreachable.invalid"  # no network, whatever the machine has
+    env["HF_HOME"] = str(corpus / "hf-home")  # an empty cache
+    start = time.monotonic()
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer",
+            "gpt2", env=env)
+    assert time.monotonic() - start < 20
+    line = one_error_line(r)
+    assert r.returncode == 2 and "cannot load the tokenizer 'gpt2'" in line and "tokenizer.model" in line
+    assert not (corpus / "index").exists()
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer",
+            sample("sample.txt"))
+    assert r.returncode == 2 and "is neither a tokenizer.json nor a SentencePiece model" in one_error_line(r)
+
+
+def _on_a_terminal(*args) -> str:
+    """What the command writes to a terminal (stdout and stderr both on a pseudo-terminal)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # (0 columns: tqdm draws nothing)
+        os.execv(sys.executable, [sys.executable, "-m", "wvformats.cli", *map(str, args)])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out.decode("utf-8", "replace")
+
+
+def test_validate_full_shows_progress_on_a_terminal_only(tmp_path):
+    from wvformats import infinigram
+
+    index = tmp_path / "index"
+    infinigram.build([[1, 2, 3] * 50, [2, 3, 4] * 50], index, token_width=2)
+    assert "suffix order of index" in _on_a_terminal("validate", index, "--full")
+    assert "suffix order" not in _on_a_terminal("validate", index, "--full", "--quiet")
+    r = run("validate", index, "--full")  # stderr not a terminal: quiet
+    assert r.returncode == 0 and r.stderr == ""
+    seen = []
+    assert wv.validate(index, full=True, progress=seen.append).ok and sum(seen) == 301  # every neighbouring pair

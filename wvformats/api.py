@@ -357,11 +357,12 @@ class ValidationReport:
 
 
 def validate(path: PathLike, format: str | None = None, *, full: bool = False,
-             **options: Any) -> ValidationReport:
+             progress: Callable[[int], Any] | None = None, **options: Any) -> ValidationReport:
     """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical.
 
     Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
-    on a sample of the suffix order unless ``full``. ``options`` go to the format's parse, as in ``read``
+    on a sample of the suffix order unless ``full``, calling ``progress`` with the number of suffix pairs
+    about to be compared (a bar's ``update``). ``options`` go to the format's parse, as in ``read``
     (infini-gram: ``token_width``, ``version``)."""
     p = str(path)
     if not os.access(compression.split_member(path)[0], os.R_OK):
@@ -374,7 +375,8 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
     report = ValidationReport(p, fmt.name, False)
     try:
         if fmt.is_directory:
-            problems = fmt.check(fmt.parse(Path(path), **options), full=full) if fmt.check else []
+            extra = {} if progress is None else {"progress": progress}
+            problems = fmt.check(fmt.parse(Path(path), **options), full=full, **extra) if fmt.check else []
             report.problems = problems
             report.ok = not problems
             return report

@@ -137,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("out_dir", type=Path)
     b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
                    help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
-    b.add_argument("--tokenizer", help="a Hugging Face tokenizer name or folder (needs transformers)")
+    b.add_argument("--tokenizer", help="a tokenizer.json or SentencePiece tokenizer.model file, or a Hugging Face "
+                                       "tokenizer name or folder (needs transformers)")
     b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
                    help="4: suffixed files; 5: documents reversed; 6: files without suffix")
     b.add_argument("--shards", type=int, default=1)
@@ -150,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("index", type=Path)
     c.add_argument("ids", nargs="*", type=int, help="token ids")
     c.add_argument("--text", help="text instead of ids: tokenized with --tokenizer, or its UTF-8 bytes (u8 indexes)")
-    c.add_argument("--tokenizer", help="the Hugging Face tokenizer (name or folder) the index was built with")
+    c.add_argument("--tokenizer", help="the tokenizer the index was built with (as for build)")
     _index_arguments(c)
     c.add_argument("--json", action="store_true")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
@@ -360,8 +361,17 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [api.validate(f, args.format, full=args.full, **_index_options(args))
-               for f in _progress(args.files, args, "validate")]
+    from . import progress
+
+    reports = []
+    for f in _progress(args.files, args, "validate"):
+        bar = progress.bar(not args.quiet and args.full and f.is_dir(), desc=f"suffix order of {f.name}",
+                           unit="pair", unit_scale=True)  # (a full check of a big index takes minutes)
+        try:
+            reports.append(api.validate(f, args.format, full=args.full, progress=bar.update,
+                                        **_index_options(args)))
+        finally:
+            bar.close()
     if args.json:
         _print_json([r.to_dict() for r in reports])
     else:
@@ -527,13 +537,60 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
 
 
 def _tokenizer(name: str) -> Any:
-    """The ``encode`` of a Hugging Face tokenizer, loaded as the real infini-gram indexer loads it."""
+    """The ``encode`` (text -> ids, no special tokens added) of the tokenizer ``name``: a ``tokenizer.json``
+    file (the tokenizers package), a SentencePiece ``tokenizer.model`` (read by this library and encoded
+    through its tokenizer.json export), or a Hugging Face tokenizer name or folder, loaded as the real
+    infini-gram indexer loads it (transformers). Anything that cannot be loaded is one error line, at once:
+    a name is looked up in the local cache only when the Hub cannot be reached (no minute of retries)."""
+    path = Path(name)
+    if path.is_file():
+        try:
+            import tokenizers
+        except ImportError:
+            raise OptionError("--tokenizer FILE needs the tokenizers package") from None
+        try:
+            sentencepiece = api.sniff(path) == "sentencepiece"
+        except FormatError:  # (a tokenizer.json is of no registered format)
+            sentencepiece = False
+        if sentencepiece:
+            from .families.sentencepiece.model import to_hf_tokenizer
+
+            text = json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece")))
+        else:
+            text = path.read_text(encoding="utf-8")
+        try:
+            tok = tokenizers.Tokenizer.from_str(text)
+        except Exception as e:  # noqa: BLE001 - the tokenizers package raises its own exception types
+            raise OptionError(f"{path} is neither a tokenizer.json nor a SentencePiece model ({e})") from None
+        return lambda t: tok.encode(t, add_special_tokens=False).ids
+    host = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").split("://")[-1].split("/")[0]
+    if not path.exists() and not os.environ.get("HF_HUB_OFFLINE") and not _reachable(host):
+        os.environ["HF_HUB_OFFLINE"] = "1"  # (read when huggingface_hub is imported: set before transformers)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         import transformers
     except ImportError:
-        raise OptionError("--tokenizer needs the transformers package") from None
-    return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
-                                                      add_eos_token=False).encode
+        raise OptionError("--tokenizer NAME needs the transformers package (or give a tokenizer.json or "
+                          "tokenizer.model file)") from None
+    try:
+        return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
+                                                          add_eos_token=False).encode
+    except Exception as e:  # noqa: BLE001 - transformers raises OSError, ValueError, ImportError, ...
+        why = (f"it is not in the Hugging Face cache and {host} cannot be reached"
+               if os.environ.get("HF_HUB_OFFLINE") else str(e).splitlines()[0])
+        raise OptionError(f"cannot load the tokenizer {name!r}: {why}; give a local tokenizer.json or "
+                          "SentencePiece tokenizer.model file instead") from None
+
+
+def _reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to ``host``:443 opens within ``timeout`` seconds."""
+    import socket
+
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
