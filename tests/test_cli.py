@@ -352,3 +352,21 @@ def test_validate_full_shows_progress_on_a_terminal_only(tmp_path):
     assert r.returncode == 0 and r.stderr == ""
     seen = []
     assert wv.validate(index, full=True, progress=seen.append).ok and sum(seen) == 301  # every neighbouring pair
+
+
+def test_the_readme_sentencepiece_edits_work_as_shown(tmp_path):
+    """The README's editing lines, with sentencepiece's processor as the oracle of the edited model."""
+    import sentencepiece
+    from wvformats.schemas.sentencepiece import PieceType
+
+    from wvformats import sentencepiece as spm
+
+    sp = wv.read(SP_MODEL)
+    edited = spm.add_piece(sp, "<sep>", type=PieceType.USER_DEFINED)  # a PieceType as well as its name
+    edited = spm.set_piece(edited, 5, score=-2.5)
+    edited = spm.set_normalizer(edited, add_dummy_prefix=False)
+    wv.write(edited, tmp_path / "edited.model")
+    proc = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "edited.model"))
+    assert proc.get_piece_size() == len(sp) + 1 and proc.id_to_piece(len(sp)) == "<sep>"
+    assert proc.is_unknown(0) and proc.get_score(5) == -2.5 and proc.encode("a<sep>b")[1] == len(sp)
+    assert wv.read(tmp_path / "edited.model").normalizer_spec.add_dummy_prefix is False
