@@ -10,23 +10,44 @@ defaults and meanings (in our words, after the comments of ``sentencepiece_model
 the generated docs page and the annotated dump.
 """
 
-from wvformats.framework.protobuf import F, MessageType, ProtoMessage
+from wvformats.framework.protobuf import F, MessageType, ProtoEnum, ProtoMessage
 
-PIECE_TYPES = {1: "NORMAL", 2: "UNKNOWN", 3: "CONTROL", 4: "USER_DEFINED", 5: "UNUSED", 6: "BYTE"}
-MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
+
+class PieceType(ProtoEnum):
+    """``SentencePiece.Type``."""
+
+    NORMAL = 1
+    UNKNOWN = 2
+    CONTROL = 3
+    USER_DEFINED = 4
+    UNUSED = 5
+    BYTE = 6
+
+
+class ModelType(ProtoEnum):
+    """``TrainerSpec.ModelType``."""
+
+    UNIGRAM = 1
+    BPE = 2
+    WORD = 3
+    CHAR = 4
+
+
+PIECE_TYPES = {t.value: t.name for t in PieceType}
+MODEL_TYPES = {t.value: t.name for t in ModelType}
 
 EXTENSIONS = (200, (1 << 29) - 1)  # every message but Sample: extensions 200 to max
 
 SentencePiece = MessageType("SentencePiece", [
     F(1, "piece", "string", default="", doc="the piece's text, UTF-8; sentencepiece refuses empty pieces (and, since 0.2.2, NUL)"),
     F(2, "score", "float", default=0.0, doc="unigram: log probability; BPE: merge priority (higher merges first)"),
-    F(3, "type", "enum", default=1, enum=PIECE_TYPES, doc="UNKNOWN: the unk piece; CONTROL: <s>, </s>, never from text; USER_DEFINED: always whole; BYTE: <0xXX> of byte_fallback; UNUSED: never produced"),
+    F(3, "type", "enum", default=1, enum=PieceType, doc="UNKNOWN: the unk piece; CONTROL: <s>, </s>, never from text; USER_DEFINED: always whole; BYTE: <0xXX> of byte_fallback; UNUSED: never produced"),
 ], EXTENSIONS)
 
 TrainerSpec = MessageType("TrainerSpec", [
     F(1, "input", "string", "repeated", doc="the training corpus files: one sentence per line, or TSV source<tab>target for a shared vocabulary"),
     F(2, "model_prefix", "string", default="", doc="training wrote <model_prefix>.model and <model_prefix>.vocab"),
-    F(3, "model_type", "enum", default=1, enum=MODEL_TYPES, doc="the segmentation algorithm"),
+    F(3, "model_type", "enum", default=1, enum=ModelType, doc="the segmentation algorithm"),
     F(4, "vocab_size", "int32", default=8000, doc="number of pieces to train"),
     F(5, "accept_language", "string", "repeated", doc="languages the model is meant for, informational only (deprecated in 0.2.3)"),
     F(6, "self_test_sample_size", "int32", default=0, doc="number of sentences kept as self_test_data (deprecated in 0.2.3)"),

@@ -393,5 +393,5 @@ def test_write_chooses_among_formats_sharing_an_extension_by_the_object(tmp_path
     for dst, to in (("c.txt", []), ("d.bin", ["--to", "word2vec-binary"])):
         assert cli.main(["convert", str(rwkv_file), str(tmp_path / dst), *to]) == 2
         err = capsys.readouterr().err
-        assert "RwkvModel can be written as: rwkv" in err and "Traceback" not in err
+        assert "is a rwkv file (RwkvModel); `wvformats rwkv quantize" in err and "Traceback" not in err
         assert not (tmp_path / dst).exists()

@@ -28,11 +28,16 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """``from wvformats import infinigram``: the infini-gram index module, imported when first asked for."""
+    """``from wvformats import infinigram`` (the infini-gram index module) and ``sentencepiece`` (the
+    SentencePiece model, its edits and exports), imported when first asked for."""
     if name == "infinigram":
         from .families.infinigram import index
 
         return index
+    if name == "sentencepiece":
+        from .families.sentencepiece import model
+
+        return model
     raise AttributeError(f"module 'wvformats' has no attribute {name!r}")
 
 __all__ = [

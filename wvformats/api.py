@@ -14,7 +14,7 @@ from typing import Any
 
 from . import compression, framework, registry
 from .embeddings import Embeddings, check_read_options
-from .errors import BuildError, FormatError, OptionError, UnknownFormatError
+from .errors import BuildError, FormatError, MissingFileError, OptionError, UnknownFormatError
 from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
 
 PathLike = str | os.PathLike[str]
@@ -36,6 +36,8 @@ def sniff(path: PathLike) -> str:
     """The format of ``path``, from magic bytes or content (the extension is not needed)."""
     p, _ = compression.split_member(path)
     _refuse_special(p)
+    if not p.exists():
+        raise MissingFileError(p)
     fmts = sorted(registry.load().values(), key=lambda f: (f.priority, f.name))
     if p.is_dir():
         for f in fmts:
@@ -46,14 +48,15 @@ def sniff(path: PathLike) -> str:
         head = read_head(path)
     except OSError as e:
         raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
-    for f in fmts:
-        if f.is_directory:
-            continue
-        try:
-            if f.sniff(head):
-                return f.name
-        except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
-            continue
+    for test in ("sniff", "resembles"):  # an exact match first; else the format a damaged file is closest to
+        for f in fmts:
+            if f.is_directory or getattr(f, test) is None:
+                continue
+            try:
+                if getattr(f, test)(head):
+                    return f.name
+            except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
+                continue
     if not head:
         raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
     inside = f"{kind}-compressed; decompressed, its " if (kind := compression.detect(path)) else "its "
@@ -68,6 +71,8 @@ def _resolve(path: PathLike, format: str | None) -> registry.Format:
         return registry.get(sniff(path))
     fmt, (p, _) = registry.get(format), compression.split_member(path)
     _refuse_special(p)
+    if not p.exists():
+        raise MissingFileError(p)
     if fmt.is_directory and p.exists() and not p.is_dir():
         raise FormatError(f"{p} is a file; {fmt.name} is a folder of files", format=fmt.name)
     if not fmt.is_directory and p.is_dir():
@@ -84,6 +89,62 @@ def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, 
     return fmt.parse(buf, **options)
 
 
+def writable_formats() -> list[str]:
+    """The formats ``write`` and ``convert`` can write (a folder format is built by its own command)."""
+    return sorted(n for n, f in registry.load().items() if not f.is_directory)
+
+
+def convert_targets(fmt: registry.Format) -> list[str]:
+    """The formats a file of ``fmt`` can be converted to (those whose writer takes its model)."""
+    if fmt.model is None:
+        return []
+    return sorted(f.name for f in registry.load().values()
+                  if f.model is not None and not f.is_directory and issubclass(fmt.model, f.model))
+
+
+# what the command line does with a file of each kind besides converting it, for errors that meet the wrong one
+_COMMANDS = {
+    "sentencepiece": "`wvformats sentencepiece export FILE OUT --to hf|tsv|json` exports its vocabulary",
+    "rwkv": "`wvformats rwkv quantize FILE OUT --type T` quantizes it",
+    "infini-gram": "`wvformats infinigram count FILE IDS...` counts token sequences in it",
+}
+
+
+def what_it_is(path: PathLike, fmt: registry.Format) -> str:
+    """A sentence naming the format of the file at ``path`` and what can be done with it, for errors that
+    meet a file of another kind than the one asked for."""
+    targets = [t for t in convert_targets(fmt) if t != fmt.name]
+    kind = f" ({fmt.model.__name__})" if fmt.model is not None else ""
+    uses = [f"`wvformats convert FILE OUT --to {'|'.join(targets)}` converts it"] if targets else []
+    if fmt.name in _COMMANDS:
+        uses.append(_COMMANDS[fmt.name])
+    elif fmt.model is Embeddings:
+        uses.append("`wvformats similar FILE WORD` looks words up")
+    return f"{path} is a {fmt.name} file{kind}; " + ", and ".join(uses)
+
+
+def _wrong_kind(path: PathLike, fmt: registry.Format, error: FormatError) -> FormatError:
+    """``error`` (from reading ``path`` as ``fmt``), or, when the file's content says it is of another format,
+    an error saying so and what can be done with it."""
+    try:
+        actual = registry.get(sniff(path))
+    except FormatError:
+        return error
+    if actual.name == fmt.name or actual.model is fmt.model:  # of the same kind: its own error says more
+        return error
+    return FormatError(f"not a {fmt.name} file: {what_it_is(path, actual)}", format=fmt.name)
+
+
+def hinted(error: FormatError) -> FormatError:
+    """``error``, with the read option that gets past it where its format takes one (invalid UTF-8)."""
+    fmt = registry.load().get(error.format or "")
+    if fmt is not None and "invalid UTF-8" in error.message and "unicode_errors" in (fmt.read_options or ()) \
+            and "unicode_errors" not in error.message:
+        error.message += (" (unicode_errors='replace' or 'ignore' reads past it; on the command line "
+                          "--unicode-errors replace)")
+    return error
+
+
 def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     """Read a file into its format's model object (``Embeddings`` for embedding formats).
 
@@ -96,11 +157,16 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     use_mmap = options.pop("mmap", None)
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
-    if use_mmap is False and fmt.array_views and not compression.detect(path):
-        parsed = _parse_beside_copy(fmt, path, options)
-    else:
-        buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
-        parsed = fmt.parse(buf, **options)
+    try:
+        if use_mmap is False and fmt.array_views and not compression.detect(path):
+            parsed = _parse_beside_copy(fmt, path, options)
+        else:
+            buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
+            parsed = fmt.parse(buf, **options)
+    except FormatError as e:
+        if format is None:
+            raise hinted(e) from None
+        raise hinted(_wrong_kind(path, fmt, e)) from None  # a format named by the caller that the file is not
     return fmt.to_model(parsed, mmap=use_mmap, **options)
 
 
@@ -243,7 +309,12 @@ def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format:
     if len(candidates) == 1:
         _check_write_options(candidates[0], write_opts)
     model = read(src, from_format, **read_opts)
-    fmt = _format_for_output(dst, to, model)
+    try:
+        fmt = _format_for_output(dst, to, model)
+    except BuildError as e:  # a target the model cannot become: say what the source is and what it can become
+        source = registry.get(from_format or sniff(src))
+        raise BuildError(f"cannot convert to {' or '.join(f.name for f in candidates)}: "
+                         f"{what_it_is(src, source)}", format=e.format) from None
     write(model, dst, fmt.name, overwrite=overwrite, **own, **write_opts)
     return fmt.name
 
@@ -277,7 +348,7 @@ class ValidationReport:
             if self.field:
                 where += f" in {self.field}"
             return (f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})"
-                    + (f"; {problems}" if problems else ""))
+                    + "".join(f"; {x}" for x in (*self.notes, *self.problems)))
         if not self.ok:
             return f"FAIL  {self.path} [{self.format}]: {problems}"
         if self.size == 0 and self.rebuilt_size == 0 and Path(self.path).is_dir():
@@ -286,11 +357,12 @@ class ValidationReport:
 
 
 def validate(path: PathLike, format: str | None = None, *, full: bool = False,
-             **options: Any) -> ValidationReport:
+             progress: Callable[[int], Any] | None = None, **options: Any) -> ValidationReport:
     """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical.
 
     Directory formats (infini-gram) have no single byte stream: their consistency check runs instead,
-    on a sample of the suffix order unless ``full``. ``options`` go to the format's parse, as in ``read``
+    on a sample of the suffix order unless ``full``, calling ``progress`` with the number of suffix pairs
+    about to be compared (a bar's ``update``). ``options`` go to the format's parse, as in ``read``
     (infini-gram: ``token_width``, ``version``)."""
     p = str(path)
     if not os.access(compression.split_member(path)[0], os.R_OK):
@@ -303,7 +375,8 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
     report = ValidationReport(p, fmt.name, False)
     try:
         if fmt.is_directory:
-            problems = fmt.check(fmt.parse(Path(path), **options), full=full) if fmt.check else []
+            extra = {} if progress is None else {"progress": progress}
+            problems = fmt.check(fmt.parse(Path(path), **options), full=full, **extra) if fmt.check else []
             report.problems = problems
             report.ok = not problems
             return report
@@ -318,10 +391,34 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
         if first is not None:
             report.first_difference = first
             report.field = _field_at(fmt, data, first)
+            if "dtype" in (fmt.read_options or ()) and (note := _lost_precision(data, first)):
+                report.notes.append(note)
         report.ok = first is None and not report.problems
     except FormatError as e:
-        report.error = str(e)
+        report.error = str(hinted(e))
     return report
+
+
+def _lost_precision(data: Any, offset: int) -> str | None:
+    """For a text file whose rebuild differs at ``offset``: a sentence saying so when the number there is one
+    float32 cannot hold (the text writers spell float32 values), with its line; None otherwise."""
+    import numpy as np
+
+    window = bytes(data[max(0, offset - 64) : offset + 64])
+    at = offset - max(0, offset - 64)
+    start = max(window.rfind(b" ", 0, at), window.rfind(b"\n", 0, at)) + 1
+    ends = [i for i in (window.find(b" ", at), window.find(b"\n", at)) if i >= 0]
+    token = window[start : min(ends) if ends else len(window)].strip(b"\r\t")
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    single = str(np.float32(value))
+    if float(single) == value:  # the same number spelt another way ("2" written "2.0"): not a loss of precision
+        return None
+    line = int(np.count_nonzero(np.frombuffer(data, np.uint8, count=offset) == 10)) + 1
+    return (f"line {line}: {token.decode()} does not survive float32 (it is written back as {single}); "
+            "read(..., dtype='float64') keeps such numbers in Python, but every writer writes float32")
 
 
 def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
@@ -366,7 +463,8 @@ def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **
         if fmt.schema is not None:
             from .framework.walk import walk
 
-            _, spans = walk(fmt.schema, data, format=fmt.name)
+            read_params = {k: v for k, v in options.items() if k == "unicode_errors" and v}  # (as parsed)
+            _, spans = walk(fmt.schema, data, format=fmt.name, **read_params)
             top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]
             info["parts"] = [{"field": s.path, "offset": s.start, "size": s.end - s.start} for s in top]
     if fmt.inspect:

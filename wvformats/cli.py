@@ -6,10 +6,12 @@ Exit codes: 0 ok, 1 a check failed, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
 import sys
+import textwrap
 import threading
 import traceback
 import warnings
@@ -20,33 +22,26 @@ from . import api, registry
 from .errors import FormatError, OptionError
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_PIPE, EXIT_TERMINATED = 130, 141, 143  # 128 + SIGINT, SIGPIPE, SIGTERM, as a shell says
 
 DESCRIPTION = """\
 Read, check, convert and document the binary formats of the word-embedding and language-model world.
 Every format is one declarative construct schema; the parser, builder, round-trip check, dump and docs
-all come from it.
+all come from it. `wvformats COMMAND --help` says more about each command.
+"""
 
-commands:
-  formats                    list the registered formats
-  sniff FILE...              tell the format of each file from its content
-  inspect FILE [--full] [--json]  summary from the header and a sample (--full: whole file, exact counts)
-  dump FILE                  hex dump annotated with field paths (bulk arrays elided)
-  validate FILE... [--json]  parse, rebuild, compare bytes: exit 1 unless every file is byte-identical
-  convert SRC DST            convert between formats (atomic; never overwrites without --force)
-  rwkv quantize IN OUT --type T   re-quantize an rwkv.cpp model with rwkv.cpp's rules
-  sentencepiece export MODEL OUT --to hf|tsv|json   vocabulary export (hf: a tokenizer.json)
-  infinigram build DATA OUT  index a folder of JSONL files as the real infini-gram indexer does
-  infinigram count INDEX IDS...   occurrences of a token sequence (or --text [--tokenizer T])
-  docs OUTDIR                write one Markdown page per format, generated from the schemas
-  samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
-
-exit codes: 0 ok, 1 a check failed, 2 usage or input error
+EPILOG = """\
+exit codes: 0 ok, 1 a check failed, 2 usage or input error, 130 interrupted (Ctrl-C), 141 output closed
+(| head), 143 terminated; no temporary file is left behind in any case
 """
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wvformats", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="wvformats", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_Formatter)
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"wvformats {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # the same two options also after a command (``wvformats validate f --debug``)
@@ -56,19 +51,22 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(group: Any, name: str, **kw: Any) -> argparse.ArgumentParser:
-        return group.add_parser(name, parents=[common], **kw)
+        kw["description"] = textwrap.fill(kw.get("description") or kw.get("help") or "", 100)
+        return group.add_parser(name, parents=[common], formatter_class=_Formatter, **kw)
 
-    command(sub, "formats", help="list the registered formats").add_argument("--json", action="store_true")
+    command(sub, "formats", help="what each format can do: write, validate, convert to, look up"
+            ).add_argument("--json", action="store_true")
     s = command(sub, "sniff", help="tell the format of files from their content")
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--json", action="store_true")
-    s = command(sub, "inspect", help="structure summary of a file")
+    s = command(sub, "inspect", help="summary from the header and a sample (--full: the whole file)")
     s.add_argument("file", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true",
                    help="parse the whole file: exact counts, statistics, offsets of the parts (default: the "
                         "header and a sample, in bounded time and memory)")
     _index_arguments(s)
+    _unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
@@ -80,17 +78,22 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     _index_arguments(s)
+    _unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
     s.add_argument("dst", type=Path)
     s.add_argument("--from", dest="from_format", help="input format (default: sniffed)")
-    s.add_argument("--to", help="output format (default: from the extension of DST)")
+    s.add_argument("--to", metavar="FORMAT", help="output format, one of: {writable} (default: from the "
+                                                  "extension of DST)")
     s.add_argument("--force", action="store_true", help="replace DST if it exists")
     s.add_argument("--limit", type=int, help="only the first N words")
-    s.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None)
+    _unicode_argument(s)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
-    s.add_argument("--style", choices=["repr", "fixed6", "g5"], help="text formats: number style")
+    s.add_argument("--style", choices=["repr", "fixed6", "g5"],
+                   help="text formats, how numbers are spelt: repr the shortest that reads back the same float32 "
+                        "(0.12345679, as gensim writes), fixed6 six decimals (0.123457, word2vec.c's %%lf), g5 five "
+                        "significant digits (0.12346, fastText's); default: repr")
     s.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="finalfusion output: L2-normalise the rows, their norms kept in an NdNorms chunk, as "
                         "finalfusion's converters do (default: the rows as they are, bit for bit)")
@@ -98,6 +101,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
     s.add_argument("--dedupe", action="store_true",
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
+    for name, words, what, more in (
+            ("similar", ["word"], "the words nearest to WORD in an embedding file", "by cosine similarity"),
+            ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C",
+             "by cosine similarity of the unit vectors, A, B and C left out")):
+        s = command(sub, name, help=what, description=f"{what}, {more} (gensim's most_similar ranking). A word "
+                    "the file lacks is composed from its subwords where the file has them (finalfusion).")
+        s.add_argument("file", type=Path)
+        for w in words:
+            s.add_argument(w, metavar=w.upper())
+        s.add_argument("-k", "--limit", type=int, default=10, help="how many words (default 10)")
+        s.add_argument("--format", "-f")
+        s.add_argument("--json", action="store_true")
     s = command(sub, "rwkv", help="rwkv.cpp model tools")
     rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
     q = command(rs, "quantize", help="quantize an FP32/FP16 model with rwkv.cpp's rules (--version: "
@@ -115,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     e = command(ss, "export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
     e.add_argument("model", type=Path)
     e.add_argument("out", type=Path)
-    e.add_argument("--to", choices=["hf", "tsv", "json"], required=True)
+    e.add_argument("--to", choices=["hf", "tsv", "json"], required=True,
+                   help="hf: a Hugging Face tokenizer.json; tsv: piece, score and type per line; json: the same "
+                        "as a list of objects")
     e.add_argument("--force", action="store_true", help="replace OUT if it exists")
     s = command(sub, "infinigram", help="infini-gram index tools")
     gs = s.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
@@ -124,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("out_dir", type=Path)
     b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
                    help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
-    b.add_argument("--tokenizer", help="a Hugging Face tokenizer name or folder (needs transformers)")
+    b.add_argument("--tokenizer", help="a tokenizer.json or SentencePiece tokenizer.model file, or a Hugging Face "
+                                       "tokenizer name or folder (needs transformers)")
     b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
                    help="4: suffixed files; 5: documents reversed; 6: files without suffix")
     b.add_argument("--shards", type=int, default=1)
@@ -137,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("index", type=Path)
     c.add_argument("ids", nargs="*", type=int, help="token ids")
     c.add_argument("--text", help="text instead of ids: tokenized with --tokenizer, or its UTF-8 bytes (u8 indexes)")
-    c.add_argument("--tokenizer", help="the Hugging Face tokenizer (name or folder) the index was built with")
+    c.add_argument("--tokenizer", help="the tokenizer the index was built with (as for build)")
     _index_arguments(c)
     c.add_argument("--json", action="store_true")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
@@ -155,8 +173,30 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
                    help="infini-gram: 4 (default), 5 (documents stored reversed) or 6")
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help as written, with ``{writable}`` in an option's help replaced by the formats that can be written
+    (the registry is loaded only when help is shown)."""
+
+    def __init__(self, prog: str, **kw: Any) -> None:
+        super().__init__(prog, max_help_position=32, **kw)  # (every command name fits before its help line)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "{writable}" in text:
+            text = text.replace("{writable}", ", ".join(api.writable_formats()))
+        return text
+
+
+def _unicode_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None,
+                   help="text formats: words that are not UTF-8 are an error (strict, the default), get U+FFFD "
+                        "for each bad byte (replace) or lose them (ignore)")
+
+
 def _index_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k in ("token_width", "version") if (v := getattr(args, k, None)) is not None}
+    """The read options given on the command line: an index's token width and version, a text file's
+    handling of bytes that are not UTF-8."""
+    return {k: v for k in ("token_width", "version", "unicode_errors") if (v := getattr(args, k, None)) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,19 +224,30 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always")
             warnings.showwarning = show
             return int(_COMMANDS[args.command](args) or 0)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as any Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the final flush must not fail too)
+        return EXIT_PIPE
     except (FormatError, FileExistsError, OSError, ValueError) as e:
         # ValueError: an argument the API refuses (a limit below 0, a token id the index cannot hold)
         if args.debug:
             traceback.print_exc()
-        print(f"wvformats: error: {e}", file=sys.stderr)
+        print(f"wvformats: error: {_sentence(e)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except _Terminated:
-        return 143  # killed (SIGTERM): the atomic writers have removed their temporary files on the way out
+        return EXIT_TERMINATED  # killed (SIGTERM): the atomic writers have removed their temporary files on the way out
     finally:
         if terminate:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _sentence(e: Exception) -> str:
+    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name)."""
+    if isinstance(e, OSError) and not isinstance(e, FormatError) and e.strerror:
+        name = e.filename2 if e.filename2 is not None else e.filename
+        return f"{name}: {e.strerror}" if name is not None else e.strerror
+    return str(api.hinted(e) if isinstance(e, FormatError) else e)
 
 
 class _Terminated(BaseException):
@@ -224,16 +275,35 @@ def _jsonable(o: Any) -> Any:
     return str(o)
 
 
+# what can be looked up in a model of each kind, and with which command
+_LOOKUPS = {"Embeddings": "similar, analogy", "InfiniGramIndex": "infinigram count",
+            "SentencePieceModel": "pieces (inspect, sentencepiece export)", "RwkvModel": "tensors (inspect)"}
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
     fmts = registry.load()
-    rows = [{"name": n, "extensions": list(fmts[n].extensions), "description": fmts[n].description}
-            for n in sorted(fmts)]
+    writable = set(api.writable_formats())
+    rows = []
+    for n in sorted(fmts):
+        f = fmts[n]
+        lookups = _LOOKUPS.get(f.model.__name__ if f.model else "", "")
+        if n == "finalfusion":
+            lookups += " (unknown words from subwords)"
+        rows.append({"name": n, "extensions": list(f.extensions), "read": True, "write": n in writable,
+                     "validate": "consistency" if f.is_directory else "byte-exact",
+                     "convert_to": [t for t in api.convert_targets(f) if t != n], "lookups": lookups,
+                     "description": f.description})
     if args.json:
         _print_json(rows)
     else:
-        width = max(len(r["name"]) for r in rows)
-        for r in rows:
-            print(f"{r['name']:<{width}}  {' '.join(r['extensions']):<24}  {r['description']}")
+        head = ("format", "extensions", "write", "validate", "convert to", "lookups")
+        table = [head] + [(r["name"], " ".join(r["extensions"]), "yes" if r["write"] else
+                           ("infinigram build" if r["name"] == "infini-gram" else "no"), r["validate"],
+                           ", ".join(r["convert_to"]) or "-", r["lookups"] or "-") for r in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
+        for row in table:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        print("every format reads; convert to: the formats its model can be written as")
     for name, error in registry.LOAD_ERRORS.items():  # a codec or plugin that did not import
         print(f"wvformats: not loaded: {name}: {error}", file=sys.stderr)
     return EXIT_OK
@@ -295,8 +365,17 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [api.validate(f, args.format, full=args.full, **_index_options(args))
-               for f in _progress(args.files, args, "validate")]
+    from . import progress
+
+    reports = []
+    for f in _progress(args.files, args, "validate"):
+        bar = progress.bar(not args.quiet and args.full and f.is_dir(), desc=f"suffix order of {f.name}",
+                           unit="pair", unit_scale=True)  # (a full check of a big index takes minutes)
+        try:
+            reports.append(api.validate(f, args.format, full=args.full, progress=bar.update,
+                                        **_index_options(args)))
+        finally:
+            bar.close()
     if args.json:
         _print_json([r.to_dict() for r in reports])
     else:
@@ -332,6 +411,31 @@ def cmd_convert(args: argparse.Namespace) -> int:
     finally:
         spinner.close()
     print(f"wrote {args.dst} [{written}]")
+    return EXIT_OK
+
+
+def cmd_similar(args: argparse.Namespace) -> int:
+    """``similar`` and ``analogy``: nearest words, from any embedding file (unknown words from subwords)."""
+    from .embeddings import Embeddings
+
+    model = api.read(args.file, args.format)
+    if not isinstance(model, Embeddings):
+        raise FormatError(f"{args.command} needs word embeddings: {api.what_it_is(args.file, registry.get(api.sniff(args.file)))}")
+    if args.limit < 1:
+        raise OptionError(f"-k must be at least 1, got {args.limit}")
+    words = [args.word] if args.command == "similar" else [args.a, args.b, args.c]
+    for w in words:
+        if model.embedding(w) is None:
+            print(f"wvformats: error: {w!r} is not in {args.file}, which has no subwords to compose it from",
+                  file=sys.stderr)
+            return EXIT_INPUT
+    found = (model.most_similar(args.word, args.limit) if args.command == "similar"
+             else model.analogy(*words, limit=args.limit))
+    if args.json:
+        _print_json({"query": words, "results": [{"word": w, "similarity": s} for w, s in found]})
+    else:
+        for w, sim in found:
+            print(f"{sim:.6f}\t{w}")
     return EXIT_OK
 
 
@@ -437,18 +541,68 @@ def cmd_infinigram(args: argparse.Namespace) -> int:
 
 
 def _tokenizer(name: str) -> Any:
-    """The ``encode`` of a Hugging Face tokenizer, loaded as the real infini-gram indexer loads it."""
+    """The ``encode`` (text -> ids, no special tokens added) of the tokenizer ``name``: a ``tokenizer.json``
+    file (the tokenizers package), a SentencePiece ``tokenizer.model`` (read by this library and encoded
+    through its tokenizer.json export), or a Hugging Face tokenizer name or folder, loaded as the real
+    infini-gram indexer loads it (transformers). Anything that cannot be loaded is one error line, at once:
+    a name is looked up in the local cache only when the Hub cannot be reached (no minute of retries)."""
+    path = Path(name)
+    if path.is_file():
+        try:
+            import tokenizers
+        except ImportError:
+            raise OptionError("--tokenizer FILE needs the tokenizers package") from None
+        try:
+            sentencepiece = api.sniff(path) == "sentencepiece"
+        except FormatError:  # (a tokenizer.json is of no registered format)
+            sentencepiece = False
+        if sentencepiece:
+            from .families.sentencepiece.model import to_hf_tokenizer
+
+            text = json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece")))
+        else:
+            text = path.read_text(encoding="utf-8")
+        try:
+            tok = tokenizers.Tokenizer.from_str(text)
+        except Exception as e:  # noqa: BLE001 - the tokenizers package raises its own exception types
+            raise OptionError(f"{path} is neither a tokenizer.json nor a SentencePiece model ({e})") from None
+        return lambda t: tok.encode(t, add_special_tokens=False).ids
+    host = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").split("://")[-1].split("/")[0]
+    if not path.exists() and not os.environ.get("HF_HUB_OFFLINE") and not _reachable(host):
+        os.environ["HF_HUB_OFFLINE"] = "1"  # (read when huggingface_hub is imported: set before transformers)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         import transformers
     except ImportError:
-        raise OptionError("--tokenizer needs the transformers package") from None
-    return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
-                                                      add_eos_token=False).encode
+        raise OptionError("--tokenizer NAME needs the transformers package (or give a tokenizer.json or "
+                          "tokenizer.model file)") from None
+    try:
+        return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
+                                                          add_eos_token=False).encode
+    except Exception as e:  # noqa: BLE001 - transformers raises OSError, ValueError, ImportError, ...
+        why = (f"it is not in the Hugging Face cache and {host} cannot be reached"
+               if os.environ.get("HF_HUB_OFFLINE") else str(e).splitlines()[0])
+        raise OptionError(f"cannot load the tokenizer {name!r}: {why}; give a local tokenizer.json or "
+                          "SentencePiece tokenizer.model file instead") from None
+
+
+def _reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to ``host``:443 opens within ``timeout`` seconds."""
+    import socket
+
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
     from .framework.docs import write_docs
 
+    if args.outdir.exists() and not args.outdir.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder (docs writes one page per format "
+                                 "into a folder)", str(args.outdir))
     for path in write_docs(args.outdir):
         print(path)
     return EXIT_OK
@@ -474,6 +628,8 @@ _COMMANDS = {
     "dump": cmd_dump,
     "validate": cmd_validate,
     "convert": cmd_convert,
+    "similar": cmd_similar,
+    "analogy": cmd_similar,
     "docs": cmd_docs,
     "rwkv": cmd_rwkv,
     "infinigram": cmd_infinigram,

@@ -257,11 +257,18 @@ class Embeddings:
         return self.extra["_unit"]
 
     def _nearest(self, query: np.ndarray, skip: set[str], limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` words whose rows have the highest cosine similarity to ``query``, those in ``skip``
+        and repeated words left out (gensim's ``most_similar`` ranking)."""
         unit = self._unit_rows()
         q = np.asarray(query, np.float32)
         norm = np.linalg.norm(q)
         sims = unit @ (q / norm if norm > 0 else q)
-        order = np.argsort(-sims, kind="stable")
+        wanted = limit + len(skip) + self.duplicates  # enough candidates whatever is left out
+        if wanted < len(sims):  # the best ``wanted`` found in linear time, then only those sorted
+            best = np.argpartition(-sims, wanted)[: wanted + 1]
+            order = best[np.lexsort((best, -sims[best]))]  # by similarity, ties in row order as a stable sort
+        else:
+            order = np.argsort(-sims, kind="stable")
         out: list[tuple[str, float]] = []
         seen: set[str] = set()
         for i in order.tolist():

@@ -7,6 +7,9 @@ where known, what was expected versus what was found.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class FormatError(Exception):
     """A file (or an object to be written) does not fit its format."""
@@ -69,6 +72,15 @@ class BuildError(FormatError):
 
 class UnknownFormatError(FormatError):
     """No registered format matches a file, or a format name is unknown."""
+
+
+class MissingFileError(FormatError, FileNotFoundError):
+    """The path names no file: a FormatError like every failure to read, and a FileNotFoundError, as
+    ``open`` raises, so that ``except FileNotFoundError`` catches it."""
+
+    def __init__(self, path: object) -> None:
+        super().__init__(f"{path}: no such file or folder")
+        self.errno, self.strerror, self.filename = errno.ENOENT, os.strerror(errno.ENOENT), str(path)
 
 
 class OptionError(TypeError, ValueError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import tempfile
@@ -62,6 +63,8 @@ def check_target(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     """The folder an output file goes to, once it is known that the file can be written there: the folder
     exists, and the file does not unless ``overwrite``."""
     target = Path(path)
+    if target.is_dir():  # (os.replace would say "[Errno 21] Is a directory: '.x.tmp' -> 'x'")
+        raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write (a path inside it)", str(target))
     if not overwrite and target.exists():
         raise FileExistsError(f"{target} exists (use --force / overwrite=True to replace it)")
     folder = target.parent

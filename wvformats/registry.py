@@ -58,6 +58,9 @@ class Format:
     # the parse keeps bulk arrays as views of the file's buffer: ``read(mmap=False)`` then parses the mapped
     # file while a worker thread reads it into memory, and takes the arrays from that copy
     array_views: bool = False
+    # a looser sniffer for damaged files of the format: when no format's ``sniff`` matches, the first (by
+    # priority) whose ``resembles`` does is the file's format, so that reading it reports this format's error
+    resembles: Callable[[bytes], bool] | None = None
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

@@ -13,6 +13,7 @@ Integers are cut to their type's width as protobuf reads them (a 64-bit varint r
 
 from __future__ import annotations
 
+import enum as _enum
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,21 +25,39 @@ SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "ui
            "fixed64", "sint32", "sint64"}
 
 
+class ProtoEnum(_enum.IntEnum):
+    """A protobuf enum: its values read as named ints (``ModelType.BPE``, printed ``BPE``), equal to their
+    numbers, written as their numbers."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
 @dataclass
 class F:
-    """One field: number, name, type (a scalar name or a MessageType), label, default and what it means."""
+    """One field: number, name, type (a scalar name or a MessageType), label, default and what it means; an
+    enum field names its values with ``enum``, a :class:`ProtoEnum` (or a dict number -> name)."""
 
     number: int
     name: str
     type: Any
     label: str = "optional"
     default: Any = None
-    enum: dict[int, str] | None = None
+    enum: Any = None
     doc: str = ""
+    named: type[ProtoEnum] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.type == "float" and self.default is not None:  # a float default is a float32, as protobuf reads it
             self.default = struct.unpack("<f", struct.pack("<f", self.default))[0]
+        if isinstance(self.enum, type) and issubclass(self.enum, _enum.IntEnum):
+            self.named, self.enum = self.enum, {m.value: m.name for m in self.enum}
+            if self.default is not None:
+                self.default = self.named(self.default)
+
+    def value(self, v: Any) -> Any:
+        """A decoded value as the view gives it: an enum's named member, else ``v``."""
+        return self.named(v) if self.named is not None and v in self.enum else v
 
 
 @dataclass
@@ -171,7 +190,7 @@ class View:
     def _decode(self, spec: F, f: Any) -> Any:
         if isinstance(spec.type, MessageType):
             return View(spec.type, self._fields_of(spec, f), f"{self._path}.{spec.name}", self._format)
-        return decode_scalar(spec.type, f)
+        return spec.value(decode_scalar(spec.type, f))
 
     @property
     def unknown(self) -> list[Any]:

@@ -25,6 +25,10 @@ class Tensor:
     offset: int | None = None
     version: int = 101
 
+    def __repr__(self) -> str:  # (the blocks are the data: printing them is never what a REPL wants)
+        at = f" at byte {self.offset}" if self.offset is not None else ""
+        return f"<Tensor {self.name!r} {self.dtype} {self.shape}{at}>"
+
     def to_numpy(self) -> np.ndarray:
         """Dequantized float32, in PyTorch shape."""
         return quants.dequantize(self.blocks, self.dtype, self.version).reshape(self.shape)
@@ -98,6 +102,12 @@ class RwkvModel:
     @property
     def architecture(self) -> str:
         return architecture(set(self.tensors))
+
+    def __repr__(self) -> str:
+        return (f"<RwkvModel {self.architecture} version {self.version}: n_vocab={self.n_vocab} "
+                f"n_embed={self.n_embed} n_layer={self.n_layer} data_type={self.data_type} "
+                f"({ {i: n for i, (n, _, _) in BLOCKS[101].items()}.get(self.data_type, '?')}), "
+                f"{len(self.tensors)} tensors>")
 
     def check(self) -> list[str]:
         """What would make rwkv.cpp refuse or abort, as a list of problems (empty when none)."""

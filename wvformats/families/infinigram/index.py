@@ -6,7 +6,7 @@ import builtins
 import json
 import mmap
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +322,11 @@ class InfiniGramIndex:
         # file paths: it numbers the shards and the global doc_ix
         self.shards = [Shard(groups[name], self.token_width) for name in sorted(groups)]
 
+    def __repr__(self) -> str:
+        tokens = sum(s.tok_cnt for s in self.shards)
+        return (f"<InfiniGramIndex v{self.version} {str(self.directory)!r}: {len(self.shards)} shard(s), "
+                f"{tokens} tokens of {self.token_width} byte(s)>")
+
     def _bytes(self, tokens: Sequence[int]) -> bytes:
         w = self.token_width
         toks = list(tokens)[::-1] if self.reversed else list(tokens)
@@ -522,7 +527,7 @@ def _suffix_cmp(ds: Any, a: int, b: int, skip: int = 0) -> int:
         off, step = off + step, step * 2
 
 
-def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
+def _order_problem(shard: Shard, ranks: np.ndarray, progress: Callable[[int], Any] | None = None) -> str | None:
     """The first neighbouring pair (rank r, r + 1) out of order, out of range or misaligned, vectorised:
     both suffixes compared 16 bytes at a time as columns (past the end sorts first) for the pairs still
     tied, up to 256 bytes; longer ties by a bounded byte comparison."""
@@ -531,6 +536,8 @@ def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
     table = np.frombuffer(shard.table, np.uint8).reshape(-1, k)
     for start in range(0, len(ranks), 1 << 18):
         r = ranks[start : start + (1 << 18)]
+        if progress is not None:
+            progress(len(r))
         a, b = pointers.decode(table[r], k), pointers.decode(table[r + 1], k)
         bad_a, bad_b = (a % w != 0) | (a >= n), (b % w != 0) | (b >= n)  # unsigned: 2^63 is no index
         if bad_a.any() or bad_b.any():
@@ -562,10 +569,13 @@ def _order_problem(shard: Shard, ranks: np.ndarray) -> str | None:
     return None
 
 
-def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> list[str]:
+def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False,
+          progress: Callable[[int], Any] | None = None) -> list[str]:
     """Consistency problems: offsets that are not increasing or do not point at separators, metaoff and
     metadata that disagree, pointers too narrow, out of range or misaligned, and suffix order (on
-    ``sample`` random neighbouring pairs per shard; every pair, vectorised, with ``full=True``)."""
+    ``sample`` random neighbouring pairs per shard; every pair, vectorised, with ``full=True``).
+    ``progress``: called with the number of neighbouring pairs about to be compared, as they are (a bar's
+    ``update``; a full check compares ``sum(shard.tok_cnt - 1)`` pairs)."""
     problems = []
     w = index.token_width
     rng = np.random.default_rng(0)
@@ -613,7 +623,7 @@ def check(index: InfiniGramIndex, sample: int = 2000, *, full: bool = False) -> 
             ranks = np.arange(n - 1)
         else:
             ranks = np.sort(rng.integers(0, n - 1, sample))
-        problem = _order_problem(shard, ranks)
+        problem = _order_problem(shard, ranks, progress)
         if problem:
             problems.append(f"shard {s_ix}: {problem}")
     return problems

@@ -231,6 +231,9 @@ class SentencePieceModel:
     def __len__(self) -> int:
         return len(self.piece_strings)
 
+    def __repr__(self) -> str:
+        return f"<SentencePieceModel {self.trainer_spec.model_type}: {len(self)} pieces>"
+
     @property
     def trainer_spec(self) -> View:
         return self.proto.trainer_spec
@@ -307,7 +310,7 @@ def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None
     """A copy with piece ``index`` renamed, re-scored or re-typed (only that piece's bytes change)."""
     index = range(len(model))[index]
     p, s, t = model.piece(index)
-    args = (p if piece is None else piece, s if score is None else score, _TYPE_IDS[t if type is None else type])
+    args = (p if piece is None else piece, s if score is None else score, _TYPE_IDS[str(t if type is None else type)])
     spliced = _splice(model, index, index + 1, _record(*args))
     if spliced is not None:
         return spliced
@@ -320,16 +323,16 @@ def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None
 
 def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: str = "USER_DEFINED"
               ) -> SentencePieceModel:
-    """A copy with ``piece`` appended as the last id."""
+    """A copy with ``piece`` appended as the last id; ``type`` a name ("CONTROL") or a ``PieceType``."""
     if piece in model.piece_strings:
         raise ValueError(f"piece {piece!r} already exists (id {model.piece_to_id(piece)})")
-    spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[type]))
+    spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[str(type)]))
     if spliced is not None:
         return spliced
     positions = _piece_positions(model)
     at = positions[-1] + 1 if positions else 0
     fields = list(model.fields)
-    fields.insert(at, dict(number=1, wire_type=LEN, value=_piece_message(piece, score, _TYPE_IDS[type])))
+    fields.insert(at, dict(number=1, wire_type=LEN, value=_piece_message(piece, score, _TYPE_IDS[str(type)])))
     return _edited(model, fields)
 
 

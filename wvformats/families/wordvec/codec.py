@@ -60,7 +60,31 @@ def sniff_w2v_binary(head: bytes) -> bool:
     end = sp + 1 + 4 * dim
     if len(head) >= end and _is_text_line(head[pos:end].split(b"\n", 1)[0], dim):
         return False  # the record reads as a text line: a text file
+    return not _is_text(head, pos)  # a text file whose lines are shorter than its header says: damaged text
+
+
+def _is_text(head: bytes, pos: int) -> bool:
+    """From ``pos`` on, ``head`` is UTF-8 text (no NUL) and its first line reads ``word numbers...``, of any
+    count: float32 rows almost never do (negative numbers and most exponents are bytes UTF-8 refuses)."""
+    body = head[pos:]
+    if b"\x00" in body or not _is_text_line(body.split(b"\n", 1)[0]):
+        return False
+    try:
+        body[: body.rfind(b"\n") + 1 if len(head) >= 65536 else len(body)].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
     return True
+
+
+def resembles_w2v_text(head: bytes) -> bool:
+    """A header line, then text lines of numbers, however many each holds (a damaged word2vec text file)."""
+    h = _header(head)
+    return h is not None and _is_text(head, h[2])
+
+
+def resembles_glove(head: bytes) -> bool:
+    """Text lines of numbers, however many each holds (a damaged GloVe file)."""
+    return _header(head) is None and _is_text(head, 0)
 
 
 def sniff_w2v_text(head: bytes) -> bool:
@@ -229,12 +253,13 @@ def _check(parsed: Any) -> list[str]:
 
 
 def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff: Any, prio: int,
-              from_model: Any) -> None:
+              from_model: Any, resembles: Any = None) -> None:
     parse, build = schema_io(name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
-        model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(name, s), check=_check, read_options=(*_READ_PARAMS, "dtype"),
+        model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(name, s), check=_check,
+        read_options=(*_READ_PARAMS, "dtype"), resembles=resembles,
     ))
 
 
@@ -243,6 +268,6 @@ _register("leader", (".leader",), "Leader: u64 header, then u32-length-prefixed 
 _register("word2vec-binary", (".bin", ".w2v"), "word2vec binary: text header, then word + space + float32 vector",
           schema.word2vec_binary, sniff_w2v_binary, 60, _w2v_bin_from)
 _register("word2vec-text", (".txt", ".vec", ".w2v-text"), "word2vec text and fastText .vec: header line, "
-          "then one text line per word", schema.word2vec_text, sniff_w2v_text, 55, _w2v_text_from)
+          "then one text line per word", schema.word2vec_text, sniff_w2v_text, 55, _w2v_text_from, resembles_w2v_text)
 _register("glove", (".glove",), "GloVe text: no header, one line per word", schema.glove, sniff_glove, 70,
-          _glove_from)
+          _glove_from, resembles_glove)

@@ -1,0 +1,372 @@
+"""The command line as a user meets it: exit codes, one-line errors in the user's terms, help, and the
+commands gensim and finalfusion-utils users expect. Run as a subprocess where exit codes and stderr matter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wvformats as wv
+from wvformats.errors import FormatError
+
+
+def sample(name: str) -> Path:
+    return Path(wv.__file__).parent / "sample_files" / name
+
+
+def run(*args, cwd=None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wvformats.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, **kw)
+
+
+def one_error_line(r: subprocess.CompletedProcess) -> str:
+    """The error of a failed command: exactly one line, with no traceback and no errno."""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "[Errno" not in r.stderr, r.stderr
+    return lines[0]
+
+
+# -- 4. errors in the user's terms ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,family,where", [
+    # a word2vec text file whose second line is short: word2vec-binary was sniffed and read floats from text
+    (b"3 4\na 1 2 3 4\nb 1 2\nc 1 2 3 4\n", "word2vec-text", "records[1] at byte 14"),
+    (b"3 4\na 1 2\nb 1 2 3 4\nc 1 2 3 4\n", "word2vec-text", "records[0] at byte 4"),
+    # a GloVe file with one short line: "no registered format matches"
+    (b"a 1 2 3 4\nb 1 2\nc 1 2 3 4\n", "glove", "records[1] at byte 10"),
+])
+def test_a_damaged_text_file_reports_its_own_family_error(tmp_path, text, family, where):
+    f = tmp_path / "damaged.txt"
+    f.write_bytes(text)
+    assert wv.sniff(f) == family
+    with pytest.raises(FormatError) as e:
+        wv.read(f)
+    assert e.value.format == family and where in str(e.value) and "wrong number of values" in str(e.value)
+    r = run("inspect", f)
+    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {family} {where}")
+
+
+def test_real_binary_files_still_sniff_as_binary():
+    assert wv.sniff(sample("sample.bin")) == "word2vec-binary"
+    assert wv.sniff(sample("sample-c-newlines.bin")) == "word2vec-binary"
+
+
+@pytest.mark.parametrize("args,asked,actual,hint", [
+    (["convert", "glove.txt", "x.model", "--to", "sentencepiece"], "sentencepiece", "glove",
+     "wvformats convert FILE OUT --to finalfusion|leader|word2vec-binary|word2vec-text"),
+    (["convert", sample("sample-bpe.model"), "bpe.txt"], "word2vec-text", "sentencepiece",
+     "wvformats sentencepiece export FILE OUT --to hf|tsv|json"),
+    (["sentencepiece", "export", "glove.txt", "out.json", "--to", "json"], "sentencepiece", "glove",
+     "wvformats convert FILE OUT --to"),
+    (["rwkv", "quantize", "glove.txt", "out.bin", "--type", "Q5_1"], "rwkv", "glove", "wvformats similar FILE WORD"),
+    (["convert", sample("sample-rwkv-q5_1.bin"), "x.vec"], "word2vec-text", "rwkv", "wvformats rwkv quantize"),
+])
+def test_a_file_of_another_family_is_named_with_what_can_be_done(tmp_path, args, asked, actual, hint):
+    (tmp_path / "glove.txt").write_bytes(sample("sample.glove").read_bytes())
+    r = run(*args, cwd=tmp_path)
+    line = one_error_line(r)
+    assert r.returncode == 2
+    assert f"is a {actual} file" in line and asked in line and hint in line, line
+    assert "end-group tag" not in line and "constant field" not in line and "expected SentencePiece" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["glove.txt"]  # nothing written
+
+
+def test_system_errors_are_sentences_with_the_path(tmp_path):
+    (tmp_path / "adir").mkdir()
+    r = run("convert", sample("sample.glove"), "adir", "--to", "glove", "--force", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r).startswith("wvformats: error: adir: is a folder")
+    assert ".tmp" not in r.stderr and list((tmp_path / "adir").iterdir()) == []
+    (tmp_path / "afile").write_text("x")
+    r = run("docs", "afile", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r).startswith("wvformats: error: afile: exists and is not a folder")
+    r = run("inspect", "missing.vec", cwd=tmp_path)
+    assert r.returncode == 2 and one_error_line(r) == "wvformats: error: missing.vec: no such file or folder"
+
+
+@pytest.mark.parametrize("command", ["inspect", "dump", "sniff"])
+def test_a_closed_pipe_ends_quietly(command):
+    """``wvformats inspect f | head -c1``: the reader goes away; no error line, the shell's SIGPIPE status."""
+    p = subprocess.Popen([sys.executable, "-m", "wvformats.cli", command, str(sample("sample.txt"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait() == 141 and err == b""
+
+
+def test_validate_says_which_number_float32_cannot_hold(tmp_path):
+    f = tmp_path / "precise.txt"
+    f.write_bytes(b"2 3\na 0.25 0.5 0.75\nb 0.5 0.123456789 0.25\n")
+    report = wv.validate(f)
+    assert not report.ok and report.first_difference == 35
+    assert "line 3: 0.123456789 does not survive float32 (it is written back as 0.12345679)" in str(report)
+    assert "dtype='float64'" in str(report)
+    assert wv.read(f, dtype="float64").vectors[1, 1] == 0.123456789  # what the hint promises
+    r = run("validate", f)
+    assert r.returncode == 1 and "line 3: 0.123456789 does not survive float32" in r.stdout
+    f.write_bytes(b"2 3\na 0.25 2 3\nb 1 0.5 3\n")  # "2" comes back as "2.0": a spelling, not precision lost
+    assert wv.validate(f).notes == []
+
+
+def test_invalid_utf8_suggests_unicode_errors_which_inspect_and_validate_take(tmp_path):
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"2 3\ncaf\xe9 1 2 3\nb 1 2 3\n")
+    with pytest.raises(FormatError, match=r"records\[0\].word at byte 7: invalid UTF-8.*unicode_errors='replace'"):
+        wv.read(f)
+    r = run("inspect", f)
+    assert r.returncode == 2 and "--unicode-errors replace" in one_error_line(r)
+    r = run("inspect", f, "--unicode-errors", "replace", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["words"] == 2
+    r = run("validate", f, "--unicode-errors", "ignore")
+    assert r.returncode == 1 and "rebuild differs (first difference at byte 7" in r.stdout  # read, not refused
+    assert wv.read(f, unicode_errors="replace").words[0] == "caf\ufffd"
+
+
+@pytest.mark.parametrize("format", [None, "glove", "infini-gram"])
+def test_a_missing_path_is_a_file_not_found_error(tmp_path, format):
+    with pytest.raises(FileNotFoundError) as e:
+        wv.read(tmp_path / "nope.vec", format)
+    assert isinstance(e.value, FormatError) and e.value.filename == str(tmp_path / "nope.vec")
+
+
+def test_enum_fields_are_named_values():
+    """``trainer_spec.model_type`` is ``BPE`` (an IntEnum equal to 2), as inspect shows it; sentencepiece's
+    own protobuf module is the oracle of the numbers."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    path = sample("sample-bpe.model")
+    proto = pb.ModelProto.FromString(path.read_bytes())
+    spec = wv.read(path).trainer_spec
+    assert repr(spec.model_type) == "<ModelType.BPE: 2>" and str(spec.model_type) == "BPE"
+    assert spec.model_type == proto.trainer_spec.model_type == pb.TrainerSpec.BPE
+    assert json.loads(run("inspect", path, "--json").stdout)["model_type"] == "BPE"
+    unigram = wv.read(Path(__file__).parent / "data" / "sentencepiece" / "botchan_en_unigram_1000.model")
+    assert repr(unigram.trainer_spec.model_type) == "<ModelType.UNIGRAM: 1>"
+
+
+def test_models_and_tensors_have_short_reprs():
+    sp = wv.read(sample("sample-bpe.model"))
+    assert repr(sp) == "<SentencePieceModel BPE: 80 pieces>"
+    model = wv.read(sample("sample-rwkv-q5_1.bin"))
+    assert repr(model) == ("<RwkvModel v4 version 101: n_vocab=16 n_embed=32 n_layer=1 data_type=8 (Q5_1), "
+                           "24 tensors>")
+    assert repr(model.tensors["emb.weight"]) == "<Tensor 'emb.weight' FP16 (16, 32) at byte 54>"
+    index = wv.read(sample("sample-index"))
+    assert repr(index).endswith(": 1 shard(s), 52 tokens of 1 byte(s)>")
+    assert all(len(repr(x)) < 120 for x in (sp, model, index, *model.tensors.values()))
+
+
+# -- 5. the command line explains itself -----------------------------------------------------------------
+
+
+def test_version_and_help_list_each_command_once():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"wvformats {wv.__version__}"
+    r = run("--help")
+    assert r.returncode == 0
+    commands = ["formats", "sniff", "inspect", "dump", "validate", "convert", "similar", "analogy", "rwkv",
+                "sentencepiece", "infinigram", "docs", "samples"]
+    listed = [line.split()[0] for line in r.stdout.splitlines() if line.startswith("    ") and line.split()]
+    assert [c for c in listed if c in commands] == commands  # each once, in one place
+    assert "130 interrupted" in r.stdout and "141 output closed" in r.stdout
+
+
+def test_options_say_their_choices():
+    r = run("convert", "--help")
+    text = " ".join(r.stdout.split())
+    assert f"--to FORMAT output format, one of: {', '.join(wv.api.writable_formats())}" in text
+    assert "infini-gram" not in text.split("--to FORMAT")[1].split("--force")[0]  # built, not converted to
+    assert "repr the shortest that reads back the same float32 (0.12345679" in text and "fixed6 six decimals" in text
+    assert "--unicode-errors {strict,replace,ignore}" in text
+    for command in ("inspect", "validate"):
+        assert "--unicode-errors {strict,replace,ignore}" in run(command, "--help").stdout
+
+
+def test_formats_is_a_table_of_what_each_format_can_do():
+    rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
+    assert rows["glove"]["convert_to"] == ["finalfusion", "leader", "word2vec-binary", "word2vec-text"]
+    assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
+    assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
+    assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"
+    lines = run("formats").stdout.splitlines()
+    assert lines[0].split() == ["format", "extensions", "write", "validate", "convert", "to", "lookups"]
+    assert any(line.startswith("infini-gram") and "infinigram build" in line for line in lines)
+
+
+@pytest.fixture(scope="module")
+def random_vectors(tmp_path_factory):
+    """3000 random words: enough rows that the top ten are found by partition, not by a full sort."""
+    rng = np.random.default_rng(7)
+    path = tmp_path_factory.mktemp("similar") / "random.txt"
+    wv.write(wv.Embeddings([f"w{i}" for i in range(3000)], rng.standard_normal((3000, 24)).astype(np.float32)),
+             path, "word2vec-text")
+    return path
+
+
+@pytest.mark.parametrize("name", ["random", "sample.txt", "sample.bin"])
+def test_similar_and_analogy_agree_with_gensim(random_vectors, name):
+    from gensim.models import KeyedVectors
+
+    path = random_vectors if name == "random" else sample(name)
+    kv = KeyedVectors.load_word2vec_format(str(path), binary=name.endswith(".bin"))
+    a, b, c = kv.index_to_key[1:4]
+    r = run("similar", path, a, "-k", "7", "--json")
+    got = json.loads(r.stdout)["results"]
+    want = kv.most_similar(a, topn=7)
+    assert [g["word"] for g in got] == [w for w, _ in want]
+    np.testing.assert_allclose([g["similarity"] for g in got], [s for _, s in want], rtol=1e-5, atol=1e-6)
+    got = json.loads(run("analogy", path, a, b, c, "-k", "5", "--json").stdout)["results"]
+    want = kv.most_similar(positive=[b, c], negative=[a], topn=5)
+    assert [g["word"] for g in got] == [w for w, _ in want]
+    np.testing.assert_allclose([g["similarity"] for g in got], [s for _, s in want], rtol=1e-5, atol=1e-6)
+    text = run("similar", path, a, "-k", "2")  # plain output: similarity, tab, word
+    assert [line.split("\t")[1] for line in text.stdout.splitlines()] == [w for w, _ in kv.most_similar(a, topn=2)]
+
+
+def test_similar_composes_unknown_words_as_finalfusion_does(tmp_path):
+    """finalfusion-python's word_similarity and analogy (which assume L2-normalised rows) are the oracle,
+    on a bucket-subword file written with --normalize; 'unseenword' is in no vocabulary."""
+    import finalfusion
+
+    path = tmp_path / "n.fifu"
+    assert run("convert", sample("sample-bucket.fifu"), path, "--normalize").returncode == 0
+    ff = finalfusion.load_finalfusion(str(path))
+    for args, want in ((["similar", path, "unseenword", "-k", "3"], ff.word_similarity("unseenword", 3)),
+                       (["analogy", path, "the", "of", "unseenword", "-k", "3"],
+                        ff.analogy("the", "of", "unseenword", 3))):
+        got = json.loads(run(*args, "--json").stdout)["results"]
+        assert [g["word"] for g in got] == [x.word for x in want]
+        np.testing.assert_allclose([g["similarity"] for g in got], [x.similarity for x in want], rtol=1e-5)
+
+
+def test_similar_refuses_what_it_cannot_look_up(tmp_path):
+    r = run("similar", sample("sample.txt"), "zzz")
+    assert r.returncode == 2 and "'zzz' is not in" in one_error_line(r) and "no subwords" in r.stderr
+    r = run("similar", sample("sample-bpe.model"), "the")
+    assert r.returncode == 2 and "is a sentencepiece file" in one_error_line(r)
+    assert run("similar", sample("sample.txt"), "the", "-k", "0").returncode == 2
+
+
+# -- 6. long work shows progress; tokenizers load at once or fail at once ---------------------------------
+
+SP_MODEL = Path(__file__).parent / "data" / "sentencepiece" / "botchan_en_bpe_1000.model"
+TEXTS = ["hello world", "It was the best of times.", "hello there, world"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
+    return tmp_path
+
+
+def _indexed_documents(index: Path) -> list[list[int]]:
+    """The documents of a one-shard u16 index, from its tokenized file (separator 0xFFFF before each)."""
+    tokens = np.fromfile(index / "tokenized.0", "<u2").tolist()
+    docs, current = [], None
+    for t in tokens:
+        if t == 0xFFFF:
+            if current is not None:
+                docs.append(current)
+            current = []
+        else:
+            current.append(t)
+    return [*docs, current]
+
+
+@pytest.mark.parametrize("kind", ["tokenizer.model", "tokenizer.json"])
+def test_build_with_a_local_tokenizer_needs_no_network(corpus, kind):
+    """sentencepiece's own encoder is the oracle of the ids an index built with a local tokenizer holds."""
+    import sentencepiece
+
+    tokenizer = SP_MODEL
+    if kind == "tokenizer.json":
+        tokenizer = corpus / "tokenizer.json"
+        assert run("sentencepiece", "export", SP_MODEL, tokenizer, "--to", "hf").returncode == 0
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer", tokenizer,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(SP_MODEL))
+    assert _indexed_documents(corpus / "index") == [sp.encode(t) for t in TEXTS]
+    r = run("infinigram", "count", corpus / "index", "--text", "hello", "--tokenizer", tokenizer)
+    assert r.returncode == 0 and r.stdout.strip() == "2"
+
+
+def test_an_unloadable_tokenizer_fails_at_once_in_one_line(corpus):
+    """Offline, a Hub name retried for 48 s and printed 27 lines."""
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env["HF_ENDPOINT"] = "https://unreachable.invalid"  # no network, whatever the machine has
+    env["HF_HOME"] = str(corpus / "hf-home")  # an empty cache
+    start = time.monotonic()
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer",
+            "gpt2", env=env)
+    assert time.monotonic() - start < 20
+    line = one_error_line(r)
+    assert r.returncode == 2 and "cannot load the tokenizer 'gpt2'" in line and "tokenizer.model" in line
+    assert not (corpus / "index").exists()
+    r = run("infinigram", "build", corpus / "data", corpus / "index", "--token-width", "2", "--tokenizer",
+            sample("sample.txt"))
+    assert r.returncode == 2 and "is neither a tokenizer.json nor a SentencePiece model" in one_error_line(r)
+
+
+def _on_a_terminal(*args) -> str:
+    """What the command writes to a terminal (stdout and stderr both on a pseudo-terminal)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # (0 columns: tqdm draws nothing)
+        os.execv(sys.executable, [sys.executable, "-m", "wvformats.cli", *map(str, args)])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out.decode("utf-8", "replace")
+
+
+def test_validate_full_shows_progress_on_a_terminal_only(tmp_path):
+    from wvformats import infinigram
+
+    index = tmp_path / "index"
+    infinigram.build([[1, 2, 3] * 50, [2, 3, 4] * 50], index, token_width=2)
+    assert "suffix order of index" in _on_a_terminal("validate", index, "--full")
+    assert "suffix order" not in _on_a_terminal("validate", index, "--full", "--quiet")
+    r = run("validate", index, "--full")  # stderr not a terminal: quiet
+    assert r.returncode == 0 and r.stderr == ""
+    seen = []
+    assert wv.validate(index, full=True, progress=seen.append).ok and sum(seen) == 301  # every neighbouring pair
+
+
+def test_the_readme_sentencepiece_edits_work_as_shown(tmp_path):
+    """The README's editing lines, with sentencepiece's processor as the oracle of the edited model."""
+    import sentencepiece
+    from wvformats.schemas.sentencepiece import PieceType
+
+    from wvformats import sentencepiece as spm
+
+    sp = wv.read(SP_MODEL)
+    edited = spm.add_piece(sp, "<sep>", type=PieceType.USER_DEFINED)  # a PieceType as well as its name
+    edited = spm.set_piece(edited, 5, score=-2.5)
+    edited = spm.set_normalizer(edited, add_dummy_prefix=False)
+    wv.write(edited, tmp_path / "edited.model")
+    proc = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "edited.model"))
+    assert proc.get_piece_size() == len(sp) + 1 and proc.id_to_piece(len(sp)) == "<sep>"
+    assert proc.is_unknown(0) and proc.get_score(5) == -2.5 and proc.encode("a<sep>b")[1] == len(sp)
+    assert wv.read(tmp_path / "edited.model").normalizer_spec.add_dummy_prefix is False
