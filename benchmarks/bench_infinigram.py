@@ -3,7 +3,7 @@
     python3 benchmarks/bench_infinigram.py [--tokens 10000000] [--queries 2000]
 
 Builds the same JSONL corpus with `python -m infini_gram.indexing` (single core) and with
-wvformats.families.infinigram.index.build_jsonl, checks the files are byte-identical, then times count() per query in
+wvformats.families.infinigram.build.build_jsonl, checks the files are byte-identical, then times count() per query in
 each engine (the real one in a subprocess, as always) and reports medians. Peak memory from VmHWM.
 """
 
@@ -68,7 +68,7 @@ def main() -> None:
                        env={**os.environ, "HF_HUB_OFFLINE": "1"})
     t_theirs = time.perf_counter() - t
     assert r.returncode == 0, r.stderr[-2000:]
-    code = ("import sys, time, re; from wvformats.families.infinigram.index import build_jsonl; import pydivsufsort; "
+    code = ("import sys, time, re; from wvformats.families.infinigram.build import build_jsonl; import pydivsufsort; "
             "hwm = lambda: int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) / 1024; "
             f"base = hwm(); t = time.perf_counter(); build_jsonl({str(src)!r}, {str(ours)!r}); "
             "dt = time.perf_counter() - t; print(dt, hwm(), base)")

@@ -279,7 +279,7 @@ def test_byte_identical_to_the_real_indexer(width, version, shards, gpt2_cache):
 def test_divsufsort_and_prefix_doubling_agree(corpus, data):
     """The two suffix sorters (libdivsufsort over bytes, numpy prefix doubling over tokens) give the
     same token order, which is the engine's (raw little-endian bytes, shorter suffix first)."""
-    from wvformats.families.infinigram.index import _sorted_token_suffixes
+    from wvformats.families.infinigram.build import _sorted_token_suffixes
 
     width, docs = corpus
     width = data.draw(st.sampled_from([width, 4]))
