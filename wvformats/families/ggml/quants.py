@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...schemas.ggml import BLOCKS
+from ...schemas.ggml import BLOCKS, GGML_NAME, LAYOUTS
 
 F32 = np.float32
 
@@ -56,8 +56,12 @@ CHUNK = 4096  # blocks per step: temporaries stay in cache (2-3x faster than who
 def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
     """Blocks of ``type_name`` (a structured array in the layout of ``version``) -> float32 values, flat."""
     b = np.asarray(blocks).reshape(-1)
-    if type_name in ("FP32", "FP16"):
+    if type_name in ("FP32", "FP16", "F32", "F16"):
         return b.astype(F32, copy=False)
+    if type_name in ("F64", "I8", "I16", "I32", "I64"):
+        return b  # not floats of a block type: their own values
+    if type_name == "BF16":  # the upper half of a float32
+        return (b["bf16"].astype(np.uint32) << 16).view(F32)
     if len(b) <= CHUNK:
         return _dequantize(b, type_name, version)
     per = _dequantize(b[:1], type_name, version).size
@@ -226,18 +230,34 @@ def _trunc_i8(v: np.ndarray) -> np.ndarray:
 
 
 def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
-    """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer."""
-    found = [v for v in BLOCKS[version].values() if v[0] == type_name]
+    """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer.
+
+    ``version`` 100 or 101 are rwkv.cpp's layouts; GGUF's are 101's, with every ggml type (``LAYOUTS``)."""
+    if version == 100:
+        found = [v[1:] for v in BLOCKS[version].values() if v[0] == type_name]
+    else:
+        found = [LAYOUTS[GGML_NAME.get(type_name, type_name)]] if GGML_NAME.get(type_name, type_name) in LAYOUTS \
+            else []
     if not found:
         raise ValueError(f"version {version} has no type {type_name}")
-    _, block, dtype = found[0]
-    if type_name in ("FP32", "FP16"):
+    block, dtype = found[0]
+    if type_name in ("FP32", "FP16", "F32", "F16", "F64", "I8", "I16", "I32", "I64"):
         return np.asarray(values, dtype).reshape(-1)
+    if type_name == "BF16":
+        return _bf16(np.asarray(values, F32).reshape(-1)).view(dtype)
     x = _blocks(values, block)
     out = np.zeros(len(x), dtype)
     for i in range(0, len(x), CHUNK):
         _quantize(x[i : i + CHUNK], out[i : i + CHUNK], type_name, version)
     return out
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """ggml's fp32 -> bf16: round to nearest even on the upper 16 bits; a NaN keeps its upper bits, made quiet."""
+    n = x.view(np.uint32)
+    nan = (n & 0x7FFFFFFF) > 0x7F800000
+    rounded = ((n.astype(np.uint64) + (0x7FFF + ((n >> 16) & 1))) >> 16).astype(np.uint16)
+    return np.where(nan, ((n >> 16) | 64).astype(np.uint16), rounded)
 
 
 def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
