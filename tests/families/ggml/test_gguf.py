@@ -297,3 +297,47 @@ def test_schema_roundtrip(compiled, kvs, n, version, tmp_path_factory):
         reader = gguf.GGUFReader(path)
         assert [f for f in reader.fields if not f.startswith("GGUF.")] == [k["key"] for k in kvs]
         assert [t.name for t in reader.tensors] == [f"t{i}" for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quantization bit-exact with gguf.quants
+
+
+QUANTIZE = ["BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]
+DEQUANTIZE = [*QUANTIZE, "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"]
+
+
+def values(rng, n=256 * 32):
+    x = (rng.normal(size=n) * rng.choice([1e-3, 1, 40], size=n)).astype(np.float32)
+    x[:256] = 0  # an all-zero block: the scale is 0
+    x[256:512] = rng.choice([-1, 0, 1], size=256)  # ternary values exactly
+    x[512] = 1e-40  # a subnormal
+    return x
+
+
+@pytest.mark.parametrize("name", QUANTIZE)
+def test_quantize_bit_exact_with_gguf(name):
+    from wvformats.families.ggml.quants import quantize
+
+    x = values(np.random.default_rng(3))
+    assert quantize(x, name).tobytes() == gq.quantize(x.reshape(4, -1), T[name]).tobytes()
+
+
+@pytest.mark.parametrize("name", DEQUANTIZE)
+def test_dequantize_bit_exact_with_gguf(name):
+    from wvformats.schemas.ggml import LAYOUTS
+
+    from wvformats.families.ggml.quants import dequantize
+
+    rng = np.random.default_rng(4)
+    block, dtype = LAYOUTS[name]
+    blocks = rng.integers(0, 256, size=dtype.itemsize * 64, dtype=np.uint8).view(dtype).copy()
+    for field in ("d", "dmin"):  # finite scales (random bits would make NaNs, which compare unequal)
+        if dtype.names and field in dtype.names:
+            blocks[field] = rng.normal(size=len(blocks)).astype(np.float16)
+    if name == "MXFP4":
+        blocks["e"] = rng.integers(0, 250, size=len(blocks))
+    if name == "BF16":
+        blocks["bf16"] &= 0xBFFF  # no NaN
+    want = gq.dequantize(blocks.view(np.uint8).reshape(4, -1), T[name]).reshape(-1).astype(np.float32)
+    assert dequantize(blocks, name).tobytes() == want.tobytes()

@@ -72,6 +72,8 @@ def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.nda
 
 
 def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
+    if type_name in K_DEQUANT:
+        return K_DEQUANT[type_name](b).reshape(-1)
     d = b["d"].astype(F32, copy=False)[:, None]
     if type_name == "Q8_0":
         return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
@@ -79,8 +81,6 @@ def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
         q = _nibbles(b["qs"], version)
     elif type_name in ("Q5_0", "Q5_1"):
         q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]).astype(np.int32) << 4)
-    elif type_name in K_DEQUANT:
-        return K_DEQUANT[type_name](b).reshape(-1)
     elif type_name == "Q8_1":
         return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
     else:
@@ -162,7 +162,62 @@ def _q8_k(b: np.ndarray) -> np.ndarray:
     return b["d"].astype(F32)[:, None] * b["qs"].astype(F32)
 
 
-K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k}
+# GGUF's further types with a small table or none (the IQ2/IQ3/IQ1 grids are not ported)
+_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], F32)  # kvalues_iq4nl
+_FP4 = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], F32)  # kvalues_mxfp4: 2 x E2M1
+_POW3 = np.array([1, 3, 9, 27, 81], np.uint8)
+
+
+def _e8m0_half(e: np.ndarray) -> np.ndarray:
+    """ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) as float32 bits (subnormal for e < 2)."""
+    e = e.astype(np.uint32)
+    return np.where(e < 2, np.uint32(0x00200000) << e, (e - 1) << 23).astype(np.uint32).view(F32)
+
+
+def _trits(q: np.ndarray) -> np.ndarray:
+    """TQ1_0's base-3 digits of a fixed-point byte, most significant first: ``(q * 3^n mod 256) * 3 >> 8``."""
+    return (((q[..., None] * _POW3).astype(np.uint8).astype(np.uint16) * 3) >> 8).astype(np.int8)
+
+
+def _tq1_0(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    d = b["d"].astype(F32)[:, None]
+    head = _trits(b["qs"][:, :32]).transpose(0, 2, 1).reshape(n, 160)  # value 32 * digit + byte
+    tail = _trits(b["qs"][:, 32:48]).transpose(0, 2, 1).reshape(n, 80)
+    last = _trits(b["qh"])[:, :, :4].transpose(0, 2, 1).reshape(n, 16)
+    q = np.concatenate([head, tail, last], axis=1)
+    return (q - 1).astype(F32) * d
+
+
+def _tq2_0(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    return (q.reshape(n, 256).astype(np.int8) - 1).astype(F32) * b["d"].astype(F32)[:, None]
+
+
+def _mxfp4(b: np.ndarray) -> np.ndarray:
+    q = np.concatenate([b["qs"] & 0xF, b["qs"] >> 4], axis=1)
+    return _FP4[q] * _e8m0_half(b["e"])[:, None]
+
+
+def _iq4_nl(b: np.ndarray) -> np.ndarray:
+    q = np.concatenate([b["qs"] & 0xF, b["qs"] >> 4], axis=1)
+    return b["d"].astype(F32)[:, None] * _IQ4NL[q]
+
+
+def _iq4_xs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    ib = np.arange(8)
+    low = (b["scales_l"][:, ib // 2] >> (4 * (ib % 2)).astype(np.uint8)) & 0xF
+    high = (b["scales_h"][:, None].astype(np.int32) >> (2 * ib)) & 3
+    dl = b["d"].astype(F32)[:, None] * ((low.astype(np.int32) | (high << 4)) - 32).astype(F32)
+    qs = b["qs"].reshape(n, 8, 16)
+    q = np.concatenate([qs & 0xF, qs >> 4], axis=2)
+    return dl[:, :, None] * _IQ4NL[q]
+
+
+K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
+             "TQ1_0": _tq1_0, "TQ2_0": _tq2_0, "MXFP4": _mxfp4, "IQ4_NL": _iq4_nl, "IQ4_XS": _iq4_xs}
 
 
 # The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
@@ -252,6 +307,15 @@ def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarr
     return out
 
 
+def _pack_trits(q: np.ndarray) -> np.ndarray:
+    """(blocks, 5, m) digits 0..2, most significant first -> m bytes: the base-3 number as a fixed-point
+    fraction of 256, rounded up (TQ1_0's ``(q * 256 + 242) / 243``)."""
+    n = np.zeros(q[:, 0].shape, np.int32)
+    for k in range(5):
+        n = (n * 3 + q[:, k]) & 0xFF  # (a uint8 in ggml)
+    return ((n * 256 + 242) // 243).astype(np.uint8)
+
+
 def _bf16(x: np.ndarray) -> np.ndarray:
     """ggml's fp32 -> bf16: round to nearest even on the upper 16 bits; a NaN keeps its upper bits, made quiet."""
     n = x.view(np.uint32)
@@ -294,6 +358,28 @@ def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> N
             out["m"] = lo.astype(out.dtype["m"])
             if type_name == "Q5_1":
                 out["qh"] = _pack_high_bits(q)
+        elif type_name in ("TQ1_0", "TQ2_0"):
+            d = _abs_max(x)
+            q = (_roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)) + 1).astype(np.int32)
+            if type_name == "TQ2_0":  # value 128 j + 32 n + m in bits 2n of byte 32 j + m
+                v = (q.reshape(-1, 2, 4, 32) & 3) << (2 * np.arange(4)).reshape(1, 1, 4, 1)
+                out["qs"] = v.sum(axis=2).reshape(-1, 64).astype(np.uint8)
+            else:
+                out["qs"][:, :32] = _pack_trits(q[:, :160].reshape(-1, 5, 32))
+                out["qs"][:, 32:] = _pack_trits(q[:, 160:240].reshape(-1, 5, 16))
+                out["qh"] = _pack_trits(np.concatenate([q[:, 240:].reshape(-1, 4, 4),
+                                                        np.zeros((len(q), 1, 4), np.int32)], axis=1))
+        elif type_name == "MXFP4":
+            amax = _signed_max(x)  # (the first greatest magnitude, NaNs skipped: ggml's amax loop)
+            amax = np.abs(amax)
+            e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, F32(1)))) - 2 + 127, 0)
+            e = e.astype(np.int32).astype(np.uint8)
+            half = _e8m0_half(e)[:, None, None]
+            err = np.abs((_FP4[None, None, :] * half).astype(F32) - x[:, :, None])
+            q = np.argmin(err, axis=2).astype(np.uint8)  # the first of equal errors, as best_index_mxfp4
+            out["e"] = e
+            out["qs"] = q[:, :16] | (q[:, 16:] << 4)
+            return
         else:
             raise NotImplementedError(f"quantizing {type_name} is not implemented")
         out["d"] = d.astype(out.dtype["d"])
