@@ -341,3 +341,64 @@ def test_dequantize_bit_exact_with_gguf(name):
         blocks["bf16"] &= 0xBFFF  # no NaN
     want = gq.dequantize(blocks.view(np.uint8).reshape(4, -1), T[name]).reshape(-1).astype(np.float32)
     assert dequantize(blocks, name).tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# editing metadata, building from arrays
+
+
+def test_edit_metadata_and_write_a_new_file_gguf_py_reads(tmp_path):
+    src = every_value_type_file(tmp_path / "all.gguf")
+    model = wv.read(src)
+    model.metadata["general.name"] = "edited"
+    model.metadata.rename("test.uint8", "test.renamed")
+    del model.metadata["test.int8"]
+    model.metadata.set("test.big", 7, type="UINT64")
+    model.metadata["test.words"] = ["x", "yz"]
+    out = tmp_path / "edited.gguf"
+    wv.write(model, out)
+    want = oracle_metadata(src)
+    reader = gguf.GGUFReader(out)
+    got = {k: f for k, f in reader.fields.items() if not k.startswith("GGUF.")}
+    keys = list(want)
+    keys[keys.index("test.uint8")] = "test.renamed"
+    keys.remove("test.int8")
+    assert list(got) == ["general.architecture", *keys[1:], "general.name", "test.big", "test.words"]
+    assert got["general.name"].contents() == "edited" and got["test.renamed"].contents() == 200
+    assert got["test.big"].types == [V.UINT64] and got["test.words"].contents() == ["x", "yz"]
+    old = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(src).tensors}
+    assert {t.name: np.asarray(t.data).tobytes() for t in reader.tensors} == old
+    assert [p.split(": ", 1)[1] for p in wv.validate(out).problems] == [
+        "test.nested holds nested arrays (llama.cpp refuses them)"]
+
+
+def test_changed_alignment_lays_the_tensors_out_again(tmp_path):
+    src = every_value_type_file(tmp_path / "all.gguf", tensors=True)
+    model = wv.read(src)
+    del model.metadata["test.nested"]
+    model.metadata["general.alignment"] = 64
+    out = tmp_path / "a64.gguf"
+    wv.write(model, out)
+    reader = gguf.GGUFReader(out)
+    assert reader.alignment == 64 and reader.data_offset % 64 == 0
+    assert all(t.data_offset % 64 == 0 for t in reader.tensors)
+    old = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(src).tensors}
+    assert {t.name: np.asarray(t.data).tobytes() for t in reader.tensors} == old
+    assert wv.read(out).check() == []
+
+
+def test_from_arrays_quantized_as_gguf_py_quantizes(tmp_path):
+    rng = np.random.default_rng(5)
+    arrays = {"w": rng.normal(size=(3, 64)).astype(np.float32), "b": rng.normal(size=64).astype(np.float32)}
+    model = GGUFModel.from_arrays(arrays, {"general.architecture": "toy", "toy.context_length": 128},
+                                  types={"w": "Q8_0"})
+    out = tmp_path / "toy.gguf"
+    wv.write(model, out)
+    reader = gguf.GGUFReader(out)
+    assert reader.fields["toy.context_length"].contents() == 128
+    tensors = {t.name: t for t in reader.tensors}
+    assert tensors["w"].tensor_type == T.Q8_0 and list(tensors["w"].shape) == [64, 3]
+    assert np.asarray(tensors["w"].data).tobytes() == gq.quantize(arrays["w"], T.Q8_0).tobytes()
+    assert np.asarray(tensors["b"].data).tobytes() == arrays["b"].tobytes()
+    back = wv.read(out)
+    assert back.check() == [] and back.tensors["w"].shape == (3, 64) and wv.validate(out).ok

@@ -102,7 +102,7 @@ def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
         count = n // block
         fits = data is not None and dims and dims[0] % block == 0 and tensor.offset + count * dtype.itemsize <= len(data)
         if fits:
-            tensor.blocks = np.frombuffer(data, dtype, count, tensor.offset)
+            tensor.blocks = tensor._read = np.frombuffer(data, dtype, count, tensor.offset)
         model.tensors[name] = tensor  # (blocks left empty where the data do not fit: check() names it)
     return model
 
@@ -116,7 +116,7 @@ def gguf_from_model(model: Any, **_: Any) -> cs.Container:
     # read and unchanged tensors: the infos and the data section as they were (one bulk copy)
     same = parsed is not None and parsed.get("data") is not None and parsed["alignment"] == alignment and \
         len(tensors) == len(parsed["tensor_infos"]) and all(
-            t.name == info["name"] and t.offset == info["offset"] and t.blocks.base is not None
+            t.name == info["name"] and t.offset == info["offset"] and t.blocks is t._read is not None
             for t, info in zip(tensors, parsed["tensor_infos"], strict=True))
     if same:
         infos, data, has_data = parsed["tensor_infos"], parsed["data"], True

@@ -31,6 +31,7 @@ class GGUFTensor:
     blocks: np.ndarray
     offset: int = 0
     _where: tuple[str, int] | None = None  # read from a file: the tensor info's path and offset, for check()
+    _read: np.ndarray | None = None  # read from a file: the blocks as read (unchanged: copied in bulk)
 
     @property
     def dtype(self) -> str:
