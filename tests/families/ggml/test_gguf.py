@@ -402,3 +402,62 @@ def test_from_arrays_quantized_as_gguf_py_quantizes(tmp_path):
     assert np.asarray(tensors["b"].data).tobytes() == arrays["b"].tobytes()
     back = wv.read(out)
     assert back.check() == [] and back.tensors["w"].shape == (3, 64) and wv.validate(out).ok
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SentencePiece tokenizer.model <-> GGUF tokenizer keys (the sentencepiece peer, in a subprocess, as oracle)
+
+SP_DATA = Path(__file__).parents[2] / "data" / "sentencepiece"
+
+
+def sentencepiece_says(model_path, code):
+    """Run ``code`` with ``sp`` a SentencePieceProcessor of ``model_path``; its printed JSON."""
+    import json
+
+    prog = (f"import json, sentencepiece\nsp = sentencepiece.SentencePieceProcessor(model_file={str(model_path)!r})\n"
+            f"print(json.dumps({code}))")
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("name", ["botchan_en_unigram_1000.model", "botchan_en_bpe_1000.model"])
+def test_sentencepiece_model_to_gguf_keys_as_the_converter_writes_them(name, tmp_path):
+    from wvformats.families.ggml.gguf import sentencepiece_metadata
+
+    path = SP_DATA / name
+    meta = sentencepiece_metadata(wv.read(path, format="sentencepiece"))
+    # convert_hf_to_gguf.py: piece, score, and the type from IsUnknown / IsControl / IsUnused / IsByte
+    want = sentencepiece_says(path, "[[sp.IdToPiece(i), sp.GetScore(i), 2 if sp.IsUnknown(i) else 3 if "
+                                    "sp.IsControl(i) else 5 if sp.IsUnused(i) else 6 if sp.IsByte(i) else 1] "
+                                    "for i in range(sp.GetPieceSize())] + [[sp.unk_id(), sp.bos_id(), sp.eos_id(), "
+                                    "sp.pad_id()]]")
+    special = want.pop()
+    assert meta["tokenizer.ggml.model"] == "llama"
+    assert list(meta["tokenizer.ggml.tokens"]) == [w[0] for w in want]
+    assert meta["tokenizer.ggml.scores"].tolist() == [w[1] for w in want]
+    assert meta["tokenizer.ggml.token_type"].tolist() == [w[2] for w in want]
+    ids = [meta.get(f"tokenizer.ggml.{k}", -1) for k in ("unknown_token_id", "bos_token_id", "eos_token_id",
+                                                          "padding_token_id")]
+    assert ids == special
+    out = tmp_path / "vocab.gguf"
+    wv.write(GGUFModel({"general.architecture": "llama", **meta}), out)
+    assert gguf.GGUFReader(out).fields["tokenizer.ggml.tokens"].contents() == [w[0] for w in want]
+
+
+def test_real_llama_gguf_vocabulary_back_to_a_tokenizer_model(tmp_path):
+    from wvformats.families.ggml.gguf import to_sentencepiece
+
+    model = wv.read(DATA / "ggml-vocab-llama-spm.gguf")
+    out = tmp_path / "tokenizer.model"
+    wv.write(to_sentencepiece(model), out, format="sentencepiece")
+    got = sentencepiece_says(out, "[sp.GetPieceSize(), [sp.IdToPiece(i) for i in range(sp.GetPieceSize())], "
+                                  "[sp.GetScore(i) for i in range(sp.GetPieceSize())], "
+                                  "sp.encode('Hello world'), sp.bos_id(), sp.eos_id(), sp.unk_id(), "
+                                  "sp.encode('ü\u4e16')]")
+    tokens = model.metadata["tokenizer.ggml.tokens"].tolist()
+    assert got[0] == 32000 and got[1] == tokens
+    assert got[2] == model.metadata["tokenizer.ggml.scores"].tolist()
+    assert got[3] == [15043, 3186]  # LLaMA's ids of ▁Hello ▁world
+    assert got[4:7] == [1, 2, 0]
+    assert all(tokens[i] for i in got[7])

@@ -274,3 +274,73 @@ class GGUFModel:
             if stop > reach:
                 reach, last = stop, name
         return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SentencePiece tokenizer.model <-> the GGUF tokenizer keys
+
+# sentencepiece piece type -> GGUF token_type as llama.cpp's converter (convert_hf_to_gguf.py,
+# _create_vocab_sentencepiece) sets it: USER_DEFINED is not asked for, so it becomes NORMAL
+_CONVERTER_TYPES = {1: 1, 2: 2, 3: 3, 4: 1, 5: 5, 6: 6}
+_SPECIAL_IDS = (("unk_id", "unknown_token_id"), ("bos_id", "bos_token_id"), ("eos_id", "eos_token_id"),
+                ("pad_id", "padding_token_id"))
+
+
+def sentencepiece_metadata(sp: Any) -> Metadata:
+    """The tokenizer keys llama.cpp's converter writes for a SentencePiece ``tokenizer.model``
+    (a :class:`SentencePieceModel`): model ``llama``, pre ``default``, tokens, scores, token types, and the
+    special ids of the trainer spec that are set (>= 0)."""
+    meta = Metadata()
+    meta.set("tokenizer.ggml.model", "llama")
+    meta.set("tokenizer.ggml.pre", "default")
+    meta.set("tokenizer.ggml.tokens", StringArray(sp.piece_strings), type="ARRAY", element_type="STRING")
+    meta.set("tokenizer.ggml.scores", np.asarray(sp.scores, "<f4"), type="ARRAY", element_type="FLOAT32")
+    types = np.vectorize(_CONVERTER_TYPES.get, otypes=[np.int32])(np.asarray(sp.types)) if len(sp) else []
+    meta.set("tokenizer.ggml.token_type", np.asarray(types, "<i4"), type="ARRAY", element_type="INT32")
+    spec = sp.trainer_spec
+    for field, key in _SPECIAL_IDS:
+        value = int(getattr(spec, field))
+        if value >= 0:
+            meta.set(f"tokenizer.ggml.{key}", value, type="UINT32")
+    return meta
+
+
+def to_sentencepiece(model: GGUFModel) -> Any:
+    """A SentencePiece ``tokenizer.model`` (a :class:`SentencePieceModel`) from a GGUF holding a SentencePiece
+    vocabulary (``tokenizer.ggml.model`` = ``llama``): the pieces, scores and types, a BPE trainer spec with
+    the special ids (byte fallback when there are BYTE tokens) and an identity normalizer that adds the
+    dummy prefix unless ``tokenizer.ggml.add_space_prefix`` is false, as llama.cpp's SPM tokenizer does."""
+    from ...framework.protowire import LEN, build_fields
+    from ..sentencepiece.model import SentencePieceModel, _record, parse_model_fields
+
+    meta = model.metadata
+    if meta.get("tokenizer.ggml.model") != "llama":
+        raise ValueError(f"the GGUF holds a {meta.get('tokenizer.ggml.model')!r} vocabulary, not SentencePiece's "
+                         "('llama')")
+    tokens = meta["tokenizer.ggml.tokens"]
+    n = len(tokens)
+    scores = np.asarray(meta.get("tokenizer.ggml.scores", np.zeros(n, np.float32)), np.float32)
+    types = np.asarray(meta.get("tokenizer.ggml.token_type", np.ones(n, np.int32)))
+    records = b"".join(_record(p, float(s), int(t)) for p, s, t in zip(tokens, scores, types, strict=True))
+
+    def message(number: int, fields: list[dict[str, Any]]) -> bytes:
+        out = bytearray()
+        build_fields([dict(number=number, wire_type=LEN, value=_encoded(fields))], out)
+        return bytes(out)
+
+    def _encoded(fields: list[dict[str, Any]]) -> bytes:
+        out = bytearray()
+        build_fields(fields, out)
+        return bytes(out)
+
+    trainer = [dict(number=3, wire_type=0, value=2)]  # BPE: llama.cpp's SPM tokenizer merges by score
+    if (types == 6).any():
+        trainer.append(dict(number=35, wire_type=0, value=1))
+    defaults = {"unk_id": 0, "bos_id": -1, "eos_id": -1, "pad_id": -1}
+    for number, (field, key) in zip((40, 41, 42, 43), _SPECIAL_IDS, strict=True):
+        trainer.append(dict(number=number, wire_type=0, value=int(meta.get(f"tokenizer.ggml.{key}", defaults[field]))))
+    normalizer = [dict(number=1, wire_type=LEN, value=b"identity"),
+                  dict(number=3, wire_type=0, value=int(bool(meta.get("tokenizer.ggml.add_space_prefix", True)))),
+                  dict(number=4, wire_type=0, value=0)]
+    data = records + message(2, trainer) + message(3, normalizer)
+    return SentencePieceModel(parse_model_fields(data))
