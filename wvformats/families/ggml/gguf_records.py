@@ -100,9 +100,33 @@ class StringArray(Sequence):
     def tolist(self) -> list[str]:
         """All strings, decoded (once, in one pass; a bad one is named with its index and offset)."""
         if self._strings is None:
+            self._strings = self._packed()
+        if self._strings is None:
             self._strings = decode_spans(self._buf, self._starts, self._starts + self._lens, "strict",
                                          self._path, self._base, field="")
         return self._strings
+
+    def _packed(self) -> list[str] | None:
+        """The strings decoded in one piece: every length field but its last byte (a zero for lengths under
+        2^56) dropped, the rest is the strings joined by NULs. None where that does not hold (a string with a
+        NUL, invalid UTF-8): the general decoder then names the bad string."""
+        n = len(self._lens)
+        if not n:
+            return []
+        lo, hi = self._span
+        a = np.frombuffer(self._buf, np.uint8)[lo:hi]
+        width = int(self._starts[0] - lo) if n else 0  # the first string starts after its length field
+        last = self._starts - lo - 1
+        if width < 4 or a[last].any():
+            return None
+        keep = np.ones(len(a), bool)
+        for k in range(1, width):
+            keep[last - k] = False
+        try:
+            parts = a[keep].tobytes().decode("utf-8").split("\x00")
+        except UnicodeDecodeError:
+            return None
+        return parts[1:] if len(parts) == n + 1 else None
 
     def __len__(self) -> int:
         return len(self._lens) if self._strings is None and self._lens is not None else len(self.tolist())
@@ -132,7 +156,6 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
     (:func:`follow_chain`; candidates inside a string are never reached). Where no run starts (a string of 256
     bytes or more, the end of the data) a checked loop takes up to 256 strings and names a truncated one.
     """
-    u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
     unpack = (_U64 if width == 8 else _U32).unpack_from
     starts: list[np.ndarray] = []
     sizes: list[np.ndarray] = []
@@ -140,12 +163,12 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
     while done < count:
         hi = min(end, pos + window)
         if hi - pos >= width:
-            zero = np.zeros(hi - pos + 1, np.int32)
-            np.cumsum(u8[pos:hi] == 0, out=zero[1:])
-            m = hi - pos - width + 1  # candidates p whose bytes p+1 .. p+width-1 are zero
-            c = np.flatnonzero(zero[width : width + m] - zero[1 : 1 + m] == width - 1)
+            # every offset's length field read at once (an unaligned strided view): under 256 means the
+            # bytes p+1 .. p+width-1 are zero
+            fields = np.ndarray((hi - pos - width + 1,), "<u8" if width == 8 else "<u4", buf, pos, (1,))
+            c = np.flatnonzero(fields < 256)
             if c.size and c[0] == 0:
-                lens = u8[pos + c].astype(np.int64)
+                lens = fields[c].astype(np.int64)
                 nxt = c + width + lens
                 idx = follow_chain(c, nxt, count - done)
                 k = int(np.searchsorted(nxt[idx], hi - pos, "right"))
