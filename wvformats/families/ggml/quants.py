@@ -174,19 +174,19 @@ def _e8m0_half(e: np.ndarray) -> np.ndarray:
     return np.where(e < 2, np.uint32(0x00200000) << e, (e - 1) << 23).astype(np.uint32).view(F32)
 
 
-def _trits(q: np.ndarray) -> np.ndarray:
-    """TQ1_0's base-3 digits of a fixed-point byte, most significant first: ``(q * 3^n mod 256) * 3 >> 8``."""
-    return (((q[..., None] * _POW3).astype(np.uint8).astype(np.uint16) * 3) >> 8).astype(np.int8)
+# TQ1_0's base-3 digits of each fixed-point byte, most significant first (``(q * 3^n mod 256) * 3 >> 8``),
+# minus 1, as float32: one gather per byte instead of the arithmetic
+_TRITS = ((((np.arange(256, dtype=np.uint16)[:, None] * _POW3) & 0xFF) * 3 >> 8).astype(F32) - 1).T.copy()
 
 
 def _tq1_0(b: np.ndarray) -> np.ndarray:
     n = len(b)
-    d = b["d"].astype(F32)[:, None]
-    head = _trits(b["qs"][:, :32]).transpose(0, 2, 1).reshape(n, 160)  # value 32 * digit + byte
-    tail = _trits(b["qs"][:, 32:48]).transpose(0, 2, 1).reshape(n, 80)
-    last = _trits(b["qh"])[:, :, :4].transpose(0, 2, 1).reshape(n, 16)
-    q = np.concatenate([head, tail, last], axis=1)
-    return (q - 1).astype(F32) * d
+    out = np.empty((n, 256), F32)
+    out[:, :160].reshape(n, 5, 32)[:] = _TRITS[:, b["qs"][:, :32]].transpose(1, 0, 2)  # value 32 digit + byte
+    out[:, 160:240].reshape(n, 5, 16)[:] = _TRITS[:, b["qs"][:, 32:48]].transpose(1, 0, 2)
+    out[:, 240:].reshape(n, 4, 4)[:] = _TRITS[:4, b["qh"]].transpose(1, 0, 2)
+    out *= b["d"].astype(F32)[:, None]
+    return out
 
 
 def _tq2_0(b: np.ndarray) -> np.ndarray:
@@ -320,8 +320,12 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     """ggml's fp32 -> bf16: round to nearest even on the upper 16 bits; a NaN keeps its upper bits, made quiet."""
     n = x.view(np.uint32)
     nan = (n & 0x7FFFFFFF) > 0x7F800000
-    rounded = ((n.astype(np.uint64) + (0x7FFF + ((n >> 16) & 1))) >> 16).astype(np.uint16)
-    return np.where(nan, ((n >> 16) | 64).astype(np.uint16), rounded)
+    rounded = n + ((n >> 16) & 1)  # (no overflow short of a NaN, which is replaced below)
+    rounded += 0x7FFF
+    out = (rounded >> 16).astype(np.uint16)
+    if nan.any():
+        out[nan] = (n[nan] >> 16) | 64
+    return out
 
 
 def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
@@ -362,21 +366,24 @@ def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> N
             d = _abs_max(x)
             q = (_roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)) + 1).astype(np.int32)
             if type_name == "TQ2_0":  # value 128 j + 32 n + m in bits 2n of byte 32 j + m
-                v = (q.reshape(-1, 2, 4, 32) & 3) << (2 * np.arange(4)).reshape(1, 1, 4, 1)
-                out["qs"] = v.sum(axis=2).reshape(-1, 64).astype(np.uint8)
+                v = (q.reshape(-1, 2, 4, 32) & 3).astype(np.uint8)
+                out["qs"] = (v[:, :, 0] | (v[:, :, 1] << 2) | (v[:, :, 2] << 4) | (v[:, :, 3] << 6)).reshape(-1, 64)
             else:
                 out["qs"][:, :32] = _pack_trits(q[:, :160].reshape(-1, 5, 32))
                 out["qs"][:, 32:] = _pack_trits(q[:, 160:240].reshape(-1, 5, 16))
                 out["qh"] = _pack_trits(np.concatenate([q[:, 240:].reshape(-1, 4, 4),
                                                         np.zeros((len(q), 1, 4), np.int32)], axis=1))
         elif type_name == "MXFP4":
-            amax = _signed_max(x)  # (the first greatest magnitude, NaNs skipped: ggml's amax loop)
-            amax = np.abs(amax)
+            amax = np.fmax.reduce(np.abs(x), axis=1, initial=F32(0))  # NaNs skipped, as ggml's amax loop
             e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, F32(1)))) - 2 + 127, 0)
             e = e.astype(np.int32).astype(np.uint8)
             half = _e8m0_half(e)[:, None, None]
-            err = np.abs((_FP4[None, None, :] * half).astype(F32) - x[:, :, None])
-            q = np.argmin(err, axis=2).astype(np.uint8)  # the first of equal errors, as best_index_mxfp4
+            # best_index_mxfp4 takes the first of equal errors |k e - x| over the 16 codes; -k e - x is exactly
+            # -(k e + x), so a negative x is nearest among the negative codes (or 0, which comes first) with the
+            # errors of |x| against the positive ones: 8 compares, not 16
+            err = np.abs((_FP4[None, None, :8] * half).astype(F32) - np.abs(x)[:, :, None])
+            j = np.argmin(err, axis=2).astype(np.uint8)  # first of equal errors (a NaN: the first, 0)
+            q = np.where((x < 0) & (j > 0), j + 8, j).astype(np.uint8)
             out["e"] = e
             out["qs"] = q[:, :16] | (q[:, 16:] << 4)
             return
