@@ -34,11 +34,14 @@ def vocab(path: str, repeat: int) -> None:
     key = "tokenizer.ggml.tokens"
     rows = [
         ("raw read (floor)", measure(*floor_read(path), repeat)),
+        ("python + numpy + wvformats imported, nothing read", measure(
+            "import wvformats as wv\nwv.formats()", "pass", repeat)),
         ("wvformats: read + architecture + tokens", measure(
-            f"import wvformats as wv\n{warm(path)}",
+            f"import wvformats as wv\nwv.formats()\n{warm(path)}",
             f"m = wv.read({path!r})\narch = m.architecture\ntokens = m.metadata[{key!r}].tolist()", repeat)),
         ("wvformats: read + architecture", measure(
-            f"import wvformats as wv\n{warm(path)}", f"m = wv.read({path!r})\narch = m.architecture", repeat)),
+            f"import wvformats as wv\nwv.formats()\n{warm(path)}", f"m = wv.read({path!r})\narch = m.architecture",
+            repeat)),
         ("gguf-py: GGUFReader + architecture + tokens", measure(
             f"import gguf\n{warm(path)}",
             f"r = gguf.GGUFReader({path!r})\narch = r.fields['general.architecture'].contents()\n"
@@ -67,7 +70,7 @@ def big_model(mb: int, repeat: int) -> None:
     p = str(path)
     rows = [
         ("wvformats: read + architecture + shapes", measure(
-            "import wvformats as wv", f"m = wv.read({p!r})\na = m.architecture\ns = [t.shape for t in m.tensors.values()]",
+            "import wvformats as wv\nwv.formats()", f"m = wv.read({p!r})\na = m.architecture\ns = [t.shape for t in m.tensors.values()]",
             repeat)),
         ("gguf-py: GGUFReader + architecture + shapes", measure(
             "import gguf", f"r = gguf.GGUFReader({p!r})\na = r.fields['general.architecture'].contents()\n"
