@@ -150,7 +150,8 @@ def _short_value(model: GGUFModel, key: str, most: int = 5) -> Any:
 def gguf_inspect(parsed: Any) -> dict[str, Any]:
     model = gguf_to_model(parsed)
     return {"version": model.version, "architecture": model.architecture, "alignment": model.alignment,
-            "n_kv": len(parsed["metadata"]), "n_tensors": len(parsed["tensor_infos"]),
+            "n_kv": len(parsed["metadata"]), "tensors": len(parsed["tensor_infos"]),
+            "tokens": len(model.metadata.get("tokenizer.ggml.tokens", ())),
             "metadata": [{"key": k, "type": model.metadata.type(k), "value": _short_value(model, k)}
                          for k in model.metadata],
             "tensor_table": [{"name": t.name, "type": t.type, "shape": list(t.shape),

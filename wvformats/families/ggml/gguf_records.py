@@ -114,19 +114,28 @@ class StringArray(Sequence):
         if not n:
             return []
         lo, hi = self._span
-        a = np.frombuffer(self._buf, np.uint8)[lo:hi]
-        width = int(self._starts[0] - lo) if n else 0  # the first string starts after its length field
-        last = self._starts - lo - 1
-        if width < 4 or a[last].any():
-            return None
-        keep = np.ones(len(a), bool)
-        for k in range(1, width):
-            keep[last - k] = False
-        try:
-            parts = a[keep].tobytes().decode("utf-8").split("\x00")
-        except UnicodeDecodeError:
-            return None
-        return parts[1:] if len(parts) == n + 1 else None
+        a = np.frombuffer(self._buf, np.uint8)
+        width = int(self._starts[0] - lo)  # the first string starts after its length field
+        out: list[str] = []
+        for i in range(0, n, _DECODE_CHUNK):  # a chunk at a time: the temporaries stay small
+            starts = self._starts[i : i + _DECODE_CHUNK]
+            a0 = int(starts[0]) - 1
+            a1 = hi if i + _DECODE_CHUNK >= n else int(self._starts[i + _DECODE_CHUNK]) - width
+            last = starts - 1 - a0
+            piece = a[a0:a1]
+            if width < 4 or piece[last].any():
+                return None
+            keep = np.ones(len(piece), bool)
+            for k in range(1, width):
+                keep[last[1:] - k] = False
+            try:
+                parts = piece[keep].tobytes().decode("utf-8").split("\x00")
+            except UnicodeDecodeError:
+                return None
+            if len(parts) != len(starts) + 1:
+                return None
+            out += parts[1:]
+        return out
 
     def __len__(self) -> int:
         return len(self._lens) if self._strings is None and self._lens is not None else len(self.tolist())
@@ -144,6 +153,7 @@ class StringArray(Sequence):
 
 
 _WINDOW = 1 << 16
+_DECODE_CHUNK = 1 << 16  # strings decoded per pass
 
 
 def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
@@ -177,7 +187,7 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
                     sizes.append(lens[idx[:k]])
                     done += k
                     pos += int(nxt[idx[k - 1]])
-                    window = min(2 * window, 1 << 24)
+                    window = min(2 * window, 1 << 22)
                     continue
         window = _WINDOW
         got, lens_got = [], []
@@ -196,7 +206,8 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
         sizes.append(np.array(lens_got, np.int64))
     if not starts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
-    return np.concatenate(starts), np.concatenate(sizes), pos
+    small = np.int32 if len(buf) < 1 << 31 else np.int64  # (half the memory for a vocabulary's offsets)
+    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), pos
 
 
 # ---------------------------------------------------------------------------------------------------------
