@@ -27,7 +27,7 @@ from wvformats.schemas.ggml import LAYOUTS
 from wvformats.families.ggml import quants
 
 QUANTIZE = ["BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]
-DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"]
+DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "NVFP4"]
 
 
 def vocab(path: str, repeat: int) -> None:
@@ -101,7 +101,7 @@ def quant(size: int, repeat: int) -> None:
         block, dtype = LAYOUTS[name]
         blocks = rng.integers(0, 256, size * size // block * dtype.itemsize, dtype=np.uint8).view(dtype).copy()
         for field in ("d", "dmin"):
-            if field in dtype.names:
+            if field in dtype.names and dtype[field] == np.float16:
                 blocks[field] = rng.normal(size=len(blocks)).astype(np.float16)
         qtype = gguf.GGMLQuantizationType[name]
         u8 = blocks.view(np.uint8).reshape(len(blocks), -1)

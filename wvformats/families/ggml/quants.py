@@ -200,6 +200,26 @@ def _mxfp4(b: np.ndarray) -> np.ndarray:
     return _FP4[q] * _e8m0_half(b["e"])[:, None]
 
 
+def _ue4m3_half() -> np.ndarray:
+    """ggml_ue4m3_to_fp32 of every byte (exponent bits 3-6, bias 7; 0 and 0x7F are 0), halved as kvalues_mxfp4
+    are doubled: all exact in float32."""
+    x = np.arange(256)
+    exp, man = (x >> 3) & 0xF, x & 7
+    raw = np.where(exp == 0, man * 2.0**-9, (1 + man / 8) * 2.0 ** (exp - 7))
+    raw[[0, 0x7F]] = 0
+    return (raw * 0.5).astype(F32)
+
+
+_UE4M3_HALF = _ue4m3_half()
+
+
+def _nvfp4(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qs = b["qs"].reshape(n, 4, 8)  # 4 sub-blocks of 16 values: low nibbles first, then high
+    q = np.concatenate([qs & 0xF, qs >> 4], axis=2)
+    return _FP4[q] * _UE4M3_HALF[b["d"]][:, :, None]
+
+
 def _iq4_nl(b: np.ndarray) -> np.ndarray:
     q = np.concatenate([b["qs"] & 0xF, b["qs"] >> 4], axis=1)
     return b["d"].astype(F32)[:, None] * _IQ4NL[q]
@@ -217,7 +237,8 @@ def _iq4_xs(b: np.ndarray) -> np.ndarray:
 
 
 K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
-             "TQ1_0": _tq1_0, "TQ2_0": _tq2_0, "MXFP4": _mxfp4, "IQ4_NL": _iq4_nl, "IQ4_XS": _iq4_xs}
+             "TQ1_0": _tq1_0, "TQ2_0": _tq2_0, "MXFP4": _mxfp4, "NVFP4": _nvfp4, "IQ4_NL": _iq4_nl,
+             "IQ4_XS": _iq4_xs}
 
 
 # The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
