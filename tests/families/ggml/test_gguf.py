@@ -461,3 +461,35 @@ def test_real_llama_gguf_vocabulary_back_to_a_tokenizer_model(tmp_path):
     assert got[3] == [15043, 3186]  # LLaMA's ids of ▁Hello ▁world
     assert got[4:7] == [1, 2, 0]
     assert all(tokens[i] for i in got[7])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# laziness, the CLI's inspect and dump
+
+
+def test_string_arrays_are_not_decoded_until_asked_and_bad_utf8_is_named():
+    model = wv.read(DATA / "ggml-vocab-llama-spm.gguf")
+    tokens = model.metadata["tokenizer.ggml.tokens"]
+    assert isinstance(tokens, StringArray) and tokens._strings is None and len(tokens) == 32000
+    assert tokens.head(3) == ["<unk>", "<s>", "</s>"] and tokens._strings is None
+    assert tokens[15043] == "▁Hello" and tokens._strings is not None
+    data = header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 3) + s8("ok") + struct.pack("<Q", 2) + b"\xff\xfe" + s8("z")
+    bad = codec.gguf_to_model(framework.parse(schema.gguf, data, format="gguf")).metadata["k"]
+    with pytest.raises(ValueMismatchError) as info:
+        bad.tolist()
+    assert info.value.path == "metadata[0].value.data[1]" and info.value.offset == 67
+
+
+def test_cli_inspect_and_dump_annotate_the_header(capsys):
+    from wvformats import cli
+
+    path = str(DATA / "ggml-vocab-llama-spm.gguf")
+    assert cli.main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    assert "architecture: llama" in out and "tokenizer.ggml.tokens, type=ARRAY[STRING]" in out
+    assert "'<unk>', '<s>', '</s>'" in out
+    assert cli.main(["dump", path]) == 0
+    out = capsys.readouterr().out
+    assert "header.version = 3    # 1, 2 or 3" in out
+    assert "metadata[0].key = 'general.architecture'" in out and "metadata[0].value = 'llama'" in out
+    assert "metadata[16].value_type = 9" in out  # tokenizer.ggml.tokens: an array
