@@ -493,3 +493,17 @@ def test_cli_inspect_and_dump_annotate_the_header(capsys):
     assert "header.version = 3    # 1, 2 or 3" in out
     assert "metadata[0].key = 'general.architecture'" in out and "metadata[0].value = 'llama'" in out
     assert "metadata[16].value_type = 9" in out  # tokenizer.ggml.tokens: an array
+
+
+def test_one_block_table_for_gguf_and_rwkv():
+    """Every ggml type gguf-py knows has our id and block size; Q8_1 is 36 bytes as ggml-common.h asserts
+    (2 fp16 + 32 int8), where gguf-py's GGML_QUANT_SIZES still says 40 (its f32 scales of 2023). rwkv.cpp's
+    ids map onto the same layouts."""
+    from gguf.constants import GGML_QUANT_SIZES
+    from wvformats.schemas.ggml import BLOCKS, GGML_NAME, GGUF_TYPES, LAYOUTS
+
+    for qtype, (block, size) in GGML_QUANT_SIZES.items():
+        assert GGUF_TYPES[int(qtype)] == qtype.name
+        assert (LAYOUTS[qtype.name][0], LAYOUTS[qtype.name][1].itemsize) == (block, 36 if qtype.name == "Q8_1" else size)
+    for name, block, dtype in BLOCKS[101].values():
+        assert (block, dtype) == LAYOUTS[GGML_NAME.get(name, name)]
