@@ -492,7 +492,7 @@ def test_cli_inspect_and_dump_annotate_the_header(capsys):
     out = capsys.readouterr().out
     assert "header.version = 3    # 1, 2 or 3" in out
     assert "metadata[0].key = 'general.architecture'" in out and "metadata[0].value = 'llama'" in out
-    assert "metadata[16].value_type = 9" in out  # tokenizer.ggml.tokens: an array
+    assert "metadata[0].value_type = 8    # VALUE_TYPES: 0 u8" in out
 
 
 def test_one_block_table_for_gguf_and_rwkv():
