@@ -15,25 +15,65 @@ from wvformats.framework import Valid
 
 MAGIC = 0x67676D66
 
-# One home for the ggml block types: numpy structured dtypes, (version, rwkv type id) -> (name, block, dtype)
+# One home for the ggml block types: the layout of one block of each type (values per block, numpy structured
+# dtype), by ggml's name; GGUF and rwkv.cpp number the types differently (GGUF_TYPES, BLOCKS_V101), with the
+# same bytes where they share a type. Field names are ggml-common.h's.
 _F16 = "<f2"
-BLOCKS_V101 = {
-    0: ("FP32", 1, np.dtype("<f4")),
-    1: ("FP16", 1, np.dtype(_F16)),
-    2: ("Q4_0", 32, np.dtype([("d", _F16), ("qs", "u1", 16)])),
-    3: ("Q4_1", 32, np.dtype([("d", _F16), ("m", _F16), ("qs", "u1", 16)])),
-    7: ("Q5_0", 32, np.dtype([("d", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
-    8: ("Q5_1", 32, np.dtype([("d", _F16), ("m", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
-    9: ("Q8_0", 32, np.dtype([("d", _F16), ("qs", "i1", 32)])),
-    10: ("Q8_1", 32, np.dtype([("d", _F16), ("s", _F16), ("qs", "i1", 32)])),
-    11: ("Q2_K", 256, np.dtype([("scales", "u1", 16), ("qs", "u1", 64), ("d", _F16), ("dmin", _F16)])),
-    12: ("Q3_K", 256, np.dtype([("hmask", "u1", 32), ("qs", "u1", 64), ("scales", "u1", 12), ("d", _F16)])),
-    13: ("Q4_K", 256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qs", "u1", 128)])),
-    14: ("Q5_K", 256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qh", "u1", 32),
-                                ("qs", "u1", 128)])),
-    15: ("Q6_K", 256, np.dtype([("ql", "u1", 128), ("qh", "u1", 64), ("scales", "i1", 16), ("d", _F16)])),
-    16: ("Q8_K", 256, np.dtype([("d", "<f4"), ("qs", "i1", 256), ("bsums", "<i2", 16)])),
+LAYOUTS = {
+    "F32": (1, np.dtype("<f4")),
+    "F16": (1, np.dtype(_F16)),
+    "Q4_0": (32, np.dtype([("d", _F16), ("qs", "u1", 16)])),
+    "Q4_1": (32, np.dtype([("d", _F16), ("m", _F16), ("qs", "u1", 16)])),
+    "Q5_0": (32, np.dtype([("d", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
+    "Q5_1": (32, np.dtype([("d", _F16), ("m", _F16), ("qh", "<u4"), ("qs", "u1", 16)])),
+    "Q8_0": (32, np.dtype([("d", _F16), ("qs", "i1", 32)])),
+    "Q8_1": (32, np.dtype([("d", _F16), ("s", _F16), ("qs", "i1", 32)])),
+    "Q2_K": (256, np.dtype([("scales", "u1", 16), ("qs", "u1", 64), ("d", _F16), ("dmin", _F16)])),
+    "Q3_K": (256, np.dtype([("hmask", "u1", 32), ("qs", "u1", 64), ("scales", "u1", 12), ("d", _F16)])),
+    "Q4_K": (256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qs", "u1", 128)])),
+    "Q5_K": (256, np.dtype([("d", _F16), ("dmin", _F16), ("scales", "u1", 12), ("qh", "u1", 32),
+                            ("qs", "u1", 128)])),
+    "Q6_K": (256, np.dtype([("ql", "u1", 128), ("qh", "u1", 64), ("scales", "i1", 16), ("d", _F16)])),
+    "Q8_K": (256, np.dtype([("d", "<f4"), ("qs", "i1", 256), ("bsums", "<i2", 16)])),
+    "IQ2_XXS": (256, np.dtype([("d", _F16), ("qs", "<u2", 32)])),
+    "IQ2_XS": (256, np.dtype([("d", _F16), ("qs", "<u2", 32), ("scales", "u1", 8)])),
+    "IQ3_XXS": (256, np.dtype([("d", _F16), ("qs", "u1", 96)])),
+    "IQ1_S": (256, np.dtype([("d", _F16), ("qs", "u1", 32), ("qh", "<u2", 8)])),
+    "IQ4_NL": (32, np.dtype([("d", _F16), ("qs", "u1", 16)])),
+    "IQ3_S": (256, np.dtype([("d", _F16), ("qs", "u1", 64), ("qh", "u1", 8), ("signs", "u1", 32),
+                             ("scales", "u1", 4)])),
+    "IQ2_S": (256, np.dtype([("d", _F16), ("qs", "u1", 64), ("qh", "u1", 8), ("scales", "u1", 8)])),
+    "IQ4_XS": (256, np.dtype([("d", _F16), ("scales_h", "<u2"), ("scales_l", "u1", 4), ("qs", "u1", 128)])),
+    "I8": (1, np.dtype("i1")),
+    "I16": (1, np.dtype("<i2")),
+    "I32": (1, np.dtype("<i4")),
+    "I64": (1, np.dtype("<i8")),
+    "F64": (1, np.dtype("<f8")),
+    "IQ1_M": (256, np.dtype([("qs", "u1", 32), ("qh", "u1", 16), ("scales", "u1", 8)])),
+    "BF16": (1, np.dtype([("bf16", "<u2")])),  # numpy has no bfloat16: the raw 16 bits
+    "TQ1_0": (256, np.dtype([("qs", "u1", 48), ("qh", "u1", 4), ("d", _F16)])),
+    "TQ2_0": (256, np.dtype([("qs", "u1", 64), ("d", _F16)])),
+    "MXFP4": (32, np.dtype([("e", "u1"), ("qs", "u1", 16)])),
+    "NVFP4": (64, np.dtype([("d", "u1", 4), ("qs", "u1", 32)])),
+    "Q1_0": (128, np.dtype([("d", _F16), ("qs", "u1", 16)])),
+    "Q2_0": (64, np.dtype([("d", _F16), ("qs", "u1", 16)])),
 }
+
+# GGUF's ggml_type ids (ggml.h today; 4, 5 and 31-33, 36-38 were removed and are unknown)
+GGUF_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1", 10: "Q2_K",
+    11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS",
+    19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32",
+    27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4",
+    41: "Q1_0", 42: "Q2_0",
+}
+
+# rwkv.cpp's ids, (version, rwkv id) -> (rwkv's name, values per block, block dtype); rwkv.cpp calls F32/F16
+# FP32/FP16
+_RWKV_V101 = {0: "FP32", 1: "FP16", 2: "Q4_0", 3: "Q4_1", 7: "Q5_0", 8: "Q5_1", 9: "Q8_0", 10: "Q8_1", 11: "Q2_K",
+              12: "Q3_K", 13: "Q4_K", 14: "Q5_K", 15: "Q6_K", 16: "Q8_K"}
+GGML_NAME = {"FP32": "F32", "FP16": "F16"}  # rwkv.cpp's name -> ggml's
+BLOCKS_V101 = {i: (name, *LAYOUTS[GGML_NAME.get(name, name)]) for i, name in _RWKV_V101.items()}
 BLOCKS_V100 = {
     0: BLOCKS_V101[0],
     1: BLOCKS_V101[1],

@@ -142,23 +142,27 @@ class AlignTo(_Checked):
 
     ``never_zero=True`` gives finalfusion's rule ``modulus - pos % modulus`` (1 to ``modulus`` bytes, never
     0). Computed from the stream passed in, never from ``context._io``, so parsing and building agree.
+    ``modulus`` may be a ``this`` expression (GGUF's ``general.alignment``); it must be positive.
     The parsed value is the number of padding bytes; pad bytes that are not zero are an error.
     """
 
-    def __init__(self, modulus: int, never_zero: bool = False) -> None:
+    def __init__(self, modulus: Any, never_zero: bool = False) -> None:
         super().__init__()
         self.modulus = modulus
         self.never_zero = never_zero
         self.flagbuildnone = True
 
-    def padding(self, pos: int) -> int:
+    def padding(self, pos: int, context: Any = None) -> int:
+        modulus = int(_evaluate(self.modulus, context))
+        if modulus < 1:
+            raise fail(None, pos, f"alignment must be positive, not {modulus}", ValueMismatchError)
         if self.never_zero:
-            return self.modulus - pos % self.modulus
-        return -pos % self.modulus
+            return modulus - pos % modulus
+        return -pos % modulus
 
     def _parse(self, stream: Any, context: Any, path: str) -> int:
         pos = stream.tell()
-        n = self.padding(pos)
+        n = self.padding(pos, context)
         check_length(stream, n, path, "alignment padding")
         data = stream.read(n)
         if data.count(0) != n:
@@ -166,7 +170,7 @@ class AlignTo(_Checked):
         return n
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
-        n = self.padding(stream.tell())
+        n = self.padding(stream.tell(), context)
         stream.write(bytes(n))
         return n
 
@@ -192,10 +196,11 @@ class Valid(_Checked):
     BuildError) that names the field, where it starts, the test and the value found.
     """
 
-    def __init__(self, field: str, test: Any) -> None:
+    def __init__(self, field: str, test: Any, why: str | None = None) -> None:
         super().__init__()
         self.field = field
         self.test = test
+        self.why = why  # said after the test in the error, where the test alone would puzzle
         self.flagbuildnone = True
 
     def _check(self, stream: Any, context: Any, path: str, cls: type[FormatError]) -> None:
@@ -210,7 +215,8 @@ class Valid(_Checked):
                 pass
         text = expression(self.test)
         text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
-        raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}", cls,
+        why = f" ({self.why})" if self.why else ""
+        raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}{why}", cls,
                    found=context.get(self.field))
 
     def _parse(self, stream: Any, context: Any, path: str) -> None:

@@ -6,10 +6,15 @@ from collections import OrderedDict
 from typing import Any
 
 import construct as cs
+import numpy as np
 
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
+from ...schemas import gguf as gguf_schema
+from ...schemas.ggml import GGUF_TYPES, LAYOUTS
+from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
+from .gguf_records import StringArray
 from .rwkv import RwkvModel, Tensor
 
 NAME = "rwkv"
@@ -69,4 +74,106 @@ register(Format(
     sniff=lambda head: head[:4] == b"fmgg" and int.from_bytes(head[4:8], "little") in (100, 101), priority=0,
     parse=parse, build=build, to_model=to_model, from_model=from_model, model=RwkvModel, inspect=inspect,
     inspect_head=inspect_head, check=check, schemas={"header": schema.header},
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GGUF
+
+GGUF = "gguf"
+parse_gguf, build_gguf = schema_io(GGUF, gguf_schema.gguf)
+
+
+def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
+    model = GGUFModel(Metadata(parsed["metadata"]), version=int(parsed["header"]["version"]))
+    model.parsed = parsed
+    data = parsed.get("data")
+    for i, info in enumerate(parsed["tensor_infos"]):
+        name, dims, type_id = info["name"], tuple(int(d) for d in info["dims"]), int(info["type"])
+        at_type = info["_end"] - 12
+        where = f"tensor_infos[{i}]"
+        if name in model.tensors:
+            model.problems.append((f"{where}.name", info["_offset"], f"duplicate tensor name {name}"))
+            continue
+        type_name = GGUF_TYPES.get(type_id)
+        if type_name is None:
+            model.problems.append((f"{where}.type", at_type, f"unknown ggml type {type_id}"))
+            continue
+        tensor = GGUFTensor(name, type_name, dims, np.zeros(0, LAYOUTS[type_name][1]), int(info["offset"]),
+                            (where, info["_offset"]))
+        block, dtype = LAYOUTS[type_name]
+        n = 1
+        for d in dims:
+            n *= d
+        count = n // block
+        fits = data is not None and dims and dims[0] % block == 0 and tensor.offset + count * dtype.itemsize <= len(data)
+        if fits:
+            tensor.blocks = tensor._read = np.frombuffer(data, dtype, count, tensor.offset)
+        model.tensors[name] = tensor  # (blocks left empty where the data do not fit: check() names it)
+    return model
+
+
+def gguf_from_model(model: Any, **_: Any) -> cs.Container:
+    if not isinstance(model, GGUFModel):
+        raise BuildError(f"expected GGUFModel, got {type(model).__name__}", format=GGUF)
+    entries = model.metadata.entries()
+    parsed, alignment = model.parsed, model.alignment
+    tensors = list(model.tensors.values())
+    # read and unchanged tensors: the infos and the data section as they were (one bulk copy)
+    same = parsed is not None and parsed.get("data") is not None and parsed["alignment"] == alignment and \
+        len(tensors) == len(parsed["tensor_infos"]) and all(
+            t.name == info["name"] and t.offset == info["offset"] and t.blocks is t._read is not None
+            for t, info in zip(tensors, parsed["tensor_infos"], strict=True))
+    if same:
+        infos, data, has_data = parsed["tensor_infos"], parsed["data"], True
+    else:
+        infos, data, at = [], [], 0
+        for t in tensors:
+            width = "<u4" if model.version == 1 else "<u8"
+            infos.append(cs.Container(name=t.name, n_dims=len(t.ggml_shape),
+                                      dims=np.array(t.ggml_shape, width), type=TYPE_IDS[t.type], offset=at))
+            data.append((at, t.blocks))
+            at = -(-(at + t.blocks.nbytes) // alignment) * alignment
+        if data:  # the last tensor padded too, as llama.cpp and gguf-py write it
+            data.append((at, np.zeros(0, np.uint8)))
+        has_data = bool(data) or (parsed is not None and bool(parsed.get("has_data")) and not tensors)
+    header = cs.Container(magic=b"GGUF", version=model.version, n_tensors=len(infos), n_kv=len(entries))
+    return cs.Container(header=header, metadata=entries, tensor_infos=infos, alignment=alignment,
+                        has_data=has_data, padding=None, data=data if has_data else None)
+
+
+def _short_value(model: GGUFModel, key: str, most: int = 5) -> Any:
+    value = model.metadata[key]
+    if isinstance(value, StringArray):
+        return {"count": len(value), "head": value.head(most)}
+    if isinstance(value, np.ndarray):
+        return {"count": int(value.size), "head": value[:most].tolist()}
+    if isinstance(value, list):
+        return {"count": len(value), "nested": True}
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def gguf_inspect(parsed: Any) -> dict[str, Any]:
+    model = gguf_to_model(parsed)
+    return {"version": model.version, "architecture": model.architecture, "alignment": model.alignment,
+            "n_kv": len(parsed["metadata"]), "tensors": len(parsed["tensor_infos"]),
+            "tokens": len(model.metadata.get("tokenizer.ggml.tokens", ())),
+            "metadata": [{"key": k, "type": model.metadata.type(k), "value": _short_value(model, k)}
+                         for k in model.metadata],
+            "tensor_table": [{"name": t.name, "type": t.type, "shape": list(t.shape),
+                              "ggml_shape": list(t.ggml_shape), "offset": t.offset, "bytes": int(t.blocks.nbytes)}
+                             for t in model.tensors.values()]}
+
+
+def gguf_check(parsed: Any) -> list[str]:
+    return gguf_to_model(parsed).check()
+
+
+register(Format(
+    name=GGUF, extensions=(".gguf",), description="GGUF (ggml, llama.cpp): header, metadata key/values, tensor "
+    "infos, aligned tensor data of any ggml type", schema=gguf_schema.gguf,
+    sniff=lambda head: head[:4] == b"GGUF", priority=0, parse=parse_gguf, build=build_gguf,
+    to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, inspect=gguf_inspect, check=gguf_check,
+    schemas={"header": gguf_schema.header, "metadata_kv": gguf_schema.metadata_kv,
+             "tensor_info": gguf_schema.tensor_info},
 ))

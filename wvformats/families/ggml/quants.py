@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...schemas.ggml import BLOCKS
+from ...schemas.ggml import BLOCKS, GGML_NAME, LAYOUTS
 
 F32 = np.float32
 
@@ -56,8 +56,12 @@ CHUNK = 4096  # blocks per step: temporaries stay in cache (2-3x faster than who
 def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
     """Blocks of ``type_name`` (a structured array in the layout of ``version``) -> float32 values, flat."""
     b = np.asarray(blocks).reshape(-1)
-    if type_name in ("FP32", "FP16"):
+    if type_name in ("FP32", "FP16", "F32", "F16"):
         return b.astype(F32, copy=False)
+    if type_name in ("F64", "I8", "I16", "I32", "I64"):
+        return b  # not floats of a block type: their own values
+    if type_name == "BF16":  # the upper half of a float32
+        return (b["bf16"].astype(np.uint32) << 16).view(F32)
     if len(b) <= CHUNK:
         return _dequantize(b, type_name, version)
     per = _dequantize(b[:1], type_name, version).size
@@ -68,6 +72,8 @@ def dequantize(blocks: np.ndarray, type_name: str, version: int = 101) -> np.nda
 
 
 def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
+    if type_name in K_DEQUANT:
+        return K_DEQUANT[type_name](b).reshape(-1)
     d = b["d"].astype(F32, copy=False)[:, None]
     if type_name == "Q8_0":
         return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
@@ -75,8 +81,6 @@ def _dequantize(b: np.ndarray, type_name: str, version: int) -> np.ndarray:
         q = _nibbles(b["qs"], version)
     elif type_name in ("Q5_0", "Q5_1"):
         q = _nibbles(b["qs"], version) | (_high_bits(b["qh"]).astype(np.int32) << 4)
-    elif type_name in K_DEQUANT:
-        return K_DEQUANT[type_name](b).reshape(-1)
     elif type_name == "Q8_1":
         return (b["qs"].astype(F32, copy=False) * d).reshape(-1)
     else:
@@ -158,7 +162,83 @@ def _q8_k(b: np.ndarray) -> np.ndarray:
     return b["d"].astype(F32)[:, None] * b["qs"].astype(F32)
 
 
-K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k}
+# GGUF's further types with a small table or none (the IQ2/IQ3/IQ1 grids are not ported)
+_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], F32)  # kvalues_iq4nl
+_FP4 = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], F32)  # kvalues_mxfp4: 2 x E2M1
+_POW3 = np.array([1, 3, 9, 27, 81], np.uint8)
+
+
+def _e8m0_half(e: np.ndarray) -> np.ndarray:
+    """ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) as float32 bits (subnormal for e < 2)."""
+    e = e.astype(np.uint32)
+    return np.where(e < 2, np.uint32(0x00200000) << e, (e - 1) << 23).astype(np.uint32).view(F32)
+
+
+# TQ1_0's base-3 digits of each fixed-point byte, most significant first (``(q * 3^n mod 256) * 3 >> 8``),
+# minus 1, as float32: one gather per byte instead of the arithmetic
+_TRITS = ((((np.arange(256, dtype=np.uint16)[:, None] * _POW3) & 0xFF) * 3 >> 8).astype(F32) - 1).T.copy()
+
+
+def _tq1_0(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    out = np.empty((n, 256), F32)
+    out[:, :160].reshape(n, 5, 32)[:] = _TRITS[:, b["qs"][:, :32]].transpose(1, 0, 2)  # value 32 digit + byte
+    out[:, 160:240].reshape(n, 5, 16)[:] = _TRITS[:, b["qs"][:, 32:48]].transpose(1, 0, 2)
+    out[:, 240:].reshape(n, 4, 4)[:] = _TRITS[:4, b["qh"]].transpose(1, 0, 2)
+    out *= b["d"].astype(F32)[:, None]
+    return out
+
+
+def _tq2_0(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    q = (b["qs"].reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 3
+    return (q.reshape(n, 256).astype(np.int8) - 1).astype(F32) * b["d"].astype(F32)[:, None]
+
+
+def _mxfp4(b: np.ndarray) -> np.ndarray:
+    q = np.concatenate([b["qs"] & 0xF, b["qs"] >> 4], axis=1)
+    return _FP4[q] * _e8m0_half(b["e"])[:, None]
+
+
+def _ue4m3_half() -> np.ndarray:
+    """ggml_ue4m3_to_fp32 of every byte (exponent bits 3-6, bias 7; 0 and 0x7F are 0), halved as kvalues_mxfp4
+    are doubled: all exact in float32."""
+    x = np.arange(256)
+    exp, man = (x >> 3) & 0xF, x & 7
+    raw = np.where(exp == 0, man * 2.0**-9, (1 + man / 8) * 2.0 ** (exp - 7))
+    raw[[0, 0x7F]] = 0
+    return (raw * 0.5).astype(F32)
+
+
+_UE4M3_HALF = _ue4m3_half()
+
+
+def _nvfp4(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qs = b["qs"].reshape(n, 4, 8)  # 4 sub-blocks of 16 values: low nibbles first, then high
+    q = np.concatenate([qs & 0xF, qs >> 4], axis=2)
+    return _FP4[q] * _UE4M3_HALF[b["d"]][:, :, None]
+
+
+def _iq4_nl(b: np.ndarray) -> np.ndarray:
+    q = np.concatenate([b["qs"] & 0xF, b["qs"] >> 4], axis=1)
+    return b["d"].astype(F32)[:, None] * _IQ4NL[q]
+
+
+def _iq4_xs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    ib = np.arange(8)
+    low = (b["scales_l"][:, ib // 2] >> (4 * (ib % 2)).astype(np.uint8)) & 0xF
+    high = (b["scales_h"][:, None].astype(np.int32) >> (2 * ib)) & 3
+    dl = b["d"].astype(F32)[:, None] * ((low.astype(np.int32) | (high << 4)) - 32).astype(F32)
+    qs = b["qs"].reshape(n, 8, 16)
+    q = np.concatenate([qs & 0xF, qs >> 4], axis=2)
+    return dl[:, :, None] * _IQ4NL[q]
+
+
+K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
+             "TQ1_0": _tq1_0, "TQ2_0": _tq2_0, "MXFP4": _mxfp4, "NVFP4": _nvfp4, "IQ4_NL": _iq4_nl,
+             "IQ4_XS": _iq4_xs}
 
 
 # The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
@@ -226,17 +306,46 @@ def _trunc_i8(v: np.ndarray) -> np.ndarray:
 
 
 def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
-    """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer."""
-    found = [v for v in BLOCKS[version].values() if v[0] == type_name]
+    """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer.
+
+    ``version`` 100 or 101 are rwkv.cpp's layouts; GGUF's are 101's, with every ggml type (``LAYOUTS``)."""
+    if version == 100:
+        found = [v[1:] for v in BLOCKS[version].values() if v[0] == type_name]
+    else:
+        found = [LAYOUTS[GGML_NAME.get(type_name, type_name)]] if GGML_NAME.get(type_name, type_name) in LAYOUTS \
+            else []
     if not found:
         raise ValueError(f"version {version} has no type {type_name}")
-    _, block, dtype = found[0]
-    if type_name in ("FP32", "FP16"):
+    block, dtype = found[0]
+    if type_name in ("FP32", "FP16", "F32", "F16", "F64", "I8", "I16", "I32", "I64"):
         return np.asarray(values, dtype).reshape(-1)
+    if type_name == "BF16":
+        return _bf16(np.asarray(values, F32).reshape(-1)).view(dtype)
     x = _blocks(values, block)
     out = np.zeros(len(x), dtype)
     for i in range(0, len(x), CHUNK):
         _quantize(x[i : i + CHUNK], out[i : i + CHUNK], type_name, version)
+    return out
+
+
+def _pack_trits(q: np.ndarray) -> np.ndarray:
+    """(blocks, 5, m) digits 0..2, most significant first -> m bytes: the base-3 number as a fixed-point
+    fraction of 256, rounded up (TQ1_0's ``(q * 256 + 242) / 243``)."""
+    n = np.zeros(q[:, 0].shape, np.int32)
+    for k in range(5):
+        n = (n * 3 + q[:, k]) & 0xFF  # (a uint8 in ggml)
+    return ((n * 256 + 242) // 243).astype(np.uint8)
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """ggml's fp32 -> bf16: round to nearest even on the upper 16 bits; a NaN keeps its upper bits, made quiet."""
+    n = x.view(np.uint32)
+    nan = (n & 0x7FFFFFFF) > 0x7F800000
+    rounded = n + ((n >> 16) & 1)  # (no overflow short of a NaN, which is replaced below)
+    rounded += 0x7FFF
+    out = (rounded >> 16).astype(np.uint16)
+    if nan.any():
+        out[nan] = (n[nan] >> 16) | 64
     return out
 
 
@@ -274,6 +383,31 @@ def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> N
             out["m"] = lo.astype(out.dtype["m"])
             if type_name == "Q5_1":
                 out["qh"] = _pack_high_bits(q)
+        elif type_name in ("TQ1_0", "TQ2_0"):
+            d = _abs_max(x)
+            q = (_roundf((x * _inverse(d)[:, None]).astype(F32, copy=False)) + 1).astype(np.int32)
+            if type_name == "TQ2_0":  # value 128 j + 32 n + m in bits 2n of byte 32 j + m
+                v = (q.reshape(-1, 2, 4, 32) & 3).astype(np.uint8)
+                out["qs"] = (v[:, :, 0] | (v[:, :, 1] << 2) | (v[:, :, 2] << 4) | (v[:, :, 3] << 6)).reshape(-1, 64)
+            else:
+                out["qs"][:, :32] = _pack_trits(q[:, :160].reshape(-1, 5, 32))
+                out["qs"][:, 32:] = _pack_trits(q[:, 160:240].reshape(-1, 5, 16))
+                out["qh"] = _pack_trits(np.concatenate([q[:, 240:].reshape(-1, 4, 4),
+                                                        np.zeros((len(q), 1, 4), np.int32)], axis=1))
+        elif type_name == "MXFP4":
+            amax = np.fmax.reduce(np.abs(x), axis=1, initial=F32(0))  # NaNs skipped, as ggml's amax loop
+            e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, F32(1)))) - 2 + 127, 0)
+            e = e.astype(np.int32).astype(np.uint8)
+            half = _e8m0_half(e)[:, None, None]
+            # best_index_mxfp4 takes the first of equal errors |k e - x| over the 16 codes; -k e - x is exactly
+            # -(k e + x), so a negative x is nearest among the negative codes (or 0, which comes first) with the
+            # errors of |x| against the positive ones: 8 compares, not 16
+            err = np.abs((_FP4[None, None, :8] * half).astype(F32) - np.abs(x)[:, :, None])
+            j = np.argmin(err, axis=2).astype(np.uint8)  # first of equal errors (a NaN: the first, 0)
+            q = np.where((x < 0) & (j > 0), j + 8, j).astype(np.uint8)
+            out["e"] = e
+            out["qs"] = q[:, :16] | (q[:, 16:] << 4)
+            return
         else:
             raise NotImplementedError(f"quantizing {type_name} is not implemented")
         out["d"] = d.astype(out.dtype["d"])

@@ -1,0 +1,127 @@
+"""GGUF: wvformats vs gguf-py (GGUFReader, gguf.quants), in one run.
+
+    python3 benchmarks/bench_gguf.py VOCAB.gguf [--size 2048] [--repeat 3] [--model-mb 2048]
+
+1. Open a vocabulary GGUF (llama.cpp's models/ggml-vocab-*.gguf; gemma-4's has 262k tokens) and read the
+   architecture and the token list, in fresh processes: wvformats.read vs gguf.GGUFReader + the field's
+   contents(), against the floor of reading the file's bytes. Peak RSS per row.
+2. Open a multi-GB GGUF (written once to benchmarks/data/ with gguf.GGUFWriter: F16 tensors) and read the
+   architecture and every tensor's shape: O(header) for both (tensors are views of the memory map).
+3. Quantize / dequantize a size x size float32 matrix with both, every type both support; outputs compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import quants as gq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import floor_read, in_process, measure, table, warm  # noqa: E402
+from wvformats.schemas.ggml import LAYOUTS
+
+from wvformats.families.ggml import quants
+
+QUANTIZE = ["BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]
+DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "NVFP4"]
+
+
+def vocab(path: str, repeat: int) -> None:
+    key = "tokenizer.ggml.tokens"
+    rows = [
+        ("raw read (floor)", measure(*floor_read(path), repeat)),
+        ("python + numpy + wvformats imported, nothing read", measure(
+            "import wvformats as wv\nwv.formats()", "pass", repeat)),
+        ("wvformats: read + architecture + tokens", measure(
+            f"import wvformats as wv\nwv.formats()\n{warm(path)}",
+            f"m = wv.read({path!r})\narch = m.architecture\ntokens = m.metadata[{key!r}].tolist()", repeat)),
+        ("wvformats: read + architecture", measure(
+            f"import wvformats as wv\nwv.formats()\n{warm(path)}", f"m = wv.read({path!r})\narch = m.architecture",
+            repeat)),
+        ("gguf-py: GGUFReader + architecture + tokens", measure(
+            f"import gguf\n{warm(path)}",
+            f"r = gguf.GGUFReader({path!r})\narch = r.fields['general.architecture'].contents()\n"
+            f"tokens = r.fields[{key!r}].contents()", 1)),
+    ]
+    print(table(f"Open {Path(path).name} ({Path(path).stat().st_size / 1e6:.1f} MB), architecture and tokens",
+                rows, "wvformats: read + architecture + tokens"))
+
+
+def big_model(mb: int, repeat: int) -> None:
+    path = Path(__file__).resolve().parent / "data" / f"gguf-f16-{mb}mb.gguf"
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        w = gguf.GGUFWriter(str(path), "llama")
+        w.add_context_length(4096)
+        n = mb * (1 << 20) // (2 * 4096 * 4096)
+        for i in range(max(n, 1)):
+            w.add_tensor_info(f"blk.{i}.w", (4096, 4096), np.dtype(np.float16), 4096 * 4096 * 2)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        w.close()
+        with open(path, "r+b") as f:  # the data section: zeros, as a sparse extension of the file
+            start = -(-f.seek(0, 2) // 32) * 32
+            f.truncate(start + max(n, 1) * 4096 * 4096 * 2)
+    p = str(path)
+    rows = [
+        ("wvformats: read + architecture + shapes", measure(
+            "import wvformats as wv\nwv.formats()", f"m = wv.read({p!r})\na = m.architecture\ns = [t.shape for t in m.tensors.values()]",
+            repeat)),
+        ("gguf-py: GGUFReader + architecture + shapes", measure(
+            "import gguf", f"r = gguf.GGUFReader({p!r})\na = r.fields['general.architecture'].contents()\n"
+            "s = [t.shape for t in r.tensors]", repeat)),
+    ]
+    print(table(f"Open a {path.stat().st_size / 1e9:.1f} GB F16 GGUF (header only is read)", rows,
+                "wvformats: read + architecture + shapes"))
+
+
+def quant(size: int, repeat: int) -> None:
+    x = np.random.default_rng(0).normal(size=(size, size)).astype(np.float32)
+    print("| type | quantize ours s | gguf s | ratio | dequantize ours s | gguf s | ratio | identical |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in QUANTIZE:
+        qtype = gguf.GGMLQuantizationType[name]
+        ours, ref = quants.quantize(x, name), gq.quantize(x, qtype)
+        same = ours.tobytes() == ref.tobytes()
+        same &= quants.dequantize(ours, name).tobytes() == gq.dequantize(ref, qtype).astype(np.float32).tobytes()
+        tq = in_process(lambda n=name: quants.quantize(x, n), repeat)
+        rq = in_process(lambda t=qtype: gq.quantize(x, t), repeat)
+        td = in_process(lambda b=ours, n=name: quants.dequantize(b, n), repeat)
+        rd = in_process(lambda b=ref, t=qtype: gq.dequantize(b, t), repeat)
+        print(f"| {name} | {tq:.3f} | {rq:.3f} | {tq / rq:.2f} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |",
+              flush=True)
+    print("\n| type (dequantize only) | ours s | gguf s | ratio | identical |\n|---|---|---|---|---|")
+    rng = np.random.default_rng(1)
+    for name in DEQUANTIZE_ONLY:
+        block, dtype = LAYOUTS[name]
+        blocks = rng.integers(0, 256, size * size // block * dtype.itemsize, dtype=np.uint8).view(dtype).copy()
+        for field in ("d", "dmin"):
+            if field in dtype.names and dtype[field] == np.float16:
+                blocks[field] = rng.normal(size=len(blocks)).astype(np.float16)
+        qtype = gguf.GGMLQuantizationType[name]
+        u8 = blocks.view(np.uint8).reshape(len(blocks), -1)
+        same = quants.dequantize(blocks, name).tobytes() == gq.dequantize(u8, qtype).astype(np.float32).tobytes()
+        td = in_process(lambda b=blocks, n=name: quants.dequantize(b, n), repeat)
+        rd = in_process(lambda b=u8, t=qtype: gq.dequantize(b, t), repeat)
+        print(f"| {name} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("vocab", help="a vocabulary GGUF, e.g. llama.cpp's models/ggml-vocab-gemma-4.gguf")
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--model-mb", type=int, default=2048)
+    args = ap.parse_args()
+    vocab(args.vocab, args.repeat)
+    big_model(args.model_mb, args.repeat)
+    quant(args.size, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""GGUF (``.gguf``), the file format of ggml and llama.cpp: header, metadata key/values, tensor infos, data.
+
+Little-endian. Counts and string lengths are u32 in version 1 and u64 from version 2. A string is its length
+and UTF-8 bytes (no terminator). The data section starts at the next multiple of the alignment
+(``general.alignment``, a u32, default 32) after the tensor infos, from the start of the file; each tensor's
+offset is relative to it and llama.cpp wants them in order, each tensor padded to the alignment. A file
+without tensors may end right after the tensor infos (llama.cpp's vocabulary files do). Tensor data are
+blocks of the ggml types (``schemas/ggml.py``: ``LAYOUTS``, ids in ``GGUF_TYPES``). A big-endian file (its
+version reads byte-swapped, 0x03000000) is refused.
+"""
+
+from construct import Const, If, IfThenElse, Int32ul, Int64ul, Struct, this
+
+from wvformats.families.ggml.gguf_records import (
+                                                  BytesLeft,
+                                                  Entries,
+                                                  GGUFString,
+                                                  GGUFValue,
+                                                  MetadataAlignment,
+                                                  TensorData,
+)
+from wvformats.framework import AlignTo, NumpyArray, Valid
+
+DEFAULT_ALIGNMENT = 32
+MAX_DIMS = 4  # GGML_MAX_DIMS
+
+# value_type -> (gguf-py's name, numpy dtype of a scalar; None for strings and arrays)
+VALUE_TYPES = {
+    0: ("UINT8", "u1"),
+    1: ("INT8", "i1"),
+    2: ("UINT16", "<u2"),
+    3: ("INT16", "<i2"),
+    4: ("UINT32", "<u4"),
+    5: ("INT32", "<i4"),
+    6: ("FLOAT32", "<f4"),
+    7: ("BOOL", "u1"),
+    8: ("STRING", None),
+    9: ("ARRAY", None),
+    10: ("UINT64", "<u8"),
+    11: ("INT64", "<i8"),
+    12: ("FLOAT64", "<f8"),
+}
+
+_VERSION = this._root.header.version
+_count = IfThenElse(this.version == 1, Int32ul, Int64ul)
+
+header = Struct(
+    "magic" / Const(b"GGUF") * 'b"GGUF"',
+    "version" / Int32ul * "1, 2 or 3",
+    Valid("version", this.version < 0x10000, why="a version that reads byte-swapped is a big-endian file")
+    * "a version that reads byte-swapped (0x03000000) is a big-endian file: refused",
+    Valid("version", (this.version >= 1) & (this.version <= 3)) * "versions 1, 2 and 3 exist",
+    "n_tensors" / _count * "number of tensor infos (u32 in version 1, u64 later)",
+    "n_kv" / _count * "number of metadata key/value pairs (u32 in version 1, u64 later)",
+)
+
+metadata_kv = Struct(
+    "key" / GGUFString(_VERSION) * "the key, e.g. general.architecture",
+    "value_type" / Int32ul * "VALUE_TYPES: 0 u8, 1 i8, ..., 8 string, 9 array, 10 u64, 11 i64, 12 f64",
+    "value" / GGUFValue(this.value_type, _VERSION, VALUE_TYPES)
+    * "the value; an array is u32 element_type, count, elements (strings and arrays included)",
+)
+
+tensor_info = Struct(
+    "name" / GGUFString(_VERSION) * "the tensor's name",
+    "n_dims" / Int32ul * "number of dimensions (llama.cpp: at most 4)",
+    "dims" / IfThenElse(_VERSION == 1, NumpyArray("<u4", this.n_dims), NumpyArray("<u8", this.n_dims))
+    * "ggml order: ne[0] (contiguous, PyTorch's last dimension) first; u32 in version 1, u64 later",
+    "type" / Int32ul * "ggml type id (GGUF_TYPES: 0 F32, 1 F16, 2 Q4_0, ...)",
+    "offset" / Int64ul * "where the data start, from the start of the data section; a multiple of the alignment",
+)
+
+gguf = Struct(
+    "header" / header * "magic, version, counts",
+    "metadata" / Entries(this.header.n_kv, metadata_kv, min_size=9) * "n_kv key/value pairs",
+    "tensor_infos" / Entries(this.header.n_tensors, tensor_info, min_size=20) * "n_tensors tensor infos",
+    "alignment" / MetadataAlignment(this.metadata, "general.alignment", DEFAULT_ALIGNMENT)
+    * "no bytes: general.alignment (a power of two) or 32",
+    "has_data" / BytesLeft() * "no bytes: whether a data section follows (a file without tensors may end here)",
+    "padding" / If(this.has_data, AlignTo(this.alignment))
+    * "zero bytes up to a multiple of the alignment",
+    "data" / If(this.has_data, TensorData()) * "the tensor data, to the end of the file",
+)

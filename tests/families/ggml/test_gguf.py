@@ -1,0 +1,509 @@
+"""GGUF: real llama.cpp files and gguf-py's writer as oracles, byte-exact write-back, checks, hostile headers."""
+
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES, roundtrip
+from wvformats.schemas import gguf as schema
+
+import wvformats as wv
+from wvformats import framework
+from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
+from wvformats.families.ggml import codec
+from wvformats.families.ggml.gguf import GGUFModel
+from wvformats.families.ggml.gguf_records import StringArray
+
+gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
+from gguf import GGMLQuantizationType as T  # noqa: E402
+from gguf import GGUFValueType as V  # noqa: E402
+from gguf import quants as gq  # noqa: E402
+
+DATA = Path(__file__).parents[2] / "data" / "gguf"
+REAL = sorted(DATA.glob("*.gguf"))
+
+
+def oracle_metadata(path):
+    """gguf-py's reading of every key (the GGUF.* pseudo-keys left out), as plain Python values."""
+    out = {}
+    for key, field in gguf.GGUFReader(path).fields.items():
+        if not key.startswith("GGUF."):
+            out[key] = (field.contents(), [t.name for t in field.types])
+    return out
+
+
+def plain(value):
+    if isinstance(value, StringArray):
+        return value.tolist()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def assert_metadata_matches(model, path):
+    want = oracle_metadata(path)
+    assert list(model.metadata) == list(want)
+    for key, (value, types) in want.items():
+        got = plain(model.metadata[key])
+        if types[:2] == ["ARRAY", "ARRAY"]:  # gguf-py's contents() flattens nested arrays
+            got = [x for sub in got for x in sub]
+        assert got == value or np.allclose(got, value, equal_nan=True), key
+        assert model.metadata.type(key).replace("[", " ").replace("]", "").split() == types[:2], key
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
+def test_real_vocab_files_read_as_gguf_py_reads_them_and_write_back_byte_exact(path, tmp_path):
+    assert wv.sniff(path) == "gguf"
+    model = wv.read(path)
+    assert model.version == 3 and model.architecture in ("llama", "bert") and not model.tensors
+    assert_metadata_matches(model, path)
+    assert model.check() == []
+    report = wv.validate(path)
+    assert report.ok, str(report)
+    out = tmp_path / "back.gguf"
+    wv.write(model, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def every_value_type_file(path, tensors=True):
+    """A file made by gguf-py's writer with every value type, arrays of strings and nested arrays, and
+    tensors of several ggml types."""
+    w = gguf.GGUFWriter(str(path), "llama")
+    for vtype, value in [(V.UINT8, 200), (V.INT8, -100), (V.UINT16, 60000), (V.INT16, -30000), (V.UINT32, 4_000_000_000),
+                         (V.INT32, -2_000_000_000), (V.FLOAT32, 1.5), (V.BOOL, True), (V.STRING, "héllo"),
+                         (V.UINT64, 2**63 + 5), (V.INT64, -(2**62)), (V.FLOAT64, 2.0**-1074)]:
+        w.add_key_value(f"test.{vtype.name.lower()}", value, vtype)
+    w.add_array("test.strings", ["a", "", "ü" * 300, "x\x00y", "z"])
+    w.add_array("test.ints", [1, -2, 3])
+    w.add_array("test.floats", [0.5, -1.25])
+    w.add_array("test.bools", [True, False, True])
+    w.add_array("test.nested", [[1, 2], [3]])
+    w.add_key_value("test.u16s", [1, 2, 65535], V.ARRAY, sub_type=V.UINT16)
+    rng = np.random.default_rng(0)
+    if tensors:
+        x = rng.normal(size=(4, 256)).astype(np.float32)
+        w.add_tensor("f32", x)
+        w.add_tensor("f16", x.astype(np.float16))
+        for kind in (T.Q8_0, T.Q4_0, T.Q5_1, T.BF16):
+            q = gq.quantize(x, kind)
+            w.add_tensor(kind.name.lower(), q, raw_shape=q.shape, raw_dtype=kind)
+        raw = rng.integers(0, 256, size=(2, 144), dtype=np.uint8)  # two Q4_K blocks of random bytes
+        w.add_tensor("q4_k", raw, raw_shape=raw.shape, raw_dtype=T.Q4_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_gguf_py_file_with_every_value_type_and_several_tensor_types(tmp_path):
+    path = every_value_type_file(tmp_path / "all.gguf")
+    model = wv.read(path)
+    assert_metadata_matches(model, path)
+    assert model.metadata.type("test.strings") == "ARRAY[STRING]" and model.metadata["test.strings"][3] == "x\x00y"
+    assert model.metadata["test.nested"][1].tolist() == [3]
+    reader = gguf.GGUFReader(path)
+    assert list(model.tensors) == [t.name for t in reader.tensors]
+    for t in reader.tensors:
+        ours = model.tensors[t.name]
+        assert ours.type == t.tensor_type.name and ours.ggml_shape == tuple(int(d) for d in t.shape)
+        assert ours.offset + reader.data_offset == t.data_offset
+        assert ours.blocks.tobytes() == np.asarray(t.data).tobytes()
+        assert not ours.blocks.flags.owndata  # a view of the file
+        want = gq.dequantize(np.asarray(t.data), t.tensor_type).reshape(ours.shape)
+        assert ours.to_numpy().tobytes() == want.astype(ours.to_numpy().dtype).tobytes(), t.name
+    nested = list(model.metadata).index("test.nested")
+    assert model.check() == [f"metadata[{nested}].value at byte {model.metadata._kv['test.nested']['_offset']}: "
+                             "test.nested holds nested arrays (llama.cpp refuses them)"]
+    assert wv.validate(path).problems == model.check()
+    # built again from the model's arrays (no parse kept): the same bytes as gguf-py wrote
+    fresh = GGUFModel(model.metadata, model.tensors)
+    for t in fresh.tensors.values():
+        t.blocks = t.blocks.copy()
+    wv.write(fresh, tmp_path / "again.gguf")
+    assert (tmp_path / "again.gguf").read_bytes() == path.read_bytes()
+
+
+def test_big_endian_file_is_refused_with_a_clear_message(tmp_path):
+    p = tmp_path / "be.gguf"
+    w = gguf.GGUFWriter(str(p), "llama", endianess=gguf.GGUFEndian.BIG)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    with pytest.raises(ValueMismatchError) as info:
+        wv.read(p, format="gguf")
+    e = info.value
+    assert e.format == "gguf" and e.path == "header.version" and e.offset == 4 and "big-endian" in str(e)
+
+
+def v1_file():
+    """A version 1 file by hand: u32 counts and lengths."""
+    def s(text):
+        raw = text.encode()
+        return struct.pack("<I", len(raw)) + raw
+    kv = s("general.architecture") + struct.pack("<I", 8) + s("llama")
+    kv += s("tokenizer.ggml.tokens") + struct.pack("<III", 9, 8, 2) + s("a") + s("bc")
+    info = s("t") + struct.pack("<II", 1, 32) + struct.pack("<IQ", 0, 0)
+    head = b"GGUF" + struct.pack("<III", 1, 1, 2) + kv + info
+    return head + bytes(-len(head) % 32) + np.arange(32, dtype="<f4").tobytes()
+
+
+@MODES
+def test_version_1_u32_counts_and_lengths(compiled):
+    data = v1_file()
+    parsed = framework.parse(schema.gguf, data, format="gguf", compile=compiled)
+    model = codec.gguf_to_model(parsed)
+    assert model.version == 1 and model.metadata["tokenizer.ggml.tokens"].tolist() == ["a", "bc"]
+    assert model.tensors["t"].to_numpy().tolist() == list(range(32))
+    assert framework.build(schema.gguf, parsed, format="gguf", compile=compiled) == data
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hostile headers: refused with the field and offset, never allocating beyond the file, in linear time
+
+
+def header(n_tensors, n_kv):
+    return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv)
+
+
+def s8(text):
+    raw = text.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+@pytest.mark.parametrize("data, path, offset", [
+    (header(0, 2**63), "metadata", 24),
+    (header(2**62, 0), "tensor_infos", 24),
+    (header(0, 1) + struct.pack("<Q", 2**64 - 1) + bytes(8), "metadata[0].key", 32),
+    (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 2**61), "metadata[0].value.data", 49),
+    (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 0, 2**64 - 1), "metadata[0].value.data", 49),
+    (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 9, 2**60), "metadata[0].value.data", 49),
+    (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 2) + s8("ab") + struct.pack("<Q", 99) + b"x",
+     "metadata[0].value.data[1]", 59),
+    (header(0, 1) + s8("k") + struct.pack("<I", 13), "metadata[0].value", 37),
+    (header(1, 0) + s8("t") + struct.pack("<I", 2**31) + bytes(12), "tensor_infos[0].dims", 37),
+], ids=["n_kv", "n_tensors", "key length", "string count", "u8 count", "array count", "string length",
+        "value type", "n_dims"])
+def test_hostile_headers_fail_fast_naming_field_and_offset(data, path, offset):
+    t = time.perf_counter()
+    with pytest.raises(FormatError) as info:
+        framework.parse(schema.gguf, data, format="gguf")
+    assert time.perf_counter() - t < 1
+    e = info.value
+    assert e.format == "gguf" and e.path == path and e.offset == offset, str(e)
+    assert isinstance(e, (TruncatedError, ValueMismatchError))
+
+
+def test_hostile_file_in_a_subprocess_stays_small(tmp_path):
+    """A 2^60-element string array in a 60-byte file: refused before anything the size of the count exists."""
+    p = tmp_path / "h.gguf"
+    p.write_bytes(header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 2**40) + b"\x00" * 16)
+    code = ("import resource, wvformats as wv\nresource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))\n"
+            f"try:\n    wv.read({str(p)!r})\nexcept wv.FormatError as e:\n    print(type(e).__name__, e.path)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["TruncatedError", "metadata[0].value.data"], out.stderr
+
+
+def test_alignment_not_a_power_of_two_names_the_entry():
+    data = header(0, 1) + s8("general.alignment") + struct.pack("<II", 4, 24)
+    with pytest.raises(ValueMismatchError) as info:
+        framework.parse(schema.gguf, data, format="gguf")
+    assert info.value.path == "metadata[0].value" and info.value.offset == 24 and "power of two" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# check(): what llama.cpp would refuse, with paths and offsets
+
+
+def tensor_file(infos, data_len, kvs=b"", n_kv=0):
+    body = header(len(infos), n_kv) + kvs
+    for name, dims, type_id, offset in infos:
+        body += s8(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+        body += struct.pack("<IQ", type_id, offset)
+    return body + bytes(-len(body) % 32) + bytes(data_len)
+
+
+def problems(data):
+    return codec.gguf_check(framework.parse(schema.gguf, data, format="gguf"))
+
+
+def test_check_reports_what_llama_cpp_refuses():
+    ok = tensor_file([("a", [32], 0, 0), ("b", [32, 2], 8, 128)], 256)
+    assert problems(ok) == []
+    found = problems(tensor_file([("a", [32], 0, 8)], 256))
+    assert any("tensor_infos[0].offset (the info at byte 24): 8 is not a multiple of the alignment 32" in p
+               for p in found)
+    assert any("outside the data section" in p for p in problems(tensor_file([("a", [64], 0, 0)], 128)))
+    assert any("overlap" in p for p in problems(tensor_file([("a", [64], 0, 0), ("b", [32], 0, 128)], 256)))
+    assert any("duplicate tensor name a" in p for p in problems(tensor_file([("a", [32], 0, 0), ("a", [32], 0, 128)], 256)))
+    assert any("not a multiple of Q8_0's block size 32" in p for p in problems(tensor_file([("a", [33], 8, 0)], 64)))
+    assert any("unknown ggml type 4" in p and "tensor_infos[0].type" in p
+               for p in problems(tensor_file([("a", [32], 4, 0)], 64)))
+    assert any("beyond INT64_MAX" in p for p in problems(tensor_file([("a", [2**32, 2**32], 0, 0)], 64)))
+    assert any("5 dimensions" in p for p in problems(tensor_file([("a", [1, 1, 1, 1, 1], 0, 0)], 64)))
+    kvs = s8("k") + struct.pack("<IB", 7, 1) + s8("k") + struct.pack("<IB", 7, 0)
+    assert any("metadata[1].key at byte" in p and "duplicate key k" in p
+               for p in problems(tensor_file([], 0, kvs, 2)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# round trips of the schema in both construct modes
+
+
+scalars = {0: st.integers(0, 255), 1: st.integers(-128, 127), 2: st.integers(0, 65535), 4: st.integers(0, 2**32 - 1),
+           5: st.integers(-(2**31), 2**31 - 1), 7: st.booleans(), 8: st.text(max_size=20),
+           10: st.integers(0, 2**64 - 1), 11: st.integers(-(2**63), 2**63 - 1),
+           6: st.floats(width=32, allow_nan=False).map(np.float32), 12: st.floats(allow_nan=False).map(np.float64)}
+
+
+@st.composite
+def kv(draw):
+    key = draw(st.text(min_size=1, max_size=12))
+    kind = draw(st.sampled_from([*scalars, 9]))
+    if kind != 9:
+        return {"key": key, "value_type": kind, "value": draw(scalars[kind])}
+    element = draw(st.sampled_from([0, 5, 6, 8, 12]))
+    if element == 8:
+        data = draw(st.lists(st.text(max_size=300), max_size=8))
+    else:
+        data = np.array(draw(st.lists(scalars[element], max_size=20)), dtype=schema.VALUE_TYPES[element][1])
+    return {"key": key, "value_type": 9, "value": {"element_type": element, "count": len(data), "data": data}}
+
+
+@MODES
+@given(kvs=st.lists(kv(), max_size=5, unique_by=lambda k: k["key"]), n=st.integers(0, 3),
+       version=st.sampled_from([1, 2, 3]))
+def test_schema_roundtrip(compiled, kvs, n, version, tmp_path_factory):
+    width = "<u4" if version == 1 else "<u8"
+    infos = [{"name": f"t{i}", "n_dims": 2, "dims": np.array([32, i + 1], width), "type": 0, "offset": 512 * i}
+             for i in range(n)]
+    data = np.zeros(512 * n, np.uint8)
+    for i in range(n):
+        data[512 * i : 512 * i + 128 * (i + 1)] = np.full(32 * (i + 1), i, "<f4").view(np.uint8)
+    obj = {"header": {"magic": b"GGUF", "version": version, "n_tensors": n, "n_kv": len(kvs)}, "metadata": kvs,
+           "tensor_infos": infos, "alignment": 32, "has_data": bool(n), "padding": None, "data": data if n else None}
+    raw = roundtrip(schema.gguf, obj, format="gguf", compiled=compiled)
+    if version > 1:  # gguf-py reads versions 2 and 3
+        path = tmp_path_factory.mktemp("rt") / "x.gguf"
+        path.write_bytes(raw)
+        reader = gguf.GGUFReader(path)
+        assert [f for f in reader.fields if not f.startswith("GGUF.")] == [k["key"] for k in kvs]
+        assert [t.name for t in reader.tensors] == [f"t{i}" for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quantization bit-exact with gguf.quants
+
+
+QUANTIZE = ["BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]
+DEQUANTIZE = [*QUANTIZE, "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "NVFP4"]
+
+
+def values(rng, n=256 * 32):
+    x = (rng.normal(size=n) * rng.choice([1e-3, 1, 40], size=n)).astype(np.float32)
+    x[:256] = 0  # an all-zero block: the scale is 0
+    x[256:512] = rng.choice([-1, 0, 1], size=256)  # ternary values exactly
+    x[512] = 1e-40  # a subnormal
+    return x
+
+
+@pytest.mark.parametrize("name", QUANTIZE)
+def test_quantize_bit_exact_with_gguf(name):
+    from wvformats.families.ggml.quants import quantize
+
+    x = values(np.random.default_rng(3))
+    assert quantize(x, name).tobytes() == gq.quantize(x.reshape(4, -1), T[name]).tobytes()
+
+
+@pytest.mark.parametrize("name", DEQUANTIZE)
+def test_dequantize_bit_exact_with_gguf(name):
+    from wvformats.schemas.ggml import LAYOUTS
+
+    from wvformats.families.ggml.quants import dequantize
+
+    rng = np.random.default_rng(4)
+    block, dtype = LAYOUTS[name]
+    blocks = rng.integers(0, 256, size=dtype.itemsize * 64, dtype=np.uint8).view(dtype).copy()
+    for field in ("d", "dmin"):  # finite scales (random bits would make NaNs, which compare unequal)
+        if dtype.names and field in dtype.names and dtype[field] == np.float16:
+            blocks[field] = rng.normal(size=len(blocks)).astype(np.float16)
+    if name == "MXFP4":
+        blocks["e"] = rng.integers(0, 250, size=len(blocks))
+    if name == "BF16":
+        blocks["bf16"] &= 0xBFFF  # no NaN
+    want = gq.dequantize(blocks.view(np.uint8).reshape(4, -1), T[name]).reshape(-1).astype(np.float32)
+    assert dequantize(blocks, name).tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# editing metadata, building from arrays
+
+
+def test_edit_metadata_and_write_a_new_file_gguf_py_reads(tmp_path):
+    src = every_value_type_file(tmp_path / "all.gguf")
+    model = wv.read(src)
+    model.metadata["general.name"] = "edited"
+    model.metadata.rename("test.uint8", "test.renamed")
+    del model.metadata["test.int8"]
+    model.metadata.set("test.big", 7, type="UINT64")
+    model.metadata["test.words"] = ["x", "yz"]
+    out = tmp_path / "edited.gguf"
+    wv.write(model, out)
+    want = oracle_metadata(src)
+    reader = gguf.GGUFReader(out)
+    got = {k: f for k, f in reader.fields.items() if not k.startswith("GGUF.")}
+    keys = list(want)
+    keys[keys.index("test.uint8")] = "test.renamed"
+    keys.remove("test.int8")
+    assert list(got) == ["general.architecture", *keys[1:], "general.name", "test.big", "test.words"]
+    assert got["general.name"].contents() == "edited" and got["test.renamed"].contents() == 200
+    assert got["test.big"].types == [V.UINT64] and got["test.words"].contents() == ["x", "yz"]
+    old = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(src).tensors}
+    assert {t.name: np.asarray(t.data).tobytes() for t in reader.tensors} == old
+    assert [p.split(": ", 1)[1] for p in wv.validate(out).problems] == [
+        "test.nested holds nested arrays (llama.cpp refuses them)"]
+
+
+def test_changed_alignment_lays_the_tensors_out_again(tmp_path):
+    src = every_value_type_file(tmp_path / "all.gguf", tensors=True)
+    model = wv.read(src)
+    del model.metadata["test.nested"]
+    model.metadata["general.alignment"] = 64
+    out = tmp_path / "a64.gguf"
+    wv.write(model, out)
+    reader = gguf.GGUFReader(out)
+    assert reader.alignment == 64 and reader.data_offset % 64 == 0
+    assert all(t.data_offset % 64 == 0 for t in reader.tensors)
+    old = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(src).tensors}
+    assert {t.name: np.asarray(t.data).tobytes() for t in reader.tensors} == old
+    assert wv.read(out).check() == []
+
+
+def test_from_arrays_quantized_as_gguf_py_quantizes(tmp_path):
+    rng = np.random.default_rng(5)
+    arrays = {"w": rng.normal(size=(3, 64)).astype(np.float32), "b": rng.normal(size=64).astype(np.float32)}
+    model = GGUFModel.from_arrays(arrays, {"general.architecture": "toy", "toy.context_length": 128},
+                                  types={"w": "Q8_0"})
+    out = tmp_path / "toy.gguf"
+    wv.write(model, out)
+    reader = gguf.GGUFReader(out)
+    assert reader.fields["toy.context_length"].contents() == 128
+    tensors = {t.name: t for t in reader.tensors}
+    assert tensors["w"].tensor_type == T.Q8_0 and list(tensors["w"].shape) == [64, 3]
+    assert np.asarray(tensors["w"].data).tobytes() == gq.quantize(arrays["w"], T.Q8_0).tobytes()
+    assert np.asarray(tensors["b"].data).tobytes() == arrays["b"].tobytes()
+    back = wv.read(out)
+    assert back.check() == [] and back.tensors["w"].shape == (3, 64) and wv.validate(out).ok
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SentencePiece tokenizer.model <-> GGUF tokenizer keys (the sentencepiece peer, in a subprocess, as oracle)
+
+SP_DATA = Path(__file__).parents[2] / "data" / "sentencepiece"
+
+
+def sentencepiece_says(model_path, code):
+    """Run ``code`` with ``sp`` a SentencePieceProcessor of ``model_path``; its printed JSON."""
+    import json
+
+    prog = (f"import json, sentencepiece\nsp = sentencepiece.SentencePieceProcessor(model_file={str(model_path)!r})\n"
+            f"print(json.dumps({code}))")
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("name", ["botchan_en_unigram_1000.model", "botchan_en_bpe_1000.model"])
+def test_sentencepiece_model_to_gguf_keys_as_the_converter_writes_them(name, tmp_path):
+    from wvformats.families.ggml.gguf import sentencepiece_metadata
+
+    path = SP_DATA / name
+    meta = sentencepiece_metadata(wv.read(path, format="sentencepiece"))
+    # convert_hf_to_gguf.py: piece, score, and the type from IsUnknown / IsControl / IsUnused / IsByte
+    want = sentencepiece_says(path, "[[sp.IdToPiece(i), sp.GetScore(i), 2 if sp.IsUnknown(i) else 3 if "
+                                    "sp.IsControl(i) else 5 if sp.IsUnused(i) else 6 if sp.IsByte(i) else 1] "
+                                    "for i in range(sp.GetPieceSize())] + [[sp.unk_id(), sp.bos_id(), sp.eos_id(), "
+                                    "sp.pad_id()]]")
+    special = want.pop()
+    assert meta["tokenizer.ggml.model"] == "llama"
+    assert list(meta["tokenizer.ggml.tokens"]) == [w[0] for w in want]
+    assert meta["tokenizer.ggml.scores"].tolist() == [w[1] for w in want]
+    assert meta["tokenizer.ggml.token_type"].tolist() == [w[2] for w in want]
+    ids = [meta.get(f"tokenizer.ggml.{k}", -1) for k in ("unknown_token_id", "bos_token_id", "eos_token_id",
+                                                          "padding_token_id")]
+    assert ids == special
+    out = tmp_path / "vocab.gguf"
+    wv.write(GGUFModel({"general.architecture": "llama", **meta}), out)
+    assert gguf.GGUFReader(out).fields["tokenizer.ggml.tokens"].contents() == [w[0] for w in want]
+
+
+def test_real_llama_gguf_vocabulary_back_to_a_tokenizer_model(tmp_path):
+    from wvformats.families.ggml.gguf import to_sentencepiece
+
+    model = wv.read(DATA / "ggml-vocab-llama-spm.gguf")
+    out = tmp_path / "tokenizer.model"
+    wv.write(to_sentencepiece(model), out, format="sentencepiece")
+    got = sentencepiece_says(out, "[sp.GetPieceSize(), [sp.IdToPiece(i) for i in range(sp.GetPieceSize())], "
+                                  "[sp.GetScore(i) for i in range(sp.GetPieceSize())], "
+                                  "sp.encode('Hello world'), sp.bos_id(), sp.eos_id(), sp.unk_id(), "
+                                  "sp.encode('ü\u4e16')]")
+    tokens = model.metadata["tokenizer.ggml.tokens"].tolist()
+    assert got[0] == 32000 and got[1] == tokens
+    assert got[2] == model.metadata["tokenizer.ggml.scores"].tolist()
+    assert got[3] == [15043, 3186]  # LLaMA's ids of ▁Hello ▁world
+    assert got[4:7] == [1, 2, 0]
+    assert all(tokens[i] for i in got[7])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# laziness, the CLI's inspect and dump
+
+
+def test_string_arrays_are_not_decoded_until_asked_and_bad_utf8_is_named():
+    model = wv.read(DATA / "ggml-vocab-llama-spm.gguf")
+    tokens = model.metadata["tokenizer.ggml.tokens"]
+    assert isinstance(tokens, StringArray) and tokens._strings is None and len(tokens) == 32000
+    assert tokens.head(3) == ["<unk>", "<s>", "</s>"] and tokens._strings is None
+    assert tokens[15043] == "▁Hello" and tokens._strings is not None
+    data = header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 3) + s8("ok") + struct.pack("<Q", 2) + b"\xff\xfe" + s8("z")
+    bad = codec.gguf_to_model(framework.parse(schema.gguf, data, format="gguf")).metadata["k"]
+    with pytest.raises(ValueMismatchError) as info:
+        bad.tolist()
+    assert info.value.path == "metadata[0].value.data[1]" and info.value.offset == 67
+
+
+def test_cli_inspect_and_dump_annotate_the_header(capsys):
+    from wvformats import cli
+
+    path = str(DATA / "ggml-vocab-llama-spm.gguf")
+    assert cli.main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    assert "architecture: llama" in out and "tokenizer.ggml.tokens, type=ARRAY[STRING]" in out
+    assert "'<unk>', '<s>', '</s>'" in out
+    assert cli.main(["dump", path]) == 0
+    out = capsys.readouterr().out
+    assert "header.version = 3    # 1, 2 or 3" in out
+    assert "metadata[0].key = 'general.architecture'" in out and "metadata[0].value = 'llama'" in out
+    assert "metadata[0].value_type = 8    # VALUE_TYPES: 0 u8" in out
+
+
+def test_one_block_table_for_gguf_and_rwkv():
+    """Every ggml type gguf-py knows has our id and block size; Q8_1 is 36 bytes as ggml-common.h asserts
+    (2 fp16 + 32 int8), where gguf-py's GGML_QUANT_SIZES still says 40 (its f32 scales of 2023). rwkv.cpp's
+    ids map onto the same layouts."""
+    from gguf.constants import GGML_QUANT_SIZES
+    from wvformats.schemas.ggml import BLOCKS, GGML_NAME, GGUF_TYPES, LAYOUTS
+
+    for qtype, (block, size) in GGML_QUANT_SIZES.items():
+        assert GGUF_TYPES[int(qtype)] == qtype.name
+        assert (LAYOUTS[qtype.name][0], LAYOUTS[qtype.name][1].itemsize) == (block, 36 if qtype.name == "Q8_1" else size)
+    for name, block, dtype in BLOCKS[101].values():
+        assert (block, dtype) == LAYOUTS[GGML_NAME.get(name, name)]

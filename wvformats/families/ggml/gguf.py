@@ -1,0 +1,346 @@
+"""GGUF models: metadata as a mapping (arrays as numpy views, string arrays decoded lazily), tensors as zero-copy
+views of the file's blocks, the checks llama.cpp's loader makes, editing and building."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ...schemas.ggml import GGUF_TYPES, LAYOUTS
+from ...schemas.gguf import DEFAULT_ALIGNMENT, MAX_DIMS, VALUE_TYPES
+from . import quants
+from .gguf_records import StringArray
+
+TYPE_IDS = {name: i for i, name in GGUF_TYPES.items()}
+VALUE_IDS = {name: i for i, (name, _) in VALUE_TYPES.items()}
+
+
+@dataclass
+class GGUFTensor:
+    """One tensor: ``shape`` in PyTorch order (``ggml_shape``: ne[0] first), ``blocks`` its raw blocks (a view of
+    the file when read), ``offset`` from the start of the data section."""
+
+    name: str
+    type: str
+    ggml_shape: tuple[int, ...]
+    blocks: np.ndarray
+    offset: int = 0
+    _where: tuple[str, int] | None = None  # read from a file: the tensor info's path and offset, for check()
+    _read: np.ndarray | None = None  # read from a file: the blocks as read (unchanged: copied in bulk)
+
+    @property
+    def dtype(self) -> str:
+        """The ggml type's name (``Q4_K``), as ``type``."""
+        return self.type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(reversed(self.ggml_shape))
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.ggml_shape:
+            n *= int(d)
+        return n
+
+    def to_numpy(self) -> np.ndarray:
+        """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape."""
+        return quants.dequantize(self.blocks, self.type).reshape(self.shape)
+
+
+def _infer_type(value: Any) -> tuple[int, int | None]:
+    """(value_type, element_type) of a Python or numpy value, for keys set without a type."""
+    if isinstance(value, (bool, np.bool_)):
+        return VALUE_IDS["BOOL"], None
+    if isinstance(value, str):
+        return VALUE_IDS["STRING"], None
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if 0 <= v < 1 << 32:
+            return VALUE_IDS["UINT32"], None
+        if -(1 << 31) <= v < 1 << 31:
+            return VALUE_IDS["INT32"], None
+        return VALUE_IDS["INT64" if v < 0 else "UINT64"], None
+    if isinstance(value, np.floating):
+        return VALUE_IDS["FLOAT64" if value.dtype == np.float64 else "FLOAT32"], None
+    if isinstance(value, float):
+        return VALUE_IDS["FLOAT32"], None
+    if isinstance(value, StringArray) or isinstance(value, (list, tuple)) and value and \
+            all(isinstance(x, str) for x in value):
+        return VALUE_IDS["ARRAY"], VALUE_IDS["STRING"]
+    arr = np.asarray(value)
+    by_dtype = {np.dtype(d).str: i for i, (n, d) in VALUE_TYPES.items() if d and n != "BOOL"}
+    if arr.dtype == np.bool_:
+        return VALUE_IDS["ARRAY"], VALUE_IDS["BOOL"]
+    if arr.dtype.kind == "f" and arr.dtype != np.float64:
+        arr = arr.astype("<f4")
+    elif arr.dtype.kind in "iu" and arr.dtype.itemsize < 4:
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if arr.dtype.newbyteorder("<").str not in by_dtype:
+        raise ValueError(f"cannot store {type(value).__name__} of {arr.dtype} in GGUF metadata")
+    return VALUE_IDS["ARRAY"], by_dtype[arr.dtype.newbyteorder("<").str]
+
+
+def _plain(value: Any) -> Any:
+    """A parsed metadata value as users see it: arrays as their data (nested: a list of those)."""
+    if isinstance(value, Mapping) and "element_type" in value:
+        data = value["data"]
+        return [_plain(x) for x in data] if isinstance(data, list) else data
+    return value
+
+
+class Metadata(MutableMapping):
+    """The key/value pairs in file order; ``meta[key]`` is the value (numeric arrays as numpy views, string
+    arrays as a lazily decoded :class:`StringArray`), ``meta.type(key)`` its GGUF value type. Setting a key keeps
+    its type (or infers one: ``set(key, value, type="UINT64")`` to choose); ``rename`` keeps the position."""
+
+    def __init__(self, entries: list[Any] | None = None) -> None:
+        self._kv: OrderedDict[str, Any] = OrderedDict()
+        self.duplicates: list[tuple[int, str, int | None]] = []  # (index, key, offset) of repeated keys
+        for i, kv in enumerate(entries or ()):
+            if kv["key"] in self._kv:
+                self.duplicates.append((i, kv["key"], kv.get("_offset")))
+                continue
+            self._kv[kv["key"]] = kv
+
+    def __getitem__(self, key: str) -> Any:
+        return _plain(self._kv[key]["value"])
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.set(key, value)
+
+    def set(self, key: str, value: Any, type: str | None = None, element_type: str | None = None) -> None:
+        """Set ``key`` to ``value``, of GGUF value ``type`` (``"UINT32"``, ``"ARRAY"`` ...; default: the key's
+        present type, else inferred)."""
+        old = self._kv.get(key)
+        if type is not None:
+            kind = VALUE_IDS[type]
+            element = VALUE_IDS[element_type] if element_type else (_infer_type(value)[1] if kind == 9 else None)
+        elif old is not None and (old["value_type"] != 9 or not isinstance(old["value"].get("data"), list)):
+            kind = old["value_type"]
+            element = old["value"]["element_type"] if kind == 9 else None
+        else:
+            kind, element = _infer_type(value)
+        if kind == 9:
+            data = value if isinstance(value, StringArray) else (
+                StringArray(list(value)) if element == VALUE_IDS["STRING"] else np.asarray(value))
+            value = cs.Container(element_type=element, count=len(data), data=data)
+        self._kv[key] = cs.Container(key=key, value_type=kind, value=value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._kv[key]
+
+    def rename(self, old: str, new: str) -> None:
+        """Give ``old``'s value to ``new``, in the same place."""
+        if new in self._kv and new != old:
+            raise KeyError(f"{new} is already a key")
+        self._kv = OrderedDict((new if k == old else k, cs.Container(kv, key=new) if k == old else kv)
+                               for k, kv in self._kv.items())
+
+    def type(self, key: str) -> str:
+        """The GGUF value type of ``key``: ``UINT32``, ``STRING``, ``ARRAY[STRING]`` ..."""
+        kv = self._kv[key]
+        name = VALUE_TYPES[kv["value_type"]][0]
+        if name == "ARRAY":
+            name += f"[{VALUE_TYPES.get(kv['value']['element_type'], ('?',))[0]}]"
+        return name
+
+    def entries(self) -> list[Any]:
+        """The key/value entries as the schema builds them."""
+        return list(self._kv.values())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kv)
+
+    def __len__(self) -> int:
+        return len(self._kv)
+
+    def __repr__(self) -> str:
+        return f"Metadata({len(self)} keys)"
+
+
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+class GGUFModel:
+    """A GGUF file: ``version``, ``metadata`` (a :class:`Metadata`), ``tensors`` (name -> :class:`GGUFTensor`)."""
+
+    def __init__(self, metadata: Metadata | Mapping[str, Any] | None = None,
+                 tensors: Mapping[str, GGUFTensor] | None = None, version: int = 3) -> None:
+        if not isinstance(metadata, Metadata):
+            meta = Metadata()
+            for k, v in (metadata or {}).items():
+                meta[k] = v
+            metadata = meta
+        self.version = version
+        self.metadata = metadata
+        self.tensors: OrderedDict[str, GGUFTensor] = OrderedDict(tensors or {})
+        self.parsed: Any = None  # the parse this model was read from (kept for byte-exact writing)
+        self.problems: list[tuple[str, int | None, str]] = []  # (path, offset, problem) found while reading
+
+    @property
+    def architecture(self) -> str | None:
+        return self.metadata.get("general.architecture")
+
+    @property
+    def alignment(self) -> int:
+        value = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        return int(value) if isinstance(value, (int, np.integer)) else DEFAULT_ALIGNMENT
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *,
+                    types: Mapping[str, str] | str = "F32", version: int = 3) -> GGUFModel:
+        """A model from PyTorch-order numpy arrays (each quantized to ``types[name]``, or ``types`` for all) and
+        a metadata dict (types inferred; set a :class:`Metadata` for exact types)."""
+        tensors: OrderedDict[str, GGUFTensor] = OrderedDict()
+        for name, value in arrays.items():
+            arr = np.asarray(value)
+            kind = types if isinstance(types, str) else types.get(name, "F32")
+            blocks = quants.quantize(arr.reshape(-1), kind)
+            tensors[name] = GGUFTensor(name, kind, tuple(reversed(arr.shape)) or (1,), blocks)
+        return cls(metadata, tensors, version)
+
+    def check(self) -> list[str]:
+        """What would make llama.cpp refuse or misread the file, each with its field path and byte offset."""
+        out = [f"{path} at byte {offset}: {text}" if offset is not None else f"{path}: {text}"
+               for path, offset, text in self.problems]
+        for i, key, offset in self.metadata.duplicates:
+            out.append(f"metadata[{i}].key at byte {offset}: duplicate key {key}")
+        for n, (key, kv) in enumerate(self.metadata._kv.items()):
+            where = f"metadata[{kv.get('_index', n)}]"
+            at = f" at byte {kv['_offset']}" if "_offset" in kv else ""
+            value = kv["value"]
+            if not key:
+                out.append(f"{where}.key{at}: empty key")
+            if kv["value_type"] == 9 and isinstance(value.get("data"), list):
+                out.append(f"{where}.value{at}: {key} holds nested arrays (llama.cpp refuses them)")
+            if kv["value_type"] == 7 and not isinstance(value, bool):
+                out.append(f"{where}.value{at}: {key} is a bool of value {value}, not 0 or 1")
+            if key == "general.alignment" and kv["value_type"] != VALUE_IDS["UINT32"]:
+                out.append(f"{where}.value_type{at}: general.alignment must be a UINT32, not "
+                           f"{self.metadata.type(key)}")
+        return out + self._check_tensors()
+
+    def _check_tensors(self) -> list[str]:
+        out = []
+        alignment = self.alignment
+        data_size = None if self.parsed is None or self.parsed.get("data") is None else len(self.parsed["data"])
+        expected = 0
+        spans = []
+        for name, t in self.tensors.items():
+            path, at = t._where or (f"tensors[{name}]", None)
+
+            def where(field: str, path: str = path, at: int | None = at) -> str:
+                return f"{path}.{field}" + (f" (the info at byte {at})" if at is not None else "")
+            if t.type not in TYPE_IDS:
+                out.append(f"{where('type')}: unknown ggml type {t.type}")
+                continue
+            if len(t.ggml_shape) > MAX_DIMS:
+                out.append(f"{where('n_dims')}: {len(t.ggml_shape)} dimensions, llama.cpp allows {MAX_DIMS}")
+            if any(d >= 1 << 63 for d in t.ggml_shape):
+                out.append(f"{where('dims')}: a dimension above INT64_MAX")
+            elif t.n_elements >= 1 << 63:
+                out.append(f"{where('dims')}: {t.ggml_shape} has {t.n_elements} elements, beyond INT64_MAX")
+            block, dtype = LAYOUTS[t.type]
+            if not t.ggml_shape or t.ggml_shape[0] % block:
+                out.append(f"{where('dims')}: ne[0] = {t.ggml_shape[0] if t.ggml_shape else 0} is not a multiple "
+                           f"of {t.type}'s block size {block}")
+                continue
+            nbytes = t.n_elements // block * dtype.itemsize
+            if t.offset % alignment:
+                out.append(f"{where('offset')}: {t.offset} is not a multiple of the alignment {alignment}")
+            if data_size is not None and t.offset + nbytes > data_size:
+                out.append(f"{where('offset')}: {t.offset} + {nbytes} bytes is outside the data section "
+                           f"({data_size} bytes)")
+            elif data_size is None and self.parsed is not None:
+                out.append(f"{where('offset')}: the file has no data section")
+            if t.offset != expected:
+                out.append(f"{where('offset')}: {t.offset}, llama.cpp expects {expected} (the tensors in order, "
+                           f"each padded to {alignment})")
+            spans.append((t.offset, t.offset + nbytes, name))
+            expected = _align(expected + nbytes, alignment)
+        spans.sort()
+        reach, last = 0, ""
+        for start, stop, name in spans:
+            if start < reach:
+                out.append(f"tensors[{name}].offset: its bytes {start} to {stop} overlap {last}'s")
+            if stop > reach:
+                reach, last = stop, name
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SentencePiece tokenizer.model <-> the GGUF tokenizer keys
+
+# sentencepiece piece type -> GGUF token_type as llama.cpp's converter (convert_hf_to_gguf.py,
+# _create_vocab_sentencepiece) sets it: USER_DEFINED is not asked for, so it becomes NORMAL
+_CONVERTER_TYPES = {1: 1, 2: 2, 3: 3, 4: 1, 5: 5, 6: 6}
+_SPECIAL_IDS = (("unk_id", "unknown_token_id"), ("bos_id", "bos_token_id"), ("eos_id", "eos_token_id"),
+                ("pad_id", "padding_token_id"))
+
+
+def sentencepiece_metadata(sp: Any) -> Metadata:
+    """The tokenizer keys llama.cpp's converter writes for a SentencePiece ``tokenizer.model``
+    (a :class:`SentencePieceModel`): model ``llama``, pre ``default``, tokens, scores, token types, and the
+    special ids of the trainer spec that are set (>= 0)."""
+    meta = Metadata()
+    meta.set("tokenizer.ggml.model", "llama")
+    meta.set("tokenizer.ggml.pre", "default")
+    meta.set("tokenizer.ggml.tokens", StringArray(sp.piece_strings), type="ARRAY", element_type="STRING")
+    meta.set("tokenizer.ggml.scores", np.asarray(sp.scores, "<f4"), type="ARRAY", element_type="FLOAT32")
+    types = np.vectorize(_CONVERTER_TYPES.get, otypes=[np.int32])(np.asarray(sp.types)) if len(sp) else []
+    meta.set("tokenizer.ggml.token_type", np.asarray(types, "<i4"), type="ARRAY", element_type="INT32")
+    spec = sp.trainer_spec
+    for field, key in _SPECIAL_IDS:
+        value = int(getattr(spec, field))
+        if value >= 0:
+            meta.set(f"tokenizer.ggml.{key}", value, type="UINT32")
+    return meta
+
+
+def to_sentencepiece(model: GGUFModel) -> Any:
+    """A SentencePiece ``tokenizer.model`` (a :class:`SentencePieceModel`) from a GGUF holding a SentencePiece
+    vocabulary (``tokenizer.ggml.model`` = ``llama``): the pieces, scores and types, a BPE trainer spec with
+    the special ids (byte fallback when there are BYTE tokens) and an identity normalizer that adds the
+    dummy prefix unless ``tokenizer.ggml.add_space_prefix`` is false, as llama.cpp's SPM tokenizer does."""
+    from ...framework.protowire import LEN, build_fields
+    from ..sentencepiece.model import SentencePieceModel, _record, parse_model_fields
+
+    meta = model.metadata
+    if meta.get("tokenizer.ggml.model") != "llama":
+        raise ValueError(f"the GGUF holds a {meta.get('tokenizer.ggml.model')!r} vocabulary, not SentencePiece's "
+                         "('llama')")
+    tokens = meta["tokenizer.ggml.tokens"]
+    n = len(tokens)
+    scores = np.asarray(meta.get("tokenizer.ggml.scores", np.zeros(n, np.float32)), np.float32)
+    types = np.asarray(meta.get("tokenizer.ggml.token_type", np.ones(n, np.int32)))
+    records = b"".join(_record(p, float(s), int(t)) for p, s, t in zip(tokens, scores, types, strict=True))
+
+    def message(number: int, fields: list[dict[str, Any]]) -> bytes:
+        out = bytearray()
+        build_fields([dict(number=number, wire_type=LEN, value=_encoded(fields))], out)
+        return bytes(out)
+
+    def _encoded(fields: list[dict[str, Any]]) -> bytes:
+        out = bytearray()
+        build_fields(fields, out)
+        return bytes(out)
+
+    trainer = [dict(number=3, wire_type=0, value=2)]  # BPE: llama.cpp's SPM tokenizer merges by score
+    if (types == 6).any():
+        trainer.append(dict(number=35, wire_type=0, value=1))
+    defaults = {"unk_id": 0, "bos_id": -1, "eos_id": -1, "pad_id": -1}
+    for number, (field, key) in zip((40, 41, 42, 43), _SPECIAL_IDS, strict=True):
+        trainer.append(dict(number=number, wire_type=0, value=int(meta.get(f"tokenizer.ggml.{key}", defaults[field]))))
+    normalizer = [dict(number=1, wire_type=LEN, value=b"identity"),
+                  dict(number=3, wire_type=0, value=int(bool(meta.get("tokenizer.ggml.add_space_prefix", True)))),
+                  dict(number=4, wire_type=0, value=0)]
+    data = records + message(2, trainer) + message(3, normalizer)
+    return SentencePieceModel(parse_model_fields(data))

@@ -1,0 +1,479 @@
+"""GGUF's variable parts as checked constructs: strings, metadata values (string arrays found by a vectorised
+walk and decoded lazily as one block, numeric arrays as numpy views), entry tables that name the entry of an
+error, the alignment read from the metadata, and the tensor data section.
+
+Every count and length is checked against the bytes that remain before anything is allocated, so a crafted
+header costs at most time and memory linear in the file size.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ...errors import BuildError, TruncatedError, ValueMismatchError
+from ...framework.fields import _Checked, _decode, _encode, _evaluate
+from ...framework.located import _tell, check_length, fail
+from ...framework.records import follow_chain
+from ...framework.streams import BufferStream, _window, _zero_copy, byte_view, remaining
+from ...framework.strings import decode_spans
+
+_U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
+MAX_DEPTH = 8  # nested arrays deeper than this are refused (llama.cpp refuses any nesting)
+
+
+def _width(version: Any, context: Any) -> struct.Struct:
+    """Counts and string lengths: u32 in version 1, u64 from version 2."""
+    return _U32 if int(_evaluate(version, context)) == 1 else _U64
+
+
+# ---------------------------------------------------------------------------------------------------------
+# strings
+
+
+class GGUFString(_Checked):
+    """A GGUF string: a length (u32 in version 1, u64 later) and that many UTF-8 bytes, no terminator."""
+
+    def __init__(self, version: Any) -> None:
+        super().__init__()
+        self.version = version
+
+    def _parse(self, stream: Any, context: Any, path: str) -> str:
+        fmt = _width(self.version, context)
+        pos = stream.tell()
+        check_length(stream, fmt.size, path, "string length")
+        (n,) = fmt.unpack(stream.read(fmt.size))
+        check_length(stream, n, path, "string bytes")
+        return _decode(stream.read(n), "strict", path, pos + fmt.size)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> str:
+        fmt = _width(self.version, context)
+        raw = _encode(obj, path, stream)
+        if len(raw) >> (8 * fmt.size):
+            raise fail(path, _tell(stream), "string too long for its length field", BuildError)
+        stream.write(fmt.pack(len(raw)) + raw)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class StringArray(Sequence):
+    """The strings of a GGUF string array, decoded all at once on first use (one pass over one block).
+
+    Parsed, it keeps the array's bytes (a view of the file) and the offsets found by :func:`string_starts`;
+    written back unchanged, those bytes are copied as one block. Made from a list, it holds the list.
+    """
+
+    def __init__(self, strings: Sequence[str] | None = None, *, buf: Any = None, starts: np.ndarray | None = None,
+                 lens: np.ndarray | None = None, span: tuple[int, int] = (0, 0), base: int = 0,
+                 path: str = "") -> None:
+        self._strings = list(strings) if strings is not None else None
+        self._buf, self._starts, self._lens, self._span, self._base, self._path = buf, starts, lens, span, base, path
+
+    @property
+    def raw(self) -> memoryview | None:
+        """The array's bytes as in the file (lengths and UTF-8), or None for an array made from strings."""
+        if self._buf is None:
+            return None
+        return memoryview(self._buf)[self._span[0] : self._span[1]]
+
+    @property
+    def byte_lengths(self) -> np.ndarray:
+        """The UTF-8 byte length of each string, without decoding any."""
+        if self._lens is not None:
+            return self._lens
+        return np.array([len(s.encode("utf-8")) for s in self._strings or []], np.int64)
+
+    def head(self, n: int) -> list[str]:
+        """The first ``n`` strings, decoding only those."""
+        if self._strings is not None or self._lens is None:
+            return self.tolist()[:n]
+        k = min(n, len(self._lens))
+        return decode_spans(self._buf, self._starts[:k], self._starts[:k] + self._lens[:k], "strict", self._path,
+                            self._base, field="")
+
+    def tolist(self) -> list[str]:
+        """All strings, decoded (once, in one pass; a bad one is named with its index and offset)."""
+        if self._strings is None:
+            self._strings = self._packed()
+        if self._strings is None:
+            self._strings = decode_spans(self._buf, self._starts, self._starts + self._lens, "strict",
+                                         self._path, self._base, field="")
+        return self._strings
+
+    def _packed(self) -> list[str] | None:
+        """The strings decoded in one piece: every length field but its last byte (a zero for lengths under
+        2^56) dropped, the rest is the strings joined by NULs. None where that does not hold (a string with a
+        NUL, invalid UTF-8): the general decoder then names the bad string."""
+        n = len(self._lens)
+        if not n:
+            return []
+        lo, hi = self._span
+        a = np.frombuffer(self._buf, np.uint8)
+        width = int(self._starts[0] - lo)  # the first string starts after its length field
+        out: list[str] = []
+        for i in range(0, n, _DECODE_CHUNK):  # a chunk at a time: the temporaries stay small
+            starts = self._starts[i : i + _DECODE_CHUNK]
+            a0 = int(starts[0]) - 1
+            a1 = hi if i + _DECODE_CHUNK >= n else int(self._starts[i + _DECODE_CHUNK]) - width
+            last = starts - 1 - a0
+            piece = a[a0:a1]
+            if width < 4 or piece[last].any():
+                return None
+            keep = np.ones(len(piece), bool)
+            for k in range(1, width):
+                keep[last[1:] - k] = False
+            try:
+                parts = piece[keep].tobytes().decode("utf-8").split("\x00")
+            except UnicodeDecodeError:
+                return None
+            if len(parts) != len(starts) + 1:
+                return None
+            out += parts[1:]
+        return out
+
+    def __len__(self) -> int:
+        return len(self._lens) if self._strings is None and self._lens is not None else len(self.tolist())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.tolist()[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (StringArray, list, tuple)):
+            return self.tolist() == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"StringArray({len(self)} strings)"
+
+
+_WINDOW = 1 << 16
+_DECODE_CHUNK = 1 << 16  # strings decoded per pass
+
+
+def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
+                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, their lengths, and
+    the position after: u64 lengths (``width`` 8) or u32 (4).
+
+    A window at a time: every offset followed by ``width - 1`` zero bytes may hold a length under 256; each
+    candidate's successor is looked up among them and the run is the chain from the current offset
+    (:func:`follow_chain`; candidates inside a string are never reached). Where no run starts (a string of 256
+    bytes or more, the end of the data) a checked loop takes up to 256 strings and names a truncated one.
+    """
+    unpack = (_U64 if width == 8 else _U32).unpack_from
+    starts: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    done, window = 0, _WINDOW
+    while done < count:
+        hi = min(end, pos + window)
+        if hi - pos >= width:
+            # every offset's length field read at once (an unaligned strided view): under 256 means the
+            # bytes p+1 .. p+width-1 are zero
+            fields = np.ndarray((hi - pos - width + 1,), "<u8" if width == 8 else "<u4", buf, pos, (1,))
+            c = np.flatnonzero(fields < 256)
+            if c.size and c[0] == 0:
+                lens = fields[c].astype(np.int64)
+                nxt = c + width + lens
+                idx = follow_chain(c, nxt, count - done)
+                k = int(np.searchsorted(nxt[idx], hi - pos, "right"))
+                if k:
+                    starts.append(pos + c[idx[:k]] + width)
+                    sizes.append(lens[idx[:k]])
+                    done += k
+                    pos += int(nxt[idx[k - 1]])
+                    window = min(2 * window, 1 << 22)
+                    continue
+        window = _WINDOW
+        got, lens_got = [], []
+        for _ in range(min(256, count - done)):
+            if pos + width > end:
+                raise fail(f"{path}[{done}]", base + pos, "string length is cut off", TruncatedError)
+            (n,) = unpack(buf, pos)
+            if n > end - pos - width:
+                raise fail(f"{path}[{done}]", base + pos,
+                           f"string of {n} bytes but only {end - pos - width} remain", TruncatedError)
+            got.append(pos + width)
+            lens_got.append(n)
+            pos += width + n
+            done += 1
+        starts.append(np.array(got, np.int64))
+        sizes.append(np.array(lens_got, np.int64))
+    if not starts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+    small = np.int32 if len(buf) < 1 << 31 else np.int64  # (half the memory for a vocabulary's offsets)
+    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), pos
+
+
+# ---------------------------------------------------------------------------------------------------------
+# metadata values
+
+
+class GGUFValue(_Checked):
+    """A metadata value of ``value_type`` (see ``VALUE_TYPES`` in the schema): a scalar, a string, or an array
+    ``u32 element_type, count, elements``, parsed as ``Container(element_type, count, data)`` with ``data`` a
+    numpy view (numbers, bools), a :class:`StringArray`, or a list of arrays (nested arrays)."""
+
+    def __init__(self, value_type: Any, version: Any, types: dict[int, tuple[str, str | None]]) -> None:
+        super().__init__()
+        self.value_type = value_type
+        self.version = version
+        self.types = types
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        return self._value(stream, int(_evaluate(self.value_type, context)), _width(self.version, context),
+                           path, 0)
+
+    def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int) -> Any:
+        pos = stream.tell()
+        if kind not in self.types:
+            raise fail(path, pos, f"unknown value type {kind}", ValueMismatchError, found=kind)
+        name, dtype = self.types[kind]
+        if dtype is not None:
+            size = np.dtype(dtype).itemsize
+            check_length(stream, size, path, name)
+            raw = stream.read(size)
+            if name == "BOOL":
+                return bool(raw[0]) if raw[0] <= 1 else raw[0]  # (other bytes kept, check() reports them)
+            value = np.frombuffer(raw, dtype)[0]
+            return value if name.startswith("FLOAT") else int(value)  # floats keep their bits (NaN payloads)
+        if name == "STRING":
+            check_length(stream, fmt.size, path, "string length")
+            (n,) = fmt.unpack(stream.read(fmt.size))
+            check_length(stream, n, path, "string bytes")
+            return _decode(stream.read(n), "strict", path, pos + fmt.size)
+        if depth >= MAX_DEPTH:
+            raise fail(path, pos, f"arrays nested more than {MAX_DEPTH} deep", ValueMismatchError)
+        check_length(stream, 4 + fmt.size, path, "array header")
+        (element,) = _U32.unpack(stream.read(4))
+        (count,) = fmt.unpack(stream.read(fmt.size))
+        if element not in self.types:
+            raise fail(f"{path}.element_type", pos, f"unknown value type {element}", ValueMismatchError,
+                       found=element)
+        ename, edtype = self.types[element]
+        data_path = f"{path}.data"
+        if edtype is not None:
+            dtype = np.dtype("?" if ename == "BOOL" else edtype)
+            nbytes = count * dtype.itemsize
+            check_length(stream, nbytes, data_path, f"array of {count} {ename}")
+            view = _zero_copy(stream, nbytes)
+            if view is None:
+                view = stream.read(nbytes)
+            data: Any = np.frombuffer(view, dtype, count)
+        elif ename == "STRING":
+            check_length(stream, count * fmt.size, data_path, f"{count} strings")
+            buf, base = _window(stream)
+            at = stream.tell() - base
+            starts, lens, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
+            data = StringArray(buf=buf, starts=starts, lens=lens, span=(at, after), base=base, path=data_path)
+            stream.seek(base + after)
+        else:  # arrays of arrays: each at least an element type and a count
+            check_length(stream, count * (4 + fmt.size), data_path, f"{count} arrays")
+            data = [self._value(stream, element, fmt, f"{data_path}[{i}]", depth + 1) for i in range(count)]
+        return cs.Container(element_type=element, count=count, data=data)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        self._write(obj, stream, int(_evaluate(self.value_type, context)), _width(self.version, context), path)
+        return obj
+
+    def _write(self, obj: Any, stream: Any, kind: int, fmt: struct.Struct, path: str) -> None:
+        if kind not in self.types:
+            raise fail(path, _tell(stream), f"unknown value type {kind}", BuildError, found=kind)
+        name, dtype = self.types[kind]
+        if dtype is not None:
+            stream.write(_scalar(obj, name, dtype, path, stream))
+            return
+        if name == "STRING":
+            raw = _encode(obj, path, stream)
+            stream.write(fmt.pack(len(raw)) + raw)
+            return
+        element, data = int(obj["element_type"]), obj["data"]
+        if element not in self.types:
+            raise fail(f"{path}.element_type", _tell(stream), f"unknown value type {element}", BuildError)
+        count = len(data)
+        if int(obj.get("count", count)) != count:
+            raise fail(f"{path}.count", _tell(stream), "array count does not match its data", BuildError,
+                       expected=count, found=obj["count"])
+        stream.write(_U32.pack(element) + fmt.pack(count))
+        ename, edtype = self.types[element]
+        if edtype is not None:
+            arr = np.asarray(data)
+            want = np.dtype("?" if ename == "BOOL" else edtype)
+            if arr.dtype != want:
+                if arr.size and arr.dtype.kind in "iub" and want.kind in "iu":
+                    info = np.iinfo(want)
+                    if arr.min() < info.min or arr.max() > info.max:
+                        raise fail(f"{path}.data", _tell(stream), f"values out of range for {ename}", BuildError)
+                arr = arr.astype(want)
+            if arr.size:
+                stream.write(byte_view(np.ascontiguousarray(arr)))
+        elif ename == "STRING":
+            raw = data.raw if isinstance(data, StringArray) else None
+            if raw is not None and fmt.size == 8:
+                stream.write(raw)
+            else:
+                parts = []
+                for i, s in enumerate(data):
+                    b = _encode(s, f"{path}.data[{i}]", stream)
+                    parts += [fmt.pack(len(b)), b]
+                stream.write(b"".join(parts))
+        else:
+            for i, sub in enumerate(data):
+                self._write(sub, stream, element, fmt, f"{path}.data[{i}]")
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _scalar(obj: Any, name: str, dtype: str, path: str, stream: Any) -> bytes:
+    if name == "BOOL":
+        value = int(obj)
+        if not 0 <= value <= 255:
+            raise fail(path, _tell(stream), "a bool is one byte", BuildError, found=obj)
+        return bytes([value])
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if isinstance(obj, (float, np.floating)) or not info.min <= int(obj) <= info.max:
+            raise fail(path, _tell(stream), f"{obj!r} does not fit {name}", BuildError, found=obj)
+    return np.asarray(obj, dt).tobytes()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# tables of entries, the alignment, the data section
+
+
+class Entries(_Checked):
+    """``count`` entries of ``subcon`` (each at least ``min_size`` bytes: the count is checked against the bytes
+    that remain first); errors name the entry (``metadata[3].value``). Each parsed entry keeps where it starts
+    (``_offset``) and ends (``_end``), and dumps show each entry's fields."""
+
+    def __init__(self, count: Any, subcon: cs.Construct, min_size: int) -> None:
+        super().__init__()
+        self.count = count
+        self.subcon = subcon
+        self.min_size = min_size
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
+        count = int(_evaluate(self.count, context))
+        check_length(stream, count * self.min_size, path, f"{count} entries")
+        out = cs.ListContainer()
+        for i in range(count):
+            at = stream.tell()
+            item = self.subcon._parsereport(stream, context, f"{path}[{i}]")
+            item["_index"], item["_offset"], item["_end"] = i, at, stream.tell()
+            out.append(item)
+        out._context = context  # for parts(): the entries' fields are walked again only for dumps
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        if len(obj) != count:
+            raise fail(path, _tell(stream), "entry count does not match its header", BuildError,
+                       expected=count, found=len(obj))
+        for i, item in enumerate(obj):
+            self.subcon._build(item, stream, context, f"{path}[{i}]")
+        return obj
+
+    def parts(self, entries: Any) -> list[tuple[str, int, int, Any, str]]:
+        """Each entry's fields as (sub-path, start, end, value, doc), for annotated dumps."""
+        from ...framework.walk import _walk
+
+        context = getattr(entries, "_context", None)
+        stream = getattr(context, "_io", None)
+        if context is None or not isinstance(stream, BufferStream) or not entries:
+            return []
+        out = []
+        for i, entry in enumerate(entries):
+            spans: list[Any] = []
+            stream.seek(entry["_offset"])
+            _walk(self.subcon, stream, context, f"[{i}]", "", spans)
+            out += [(s.path, s.start, s.end, s.value, s.doc) for s in spans]
+        stream.seek(entries[-1]["_end"])
+        return out
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+class MetadataAlignment(_Checked):
+    """No bytes: the alignment of the data section, ``general.alignment`` from the parsed metadata (a u32),
+    else ``default``. One that is not a power of two is refused, naming its entry."""
+
+    def __init__(self, metadata: Any, key: str, default: int) -> None:
+        super().__init__()
+        self.metadata = metadata
+        self.key = key
+        self.default = default
+        self.flagbuildnone = True
+
+    def _find(self, context: Any, stream: Any, path: str, cls: type) -> int:
+        for i, kv in enumerate(_evaluate(self.metadata, context) or ()):
+            if kv["key"] == self.key:
+                value = kv["value"]
+                if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 \
+                        and not value & (value - 1):
+                    return int(value)
+                raise fail(f"metadata[{i}].value", kv.get("_offset", _tell(stream)),
+                           f"{self.key} must be a power of two", cls, found=value)
+        return self.default
+
+    def _parse(self, stream: Any, context: Any, path: str) -> int:
+        return self._find(context, stream, path, ValueMismatchError)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
+        return self._find(context, stream, path, BuildError)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 0
+
+
+class BytesLeft(_Checked):
+    """No bytes: whether any bytes follow (parsing); building, the value given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bool:
+        return bool(remaining(stream))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        return bool(obj)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 0
+
+
+class TensorData(_Checked):
+    """The data section to the end of the file, as one u8 view; built from such an array or from a list of
+    ``(offset, array)`` pieces, the gaps between them zero bytes."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> np.ndarray:
+        left = remaining(stream)
+        if left is None:
+            return np.frombuffer(stream.read(), np.uint8)
+        view = _zero_copy(stream, left)
+        return np.frombuffer(view if view is not None else stream.read(left), np.uint8)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        pieces = [(0, obj)] if isinstance(obj, (np.ndarray, bytes, bytearray, memoryview)) else obj
+        start = stream.tell()
+        at = 0
+        for i, (offset, arr) in enumerate(pieces):
+            if offset < at:
+                raise fail(f"{path}[{i}]", start + at, "pieces overlap or are out of order", BuildError)
+            if offset > at:
+                stream.write(bytes(offset - at))
+            view = byte_view(np.ascontiguousarray(arr)) if isinstance(arr, np.ndarray) else memoryview(arr)
+            for a in range(0, len(view), 1 << 24):
+                stream.write(view[a : a + (1 << 24)])
+            at = offset + len(view)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
