@@ -32,8 +32,10 @@ def _text_vectors(path: Path, blocks: int, *, header: bool = True, dim: int = 10
 
 def _in_fresh_process(*args: str) -> tuple[dict, float]:
     """``wvformats inspect --json ARGS`` in a new interpreter: its output and its peak resident memory (MB)."""
-    code = ("import json, resource, sys; from wvformats import cli; rc = cli.main(['inspect', '--json', *sys.argv[1:]]);"
-            "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)); sys.exit(rc)")
+    # VmHWM, not ru_maxrss: ru_maxrss survives exec, so the child would report a larger pytest parent's peak
+    code = ("import json, re, sys; from wvformats import cli; rc = cli.main(['inspect', '--json', *sys.argv[1:]]);"
+            "print(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) / 1024);"
+            "sys.exit(rc)")
     r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out, _, peak = r.stdout.rstrip().rpartition("\n")

@@ -396,8 +396,8 @@ def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]
         elif chunk_id in VOCABS:
             if settings := {k: v for k, v in fields.items() if k != "n_words"}:
                 info["vocab"] = settings
+            info["words"] = fields.get("n_words", 0)  # floret vocabularies have no word list (as inspect says)
             if "n_words" in fields:
-                info["words"] = fields["n_words"]
                 info["first_words"] = _first_words(view, at + _fixed_size(body), fields["n_words"])
         elif chunk_id == 2:
             info["dim"], info["rows"] = fields["cols"], fields["rows"]
