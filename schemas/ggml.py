@@ -11,9 +11,8 @@ import numpy as np
 from construct import Const, Int32ul, Struct, this
 
 from wvformats.families.ggml.records import ParameterRecords
+from wvformats.families.ggml.sniff import MAGIC
 from wvformats.framework import Valid
-
-MAGIC = 0x67676D66
 
 # One home for the ggml block types: numpy structured dtypes, (version, rwkv type id) -> (name, block, dtype)
 _F16 = "<f2"

@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "also convert 100 <-> 101; a model quantized to TYPE can change version)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
-    from .families.ggml.rwkv import QUANTIZE_TYPES
+    from .families.ggml.sniff import QUANTIZE_TYPES
 
     q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
                    help="target type (Q4_2: version 100 only)")

@@ -11,8 +11,9 @@ from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
 from .rwkv import RwkvModel, Tensor
+from .sniff import RWKV
 
-NAME = "rwkv"
+NAME = RWKV.name
 
 
 parse, build = schema_io(NAME, schema.rwkv)
@@ -64,9 +65,8 @@ def check(parsed: Any) -> list[str]:
 
 
 register(Format(
-    name=NAME, extensions=(".bin",), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
+    **RWKV._asdict(), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
     "101), then parameter records with FP32, FP16 or quantized blocks", schema=schema.rwkv,
-    sniff=lambda head: head[:4] == b"fmgg" and int.from_bytes(head[4:8], "little") in (100, 101), priority=0,
     parse=parse, build=build, to_model=to_model, from_model=from_model, model=RwkvModel, inspect=inspect,
     inspect_head=inspect_head, check=check, schemas={"header": schema.header},
 ))

@@ -16,9 +16,7 @@ from ... import progress
 from ...errors import FormatError, OptionError, TruncatedError, ValueMismatchError
 from ...fileio import atomic_output
 from . import pointers
-
-KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
-NAME = "infini-gram"
+from .sniff import NAME, _groups
 
 
 def sep(width: int) -> int:
@@ -467,21 +465,6 @@ def open(directory: str | os.PathLike[str], *, token_width: int | None = None,  
          version: int = 4) -> InfiniGramIndex:
     """Open an index folder (every file memory-mapped); see :class:`InfiniGramIndex`."""
     return InfiniGramIndex(directory, token_width=token_width, version=version)
-
-
-def _groups(directory: Path) -> dict[str, dict[str, Path]]:
-    """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
-    groups: dict[str, dict[str, Path]] = {}
-    for p in sorted(directory.iterdir(), key=lambda p: p.name):
-        kind, _, suffix = p.name.partition(".")
-        if p.is_file() and kind in KINDS:
-            groups.setdefault(suffix, {})[kind] = p
-    if not groups:  # v6: one directory per shard, files without suffix
-        for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
-            files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
-            if "tokenized" in files:
-                groups[sub.name] = files
-    return groups
 
 
 def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
