@@ -8,6 +8,7 @@ follows finalfusion-rust and finalfusion-python 0.7.1.)
 
 from construct import Const, If, Int32ul, Int64ul, Struct, this
 
+from wvformats.families.finalfusion.sniff import MAGIC, VERSION
 from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable, Valid
 
 simple_vocab = Struct(
@@ -115,8 +116,8 @@ CHUNK_TYPES = {
 LENGTH_QUIRKS = {8: lambda body: 8 * body.n_ngrams}
 
 finalfusion = Struct(
-    "magic" / Const(b"FiFu") * 'b"FiFu"',
-    "version" / Const(0, Int32ul) * "format version 0 (readers reject others)",
+    "magic" / Const(MAGIC) * 'b"FiFu"',
+    "version" / Const(VERSION, Int32ul) * "format version 0 (readers reject others)",
     "n_chunks" / Int32ul * "number of chunk ids that follow",
     "chunk_ids" / NumpyArray("<u4", this.n_chunks) * "chunk ids in file order",
     "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks, quirks=LENGTH_QUIRKS)

@@ -11,9 +11,8 @@ import numpy as np
 from construct import Const, Int32ul, Struct, this
 
 from wvformats.families.ggml.records import ParameterRecords
+from wvformats.families.ggml.sniff import MAGIC
 from wvformats.framework import Valid
-
-MAGIC = 0x67676D66
 
 # One home for the ggml block types: the layout of one block of each type (values per block, numpy structured
 # dtype), by ggml's name; GGUF and rwkv.cpp number the types differently (GGUF_TYPES, BLOCKS_V101), with the

@@ -7,9 +7,8 @@ checked tables (one tight loop per table, never per-record construct code).
 from construct import Const, Int64ul, Struct, this
 
 from wvformats.families.wordvec.binary import LeaderRecords, Word2VecRecords
+from wvformats.families.wordvec.sniff import LEADER_MAGIC
 from wvformats.families.wordvec.text import HeaderLine, TextRecords, Trailer
-
-LEADER_MAGIC = 38941
 
 leader = Struct(
     "magic" / Const(LEADER_MAGIC, Int64ul) * "u64 38941 (bytes 1d 98 00 00 00 00 00 00)",

@@ -12,7 +12,6 @@ Public API, the same for every format::
 """
 
 from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
-from .embeddings import DuplicateWordsWarning, Embeddings, ValuesChangedWarning
 from .errors import (
     BuildError,
     FormatError,
@@ -28,8 +27,13 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """``from wvformats import infinigram`` (the infini-gram index module) and ``sentencepiece`` (the
-    SentencePiece model, its edits and exports), imported when first asked for."""
+    """What needs numpy, imported when first asked for (``import wvformats`` and the command's start-up
+    need none): the model classes of the embeddings, ``wvformats.infinigram`` (the infini-gram index module)
+    and ``wvformats.sentencepiece`` (the SentencePiece model, its edits and exports)."""
+    if name in ("Embeddings", "DuplicateWordsWarning", "ValuesChangedWarning"):
+        from . import embeddings
+
+        return getattr(embeddings, name)
     if name == "infinigram":
         from .families.infinigram import index
 

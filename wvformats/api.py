@@ -1,19 +1,20 @@
-"""The public API: formats, sniff, read, write, convert, validate, inspect. The same for every format."""
+"""The public API: formats, sniff, read, write, convert, validate, inspect. The same for every format.
+
+Light to import (the ``wvformats`` command starts with it): numpy, construct and a format's codec are
+imported by the functions that need them, so that ``sniff`` imports none of them.
+"""
 
 from __future__ import annotations
 
-import inspect as inspect_module
 import mmap
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
-from . import compression, framework, registry
-from .embeddings import Embeddings, check_read_options
+from . import compression, registry
 from .errors import BuildError, FormatError, MissingFileError, OptionError, UnknownFormatError
 from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
 
@@ -38,7 +39,7 @@ def sniff(path: PathLike) -> str:
     _refuse_special(p)
     if not p.exists():
         raise MissingFileError(p)
-    fmts = sorted(registry.load().values(), key=lambda f: (f.priority, f.name))
+    fmts = registry.sniffers()  # (no codec imported for the families that declare their sniffers)
     if p.is_dir():
         for f in fmts:
             if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
@@ -113,6 +114,8 @@ _COMMANDS = {
 def what_it_is(path: PathLike, fmt: registry.Format) -> str:
     """A sentence naming the format of the file at ``path`` and what can be done with it, for errors that
     meet a file of another kind than the one asked for."""
+    from .embeddings import Embeddings
+
     targets = [t for t in convert_targets(fmt) if t != fmt.name]
     kind = f" ({fmt.model.__name__})" if fmt.model is not None else ""
     uses = [f"`wvformats convert FILE OUT --to {'|'.join(targets)}` converts it"] if targets else []
@@ -174,6 +177,8 @@ def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, 
     """The parse of an in-memory copy of the file, for a format whose bulk arrays are views of its buffer:
     the mapped file is parsed while a worker thread reads the file into memory (the words decode while
     the bytes are copied), the arrays are views of the copy, and the mapping is closed."""
+    from . import framework
+
     mapping = open_buffer(path, use_mmap=True)
     if not isinstance(mapping, mmap.mmap):  # an empty file
         return fmt.parse(mapping, **options)
@@ -200,6 +205,8 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
         raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+    from .embeddings import check_read_options
+
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
 
@@ -245,6 +252,8 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
     ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
     if isinstance(obj, tuple) and len(obj) == 2:  # (words, vectors): embeddings, as the word-vector writers take
+        from .embeddings import Embeddings
+
         obj = Embeddings(*obj)
     fmt = _format_for_output(path, format, obj)
     _check_write_options(fmt, options)
@@ -256,6 +265,8 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
         with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
             fmt.build(parsed, out if progress is None else _Growing(out, progress))
     except compression.ForwardOnly:  # a compressed output, from a writer that seeks back: built, then compressed
+        import tempfile
+
         with tempfile.TemporaryFile(dir=Path(path).parent) as plain:
             fmt.build(parsed, plain if progress is None else _Growing(plain, progress))
             with atomic_output(path, overwrite=overwrite, fsync=durable) as out:
@@ -264,6 +275,8 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
 
 def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     """Refuse an option the format's writer does not take (``newline`` for GloVe, ``style`` for Leader)."""
+    import inspect as inspect_module
+
     params = inspect_module.signature(fmt.from_model).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
@@ -380,6 +393,8 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
             report.problems = problems
             report.ok = not problems
             return report
+        from . import framework
+
         data = open_buffer(path)
         parsed = fmt.parse(data, **options)
         out = framework.CompareStream(data)  # compared as it is written: the rebuild is never held

@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "also convert 100 <-> 101; a model quantized to TYPE can change version)")
     q.add_argument("src", type=Path)
     q.add_argument("dst", type=Path)
-    from .families.ggml.rwkv import QUANTIZE_TYPES
+    from .families.ggml.sniff import QUANTIZE_TYPES
 
     q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
                    help="target type (Q4_2: version 100 only)")
@@ -179,6 +179,10 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def __init__(self, prog: str, **kw: Any) -> None:
         super().__init__(prog, max_help_position=32, **kw)  # (every command name fits before its help line)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # never between the halves of a hyphenated name (word2vec-binary, infini-gram)
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""

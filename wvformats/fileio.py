@@ -6,12 +6,9 @@ import contextlib
 import errno
 import mmap
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
-
-import numpy as np
 
 from . import compression
 from .errors import FormatError
@@ -21,6 +18,8 @@ def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
     """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy uint8
     array, read straight into uninitialised memory). A compressed file is decompressed into memory."""
     if kind := compression.detect(path):  # a compressed file cannot be mapped: its bytes, in memory
+        import numpy as np  # (here, not at the top: the command's start-up, sniff, needs no numpy)
+
         return np.frombuffer(compression.read_all(path, kind), np.uint8)
     p = Path(path)
     try:
@@ -37,10 +36,12 @@ def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
         raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
 
 
-def _read_into_memory(f: Any, size: int) -> np.ndarray:
+def _read_into_memory(f: Any, size: int) -> Any:
     """The file's bytes in an uninitialised numpy buffer (a bytearray would be zero-filled first, a second
     pass over the whole size), filled by unbuffered reads straight into it: a parse of it sees a writable
     memoryview, bulk arrays become views of it."""
+    import numpy as np
+
     buf = np.empty(size, np.uint8)
     view, got = memoryview(buf), 0
     while got < size:
@@ -86,6 +87,8 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True,
     """
     target = Path(path)
     folder = check_target(target, overwrite=overwrite)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         # mkstemp makes 0600; give the file the mode a plain open() would (or the replaced file's)

@@ -3,24 +3,45 @@
 Each format family is a package under ``wvformats.families`` whose ``codec`` module registers the family's
 formats when imported; :func:`load` imports them all, so a new family is a new package there (or a call to
 :func:`register` from user code or a plugin).
+
+A family may also declare its formats in a light ``sniff`` module (standard library only): their names,
+extensions, priorities and sniffers, as :class:`Sniffer` entries in ``FORMATS``. Then telling a file's
+format imports no codec (no numpy, no construct), and :func:`get` imports only the codec of the family
+asked for; the codec's ``Format`` takes those fields from the ``sniff`` module, their one home.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
+import importlib.util
 import os
 import pkgutil
+import sys
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import UnknownFormatError
 
 if TYPE_CHECKING:
     import construct as cs
+
+
+class Sniffer(NamedTuple):
+    """What the registry knows of a format before its family's codec is imported: enough to tell a file
+    (or folder) of that format, in the order sniffers run. A codec passes them on: ``Format(**s._asdict(), ...)``."""
+
+    name: str
+    extensions: tuple[str, ...]
+    sniff: Callable[[Any], bool]
+    # sniffers run in ascending priority: magic bytes first (0), content heuristics later
+    priority: int = 50
+    is_directory: bool = False
+    # a looser test, tried only when no format's sniff matched: the format a damaged file is closest to, so that
+    # its error is the one reported
+    resembles: Callable[[bytes], bool] | None = None
 
 
 @dataclass
@@ -80,16 +101,26 @@ def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> 
 
 
 _FORMATS: dict[str, Format] = {}
-_loaded = False
+# format name -> (family, sniffer), from the families' ``sniff`` modules; None until read
+_DECLARED: dict[str, tuple[str, Sniffer]] | None = None
+_OLD_STYLE: list[str] = []  # families without a ``sniff`` module: their codec is imported to sniff
+_scanned = _loaded = False
 # codec modules that failed to import, with the error: one broken codec must not take the others down
 LOAD_ERRORS: dict[str, str] = {}
+_LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
+
+FAMILIES = "wvformats.families"
 
 
 def register(fmt: Format, *, replace: bool = False) -> Format:
     """Add a format; ``replace=True`` to override an existing one of the same name."""
-    if fmt.name in _FORMATS and not replace:
-        raise ValueError(f"format {fmt.name!r} is already registered")
-    _FORMATS[fmt.name] = fmt
+    with _LOADING:
+        family = _declared().get(fmt.name, ("", None))[0]
+        if family:  # a format a family declares: its codec registers it first (a plugin's replace= comes after)
+            _import_codec(family)
+        if fmt.name in _FORMATS and not replace:
+            raise ValueError(f"format {fmt.name!r} is already registered")
+        _FORMATS[fmt.name] = fmt
     return fmt
 
 
@@ -105,30 +136,109 @@ def load() -> dict[str, Format]:
     imported, named by an installed package's ``wvformats.plugins`` entry point or in ``WVFORMATS_PLUGINS``.
     """
     global _loaded
-    with _LOADING:  # a thread arriving while another imports waits for the whole registry
+    with _LOADING:
         if not _loaded:
             _loaded = True  # (a codec that asks for the registry while it is imported gets it as it is)
-            from . import families
-
-            for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
-                if info.ispkg:
-                    _import(f"{families.__name__}.{info.name}.codec", info.name, "codec")
-            for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-                _import(ep.value, ep.name, "plugin")
-            for name in filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(","))):
-                _import(name, name, "plugin")
+            for family in sorted({family for family, _ in _declared().values()}):
+                _import_codec(family)
+            _scan()
     return _FORMATS
 
 
-_LOADING = threading.RLock()
+def sniffers() -> list[Sniffer | Format]:
+    """Every format's sniffer in the order :func:`wvformats.sniff` tries them (ascending priority, then
+    name), with no family's codec imported where the family declares its formats in a ``sniff`` module.
+    Formats registered in this process (codecs, plugins, user code) stand over those declared."""
+    with _LOADING:
+        _scan()
+        found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
+        found.update(_FORMATS)
+    return sorted(found.values(), key=lambda f: (f.priority, f.name))
 
 
-def _import(module: str, name: str, kind: str) -> None:
+def _scan() -> None:
+    """Once: the codecs of the families without a ``sniff`` module, then the plugins."""
+    global _scanned
+    with _LOADING:
+        if _scanned:
+            return
+        _scanned = True
+        _declared()
+        for family in _OLD_STYLE:
+            _import_codec(family)
+        for name, module in _plugin_modules():
+            _import(module, name, "plugin")
+
+
+def _declared() -> dict[str, tuple[str, Sniffer]]:
+    """Format name -> (family, sniffer) for the families that have a ``sniff`` module (read once)."""
+    global _DECLARED
+    with _LOADING:
+        if _DECLARED is None:
+            _DECLARED = {}
+            families = importlib.import_module(FAMILIES)
+            for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
+                if not info.ispkg:
+                    continue
+                if importlib.util.find_spec(f"{FAMILIES}.{info.name}.sniff") is None:
+                    _OLD_STYLE.append(info.name)
+                    continue
+                module = _import(f"{FAMILIES}.{info.name}.sniff", info.name, "codec")
+                if module is None:  # (its codec is tried too, when sniffing: it says why it fails)
+                    _OLD_STYLE.append(info.name)
+                for s in getattr(module, "FORMATS", ()):
+                    _DECLARED[s.name] = (info.name, s)
+        return _DECLARED
+
+
+def _import_codec(family: str) -> None:
+    """The family's codec, imported unless it is (or is being) imported already."""
+    if f"{FAMILIES}.{family}.codec" not in sys.modules:
+        _import(f"{FAMILIES}.{family}.codec", family, "codec")
+
+
+def _plugin_modules() -> list[tuple[str, str]]:
+    """(name, module) of every plugin: the ``wvformats.plugins`` entry points, then ``WVFORMATS_PLUGINS``."""
+    found = []
+    if _may_have_entry_points(PLUGIN_GROUP):  # (importlib.metadata and its scan cost more than the rest of sniff)
+        import importlib.metadata
+
+        found = [(ep.name, ep.value) for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP),
+                                                      key=lambda e: e.name)]
+    variable = filter(None, (m.strip() for m in os.environ.get(PLUGIN_VARIABLE, "").split(",")))
+    return found + [(name, name) for name in variable]
+
+
+def _may_have_entry_points(group: str) -> bool:
+    """False only when no installed distribution can declare entry points in ``group``: no
+    ``entry_points.txt`` of a ``.dist-info`` or ``.egg-info`` folder on ``sys.path`` names it, and no
+    ``sys.path`` entry is an archive (whose metadata only importlib.metadata reads)."""
+    needle = group.encode()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                folders = [e.path for e in it if e.name.endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True  # a zip or egg on the path
+        except OSError:
+            continue
+        for folder in folders:
+            try:
+                with open(os.path.join(folder, "entry_points.txt"), "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _import(module: str, name: str, kind: str) -> Any:
     try:
-        importlib.import_module(module)
+        return importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - reported by tests and by `wvformats formats`
         LOAD_ERRORS[name] = f"{type(e).__name__}: {e}"
         warnings.warn(f"wvformats {kind} {name!r} failed to load: {e}", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def failed_note() -> str:
@@ -140,7 +250,14 @@ def failed_note() -> str:
 
 
 def get(name: str) -> Format:
-    """The format called ``name``; UnknownFormatError lists the known ones otherwise."""
+    """The format called ``name``; UnknownFormatError lists the known ones otherwise. Only the codec of
+    the family that declares it is imported (every codec, for a format no ``sniff`` module declares)."""
+    with _LOADING:
+        _scan()
+        if name not in _FORMATS and name in _declared():
+            _import_codec(_declared()[name][0])
+    if name in _FORMATS:
+        return _FORMATS[name]
     formats = load()
     try:
         return formats[name]

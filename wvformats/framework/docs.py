@@ -85,7 +85,7 @@ def _default(spec: F) -> str:
     if v is None or spec.label == "repeated" or isinstance(spec.type, MessageType):
         return ""
     if spec.enum is not None:
-        text = f"{enum_names(spec.enum).get(v, '?')} ({v})"
+        text = f"{enum_names(spec.enum).get(v, '?')} ({int(v)})"  # (v may be a ProtoEnum, whose str is its name)
     elif isinstance(v, bool):
         text = "true" if v else "false"
     elif spec.type == "float":

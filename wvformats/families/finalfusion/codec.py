@@ -16,8 +16,9 @@ from ...framework import field_docs
 from ...registry import Format, register, schema_io
 from ...schemas import finalfusion as schema
 from . import lookups
+from .sniff import FINALFUSION
 
-NAME = "finalfusion"
+NAME = FINALFUSION.name
 VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit_subword_vocab",
           9: "floret_subword_vocab"}
 STORAGES = {2: "ndarray", 4: "quantized_array"}
@@ -490,9 +491,9 @@ def check(parsed: Any) -> list[str]:
 
 
 _FORMAT = register(Format(
-    name=NAME, extensions=(".fifu",), description="finalfusion: header, then typed chunks (vocabulary, "
+    **FINALFUSION._asdict(), description="finalfusion: header, then typed chunks (vocabulary, "
     "storage, norms, TOML metadata) with 4-byte aligned arrays", schema=schema.finalfusion,
-    sniff=lambda head: head[:8] == b"FiFu\0\0\0\0", priority=0, parse=parse, build=build,
+    parse=parse, build=build,
     to_model=to_model, from_model=from_model, model=Embeddings, inspect=inspect, inspect_head=inspect_head, check=check,
     array_views=True,
     schemas={f"chunk {i}: {name}": body for i, (name, body) in schema.CHUNK_TYPES.items()},

@@ -13,11 +13,13 @@ from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
 from ...schemas import gguf as gguf_schema
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
+from . import sniff
 from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
 from .gguf_records import StringArray
 from .rwkv import RwkvModel, Tensor
+from .sniff import RWKV
 
-NAME = "rwkv"
+NAME = RWKV.name
 
 
 parse, build = schema_io(NAME, schema.rwkv)
@@ -69,9 +71,8 @@ def check(parsed: Any) -> list[str]:
 
 
 register(Format(
-    name=NAME, extensions=(".bin",), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
+    **RWKV._asdict(), description="rwkv.cpp model file: ggml 'ggmf' header (version 100 or "
     "101), then parameter records with FP32, FP16 or quantized blocks", schema=schema.rwkv,
-    sniff=lambda head: head[:4] == b"fmgg" and int.from_bytes(head[4:8], "little") in (100, 101), priority=0,
     parse=parse, build=build, to_model=to_model, from_model=from_model, model=RwkvModel, inspect=inspect,
     inspect_head=inspect_head, check=check, schemas={"header": schema.header},
 ))
@@ -80,7 +81,7 @@ register(Format(
 # ---------------------------------------------------------------------------------------------------------
 # GGUF
 
-GGUF = "gguf"
+GGUF = sniff.GGUF.name
 parse_gguf, build_gguf = schema_io(GGUF, gguf_schema.gguf)
 
 
@@ -170,9 +171,8 @@ def gguf_check(parsed: Any) -> list[str]:
 
 
 register(Format(
-    name=GGUF, extensions=(".gguf",), description="GGUF (ggml, llama.cpp): header, metadata key/values, tensor "
-    "infos, aligned tensor data of any ggml type", schema=gguf_schema.gguf,
-    sniff=lambda head: head[:4] == b"GGUF", priority=0, parse=parse_gguf, build=build_gguf,
+    **sniff.GGUF._asdict(), description="GGUF (ggml, llama.cpp): header, metadata key/values, tensor "
+    "infos, aligned tensor data of any ggml type", schema=gguf_schema.gguf, parse=parse_gguf, build=build_gguf,
     to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, inspect=gguf_inspect, check=gguf_check,
     schemas={"header": gguf_schema.header, "metadata_kv": gguf_schema.metadata_kv,
              "tensor_info": gguf_schema.tensor_info},

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...schemas.ggml import BLOCKS, REMOVED_TYPES, TYPE_COUNT
 from . import quants
+from .sniff import QUANTIZE_TYPES
 
 TYPE_IDS = {name: i for i, (name, _, _) in BLOCKS[101].items()}
 
@@ -246,10 +247,6 @@ def build_model(params: dict[str, np.ndarray], *, n_vocab: int, n_embed: int, n_
 # what quantize_model writes: FP16, and the types whose reference quantizer wvformats reproduces bit for bit.
 # K-quants are read only (ggml's iterative scale search is not ported, and gguf cannot quantize one to check
 # it); Q8_1 is left out, as rwkv.cpp's Python wrapper leaves it out (ggml has no dequantizer for it).
-QUANTIZE_TYPES = {101: ("FP16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")}
-QUANTIZE_TYPES[100] = (*QUANTIZE_TYPES[101], "Q4_2")
-
-
 def quantize_model(model: RwkvModel, type_name: str, version: int | None = None) -> RwkvModel:
     """Quantize an FP32/FP16 model to ``type_name`` with rwkv.cpp's rules; ``version`` also converts 100 <-> 101.
 

@@ -8,12 +8,8 @@ from typing import Any
 from ...errors import BuildError
 from ...registry import Format, register
 from ...schemas import infinigram as schema
-from .index import NAME, InfiniGramIndex, _groups, check
-
-
-def sniff(path: Path) -> bool:
-    groups = _groups(Path(path))
-    return bool(groups) and all({"tokenized", "table", "offset"} <= set(files) for files in groups.values())
+from .index import NAME, InfiniGramIndex, check
+from .sniff import INFINIGRAM
 
 
 def parse(path: Path, **options: Any) -> InfiniGramIndex:
@@ -31,10 +27,10 @@ def _no_build(*_: Any, **__: Any) -> Any:
 
 
 register(Format(
-    name=NAME, extensions=(), description="infini-gram index directory: tokenized corpus, suffix array of "
+    **INFINIGRAM._asdict(), description="infini-gram index directory: tokenized corpus, suffix array of "
     "k-byte pointers, document offsets, optional metadata and unigram counts (no headers: sizes give counts)",
-    schema=None, sniff=sniff, priority=10, parse=parse, build=_no_build, to_model=lambda index, **_: index,
-    from_model=_no_build, model=InfiniGramIndex, inspect=inspect, check=check, is_directory=True,
+    schema=None, parse=parse, build=_no_build, to_model=lambda index, **_: index,
+    from_model=_no_build, model=InfiniGramIndex, inspect=inspect, check=check,
     inspect_head=lambda path, complete=True, **options: inspect(parse(path, **options)),  # (opening reads sizes)
     read_options=("token_width", "version"),
     schemas={"table": schema.table, "offset": schema.offset, "metaoff": schema.metaoff,

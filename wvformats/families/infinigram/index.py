@@ -16,7 +16,8 @@ import numpy as np
 from ...errors import FormatError, OptionError, TruncatedError, ValueMismatchError
 from . import pointers
 from .build import build, build_jsonl, suffix_array
-from .pointers import KINDS, NAME, sep
+from .pointers import sep
+from .sniff import KINDS, NAME, _groups
 
 __all__ = ["KINDS", "NAME", "InfiniGramIndex", "Shard", "build", "build_jsonl", "check", "open", "sep", "suffix_array"]
 
@@ -301,21 +302,6 @@ def open(directory: str | os.PathLike[str], *, token_width: int | None = None,  
          version: int = 4) -> InfiniGramIndex:
     """Open an index folder (every file memory-mapped); see :class:`InfiniGramIndex`."""
     return InfiniGramIndex(directory, token_width=token_width, version=version)
-
-
-def _groups(directory: Path) -> dict[str, dict[str, Path]]:
-    """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
-    groups: dict[str, dict[str, Path]] = {}
-    for p in sorted(directory.iterdir(), key=lambda p: p.name):
-        kind, _, suffix = p.name.partition(".")
-        if p.is_file() and kind in KINDS:
-            groups.setdefault(suffix, {})[kind] = p
-    if not groups:  # v6: one directory per shard, files without suffix
-        for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
-            files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
-            if "tokenized" in files:
-                groups[sub.name] = files
-    return groups
 
 
 def _infer_width(groups: dict[str, dict[str, Path]]) -> int:

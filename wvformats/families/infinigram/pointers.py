@@ -1,5 +1,5 @@
-"""What every part of an infini-gram index shares: the kinds of its files, the separator token of a token
-width, and k-byte little-endian unsigned integers (suffix-array pointers) as numpy arrays, vectorised.
+"""What building and reading an infini-gram index share: the separator token of a token width, and k-byte
+little-endian unsigned integers (suffix-array pointers) as numpy arrays, vectorised.
 
 infini-gram tables store each pointer in the fewest whole bytes that hold the largest byte offset; numpy
 has no k-byte integer type, so the bytes are read as a ``(n, k)`` uint8 view and widened to ``<u8``.
@@ -8,9 +8,6 @@ has no k-byte integer type, so the bytes are read as a ``(n, k)`` uint8 view and
 from __future__ import annotations
 
 import numpy as np
-
-KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
-NAME = "infini-gram"
 
 
 def sep(width: int) -> int:

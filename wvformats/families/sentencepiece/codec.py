@@ -6,12 +6,13 @@ from collections import Counter
 from typing import Any
 
 from ...errors import BuildError, FormatError
-from ...framework.protowire import LEN, parse_fields
+from ...framework.protowire import LEN
 from ...registry import Format, register, schema_io
 from ...schemas import sentencepiece as schema
 from .model import SentencePieceModel, parse_model_fields
+from .sniff import SENTENCEPIECE
 
-NAME = "sentencepiece"
+NAME = SENTENCEPIECE.name
 
 
 _, build = schema_io(NAME, schema.model_proto)
@@ -40,17 +41,6 @@ def from_model(model: Any, **_: Any) -> Any:
     if not isinstance(model, SentencePieceModel):
         raise BuildError(f"expected SentencePieceModel, got {type(model).__name__}", format=NAME)
     return model._msg  # a LazyMessage of an unedited file builds as its own bytes
-
-
-def sniff(head: bytes) -> bool:
-    """A ModelProto starts with a pieces field (1, LEN) whose body starts with a piece string (1, LEN)."""
-    if len(head) < 4 or head[0] != 0x0A:
-        return False
-    try:
-        fields, _, _ = parse_fields(head, 0, min(len(head), 2 + head[1] if head[1] < 0x80 else len(head)), "", 0)
-    except FormatError:
-        return False
-    return bool(fields) and fields[0]["number"] == 1 and fields[0]["value"][:1] == b"\x0a"
 
 
 def inspect(parsed: Any) -> dict[str, Any]:
@@ -90,8 +80,8 @@ def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
 
 
 register(Format(
-    name=NAME, extensions=(".model",), description="SentencePiece tokenizer.model: a protobuf ModelProto "
+    **SENTENCEPIECE._asdict(), description="SentencePiece tokenizer.model: a protobuf ModelProto "
     "(pieces with scores and types, trainer and normalizer specs), read losslessly", schema=schema.model_proto,
-    sniff=sniff, priority=90, parse=parse, build=build, to_model=to_model, from_model=from_model,
+    parse=parse, build=build, to_model=to_model, from_model=from_model,
     model=SentencePieceModel, inspect=inspect, inspect_head=inspect_head,
 ))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import construct as cs
@@ -12,106 +11,7 @@ from ...embeddings import Embeddings, count_duplicates, warn_if_changed
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
-
-_HEADER = re.compile(rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n")
-_NUMBER = re.compile(rb"\A[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-?Infinity|Inf)\Z")
-
-
-def _is_text_line(line: bytes, dim: int | None = None) -> bool:
-    """``word v1 ... vD`` with decimal numbers (exponent and integer forms accepted)."""
-    line = line.rstrip(b" \r\t")
-    parts = line.split(b" ")
-    if len(parts) < 2 or not parts[0]:
-        return False
-    if dim is not None and len(parts) - 1 != dim:
-        return False
-    return all(_NUMBER.match(p) for p in parts[1:])
-
-
-def _lines(head: bytes, n: int) -> list[bytes]:
-    lines = head.split(b"\n")
-    complete = lines[:-1] if len(head) >= 65536 else lines
-    return [x for x in complete[:n] if x or len(complete) <= n]
-
-
-def sniff_leader(head: bytes) -> bool:
-    return head[:8] == schema.LEADER_MAGIC.to_bytes(8, "little")
-
-
-def _header(head: bytes) -> tuple[int, int, int] | None:
-    m = _HEADER.match(head)
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), m.end()
-
-
-def sniff_w2v_binary(head: bytes) -> bool:
-    h = _header(head)
-    if h is None:
-        return False
-    count, dim, pos = h
-    if count == 0:
-        return len(head) == pos
-    while pos < len(head) and head[pos] == 10:
-        pos += 1
-    sp = head.find(b" ", pos)
-    if sp <= pos:
-        return False
-    end = sp + 1 + 4 * dim
-    if len(head) >= end and _is_text_line(head[pos:end].split(b"\n", 1)[0], dim):
-        return False  # the record reads as a text line: a text file
-    return not _is_text(head, pos)  # a text file whose lines are shorter than its header says: damaged text
-
-
-def _is_text(head: bytes, pos: int) -> bool:
-    """From ``pos`` on, ``head`` is UTF-8 text (no NUL) and its first line reads ``word numbers...``, of any
-    count: float32 rows almost never do (negative numbers and most exponents are bytes UTF-8 refuses)."""
-    body = head[pos:]
-    if b"\x00" in body or not _is_text_line(body.split(b"\n", 1)[0]):
-        return False
-    try:
-        body[: body.rfind(b"\n") + 1 if len(head) >= 65536 else len(body)].decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def resembles_w2v_text(head: bytes) -> bool:
-    """A header line, then text lines of numbers, however many each holds (a damaged word2vec text file)."""
-    h = _header(head)
-    return h is not None and _is_text(head, h[2])
-
-
-def resembles_glove(head: bytes) -> bool:
-    """Text lines of numbers, however many each holds (a damaged GloVe file)."""
-    return _header(head) is None and _is_text(head, 0)
-
-
-def sniff_w2v_text(head: bytes) -> bool:
-    h = _header(head)
-    if h is None:
-        return False
-    count, dim, pos = h
-    rest = _lines(head[pos:], 1)
-    if count == 0:
-        return not head[pos:].strip()
-    return bool(rest) and _is_text_line(rest[0], dim)
-
-
-def sniff_glove(head: bytes) -> bool:
-    lines = [x for x in _lines(head, 3) if x.strip()]
-    if not lines or b"\x00" in head[:4096]:
-        return False
-    try:
-        lines[0].decode("utf-8")
-    except UnicodeDecodeError:
-        if len(head) > 65536 - 8:  # a multibyte character cut at the end of the head is fine
-            pass
-        else:
-            return False
-    width = len(lines[0].rstrip(b" \r\t").split(b" ")) - 1
-    return all(_is_text_line(x, width) for x in lines)
-
+from . import sniff
 
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
 
@@ -252,22 +152,20 @@ def _check(parsed: Any) -> list[str]:
     return []
 
 
-def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff: Any, prio: int,
-              from_model: Any, resembles: Any = None) -> None:
-    parse, build = schema_io(name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
+def _register(found: sniff.Sniffer, desc: str, s: cs.Construct, from_model: Any) -> None:
+    parse, build = schema_io(found.name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
-        name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
+        **found._asdict(), description=desc, schema=s,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
-        model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(name, s), check=_check,
-        read_options=(*_READ_PARAMS, "dtype"), resembles=resembles,
+        model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(found.name, s), check=_check,
+        read_options=(*_READ_PARAMS, "dtype"),
     ))
 
 
-_register("leader", (".leader",), "Leader: u64 header, then u32-length-prefixed words with float32 vectors",
-          schema.leader, sniff_leader, 0, _leader_from)
-_register("word2vec-binary", (".bin", ".w2v"), "word2vec binary: text header, then word + space + float32 vector",
-          schema.word2vec_binary, sniff_w2v_binary, 60, _w2v_bin_from)
-_register("word2vec-text", (".txt", ".vec", ".w2v-text"), "word2vec text and fastText .vec: header line, "
-          "then one text line per word", schema.word2vec_text, sniff_w2v_text, 55, _w2v_text_from, resembles_w2v_text)
-_register("glove", (".glove",), "GloVe text: no header, one line per word", schema.glove, sniff_glove, 70,
-          _glove_from, resembles_glove)
+_register(sniff.LEADER, "Leader: u64 header, then u32-length-prefixed words with float32 vectors",
+          schema.leader, _leader_from)
+_register(sniff.WORD2VEC_BINARY, "word2vec binary: text header, then word + space + float32 vector",
+          schema.word2vec_binary, _w2v_bin_from)
+_register(sniff.WORD2VEC_TEXT, "word2vec text and fastText .vec: header line, then one text line per word",
+          schema.word2vec_text, _w2v_text_from)
+_register(sniff.GLOVE, "GloVe text: no header, one line per word", schema.glove, _glove_from)

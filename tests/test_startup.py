@@ -1,0 +1,207 @@
+"""Start-up: ``wvformats sniff`` imports no numpy and no construct, ``inspect`` and ``registry.get`` import
+only the codec of the family they need, and the light sniffers (the families' ``sniff`` modules) tell every
+file as the full registry does. Each check runs in a fresh interpreter, since the test process has
+imported everything long before; no wall time is asserted (benchmarks/bench_startup.py measures it)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wvformats import api, registry
+from wvformats.errors import FormatError
+from wvformats.samples import sample_files
+
+HEAVY = ("numpy", "construct", "pyarrow", "importlib.metadata")
+
+
+def _fresh(code, *args, env=None):
+    """Run ``code`` in a fresh interpreter (-P: the wvformats this test imports, not a source tree in the
+    cwd); its last stdout line, as JSON."""
+    out = subprocess.run([sys.executable, "-P", "-c", code, *map(str, args)], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_LOADED = ("import json, sys\n"
+           "def loaded():\n"
+           "    return sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct', 'pyarrow')\n"
+           "                  or m == 'importlib.metadata' or m.startswith('wvformats.families.'))\n")
+
+
+def test_sniff_of_every_sample_imports_neither_numpy_nor_construct():
+    files = sample_files()
+    got = _fresh(_LOADED + "from wvformats import cli\n"
+                 "rc = cli.main(['sniff', '--json', *sys.argv[1:]])\n"
+                 "print(json.dumps([rc, loaded()]))", *files)
+    rc, modules = got
+    assert rc == 0
+    assert [m for m in modules if m.split(".")[0] in HEAVY or m == "importlib.metadata"] == []
+    # of the families, their packages and sniff modules only: no codec, model or schema
+    assert {m.split(".")[-1] for m in modules} - {"sniff"} <= {m.split(".")[2] for m in modules}
+
+
+def _families_imported(modules):
+    """The families whose modules other than ``sniff`` were imported."""
+    return sorted({m.split(".")[2] for m in modules if m.count(".") >= 3 and not m.endswith(".sniff")})
+
+
+def test_inspect_of_a_vec_file_imports_no_other_family():
+    vec = next(p for p in sample_files() if p.suffix == ".vec")
+    rc, modules = _fresh(_LOADED + "import contextlib, io\nfrom wvformats import cli\n"
+                         "with contextlib.redirect_stdout(io.StringIO()):\n"
+                         "    rc = cli.main(['inspect', sys.argv[1]])\n"
+                         "print(json.dumps([rc, loaded()]))", vec)
+    assert rc == 0
+    assert _families_imported(modules) == ["wordvec"]
+    assert "pyarrow" not in modules  # (a quick inspect parses no text body of this size with pyarrow)
+
+
+def test_get_imports_only_the_family_of_the_format():
+    modules = _fresh(_LOADED + "from wvformats import registry\n"
+                     "assert registry.get('word2vec-text').name == 'word2vec-text'\n"
+                     "print(json.dumps(loaded()))")
+    assert _families_imported(modules) == ["wordvec"]
+    assert "importlib.metadata" not in modules  # no plugin is installed: its scan is skipped
+
+
+def test_import_wvformats_imports_no_numpy():
+    modules = _fresh(_LOADED + "import wvformats, wvformats.cli\nprint(json.dumps(loaded()))")
+    assert [m for m in modules if m.split(".")[0] in HEAVY] == []
+    modules = _fresh(_LOADED + "from wvformats import Embeddings\nprint(json.dumps(loaded()))")
+    assert "numpy" in modules  # (the lazy names are there when asked for)
+
+
+def test_each_family_codec_registers_what_its_sniff_module_declares():
+    """The light sniffers stand in for the codecs' until these are imported: each codec registers exactly
+    the formats its family's sniff module declares, with their names, extensions, priorities and sniffers."""
+    new = _fresh("import importlib, json\nfrom wvformats import registry\nout = {}\n"
+                 "for family in sorted({f for f, _ in registry._declared().values()}):\n"
+                 "    before = set(registry._FORMATS)\n"
+                 "    importlib.import_module(f'wvformats.families.{family}.codec')\n"
+                 "    out[family] = sorted(set(registry._FORMATS) - before)\n"
+                 "print(json.dumps(out))")
+    declared = registry._declared()
+    assert {"wordvec", "finalfusion", "ggml", "sentencepiece", "infinigram"} <= set(new)
+    assert new == {family: sorted(n for n, (f, _) in declared.items() if f == family) for family in new}
+    formats = registry.load()
+    for name, (_, sniffer) in declared.items():
+        fmt = formats[name]
+        assert (fmt.name, fmt.extensions, fmt.sniff, fmt.priority, fmt.is_directory, fmt.resembles) == tuple(sniffer), name
+
+
+def _corpus(tmp_path):
+    """Every sample, cut at 40 places and with 40 random corruptions of its first 64 KiB."""
+    paths = []
+    for path in sample_files():
+        if path.is_dir():
+            paths.append(path)
+            continue
+        data = path.read_bytes()[:70000]
+        rng = np.random.default_rng(len(data))
+        variants = [data[:n] for n in range(0, len(data), max(1, len(data) // 40))]
+        for _ in range(40):
+            bad = bytearray(data)
+            bad[int(rng.integers(0, len(data)))] = int(rng.integers(0, 256))
+            variants.append(bytes(bad))
+        for i, v in enumerate(variants):
+            p = tmp_path / f"{path.name}.{i}"
+            p.write_bytes(v)
+            paths.append(p)
+    return paths
+
+
+def _sniffed(paths):
+    out = {}
+    for p in paths:
+        try:
+            out[str(p)] = api.sniff(p)
+        except FormatError as e:
+            out[str(p)] = type(e).__name__
+    return out
+
+
+def test_light_sniff_tells_every_file_as_the_full_registry(tmp_path):
+    """Samples, cut and corrupted: sniffed in a fresh process (the families' sniff modules only, no codec)
+    and here with every codec imported, the same format or the same error each time."""
+    paths = _corpus(tmp_path)
+    listing = tmp_path / "paths.json"
+    listing.write_text(json.dumps([str(p) for p in paths]))
+    light = _fresh(_LOADED + "from wvformats import api\nfrom wvformats.errors import FormatError\nout = {}\n"
+                   "for p in json.load(open(sys.argv[1])):\n"
+                   "    try:\n        out[p] = api.sniff(p)\n"
+                   "    except FormatError as e:\n        out[p] = type(e).__name__\n"
+                   "assert 'numpy' not in loaded()\n"
+                   "print(json.dumps(out))", listing)
+    registry.load()
+    assert light == _sniffed(paths)
+
+
+def _sniff_by_protobuf_fields(head):
+    """The SentencePiece sniffer as it was, on the protobuf field reader: the oracle of the light one."""
+    from wvformats.framework.protowire import parse_fields
+
+    if len(head) < 4 or head[0] != 0x0A:
+        return False
+    try:
+        fields, _, _ = parse_fields(head, 0, min(len(head), 2 + head[1] if head[1] < 0x80 else len(head)), "", 0)
+    except FormatError:
+        return False
+    return bool(fields) and fields[0]["number"] == 1 and fields[0]["value"][:1] == b"\x0a"
+
+
+@given(st.binary(max_size=8), st.integers(0, 255), st.binary(max_size=300))
+def test_sentencepiece_light_sniffer_agrees_with_the_field_reader(start, length, rest):
+    from wvformats.families.sentencepiece.sniff import sniff_sentencepiece
+
+    for head in (b"\x0a" + bytes([length]) + start + rest, b"\x0a" + bytes([length]) + b"\x0a" + rest, start):
+        assert sniff_sentencepiece(head) == _sniff_by_protobuf_fields(head), head
+
+
+PLUGIN = '''
+from wvformats import registry
+from wvformats.registry import Format, register
+
+def _no(*a, **k):
+    raise NotImplementedError
+
+register(Format(name="wvtest", extensions=(".wvt",), description="a plugin's format", schema=None,
+                sniff=lambda head: head[:6] == b"WVTEST", priority=-1, parse=_no, build=_no, to_model=_no,
+                from_model=_no))
+glove = registry.get("glove")  # a built-in format replaced: after its codec's own registration
+register(Format(**{**glove.__dict__, "description": "glove, as the plugin has it"}), replace=True)
+'''
+
+
+def test_plugins_still_sniff_and_replace_formats(tmp_path):
+    """A plugin's format (by entry point, or WVFORMATS_PLUGINS) is sniffed by the command, even where
+    the light sniffers would claim the file (priority -1 before the magic numbers); a plugin's
+    replacement of a built-in format is the one the registry hands out."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "wvtestplugin.py").write_text(PLUGIN)
+    mine = tmp_path / "f.wvt"
+    mine.write_bytes(b"WVTEST\n1 2\nw 1 2\n")  # (also a GloVe-ish text, but the plugin's sniffer runs first)
+    code = (_LOADED + "import contextlib, io\nfrom wvformats import cli, registry\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    rc = cli.main(['sniff', '--json', sys.argv[1]])\n"
+            "print(json.dumps([rc, json.loads(out.getvalue()), registry.get('glove').description]))")
+    for how in ("entry point", "variable"):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+        env.pop("WVFORMATS_PLUGINS", None)
+        if how == "entry point":  # what pip install of a package with a wvformats.plugins entry point leaves
+            info = site / "wvtestplugin-0.1.dist-info"
+            info.mkdir()
+            (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wvtestplugin\nVersion: 0.1\n")
+            (info / "entry_points.txt").write_text("[wvformats.plugins]\nwvtest = wvtestplugin\n")
+        else:
+            (info / "entry_points.txt").unlink()
+            env["WVFORMATS_PLUGINS"] = "wvtestplugin"
+        rc, result, description = _fresh(code, mine, env=env)
+        assert rc == 0 and result == [{"path": str(mine), "format": "wvtest"}], how
+        assert description == "glove, as the plugin has it", how

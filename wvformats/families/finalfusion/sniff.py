@@ -1,0 +1,16 @@
+"""The finalfusion format as the registry sees it before the codec is imported (standard library only)."""
+
+from __future__ import annotations
+
+from ...registry import Sniffer
+
+MAGIC = b"FiFu"
+VERSION = 0  # the u32 after the magic
+
+
+def sniff_finalfusion(head: bytes) -> bool:
+    return head[:8] == MAGIC + VERSION.to_bytes(4, "little")
+
+
+FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0)
+FORMATS = (FINALFUSION,)

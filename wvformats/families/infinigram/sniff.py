@@ -1,0 +1,34 @@
+"""The infini-gram index folder as the registry sees it before the codec is imported (standard library only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...registry import Sniffer
+
+KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
+NAME = "infini-gram"
+
+
+def _groups(directory: Path) -> dict[str, dict[str, Path]]:
+    """Shard name -> its files: v4/v5 suffixed files (``table.0``), or v6 shard directories (``table``)."""
+    groups: dict[str, dict[str, Path]] = {}
+    for p in sorted(directory.iterdir(), key=lambda p: p.name):
+        kind, _, suffix = p.name.partition(".")
+        if p.is_file() and kind in KINDS:
+            groups.setdefault(suffix, {})[kind] = p
+    if not groups:  # v6: one directory per shard, files without suffix
+        for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
+            files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
+            if "tokenized" in files:
+                groups[sub.name] = files
+    return groups
+
+
+def sniff_index(path: Path) -> bool:
+    groups = _groups(Path(path))
+    return bool(groups) and all({"tokenized", "table", "offset"} <= set(files) for files in groups.values())
+
+
+INFINIGRAM = Sniffer(NAME, (), sniff_index, priority=10, is_directory=True)
+FORMATS = (INFINIGRAM,)
