@@ -38,7 +38,8 @@ commands:
   infinigram build DATA OUT  index a folder of JSONL files as the real infini-gram indexer does
   infinigram count INDEX IDS...   occurrences of a token sequence (or --text [--tokenizer T])
   docs OUTDIR                write one Markdown page per format, generated from the schemas
-  samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples
+  samples [--json]           run sniff, inspect, validate and a conversion on the bundled samples,
+                             and time the read of a generated 400k x 100 GloVe file ([--words N])
 
 exit codes: 0 ok, 1 a check failed, 2 usage or input error
 """
@@ -140,6 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("outdir", type=Path)
     s = command(sub, "samples", help="run the main job on the bundled sample files")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--words", type=int, default=400_000,
+                   help="words of the generated GloVe file (x 100) whose read is timed (default 400000, 0: none)")
     return p
 
 
@@ -453,7 +456,9 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_samples(args: argparse.Namespace) -> int:
     from .samples import run_samples
 
-    rows, ok = run_samples()
+    if not 0 <= args.words <= 1_000_000:
+        raise OptionError(f"--words takes 0 to 1000000, not {args.words}")
+    rows, ok = run_samples(args.words)
     if args.json:
         _print_json(rows)
     else:
