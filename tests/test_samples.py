@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,16 @@ def test_cli_samples_refuses_a_size_out_of_range(capsys):
 
     assert cli.main(["samples", "--words", "-1"]) == 2
     assert "--words takes 0 to 1000000, not -1" in capsys.readouterr().err
+
+
+def test_the_default_install_is_the_fast_one():
+    """pyarrow (the text parser), mmh3 (floret hashing) and tqdm (progress bars) come with a plain
+    `pip install wvformats`; the extras that used to bring them still resolve."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {d.split(">")[0].split("=")[0] for d in project["dependencies"]}
+    assert {"pyarrow", "mmh3", "tqdm"} <= names
+    extras = project["optional-dependencies"]
+    assert {d.split(">")[0] for d in extras["fast"]} == {"pyarrow", "mmh3"} and extras["cli"] == ["tqdm>=4.60"]
 
 
 SNIFF = """
