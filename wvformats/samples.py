@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from importlib import resources
+from importlib import resources, util
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,6 @@ import numpy as np
 
 from . import api, registry
 from .errors import FormatError, OptionError
-from .families.wordvec import tables
 
 
 def sample_dir() -> Path:
@@ -127,7 +126,7 @@ def timed_text_read(words: int, dim: int = 100) -> dict[str, Any]:
         same = emb.words == names and np.array_equal(emb.vectors.view(np.uint32), vectors.view(np.uint32))
         sniffed = api.sniff(path)
     mb = size / 1e6
-    how = "pyarrow's CSV reader" if tables._pyarrow() else "numpy's parser (pyarrow is missing: 3-4x slower)"
+    how = "pyarrow's CSV reader" if util.find_spec("pyarrow") else "numpy's parser (pyarrow is missing: 3-4x slower)"
     said = f"{how}: read in {seconds:.2f} s ({mb / seconds:.0f} MB/s), {seconds / floor:.1f}x the raw read ({floor:.3f} s)"
     return {"sample": f"generated {words} x {dim} GloVe ({mb:.0f} MB)", "sniffed": sniffed,
             "summary": f"words={len(emb)}, dim={emb.dim}", "seconds": round(seconds, 3),
