@@ -1,10 +1,14 @@
 """Word-vector formats: wvformats vs word-vectors vs gensim vs the raw-read floor, in one run.
 
-    python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3]
+    python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3] [--text-reads]
+        [--python /tmp/v-default/bin/python]
 
 Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII words) in every format under
 benchmarks/data/, then times each reader in fresh processes on a warm page cache and prints Markdown tables
-of medians, peak RSS and ratios. Not run in CI.
+of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
+``--python`` (by default this one too): point it at a fresh venv holding only ``pip install wvformats`` to
+measure the default install. Text reads also time wvformats with pyarrow hidden (numpy's parser, the
+numpy-only alternative). Not run in CI.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-gensim-text", action="store_true", help="gensim text reads take ~40 s each")
+    ap.add_argument("--text-reads", action="store_true", help="only the word2vec text and GloVe reads")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose wvformats is measured")
     args = ap.parse_args()
     paths = generate(args.words, args.dim)
     wvr = {"leader": "read_leader", "word2vec-binary": "read_w2v", "word2vec-text": "read_w2v_text",
@@ -71,7 +77,12 @@ def main() -> None:
     gensim = {"word2vec-binary": "binary=True", "word2vec-text": "binary=False",
               "glove": "binary=False, no_header=True"}
     out = [f"Synthetic {args.words} x {args.dim}, median of {args.repeat} fresh-process runs, warm cache.\n"]
+    ours = "import wvformats as wv\nwv.formats()\n"
+    # the numpy-only alternative: the same read with pyarrow out of reach (its import fails), numpy's parser
+    numpy_only = "import sys\nsys.modules['pyarrow'] = None\n" + ours
     for fmt, p in paths.items():
+        if args.text_reads and fmt not in ("word2vec-text", "glove"):
+            continue
         path = str(p)
         hot = warm(path)  # every trial starts with the file in the page cache
         floor_setup, floor_timed = floor_read(path)
@@ -79,8 +90,12 @@ def main() -> None:
                                                               repeat=args.repeat)),
                 # wv.formats() loads the codec registry (about 45 ms, once per process), as importing a peer
                 # loads that library: imports are setup for every reader
-                ("wvformats", measure(f"import wvformats as wv\nwv.formats()\n{hot}",
-                                      f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat))]
+                ("wvformats", measure(f"{ours}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
+                                      python=args.python))]
+        if fmt in ("word2vec-text", "glove"):
+            rows.append(("wvformats, numpy's parser (no pyarrow)",
+                         measure(f"{numpy_only}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
+                                 python=args.python)))
         try:
             rows.append(("word-vectors", measure(f"import word_vectors as w\n{hot}", f"w.{wvr[fmt]}({path!r})",
                                                  repeat=args.repeat)))
@@ -94,6 +109,9 @@ def main() -> None:
         text = table(f"read {fmt} ({size:.0f} MB)", rows, "wvformats")
         print(text, flush=True)
         out.append(text)
+    if args.text_reads:
+        (DATA / "last-run.md").write_text("\n".join(out), encoding="utf-8")
+        return
     # writing: wvformats vs the raw-write floor (the same number of bytes), to this disk (fsync'd: the device's
     # time, which varies a lot on a VM, is most of it) and to a tmpfs when there is one (no device: what is
     # left is the work of making and writing the bytes, which varies far less from trial to trial)

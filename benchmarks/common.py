@@ -47,20 +47,20 @@ def warm(path: str) -> str:
             "while _f.readinto(_b):\n    pass\n_f.close()\ndel _f, _b")
 
 
-def trial(setup: str, timed: str, timeout: float = 600) -> dict[str, float]:
-    """Run ``timed`` once in a fresh interpreter after ``setup`` (imports); only ``timed`` is timed."""
+def trial(setup: str, timed: str, timeout: float = 600, python: str = sys.executable) -> dict[str, float]:
+    """Run ``timed`` once in a fresh ``python`` after ``setup`` (imports); only ``timed`` is timed."""
     code = _RUNNER.format(setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
     # -P: the installed wvformats, never a source tree in the working directory (where `schemas/` is not
     # yet the `wvformats.schemas` package)
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run([python, "-P", "-c", code], capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "trial failed")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(setup: str, timed: str, repeat: int = 3) -> dict[str, float]:
-    """Median seconds and the largest peak RSS over ``repeat`` fresh-process trials."""
-    runs = [trial(setup, timed) for _ in range(repeat)]
+def measure(setup: str, timed: str, repeat: int = 3, python: str = sys.executable) -> dict[str, float]:
+    """Median seconds and the largest peak RSS over ``repeat`` fresh-process trials (of ``python``)."""
+    runs = [trial(setup, timed, python=python) for _ in range(repeat)]
     return {"seconds": statistics.median(r["seconds"] for r in runs),
             "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
 

@@ -84,7 +84,7 @@ def test_cli_help_and_exit_codes(tmp_path):
 
 
 def test_cli_samples_main_job():
-    r = run("samples", "--json")
+    r = run("samples", "--json", "--words", "0")  # the timed read: tests/test_samples.py
     assert r.returncode == 0, r.stdout + r.stderr
     rows = json.loads(r.stdout)
     assert rows and all(row["ok"] for row in rows)
