@@ -1,0 +1,373 @@
+"""The fastText model: an :class:`~wvformats.embeddings.Embeddings` of the composed word vectors, with
+fastText's lookups for any word, sentence vectors and supervised prediction, computed as fastText computes
+them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...embeddings import Embeddings, LazyRows
+from ...errors import FormatError
+from ..finalfusion.lookups import composed_batch
+from . import subwords
+from .subwords import Buckets
+
+NAME = "fasttext"
+LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
+MODELS = {1: "cbow", 2: "skipgram", 3: "supervised"}
+EOS = "</s>"
+LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
+_SPACE = " \n\r\t\v\f\0"  # Dictionary::readWord's separators
+MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
+
+
+class Matrix:
+    """fastText's input or output matrix, dense (a view of the file) or product-quantized, as rows."""
+
+    def __init__(self, part: Any, quantized: bool) -> None:
+        self.part, self.quantized = part, quantized
+        self.shape = (int(part["m"]), int(part["n"]))
+        if quantized:
+            pq = part["pq"]
+            self.nsubq, self.dsub, self.lastdsub = int(pq["nsubq"]), int(pq["dsub"]), int(pq["lastdsub"])
+            self.codes = part["codes"].reshape(self.shape[0], self.nsubq) if self.shape[0] else \
+                np.zeros((0, self.nsubq), np.uint8)
+            self.centroids = pq["centroids"]
+            k = np.arange(self.shape[1])
+            self._sub = np.minimum(k // self.dsub, self.nsubq - 1)  # each column's sub-quantizer
+            self._within = k - self._sub * self.dsub
+            self._last = self._sub == self.nsubq - 1
+            self._norms = part["npq"]["centroids"] if part["qnorm"] else None
+
+    def rows(self, at: np.ndarray, scaled: bool = True) -> np.ndarray:
+        """float32 rows at an index array (quantized rows as ``ProductQuantizer::addcode`` adds them: each
+        centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
+        if not self.quantized:
+            return np.take(self.part["data"], at, axis=0)
+        codes = self.codes[at][:, self._sub].astype(np.int64)  # (rows, dim): the code of each column's part
+        ksub = 256
+        base = np.where(self._last, self._sub * ksub * self.dsub + codes * self.lastdsub,
+                        (self._sub * ksub + codes) * self.dsub)
+        x = self.centroids[base + self._within]
+        if self._norms is not None and scaled:
+            x = x * self._norms[self.part["norm_codes"][at]][:, None]
+        return x.astype(np.float32, copy=False)
+
+    def all(self) -> np.ndarray:
+        return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
+
+
+class FastText(Embeddings):
+    """A fastText model: words in dictionary order with their composed vectors (``.vectors``, as fastText's
+    ``.vec`` export writes them), and for any word, line or text what fastText's own functions give.
+
+    ``args`` holds the training arguments as the file has them; ``labels`` the labels of a supervised model.
+    """
+
+    def __init__(self, parsed: Any, *, unicode_errors: str | None = None) -> None:
+        d, a = parsed["dictionary"], parsed["args"]
+        entries = d["entries"]
+        nwords, size = int(d["nwords"]), int(d["size"])
+        types = entries["types"]
+        if size and (types[:nwords] != 0).any() or (types[nwords:] != 1).any():
+            bad = int(np.flatnonzero(np.concatenate([types[:nwords] != 0, types[nwords:] != 1]))[0])
+            raise FormatError(f"entry {bad} has type {int(types[bad])}: the first nwords entries are words "
+                              f"(type 0), the rest labels (type 1)", format=NAME,
+                              path=f"dictionary.entries.types[{bad}]", offset=_offset(entries, bad))
+        raw = list(entries["words"])  # as fastText sees them: surrogate escapes are the file's bytes
+        shown = _shown(entries, raw, unicode_errors)
+        self.args = a
+        self.version = parsed["version"]
+        self.input = Matrix(parsed["input"], parsed["quant_input"] == 1)
+        self.output = Matrix(parsed["output"], parsed["qout"] == 1)
+        self.labels = shown[nwords:]
+        self.label_counts = entries["counts"][nwords:]
+        self.word_counts = entries["counts"][:nwords]
+        self.nwords = nwords
+        self.parsed = parsed
+        self._raw = raw
+        self._raw_index: dict[str, int] | None = None
+        prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
+        self.buckets = Buckets(nwords, int(a["bucket"]), prune)
+        dim = self.input.shape[1]
+        if self.input.shape[0] < nwords:
+            raise FormatError(f"the input matrix has {self.input.shape[0]} rows for {nwords} words",
+                              format=NAME, path="input.m")
+        super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
+                         metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
+                         extra={"fasttext": True})
+        self.extra["oov"] = lambda w: self.word_vectors([w])[0]
+        self.extra["oov_batch"] = lambda ws: (self.word_vectors(ws), np.ones(len(ws), bool))
+        self.extra["subword_indices"] = self.subword_rows
+
+    # -- words -------------------------------------------------------------------------------------------
+
+    @property
+    def loss(self) -> str:
+        return LOSSES.get(int(self.args["loss"]), str(self.args["loss"]))
+
+    @property
+    def model(self) -> str:
+        return MODELS.get(int(self.args["model"]), str(self.args["model"]))
+
+    def _ids(self, raw: Sequence[str]) -> np.ndarray:
+        """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
+        if self._raw_index is None:
+            self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
+        get = self._raw_index.get
+        return np.fromiter((get(w, -1) for w in raw), np.int64, len(raw))
+
+    def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
+        character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
+        a = self.args
+        grams = [w for w in raw]
+        no_ngrams = [i for i, w in enumerate(raw) if w == EOS]
+        rows, owner = subwords.subword_rows(subwords.encode(grams), int(a["minn"]), int(a["maxn"]), self.buckets)
+        if no_ngrams:
+            keep = ~np.isin(owner, no_ngrams)
+            rows, owner = rows[keep], owner[keep]
+        own = np.flatnonzero((ids >= 0) & (ids < self.nwords))
+        rows = np.concatenate([ids[own], rows])
+        owner = np.concatenate([own, owner])
+        order = np.argsort(owner, kind="stable")  # each word's own row first, then its n-grams
+        return rows[order], owner[order]
+
+    def _mean_rows(self, rows: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.input.quantized:  # each row the batch needs made once
+            needed, at = np.unique(rows, return_inverse=True)
+            return composed_batch(at.reshape(-1), owner, n, self.input.rows(needed), mean=True)
+        return composed_batch(rows, owner, n, self.input.part["data"], mean=True)
+
+    def _word_rows(self, at: Any) -> np.ndarray:
+        idx = np.arange(self.nwords)[at] if isinstance(at, slice) else np.asarray(at, np.int64)
+        raw = [self._raw[i] for i in idx.tolist()]
+        rows, owner = self._rows_of(raw, idx)
+        return self._mean_rows(rows, owner, len(raw))[0]
+
+    def word_vectors(self, words: Sequence[str]) -> np.ndarray:
+        """``get_word_vector`` of each word, in or out of vocabulary: the mean of its input rows (zeros for
+        a word with none), to the bits of fastText's float32 sums."""
+        words = list(words)
+        rows, owner = self._rows_of(words, self._ids(words))
+        return self._mean_rows(rows, owner, len(words))[0]
+
+    def subword_rows(self, word: str) -> list[int]:
+        """The input rows ``get_word_vector(word)`` averages: the word's own row if it is a word, then its
+        n-grams' (fastText's ``get_subwords`` ids)."""
+        return self._rows_of([word], self._ids([word]))[0].tolist()
+
+    def get_word_vector(self, word: str) -> np.ndarray:
+        """fastText's ``get_word_vector``."""
+        return self.word_vectors([word])[0]
+
+    # -- lines -------------------------------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> list[str]:
+        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
+        for c in _SPACE[1:]:
+            text = text.replace(c, " ")
+        return [t for t in text.split(" ") if t] + [EOS]
+
+    def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
+        out), then the line's word n-grams; (rows, owner)."""
+        toks = [self._tokens(t) for t in lines]
+        flat = [t for ts in toks for t in ts]
+        line_of = np.repeat(np.arange(len(toks)), [len(ts) for ts in toks])
+        ids = self._ids(flat)
+        is_label = (ids >= self.nwords) | ((ids < 0) & np.fromiter((t.startswith(LABEL_PREFIX) for t in flat),
+                                                                  bool, len(flat)))
+        words_at = np.flatnonzero(~is_label)
+        words = [flat[i] for i in words_at.tolist()]
+        maxn = int(self.args["maxn"])
+        wids = ids[words_at]
+        if maxn <= 0:  # in vocabulary: the id only; out of it: nothing (no n-grams)
+            own = np.flatnonzero(wids >= 0)
+            rows, tok_owner = wids[own], own
+        else:
+            rows, tok_owner = self._rows_of(words, wids)
+        owner = line_of[words_at][tok_owner]
+        n = int(self.args["wordNgrams"])
+        if n > 1:
+            hashes = subwords.token_hashes(subwords.encode(words))
+            wl = line_of[words_at]
+            extra_r, extra_o = [], []
+            for li in range(len(toks)):
+                sel = np.flatnonzero(wl == li)
+                r = subwords.word_ngram_rows(hashes[sel], n, self.buckets)
+                extra_r.append(r)
+                extra_o.append(np.full(len(r), li, np.int64))
+            rows = np.concatenate([rows, *extra_r])
+            owner = np.concatenate([owner, *extra_o])
+            order = np.argsort(owner, kind="stable")
+            rows, owner = rows[order], owner[order]
+        return rows, owner
+
+    def sentence_vectors(self, lines: Sequence[str]) -> np.ndarray:
+        """fastText's ``get_sentence_vector`` of each line: supervised, the mean of the line's input rows
+        (as prediction sees it); otherwise the mean of its words' unit-normalised word vectors."""
+        lines = list(lines)
+        if int(self.args["model"]) == 3:
+            rows, owner = self._line_rows(lines)
+            return self._mean_rows(rows, owner, len(lines))[0]
+        out = np.zeros((len(lines), self.dim), np.float32)
+        for i, text in enumerate(lines):
+            toks = self._tokens(text)[:-1]
+            if not toks:
+                continue
+            vecs = self.word_vectors(toks)
+            count = 0
+            for v in vecs:
+                norm = np.sqrt(np.float32(np.add.reduce(v * v, dtype=np.float32)))
+                if norm > 0:
+                    out[i] += v * np.float32(1.0 / norm)
+                    count += 1
+            if count:
+                out[i] *= np.float32(1.0 / count)
+        return out
+
+    def get_sentence_vector(self, text: str) -> np.ndarray:
+        """fastText's ``get_sentence_vector``."""
+        return self.sentence_vectors([text])[0]
+
+    def predict(self, text: str | Sequence[str], k: int = 1,
+                threshold: float = 0.0) -> tuple[Any, Any]:
+        """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
+        probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
+        if int(self.args["model"]) != 3 or not self.labels:
+            raise ValueError("predict needs a supervised model (this one has no labels)")
+        single = isinstance(text, str)
+        lines = [text] if single else list(text)
+        rows, owner = self._line_rows(lines)
+        hidden, _ = self._mean_rows(rows, owner, len(lines))
+        k = len(self.labels) if k < 0 else min(k, len(self.labels))
+        if self.loss == "hs":
+            found = [self._hs_predict(h, k, threshold) for h in hidden]
+        else:
+            scores = self._scores(hidden)
+            found = [_k_best(p, k, threshold) for p in scores]
+        out = [(tuple(self.labels[i] for i, _ in f), np.array([p for _, p in f], np.float64)) for f in found]
+        if single:
+            return out[0]
+        return [o[0] for o in out], [o[1] for o in out]
+
+    def _dot(self, hidden: np.ndarray) -> np.ndarray:
+        """``output @ hidden`` for each hidden vector (``Matrix::dotRow`` of every output row)."""
+        if self.output.quantized:
+            pq = self.output
+            x = pq.rows(np.arange(pq.shape[0]), scaled=False)
+            if pq._norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
+                return (hidden @ x.T) * pq._norms[pq.part["norm_codes"]][None, :]
+            return hidden @ x.T
+        return hidden @ self.output.part["data"].T
+
+    def _scores(self, hidden: np.ndarray) -> np.ndarray:
+        out = self._dot(hidden).astype(np.float32)
+        if self.loss == "softmax":
+            out = np.exp(out - out.max(axis=1, keepdims=True))
+            return out / out.sum(axis=1, keepdims=True, dtype=np.float32)
+        return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
+
+    def _hs_predict(self, hidden: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
+        tree = self._tree()
+        osz = len(self.labels)
+        heap: list[tuple[float, int]] = []
+        w = self.output
+        wo = w.part["data"] if not w.quantized else None
+        f32 = np.float32
+        log_threshold = _std_log(f32(threshold))
+
+        def dfs(node: int, score: np.float32) -> None:
+            if score < log_threshold:
+                return
+            if len(heap) == k and score < min(heap)[0]:
+                return
+            left, right = tree[node]
+            if left == -1 and right == -1:
+                heap.append((score, node))
+                if len(heap) > k:
+                    heap.remove(min(heap))
+                return
+            row = wo[node - osz] if wo is not None else w.rows(np.array([node - osz]))[0]
+            f = f32(np.dot(row, hidden))
+            f = f32(1.0 / (1 + np.exp(-np.float64(f))))
+            dfs(left, f32(score + _std_log(f32(1.0 - np.float64(f)))))
+            dfs(right, f32(score + _std_log(f)))
+
+        dfs(2 * osz - 2, f32(0.0))
+        heap.sort(key=lambda x: (-x[0], x[1]))
+        return [(i, float(np.exp(s))) for s, i in heap]
+
+    def _tree(self) -> list[tuple[int, int]]:
+        """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
+        if getattr(self, "_tree_cache", None) is None:
+            counts = [int(c) for c in self.label_counts]
+            osz = len(counts)
+            count = counts + [int(1e15)] * (osz - 1)
+            left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
+            leaf, node = osz - 1, osz
+            for i in range(osz, 2 * osz - 1):
+                mini = [0, 0]
+                for j in range(2):
+                    if leaf >= 0 and count[leaf] < count[node]:
+                        mini[j], leaf = leaf, leaf - 1
+                    else:
+                        mini[j], node = node, node + 1
+                left[i], right[i] = mini
+                count[i] = count[mini[0]] + count[mini[1]]
+            self._tree_cache = list(zip(left, right, strict=True))
+        return self._tree_cache
+
+
+def _offset(entries: Any, i: int) -> int | None:
+    offsets = entries.get("_offsets")
+    return None if offsets is None else int(offsets[i])
+
+
+def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:
+    """The entries as the model shows them: words that are not UTF-8 are refused (the default, naming the
+    entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
+    escaped = entries.get("_escaped") or []
+    if not escaped:
+        return raw
+    if unicode_errors in (None, "strict"):
+        i = escaped[0]
+        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
+                          f"unicode_errors='replace' or 'ignore'", format=NAME,
+                          path=f"dictionary.entries.words[{i}]", offset=_offset(entries, i))
+    shown = list(raw)
+    for i in escaped:
+        shown[i] = raw[i].encode("utf-8", "surrogateescape").decode("utf-8", unicode_errors)
+    return shown
+
+
+_SIGMOID_TABLE = np.array([1.0 / (1.0 + np.exp(-np.float64(np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE
+                                                            - MAX_SIGMOID)))
+                           for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """``Loss::sigmoid``: fastText's table of 513 values, 0 below -8 and 1 above 8."""
+    x = x.astype(np.float32)
+    inside = np.clip(x, -MAX_SIGMOID, MAX_SIGMOID)
+    at = ((inside + np.float32(MAX_SIGMOID)) * np.float32(SIGMOID_TABLE_SIZE) / np.float32(MAX_SIGMOID)
+          / np.float32(2)).astype(np.int64)
+    out = _SIGMOID_TABLE[np.clip(at, 0, SIGMOID_TABLE_SIZE)]
+    return np.where(x < -MAX_SIGMOID, np.float32(0), np.where(x > MAX_SIGMOID, np.float32(1), out))
+
+
+def _std_log(x: Any) -> np.float32:
+    return np.float32(np.log(np.float64(x) + 1e-5))
+
+
+def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
+    """``Loss::findKBest``: labels with p >= threshold, the k best by log(p + 1e-5); probabilities as the
+    Python module gives them (exp of that score)."""
+    ok = np.flatnonzero(p >= np.float32(threshold))
+    scores = np.log(p[ok].astype(np.float64) + 1e-5).astype(np.float32)
+    order = np.lexsort((ok, -scores))[:k]
+    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order]
