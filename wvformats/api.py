@@ -136,11 +136,18 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
 
-def _format_for_output(path: PathLike, format: str | None) -> registry.Format:
+def _format_for_output(path: PathLike, format: str | None, model: type | None = None) -> registry.Format:
+    """The format named, else the one the extension gives; where several share it (``.bin``), the one whose
+    model class ``model`` (the object's type) is, the most specific first."""
     if format:
         return registry.get(format)
     suffix = Path(path).suffix.lower()
     found = registry.by_extension(suffix)
+    if len(found) > 1 and model is not None:
+        fits = [f for f in found if f.model is not None and issubclass(model, f.model)]
+        fits.sort(key=lambda f: -len(f.model.__mro__))  # type: ignore[union-attr]
+        if len(fits) == 1 or len(fits) > 1 and fits[0].model is not fits[1].model:
+            return fits[0]
     if len(found) == 1:
         return found[0]
     names = ", ".join(f.name for f in found) if found else "none"
@@ -157,7 +164,7 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     ``durable``: fsync the file before the rename, so that a crash never leaves a renamed but empty file
     (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
     ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
-    fmt = _format_for_output(path, format)
+    fmt = _format_for_output(path, format, type(obj))
     _check_write_options(fmt, options)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
@@ -206,7 +213,10 @@ def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format:
     """
     if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
         raise FormatError(f"refusing to write {dst} over its own input")
-    fmt = _format_for_output(dst, to)
+    source = None  # where formats share the extension (.bin), the model the source reads into decides
+    if not to and len(registry.by_extension(Path(dst).suffix.lower())) > 1:
+        source = registry.get(from_format or sniff(src)).model
+    fmt = _format_for_output(dst, to, source)
     check_target(dst, overwrite=overwrite)
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
