@@ -6,6 +6,7 @@ import json
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import construct as cs
@@ -20,6 +21,7 @@ import wvformats as wv
 from wvformats import framework
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
 from wvformats.families.fasttext import codec
+from wvformats.families.fasttext.model import FastText
 
 pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
 
@@ -47,10 +49,11 @@ def trained(tmp_path_factory) -> Path:
 
 def ask(model: Path, **queries) -> dict:
     """The peer's answers to ``queries`` about ``model`` (words, sentences, lines, k, threshold)."""
-    q, a = model.with_suffix(".q.json"), model.with_suffix(".a.json")
-    q.write_text(json.dumps(queries))
-    subprocess.run([sys.executable, str(PEER), "ask", str(model), str(q), str(a)], check=True, timeout=120)
-    return json.loads(a.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        q, a = Path(tmp) / "q.json", Path(tmp) / "a.json"
+        q.write_text(json.dumps(queries))
+        subprocess.run([sys.executable, str(PEER), "ask", str(model), str(q), str(a)], check=True, timeout=120)
+        return json.loads(a.read_text())
 
 
 def f32(bits: list) -> np.ndarray:
@@ -257,3 +260,78 @@ def test_bin_is_written_by_the_models_type(tmp_path, trained):
     assert wv.sniff(tmp_path / "plain.bin") == "word2vec-binary"
     wv.write(wv.Embeddings(["a"], np.ones((1, 2), np.float32)), tmp_path / "plain.ftz")
     assert wv.sniff(tmp_path / "plain.ftz") == "fasttext"
+
+
+# -- the model against the peer ------------------------------------------------------------------------------
+
+QUERY_WORDS = ["apple", "zzqx", "héllo", "running", "a", "", "</s>", "日本語", "été", "\udce9t\udce9"]
+LINES = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "run running ran w3 w5 poshish",
+         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11"]
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_lookups_equal_the_peer(trained, name):
+    """get_word_vector (in and out of vocabulary), get_subwords ids and get_sentence_vector: bit-identical
+    (the same float32 sums in the same order; quantized rows as ProductQuantizer::addcode makes them)."""
+    m = wv.read(trained / name)
+    assert isinstance(m, FastText) and isinstance(m, wv.Embeddings)
+    words = QUERY_WORDS[:-1]  # (the peer's Python binding cannot take a lone surrogate)
+    a = ask(trained / name, words=words + m.words, sentences=LINES)
+    peer = np.array([f32(x) for x in a["words"]])
+    vecs, found = m.embedding_batch(words + m.words)
+    assert found.all()
+    assert vecs.tobytes() == peer.tobytes()
+    assert np.asarray(m.vectors).tobytes() == peer[len(words):].tobytes()  # the .vec export's vectors
+    assert [m.subword_indices(w) for w in words + m.words] == a["subwords"]
+    assert m.embedding("zzqx").tobytes() == peer[1].tobytes()
+    sentences = np.array([f32(x) for x in a["sentences"]])
+    assert m.sentence_vectors(LINES).tobytes() == sentences.tobytes()
+
+
+@pytest.mark.parametrize("name", [n for n in TRAINED if n.startswith(("sup", "many"))])
+@pytest.mark.parametrize("k,threshold", [(1, 0.0), (3, 0.0), (-1, 0.0), (2, 0.2)])
+def test_predict_equals_the_peer(trained, name, k, threshold):
+    """Labels in the peer's order (ties as its heap leaves them) and its probabilities, one line at a time
+    and batched."""
+    m = wv.read(trained / name)
+    a = ask(trained / name, lines=LINES, k=k, threshold=threshold)
+    batch_labels, batch_probs = m.predict(LINES, k=k, threshold=threshold)
+    for i, (line, (labels, probs)) in enumerate(zip(LINES, a["predictions"], strict=True)):
+        ours, p = m.predict(line, k=k, threshold=threshold)
+        assert list(ours) == labels and list(batch_labels[i]) == labels, line
+        np.testing.assert_allclose(p, probs, rtol=2e-6, atol=1e-7)
+        assert np.array_equal(p, batch_probs[i])
+
+
+def test_gensim_models_equal_the_peer():
+    """gensim's test models: version 12 read by the peer; cp852 words (older release, which the current peer
+    refuses) read with unicode_errors."""
+    path = DATA / "toy-model.bin"
+    m = wv.read(path)
+    a = ask(path, words=QUERY_WORDS[:-1] + m.words)
+    assert m.embedding_batch(QUERY_WORDS[:-1] + m.words)[0].tobytes() == np.array(
+        [f32(x) for x in a["words"]]).tobytes()
+    old = wv.read(DATA / "cp852_fasttext.bin", unicode_errors="replace")
+    assert old.args.dim == 2 and old.version is None and len(old.words) == 171
+    # a cp852 word is found by its bytes (as fastText finds it), whatever unicode_errors shows of it
+    raw = old._raw[5]
+    assert np.array_equal(old.embedding(raw), old.vectors[5])
+
+
+def test_most_similar_and_analogy_use_the_composed_vectors(trained):
+    m = wv.read(trained / "skipgram.bin")
+    unit = m.vectors / np.linalg.norm(m.vectors, axis=1, keepdims=True)
+    q = m.embedding("apple") / np.linalg.norm(m.embedding("apple"))
+    expected = [m.words[i] for i in np.argsort(-(unit @ q), kind="stable") if m.words[i] != "apple"][:5]
+    assert [w for w, _ in m.most_similar("apple", 5)] == expected
+    assert m.most_similar("zzqxy", 3)  # out of vocabulary: composed from its n-grams
+    assert len(m.analogy("day", "night", "sun", 3)) == 3
+
+
+def test_mmap_keeps_the_input_matrix_in_the_file(trained):
+    m = wv.read(trained / "skipgram.bin", mmap=True)
+    data = m.input.part["data"]
+    assert not data.flags.owndata and not data.flags.writeable  # a view of the mapped file
+    assert m.lazy  # no composed matrix made at open
+    n = wv.read(trained / "skipgram.bin", mmap=False)
+    assert np.array_equal(m.vectors, n.vectors)

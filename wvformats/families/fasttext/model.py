@@ -222,9 +222,9 @@ class FastText(Embeddings):
             vecs = self.word_vectors(toks)
             count = 0
             for v in vecs:
-                norm = np.sqrt(np.float32(np.add.reduce(v * v, dtype=np.float32)))
+                norm = np.sqrt(np.cumsum(v * v, dtype=np.float32)[-1])  # Vector::norm sums in order
                 if norm > 0:
-                    out[i] += v * np.float32(1.0 / norm)
+                    out[i] += v * np.float32(1.0 / float(norm))  # 1.0 / norm in double, as C++ does
                     count += 1
             if count:
                 out[i] *= np.float32(1.0 / count)
@@ -256,14 +256,16 @@ class FastText(Embeddings):
         return [o[0] for o in out], [o[1] for o in out]
 
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
-        """``output @ hidden`` for each hidden vector (``Matrix::dotRow`` of every output row)."""
-        if self.output.quantized:
-            pq = self.output
-            x = pq.rows(np.arange(pq.shape[0]), scaled=False)
-            if pq._norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
-                return (hidden @ x.T) * pq._norms[pq.part["norm_codes"]][None, :]
-            return hidden @ x.T
-        return hidden @ self.output.part["data"].T
+        """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
+        float32, column after column (the same bits for one line or a batch, unlike a BLAS product)."""
+        w = self.output
+        rows = w.rows(np.arange(w.shape[0]), scaled=False) if w.quantized else w.part["data"]
+        out = np.zeros((len(hidden), w.shape[0]), np.float32)
+        for j in range(w.shape[1]):
+            out += hidden[:, j : j + 1] * rows[:, j]
+        if w.quantized and w._norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
+            out *= w._norms[w.part["norm_codes"]][None, :]
+        return out
 
     def _scores(self, hidden: np.ndarray) -> np.ndarray:
         out = self._dot(hidden).astype(np.float32)
@@ -284,13 +286,15 @@ class FastText(Embeddings):
         def dfs(node: int, score: np.float32) -> None:
             if score < log_threshold:
                 return
-            if len(heap) == k and score < min(heap)[0]:
+            if len(heap) == k and score < heap[0][0]:
                 return
             left, right = tree[node]
             if left == -1 and right == -1:
-                heap.append((score, node))
+                heap.append((float(score), node))
+                _push_heap(heap)
                 if len(heap) > k:
-                    heap.remove(min(heap))
+                    _pop_heap(heap, len(heap))
+                    heap.pop()
                 return
             row = wo[node - osz] if wo is not None else w.rows(np.array([node - osz]))[0]
             f = f32(np.dot(row, hidden))
@@ -299,8 +303,7 @@ class FastText(Embeddings):
             dfs(right, f32(score + _std_log(f)))
 
         dfs(2 * osz - 2, f32(0.0))
-        heap.sort(key=lambda x: (-x[0], x[1]))
-        return [(i, float(np.exp(s))) for s, i in heap]
+        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
 
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
@@ -366,8 +369,65 @@ def _std_log(x: Any) -> np.float32:
 
 def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
     """``Loss::findKBest``: labels with p >= threshold, the k best by log(p + 1e-5); probabilities as the
-    Python module gives them (exp of that score)."""
+    Python module gives them (exp of that score). Equal scores come out in the order fastText's heap
+    leaves them: where ties reach the k-th place, its heap is replayed."""
     ok = np.flatnonzero(p >= np.float32(threshold))
     scores = np.log(p[ok].astype(np.float64) + 1e-5).astype(np.float32)
-    order = np.lexsort((ok, -scores))[:k]
-    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order]
+    order = np.argsort(-scores, kind="stable")
+    top = scores[order[: k + 1]]
+    if len(np.unique(top)) < len(top):  # ties among the best: the order is the heap's
+        heap: list[tuple[float, int]] = []
+        for s, i in zip(scores.tolist(), ok.tolist(), strict=True):
+            if len(heap) == k and s < heap[0][0]:
+                continue
+            heap.append((s, i))
+            _push_heap(heap)
+            if len(heap) > k:
+                _pop_heap(heap, len(heap))
+                heap.pop()
+        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
+    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order[:k]]
+
+
+# libstdc++'s heap algorithms with fastText's comparePairs (a greater score first): a min-heap of scores
+def _less(a: tuple[float, int], b: tuple[float, int]) -> bool:
+    return a[0] > b[0]
+
+
+def _sift_up(heap: list, hole: int, top: int, value: tuple[float, int]) -> None:
+    parent = (hole - 1) // 2
+    while hole > top and _less(heap[parent], value):
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = value
+
+
+def _push_heap(heap: list) -> None:
+    _sift_up(heap, len(heap) - 1, 0, heap[-1])
+
+
+def _pop_heap(heap: list, n: int) -> None:
+    """std::pop_heap over heap[:n]: the top goes to n - 1."""
+    value = heap[n - 1]
+    heap[n - 1] = heap[0]
+    hole, length = 0, n - 1
+    child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if _less(heap[child], heap[child - 1]):
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if length % 2 == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    _sift_up(heap, hole, 0, value)
+
+
+def _sort_heap(heap: list) -> list:
+    heap = list(heap)
+    for n in range(len(heap), 1, -1):
+        _pop_heap(heap, n)
+    return heap
