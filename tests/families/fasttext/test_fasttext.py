@@ -335,3 +335,51 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
     assert m.lazy  # no composed matrix made at open
     n = wv.read(trained / "skipgram.bin", mmap=False)
     assert np.array_equal(m.vectors, n.vectors)
+
+
+# -- conversion ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-plain.ftz", "sup-softmax.ftz"])
+def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name):
+    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input reconstructed):
+    in-vocabulary words give fastText's vectors exactly, unknown words the unit vector of fastText's (the
+    finalfusion convention), read by wvformats and by finalfusion-python. A pruned model (no bucket table
+    to hash into) converts its words only."""
+    ff = pytest.importorskip("finalfusion")
+    m = wv.read(trained / name)
+    out = tmp_path / "m.fifu"
+    wv.convert(trained / name, out)
+    peer = ff.load_finalfusion(str(out))
+    oov = ["zzqx", "héllo", "runnin"]
+    back = wv.read(out)
+    if m.buckets.pruned or int(m.args.maxn) == 0:
+        assert back.extra["vocab_type"] == "simple_vocab"
+        norms = np.asarray(back.norms)[:, None]
+        np.testing.assert_allclose(back.vectors * norms, m.vectors, rtol=1e-6, atol=1e-7)
+        return
+    assert back.extra["vocab_type"] == "fasttext_subword_vocab"
+    assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
+    assert np.array([peer.embedding(w) for w in m.words]).tobytes() == np.asarray(m.vectors).tobytes()
+    want = m.embedding_batch(oov)[0]
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(back.embedding_batch(oov)[0], want, rtol=0, atol=3e-7)
+    np.testing.assert_allclose(np.array([peer.embedding(w) for w in oov]), want, rtol=0, atol=3e-7)
+
+
+@pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])
+def test_to_word_vector_formats_writes_the_composed_vectors(trained, tmp_path, fmt):
+    m = wv.read(trained / "cbow.bin")
+    wv.convert(trained / "cbow.bin", tmp_path / "out", fmt)
+    back = wv.read(tmp_path / "out", fmt)
+    assert back.words == m.words
+    np.testing.assert_allclose(back.vectors, m.vectors, rtol=1e-5, atol=1e-6)
+
+
+def test_embeddings_write_as_a_fasttext_model_the_peer_reads(tmp_path):
+    """Any Embeddings to .ftz/.bin (format named): a model without n-grams whose get_word_vector gives
+    each word its row back."""
+    emb = wv.Embeddings(["a", "bé", "日本"], np.arange(6, dtype=np.float32).reshape(3, 2))
+    wv.write(emb, tmp_path / "e.bin", "fasttext")
+    assert wv.validate(tmp_path / "e.bin").ok
+    a = ask(tmp_path / "e.bin", words=emb.words)
+    assert np.array([f32(x) for x in a["words"]]).tobytes() == emb.vectors.tobytes()

@@ -99,6 +99,14 @@ class FastText(Embeddings):
         super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
+        if not self.buckets.pruned and int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
+            # what finalfusion's writer takes: its fastText vocabulary (the same n-grams and hash) and the
+            # bucket rows after the words (a view when dense, made when first asked for when quantized)
+            self.extra = _Extra(self.extra, subword_vectors=lambda: self.input.rows(
+                np.arange(nwords, self.input.shape[0])) if self.input.quantized else
+                self.input.part["data"][nwords:])
+            self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
+                "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
         self.extra["oov"] = lambda w: self.word_vectors([w])[0]
         self.extra["oov_batch"] = lambda ws: (self.word_vectors(ws), np.ones(len(ws), bool))
         self.extra["subword_indices"] = self.subword_rows
@@ -324,6 +332,29 @@ class FastText(Embeddings):
                 count[i] = count[mini[0]] + count[mini[1]]
             self._tree_cache = list(zip(left, right, strict=True))
         return self._tree_cache
+
+
+class _Extra(dict):
+    """``Embeddings.extra`` with entries made when first asked for (``makers``: key -> function)."""
+
+    def __init__(self, base: dict, **makers: Any) -> None:
+        super().__init__(base)
+        self._makers = makers
+
+    def _make(self, key: Any) -> None:
+        if key in self._makers and not super().__contains__(key):
+            self[key] = self._makers.pop(key)()
+
+    def __getitem__(self, key: Any) -> Any:
+        self._make(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._make(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers or super().__contains__(key)
 
 
 def _offset(entries: Any, i: int) -> int | None:
