@@ -46,7 +46,7 @@ class Matrix:
         """float32 rows at an index array (quantized rows as ``ProductQuantizer::addcode`` adds them: each
         centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
         if not self.quantized:
-            return np.take(self.part["data"], at, axis=0)
+            return self.part["data"][at]  # (np.take would copy an unaligned matrix whole first)
         codes = self.codes[at][:, self._sub].astype(np.int64)  # (rows, dim): the code of each column's part
         ksub = 256
         base = np.where(self._last, self._sub * ksub * self.dsub + codes * self.lastdsub,

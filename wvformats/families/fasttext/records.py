@@ -84,9 +84,11 @@ class EntryTable(_Checked):
         tails = _gather(u8, e + 1, TAIL) if count else np.zeros((0, TAIL), np.uint8)
         counts = np.ascontiguousarray(tails[:, :8]).view("<i8").reshape(-1)
         types = np.ascontiguousarray(tails[:, 8]).view("i1")
-        words = decode_spans(buf, s, e, "surrogateescape", f"{path}.words", base, field="")
         escaped: list[int] = []
-        if any(map(_has_surrogate, words)):
+        try:  # UTF-8 as a rule: decoded by the vectorised passes
+            words = decode_spans(buf, s, e, "strict", f"{path}.words", base, field="")
+        except ValueMismatchError:
+            words = decode_spans(buf, s, e, "surrogateescape", f"{path}.words", base, field="")
             escaped = [i for i, w in enumerate(words) if _has_surrogate(w)]
         stream.seek(base + pos)
         return cs.Container(words=words, counts=counts, types=types, _escaped=escaped,

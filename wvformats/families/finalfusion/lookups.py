@@ -251,6 +251,15 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
 _SUM_BLOCK_BYTES = 1 << 20  # composed_batch sums this many bytes of rows at a time
 
 
+def _gather(data: np.ndarray, at: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = data[at]``. np.take copies the whole of an unaligned array first (a fastText matrix starts
+    at any byte offset: 40 ms a call for an 88 MB one), where indexing copies just the rows."""
+    if data.flags.aligned:
+        np.take(data, at, axis=0, out=out)
+    else:
+        out[...] = data[at]
+
+
 def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray,
                    mean: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """For ``n`` words, the L2-normalised sum of their n-gram rows, to the bits of :func:`composed`, and
@@ -275,10 +284,10 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     for a in range(0, len(order), block):
         first, c = starts[a : a + block], cnt[a : a + block]
         acc, row = acc_buf[: len(c)], row_buf[: len(c)]
-        np.take(data, rows[first], axis=0, out=acc)
+        _gather(data, rows[first], acc)
         having = np.searchsorted(-c, -np.arange(1, int(c[0])), side="left")  # words with a j-th row, j >= 1
         for j, m in enumerate(having.tolist(), 1):
-            np.take(data, rows[first[:m] + j], axis=0, out=row[:m])
+            _gather(data, rows[first[:m] + j], row[:m])
             acc[:m] += row[:m]
         if mean:
             out[order[a : a + block]] = acc * (1.0 / c).astype(np.float32)[:, None]
