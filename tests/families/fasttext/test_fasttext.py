@@ -383,3 +383,31 @@ def test_embeddings_write_as_a_fasttext_model_the_peer_reads(tmp_path):
     assert wv.validate(tmp_path / "e.bin").ok
     a = ask(tmp_path / "e.bin", words=emb.words)
     assert np.array([f32(x) for x in a["words"]]).tobytes() == emb.vectors.tobytes()
+
+
+def test_matrices_too_small_for_the_dictionary_are_refused(tmp_path):
+    """A file that parses but whose input matrix lacks the bucket rows its args address: a FormatError at
+    open (before this, a lookup indexed past the matrix: IndexError)."""
+    p = wv.parse_file(DATA / "toy-model.bin")
+    short = p.dictionary.nwords + 10
+    p.input = cs.Container(m=short, n=p.input.n, data=p.input.data[:short])
+    with open(tmp_path / "short.bin", "wb") as f:
+        codec.build(p, f)
+    assert wv.validate(tmp_path / "short.bin").ok  # the layout is fine; what it says is not
+    with pytest.raises(FormatError) as info:
+        wv.read(tmp_path / "short.bin")
+    assert info.value.path == "input.m" and "address" in str(info.value)
+
+
+def test_gensim_agrees_but_for_eos(trained):
+    """gensim's load_facebook_model, the second peer: the same vectors (within 1e-6) for every word and
+    unknown word, but for ``</s>``, to which gensim adds n-grams and fastText does not (we follow fastText)."""
+    fasttext_models = pytest.importorskip("gensim.models.fasttext")
+    for path in [trained / "skipgram.bin", DATA / "cp852_fasttext.bin", DATA / "toy-model.bin"]:
+        g = fasttext_models.load_facebook_model(str(path))
+        m = wv.read(path, unicode_errors="replace")
+        words = [w for w in m.words if "\ufffd" not in w and w != "</s>"] + QUERY_WORDS[:4]
+        ours = m.embedding_batch(words)[0]
+        np.testing.assert_allclose(ours, np.array([g.wv[w] for w in words]), rtol=0, atol=1e-6)
+        if "</s>" in m.words:
+            assert np.abs(g.wv["</s>"] - m["</s>"]).max() > 1e-3

@@ -93,9 +93,7 @@ class FastText(Embeddings):
         prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
         dim = self.input.shape[1]
-        if self.input.shape[0] < nwords:
-            raise FormatError(f"the input matrix has {self.input.shape[0]} rows for {nwords} words",
-                              format=NAME, path="input.m")
+        _check_rows(self, nwords, int(a["bucket"]), int(a["maxn"]) > 0 or int(a["wordNgrams"]) > 1)
         super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
@@ -332,6 +330,29 @@ class FastText(Embeddings):
                 count[i] = count[mini[0]] + count[mini[1]]
             self._tree_cache = list(zip(left, right, strict=True))
         return self._tree_cache
+
+
+def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
+    """Every row a lookup can reach is in the matrices (else a lookup would index past them)."""
+    rows = m.input.shape[0]
+    need = nwords
+    if hashed and m.buckets.pruned:
+        need = nwords + int(m.buckets.values.max()) + 1 if len(m.buckets.values) else nwords
+        if len(m.buckets.values) and int(m.buckets.values.min()) < 0:
+            raise FormatError("a prune index entry points before the n-gram rows", format=NAME,
+                              path="dictionary.pruneidx")
+    elif hashed:
+        need = nwords + bucket
+    if rows < need:
+        raise FormatError(f"the input matrix has {rows} rows; the dictionary and args address {need}",
+                          format=NAME, path="input.m")
+    if m.output.shape[1] != m.input.shape[1]:
+        raise FormatError(f"the output matrix has {m.output.shape[1]} columns, the input {m.input.shape[1]}",
+                          format=NAME, path="output.n")
+    labels = int(m.parsed["dictionary"]["nlabels"])
+    if int(m.args["model"]) == 3 and m.output.shape[0] != labels:
+        raise FormatError(f"the output matrix has {m.output.shape[0]} rows for {labels} labels", format=NAME,
+                          path="output.m")
 
 
 class _Extra(dict):
