@@ -10,6 +10,7 @@ predict. Both are synthetic (random rows) and written by wvformats; the peer rea
 from __future__ import annotations
 
 import argparse
+import json
 import struct
 import sys
 from pathlib import Path
@@ -129,30 +130,34 @@ def main() -> None:
         ]
         print(table(f"open {Path(p).name}", rows, "wvformats read (mmap)"))
     if "oov" in parts:
-        oov = unknown_words()
+        wf = DATA / "ft-oov.json"
+        wf.write_text(json.dumps(unknown_words()))
+        words = f"import json\nws = json.load(open({str(wf)!r}))"
         rows = [
             ("wvformats embedding_batch", measure(
-                f"{SETUP}\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\ne.embedding_batch(ws[:100])",
+                f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding_batch(ws[:100])",
                 "e.embedding_batch(ws)", r)),
             ("wvformats embedding() per word", measure(
-                f"{SETUP}\ne = wv.read({p!r}, mmap=False)\nws = {oov!r}\ne.embedding('x')",
+                f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding('x')",
                 "[e.embedding(w) for w in ws]", r)),
             ("fasttext get_word_vector per word", measure(
-                f"import fasttext\ne = fasttext.load_model({p!r})\nws = {oov!r}",
+                f"import fasttext\n{words}\ne = fasttext.load_model({p!r})",
                 "[e.get_word_vector(w) for w in ws]", r)),
         ]
         print(table(f"OOV lookups in {Path(p).name}: 10000 random unknown words", rows, "wvformats embedding_batch"))
     if "predict" in parts:
         s = str(generate_supervised(args.words // 10, args.dim // 2, args.bucket // 10))
-        ls = lines(args.words // 10, args.words // 10)
+        lf = DATA / "ft-lines.json"
+        lf.write_text(json.dumps(lines(args.words // 10, args.words // 10)))
+        load = f"import json\nls = json.load(open({str(lf)!r}))"
         rows = [
-            ("wvformats predict (batched)", measure(f"{SETUP}\ne = wv.read({s!r})\nls = {ls!r}\ne.predict(ls[:10])",
+            ("wvformats predict (batched)", measure(f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[:10])",
                                                     "e.predict(ls)", r)),
-            ("wvformats predict per line", measure(f"{SETUP}\ne = wv.read({s!r})\nls = {ls!r}\ne.predict(ls[0])",
+            ("wvformats predict per line", measure(f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[0])",
                                                    "[e.predict(t) for t in ls]", r)),
-            ("fasttext predict per line", measure(f"import fasttext\ne = fasttext.load_model({s!r})\nls = {ls!r}",
+            ("fasttext predict per line", measure(f"import fasttext\n{load}\ne = fasttext.load_model({s!r})",
                                                   "[e.predict(t) for t in ls]", r)),
-            ("fasttext predict (list)", measure(f"import fasttext\ne = fasttext.load_model({s!r})\nls = {ls!r}",
+            ("fasttext predict (list)", measure(f"import fasttext\n{load}\ne = fasttext.load_model({s!r})",
                                                 "e.predict(ls)", r)),
         ]
         print(table(f"predict 10000 lines, {Path(s).name} (quantized, softmax, bigrams)", rows,

@@ -411,3 +411,16 @@ def test_gensim_agrees_but_for_eos(trained):
         np.testing.assert_allclose(ours, np.array([g.wv[w] for w in words]), rtol=0, atol=1e-6)
         if "</s>" in m.words:
             assert np.abs(g.wv["</s>"] - m["</s>"]).max() > 1e-3
+
+
+@MODES
+def test_entry_table_finds_words_whatever_their_type_byte(compiled):
+    """The record walk's fast path takes zeros followed by a type of 0 or 1 for word ends, and checks it: an
+    entry of another type (not fastText's, but bytes the schema keeps) is still found, by the full path."""
+    words = ["ab", "", "c\udcff", "dé", "e" * 70000]
+    types = np.array([0, 7, 1, -1, 0], "i1")
+    counts = np.array([0, 2**40, -1, 256, 3], "<i8")
+    d = cs.Container(size=5, nwords=5, nlabels=0, ntokens=0, pruneidx_size=-1,
+                     entries=cs.Container(words=words, counts=counts, types=types), pruneidx=np.zeros((0, 2), "<i4"))
+    s = cs.Struct("new_format" / cs.Computed(True), "dictionary" / schema.dictionary)
+    roundtrip(s, cs.Container(new_format=True, dictionary=d), format=F, compiled=compiled)

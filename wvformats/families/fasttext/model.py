@@ -200,15 +200,9 @@ class FastText(Embeddings):
         n = int(self.args["wordNgrams"])
         if n > 1:
             hashes = subwords.token_hashes(subwords.encode(words))
-            wl = line_of[words_at]
-            extra_r, extra_o = [], []
-            for li in range(len(toks)):
-                sel = np.flatnonzero(wl == li)
-                r = subwords.word_ngram_rows(hashes[sel], n, self.buckets)
-                extra_r.append(r)
-                extra_o.append(np.full(len(r), li, np.int64))
-            rows = np.concatenate([rows, *extra_r])
-            owner = np.concatenate([owner, *extra_o])
+            extra_r, extra_o = subwords.word_ngram_rows(hashes, line_of[words_at], n, self.buckets)
+            rows = np.concatenate([rows, extra_r])
+            owner = np.concatenate([owner, extra_o])
             order = np.argsort(owner, kind="stable")
             rows, owner = rows[order], owner[order]
         return rows, owner
@@ -254,8 +248,7 @@ class FastText(Embeddings):
         if self.loss == "hs":
             found = [self._hs_predict(h, k, threshold) for h in hidden]
         else:
-            scores = self._scores(hidden)
-            found = [_k_best(p, k, threshold) for p in scores]
+            found = _k_best_all(self._scores(hidden), k, threshold)
         out = [(tuple(self.labels[i] for i, _ in f), np.array([p for _, p in f], np.float64)) for f in found]
         if single:
             return out[0]
@@ -417,6 +410,23 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _std_log(x: Any) -> np.float32:
     return np.float32(np.log(np.float64(x) + 1e-5))
+
+
+def _k_best_all(p: np.ndarray, k: int, threshold: float) -> list[list[tuple[int, float]]]:
+    """:func:`_k_best` of every row of ``p`` (lines x labels), sorted for all rows at once; a row where
+    the threshold cuts or ties reach the k-th place goes through :func:`_k_best`."""
+    if not len(p) or k == 0:
+        return [[] for _ in range(len(p))]
+    scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
+    top = np.take_along_axis(scores, order, axis=1)
+    probs = np.take_along_axis(p, order, axis=1)
+    tied = (top[:, 1:] == top[:, :-1]).any(axis=1)
+    cut = (probs[:, :k] < np.float32(threshold)).any(axis=1)
+    out_p = np.exp(top[:, :k]).astype(np.float64)
+    ids, vals = order[:, :k].tolist(), out_p.tolist()
+    return [_k_best(p[r], k, threshold) if tied[r] or cut[r] else list(zip(ids[r], vals[r], strict=True))
+            for r in range(len(p))]
 
 
 def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:

@@ -52,16 +52,17 @@ class EntryTable(_Checked):
         while done < count:
             hi = min(end, pos + window)
             z = np.flatnonzero(u8[pos:hi] == 0) + pos
-            cand = np.concatenate([[pos], z + 1 + TAIL])
-            cand = cand[cand < hi]
-            nul_of = np.searchsorted(z, cand)  # each candidate's word ends at the first NUL from it
-            ok = nul_of < len(z)
-            cand, nul = cand[ok], z[nul_of[ok]]
+            # fast path: a word's NUL is followed 9 bytes on by its type, 0 or 1; most zeros inside the
+            # counts are not, and dropping them leaves few false candidates (checked below, else all zeros)
+            typed = z[u8[np.minimum(z + TAIL, end - 1)] <= 1] if end else z
+            cand, nul, idx, k = _chain(typed, pos, hi, count - done)
+            if k and len(typed) < len(z):
+                first = z[np.minimum(np.searchsorted(z, cand[idx[:k]]), len(z) - 1)]
+                if not np.array_equal(first, nul[idx[:k]]):  # a NUL the fast path dropped: every zero then
+                    cand, nul, idx, k = _chain(z, pos, hi, count - done)
+            elif not k:
+                cand, nul, idx, k = _chain(z, pos, hi, count - done)
             ends = nul + 1 + TAIL
-            k = 0
-            if cand.size and cand[0] == pos:
-                idx = follow_chain(cand, ends, count - done)
-                k = int(np.searchsorted(ends[idx], hi, "right"))  # whole records inside the window
             if k == 0:
                 if hi == end:  # no whole record left in the data
                     i = done
@@ -129,6 +130,20 @@ class EntryTable(_Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
+
+
+def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The entries chained from ``pos`` whose word ends at the first of the zeros ``z`` from its start:
+    (candidate starts, their NULs, the chained candidates' indices, how many end inside ``hi``)."""
+    cand = np.concatenate([[pos], z + 1 + TAIL])
+    cand = cand[cand < hi]
+    nul_of = np.searchsorted(z, cand)  # each candidate's word ends at the first NUL from it
+    ok = nul_of < len(z)
+    cand, nul = cand[ok], z[nul_of[ok]]
+    if not cand.size or cand[0] != pos:
+        return cand, nul, np.zeros(0, np.int64), 0
+    idx = follow_chain(cand, nul + 1 + TAIL, most)
+    return cand, nul, idx, int(np.searchsorted(nul[idx] + 1 + TAIL, hi, "right"))  # whole records inside
 
 
 def _has_surrogate(word: str) -> bool:

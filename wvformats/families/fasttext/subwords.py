@@ -89,18 +89,26 @@ def token_hashes(raw: list[bytes]) -> np.ndarray:
     return fasttext_hash_many(blob, np.cumsum(lengths) - lengths, lengths)
 
 
-def word_ngram_rows(hashes: np.ndarray, n: int, buckets: Buckets) -> np.ndarray:
-    """Rows of a line's word n-grams (``Dictionary::addWordNgrams``): for each token i and each j in
-    (i, i + n), the hash chained over tokens i..j in u64, modulo the buckets; ``hashes`` as fastText keeps
-    them (int32, sign-extended into the u64)."""
+def word_ngram_rows(hashes: np.ndarray, line: np.ndarray, n: int, buckets: Buckets) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the word n-grams of many lines (``Dictionary::addWordNgrams``), vectorised: for each token i
+    and each j in (i, i + n) on the same line, the hash chained over tokens i..j in u64 (``h * 116049371 +
+    hash``, token hashes as fastText keeps them: int32, sign-extended), modulo the buckets. ``line``: each
+    token's line (sorted). Returns (rows, line of each row), each line's rows in fastText's order."""
+    empty = np.zeros(0, np.int64)
     if n <= 1 or len(hashes) < 2 or buckets.bucket <= 0:
-        return np.zeros(0, np.int64)
+        return empty, empty
     h64 = hashes.astype(np.uint32).view(np.int32).astype(np.int64).view(np.uint64)
-    out = []
-    for i in range(len(h64)):
-        h = int(h64[i])
-        for j in range(i + 1, min(len(h64), i + n)):
-            h = (h * WORD_NGRAM_PRIME + int(h64[j])) & 0xFFFFFFFFFFFFFFFF
-            out.append(h % buckets.bucket)
-    rows, kept = buckets.rows(np.array(out, np.int64))
-    return rows[kept]
+    prime = np.uint64(WORD_NGRAM_PRIME)
+    chained = h64.copy()
+    at, ds, out = [], [], []
+    for d in range(1, n):
+        i = np.flatnonzero(line[d:] == line[:-d]) if d < len(line) else empty
+        chained = chained[: len(h64) - d] * prime + h64[d:]  # tokens i..i+d, for every i
+        at.append(i)
+        ds.append(np.full(len(i), d))
+        out.append(chained[i])
+    i, d, h = np.concatenate(at), np.concatenate(ds), np.concatenate(out)
+    order = np.lexsort((d, i))  # token by token, shorter n-grams first
+    ids = (h[order] % np.uint64(buckets.bucket)).astype(np.int64)
+    rows, kept = buckets.rows(ids)
+    return rows[kept], line[i[order]][kept]
