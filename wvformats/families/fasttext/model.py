@@ -122,7 +122,10 @@ class FastText(Embeddings):
     def _ids(self, raw: Sequence[str]) -> np.ndarray:
         """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
         if self._raw_index is None:
-            self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
+            if self._raw[: self.nwords] == self.words and not self.labels:
+                self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
+            else:
+                self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
         get = self._raw_index.get
         return np.fromiter((get(w, -1) for w in raw), np.int64, len(raw))
 
