@@ -59,7 +59,7 @@ def test_real_binary_files_still_sniff_as_binary():
 
 @pytest.mark.parametrize("args,asked,actual,hint", [
     (["convert", "glove.txt", "x.model", "--to", "sentencepiece"], "sentencepiece", "glove",
-     "wvformats convert FILE OUT --to finalfusion|leader|word2vec-binary|word2vec-text"),
+     "wvformats convert FILE OUT --to fasttext|finalfusion|leader|word2vec-binary|word2vec-text"),
     (["convert", sample("sample-bpe.model"), "bpe.txt"], "word2vec-text", "sentencepiece",
      "wvformats sentencepiece export FILE OUT --to hf|tsv|json"),
     (["sentencepiece", "export", "glove.txt", "out.json", "--to", "json"], "sentencepiece", "glove",
@@ -189,7 +189,7 @@ def test_options_say_their_choices():
 
 def test_formats_is_a_table_of_what_each_format_can_do():
     rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
-    assert rows["glove"]["convert_to"] == ["finalfusion", "leader", "word2vec-binary", "word2vec-text"]
+    assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "word2vec-binary", "word2vec-text"]
     assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
     assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
     assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"

@@ -378,10 +378,10 @@ def test_write_chooses_among_formats_sharing_an_extension_by_the_object(tmp_path
         assert e.value.format == (fmt or registry.by_extension(Path(name).suffix)[0].name)
         assert f"cannot write a RwkvModel as {e.value.format};" in str(e.value)
         assert not (tmp_path / name).exists()
-    with pytest.raises(wv.BuildError, match="Embeddings can be written as: finalfusion, glove, leader, "
+    with pytest.raises(wv.BuildError, match="Embeddings can be written as: fasttext, finalfusion, glove, leader, "
                                             "word2vec-binary, word2vec-text$"):
         wv.write(emb, tmp_path / "e.bin", "rwkv")
-    with pytest.raises(wv.BuildError, match="cannot write a dict as rwkv or word2vec-binary; a dict can be "
+    with pytest.raises(wv.BuildError, match="cannot write a dict as fasttext or rwkv or word2vec-binary; a dict can be "
                                             "written as no format"):
         wv.write({}, tmp_path / "d.bin")
     # the command line: convert picks the output format once the input is read

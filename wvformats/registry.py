@@ -63,6 +63,8 @@ class Format:
     to_model: Callable[..., Any]
     from_model: Callable[..., Any]
     model: type | None = None
+    # other types the writer (``from_model``) takes besides ``model`` (fastText writes any Embeddings)
+    writes: tuple[type, ...] = ()
     inspect: Callable[[Any], dict[str, Any]] | None = None
     # a summary from the header and a sample, in bounded time and memory whatever the file's size:
     # ``inspect_head(buffer, complete=..., **read_options)`` (the path, for a folder format); ``complete`` is

@@ -209,8 +209,8 @@ class Valid(_Checked):
         offset = _tell(stream)
         field = (context.get("_subcons") or {}).get(self.field)  # interpreted Structs pass their fields
         if offset is not None and field is not None:
-            try:
-                offset -= field.sizeof()
+            try:  # sized in this context: a conditional field's size depends on the fields before it
+                offset -= field._sizeof(context, path)
             except cs.SizeofError:  # a variable-size field: where it ends
                 pass
         text = expression(self.test)

@@ -1,0 +1,106 @@
+"""fastText binary models (``.bin``; quantized ``.ftz``), as ``FastText::saveModel`` writes them.
+
+All values little-endian, no padding anywhere. Current releases start with the magic and a version; files of
+older releases start straight with the args (``dim`` where the magic would be) and have no prune index and no
+quantization flags. (Checked against fastText's ``args.cc``, ``dictionary.cc``, ``fasttext.cc``,
+``densematrix.cc``, ``quantmatrix.cc``, ``productquantizer.cc`` and the files in gensim's test data.)
+"""
+
+from construct import (
+    Computed,
+    Const,
+    If,
+    IfThenElse,
+    Int8ul,
+    Int32sl,
+    Int64sl,
+    Peek,
+    Struct,
+    Terminated,
+    this,
+)
+
+from wvformats.families.fasttext.records import EntryTable
+from wvformats.families.fasttext.sniff import MAGIC
+from wvformats.framework import NumpyArray, Valid
+
+KSUB = 256  # centroids per sub-quantizer: fastText codes with 8 bits
+
+args = Struct(
+    "dim" / Int32sl * "dimension of the vectors",
+    "ws" / Int32sl * "context window size",
+    "epoch" / Int32sl * "training epochs",
+    "minCount" / Int32sl * "minimal number of word occurrences",
+    "neg" / Int32sl * "number of negatives sampled",
+    "wordNgrams" / Int32sl * "max length of word n-grams (supervised input)",
+    "loss" / Int32sl * "loss: 1 hs, 2 ns, 3 softmax, 4 ova",
+    "model" / Int32sl * "model: 1 cbow, 2 skipgram, 3 supervised",
+    "bucket" / Int32sl * "number of hash buckets for character and word n-grams",
+    "minn" / Int32sl * "min length of character n-grams",
+    "maxn" / Int32sl * "max length of character n-grams (0: none)",
+    "lrUpdateRate" / Int32sl * "rate of learning-rate updates",
+    "t" / Int64sl * "sampling threshold, the bits of an f64 (kept as bits: NaN payloads round-trip)",
+)
+
+dictionary = Struct(
+    "size" / Int32sl * "number of entries: words, then labels",
+    Valid("size", this.size >= 0) * "size >= 0",
+    "nwords" / Int32sl * "number of words (entries of type 0, first)",
+    "nlabels" / Int32sl * "number of labels (entries of type 1, after the words)",
+    Valid("nlabels", (this.nwords >= 0) & (this.nlabels >= 0) & (this.nwords + this.nlabels == this.size))
+    * "nwords, nlabels >= 0 and nwords + nlabels == size",
+    "ntokens" / Int64sl * "number of tokens seen in training",
+    "pruneidx_size" / If(this._.new_format, Int64sl) * "prune index pairs (-1: not pruned; current releases)",
+    "entries" / EntryTable(this.size) * "per entry: the bytes up to a NUL, i64 count, i8 type (0 word, 1 label)",
+    "pruneidx" / If(this._.new_format, NumpyArray("<i4", (lambda this: max(this.pruneidx_size, 0), 2)))
+    * "i32 pairs (n-gram bucket, row after nwords) of a pruned model (current releases)",
+)
+
+dense_matrix = Struct(
+    "m" / Int64sl * "rows",
+    "n" / Int64sl * "columns (dim)",
+    "data" / NumpyArray("<f4", (this.m, this.n)) * "row-major f32 matrix",
+)
+
+product_quantizer = Struct(
+    "dim" / Int32sl * "dimension of the vectors coded",
+    "nsubq" / Int32sl * "number of sub-quantizers (code bytes per row)",
+    "dsub" / Int32sl * "dimensions per sub-quantizer",
+    "lastdsub" / Int32sl * "dimensions of the last sub-quantizer",
+    Valid("lastdsub", (this.nsubq > 0) & (this.dsub > 0) & (this.lastdsub > 0)
+          & ((this.nsubq - 1) * this.dsub + this.lastdsub == this.dim))
+    * "(nsubq - 1) * dsub + lastdsub == dim, all > 0",
+    "centroids" / NumpyArray("<f4", this.dim * KSUB) * "f32 centroids: 256 per sub-quantizer, packed",
+)
+
+quant_matrix = Struct(
+    "qnorm" / Int8ul * "1 when the norms are quantized apart",
+    Valid("qnorm", this.qnorm <= 1) * "qnorm is 0 or 1 (a bool)",
+    "m" / Int64sl * "rows",
+    "n" / Int64sl * "columns (dim)",
+    "codesize" / Int32sl * "code bytes: m * nsubq",
+    "codes" / NumpyArray("u1", this.codesize) * "u8 centroid index per row and sub-quantizer",
+    "pq" / product_quantizer * "the product quantizer of the (normalised, if qnorm) rows",
+    Valid("pq", (this.pq.dim == this.n) & (this.codesize == this.m * this.pq.nsubq))
+    * "pq.dim == n and codesize == m * pq.nsubq",
+    "norm_codes" / If(this.qnorm, NumpyArray("u1", this.m)) * "u8 norm code per row, if qnorm",
+    "npq" / If(this.qnorm, product_quantizer) * "the quantizer of the norms (dim 1), if qnorm",
+)
+
+fasttext = Struct(
+    "head" / Peek(Int32sl) * "(not consumed) the first i32: the magic in current releases, dim in older ones",
+    "new_format" / Computed(this.head == MAGIC) * "(not stored) the file starts with the magic",
+    "magic" / If(this.new_format, Const(MAGIC, Int32sl)) * "793712314, in current releases only",
+    "version" / If(this.new_format, Int32sl) * "format version (12 today), after the magic",
+    "args" / args * "training arguments",
+    "dictionary" / dictionary * "words and labels with their counts",
+    "quant_input" / If(this.new_format, Int8ul) * "1: the input matrix is quantized (current releases)",
+    Valid("quant_input", lambda this: this.quant_input in (None, 0, 1)) * "quant_input is 0 or 1 (a bool)",
+    "input" / IfThenElse(this.quant_input == 1, quant_matrix, dense_matrix)
+    * "word rows, then n-gram bucket rows (fewer when pruned)",
+    "qout" / If(this.new_format, Int8ul) * "1: the output matrix is quantized (current releases)",
+    Valid("qout", lambda this: this.qout in (None, 0, 1)) * "qout is 0 or 1 (a bool)",
+    "output" / IfThenElse(this.qout == 1, quant_matrix, dense_matrix)
+    * "output rows: one per word (unsupervised) or label (supervised)",
+    Terminated * "end of file",
+)

@@ -1,0 +1,420 @@
+"""fastText binary models: the schema on real files (gensim's test data, models trained by the fasttext
+module), hypothesis round trips of every part, bad input, and the model's lookups and predictions against
+the fasttext module (run in a subprocess: it is compiled and can crash)."""
+
+import json
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import construct as cs
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from roundtrip import MODES, assert_truncations_fail, bytes_roundtrip, roundtrip
+from wvformats.schemas import fasttext as schema
+
+import wvformats as wv
+from wvformats import framework
+from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
+from wvformats.families.fasttext import codec
+from wvformats.families.fasttext.model import FastText
+
+pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
+
+DATA = Path(__file__).parents[2] / "data" / "fasttext"
+PEER = Path(__file__).with_name("peer.py")
+REAL = sorted(DATA.glob("*.bin"))
+TRAINED = ["skipgram.bin", "cbow.bin", "sup-softmax.bin", "sup-hs.bin", "sup-ova.bin", "sup-ns.bin",
+           "sup-softmax.ftz", "sup-plain.ftz", "many-ova.ftz"]
+F = "fasttext"
+
+
+@pytest.fixture(scope="session")
+def trained() -> Path:
+    """Models trained by the fasttext module (fasttext-numpy2-wheel 0.9.2) with ``peer.py train``, shipped in
+    tests/data/fasttext/trained: its training stops with "Encountered NaN" at random on these tiny corpora,
+    some models in most tries on a busy machine, so a suite that trained them itself failed at random."""
+    return DATA / "trained"
+
+
+def ask(model: Path, **queries) -> dict:
+    """The peer's answers to ``queries`` about ``model`` (words, sentences, lines, k, threshold)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        q, a = Path(tmp) / "q.json", Path(tmp) / "a.json"
+        q.write_text(json.dumps(queries))
+        subprocess.run([sys.executable, str(PEER), "ask", str(model), str(q), str(a)], check=True, timeout=120)
+        return json.loads(a.read_text())
+
+
+def f32(bits: list) -> np.ndarray:
+    return np.array(bits, np.uint32).view(np.float32)
+
+
+# -- the schema on real files --------------------------------------------------------------------------------
+
+@MODES
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_gensim_files_rebuild_byte_exact(path, compiled):
+    """gensim's test models: version 12 and an older release without magic (cp852 words), byte for byte."""
+    parsed = bytes_roundtrip(schema.fasttext, path.read_bytes(), format=F, compiled=compiled)
+    assert parsed.new_format == (path.name != "cp852_fasttext.bin")
+    assert wv.validate(path).ok
+
+
+@MODES
+@pytest.mark.parametrize("name", TRAINED)
+def test_trained_models_rebuild_byte_exact(trained, name, compiled):
+    """Unsupervised, supervised (4 losses) and quantized models (pruned, quantized norms and output)."""
+    parsed = bytes_roundtrip(schema.fasttext, (trained / name).read_bytes(), format=F, compiled=compiled)
+    assert (parsed.quant_input == 1) == name.endswith(".ftz")
+    assert wv.sniff(trained / name) == F and wv.validate(trained / name).ok
+
+
+def test_quantized_parts_are_as_the_peer_wrote_them(trained):
+    p = wv.parse_file(trained / "sup-softmax.ftz")
+    assert p.dictionary.pruneidx_size == len(p.dictionary.pruneidx) > 0  # cutoff prunes the n-grams
+    assert p.input.qnorm == 1 and p.input.npq.dim == 1 and p.input.pq.dsub == 3
+    q = wv.parse_file(trained / "many-ova.ftz")
+    assert q.qout == 1 and q.output.m == 300 and q.output.qnorm == 1
+
+
+def test_sniffer_keeps_off_other_formats(tmp_path):
+    """Old-release files have no magic: the sniffer checks their args, and takes no other format's file
+    (word-vector files written here, and the bundled samples of every format)."""
+    emb = wv.Embeddings(["a", "b"], np.ones((2, 5), np.float32))
+    for fmt in ("word2vec-binary", "word2vec-text", "glove", "leader", "finalfusion"):
+        wv.write(emb, tmp_path / "x", fmt)
+        assert wv.sniff(tmp_path / "x") == fmt
+    samples = Path(wv.__file__).parent / "sample_files"
+    for path in (p for p in samples.iterdir() if p.is_file()):
+        assert not codec.sniff(path.read_bytes()[:65536]), path.name
+    assert codec.sniff((DATA / "cp852_fasttext.bin").read_bytes()[:65536])
+    assert not codec.sniff(b"\x00" * 100)
+
+
+# -- hypothesis round trips of every part, both construct modes ---------------------------------------------
+
+i32 = st.integers(-(2**31), 2**31 - 1)
+args_st = st.builds(cs.Container, dim=i32, ws=i32, epoch=i32, minCount=i32, neg=i32, wordNgrams=i32, loss=i32,
+                    model=i32, bucket=i32, minn=i32, maxn=i32, lrUpdateRate=i32,
+                    t=st.integers(-(2**63), 2**63 - 1))
+# words as fastText holds them: any bytes but NUL (surrogate escapes for bytes that are not UTF-8)
+word_st = st.binary(max_size=12).filter(lambda b: b"\0" not in b).map(
+    lambda b: b.decode("utf-8", "surrogateescape"))
+
+
+@st.composite
+def dictionaries(draw, new_format=True):
+    words = draw(st.lists(word_st, max_size=8))
+    nlabels = draw(st.integers(0, len(words)))
+    n = len(words)
+    counts = np.array(draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=n, max_size=n)), "<i8")
+    types = np.array([0] * (n - nlabels) + [1] * nlabels, "i1")
+    prune = draw(st.integers(-1, 4)) if new_format else None
+    pairs = np.array(draw(st.lists(st.tuples(i32, i32), min_size=max(prune or 0, 0), max_size=max(prune or 0, 0))),
+                     "<i4").reshape(-1, 2)
+    return cs.Container(size=n, nwords=n - nlabels, nlabels=nlabels, ntokens=draw(st.integers(0, 2**63 - 1)),
+                        pruneidx_size=prune, entries=cs.Container(words=words, counts=counts, types=types),
+                        pruneidx=pairs if new_format else None)
+
+
+@st.composite
+def quantizers(draw, dim=None):
+    nsubq = draw(st.integers(1, 3))
+    dsub = draw(st.integers(1, 3))
+    last = draw(st.integers(1, dsub))
+    d = (nsubq - 1) * dsub + last if dim is None else dim
+    if dim is not None:
+        nsubq, dsub, last = 1, dim, dim
+    return cs.Container(dim=d, nsubq=nsubq, dsub=dsub, lastdsub=last,
+                        centroids=np.arange(d * 256, dtype="<f4") * draw(st.floats(-2, 2, width=32)))
+
+
+@st.composite
+def quant_matrices(draw):
+    pq = draw(quantizers())
+    m = draw(st.integers(0, 5))
+    qnorm = draw(st.integers(0, 1))
+    rng = np.random.default_rng(m)
+    return cs.Container(qnorm=qnorm, m=m, n=pq.dim, codesize=m * pq.nsubq,
+                        codes=rng.integers(0, 256, m * pq.nsubq).astype("u1"), pq=pq,
+                        norm_codes=rng.integers(0, 256, m).astype("u1") if qnorm else None,
+                        npq=draw(quantizers(dim=1)) if qnorm else None)
+
+
+def dense(m, n):
+    return cs.Container(m=m, n=n, data=np.arange(m * n, dtype="<f4").reshape(m, n))
+
+
+@MODES
+@given(a=args_st)
+def test_args_roundtrip(compiled, a):
+    assert len(roundtrip(schema.args, a, format=F, compiled=compiled)) == 56
+
+
+@MODES
+@given(d=dictionaries(), new=st.booleans())
+def test_dictionary_roundtrip(compiled, d, new):
+    if not new:
+        d.pruneidx_size = d.pruneidx = None
+    s = cs.Struct("new_format" / cs.Computed(new), "dictionary" / schema.dictionary)
+    roundtrip(s, cs.Container(new_format=new, dictionary=d), format=F, compiled=compiled)
+
+
+@MODES
+@given(q=quant_matrices(), m=st.integers(0, 4), n=st.integers(0, 4))
+def test_matrices_roundtrip(compiled, q, m, n):
+    data = roundtrip(schema.quant_matrix, q, format=F, compiled=compiled)
+    assert_truncations_fail(schema.quant_matrix, data, format=F, compiled=compiled, step=max(1, len(data) // 40))
+    roundtrip(schema.product_quantizer, q.pq, format=F, compiled=compiled)
+    roundtrip(schema.dense_matrix, dense(m, n), format=F, compiled=compiled)
+
+
+@MODES
+@given(d=dictionaries(), new=st.booleans(), qin=st.booleans(), q=quant_matrices(), dim=st.integers(0, 3))
+def test_file_roundtrip(compiled, d, new, qin, q, dim):
+    if not new:
+        d.pruneidx_size = d.pruneidx = None
+        qin = False
+    a = cs.Container(dim=dim if new else 1 + dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2,
+                     model=2, bucket=0, minn=0, maxn=0, lrUpdateRate=100, t=0)
+    head = schema.MAGIC if new else a.dim
+    obj = cs.Container(head=head, new_format=new, magic=schema.MAGIC if new else None, version=12 if new else None,
+                       args=a, dictionary=d, quant_input=int(qin) if new else None,
+                       input=q if qin else dense(d.nwords, dim), qout=0 if new else None,
+                       output=dense(d.size, dim))
+    data = roundtrip(schema.fasttext, obj, format=F, compiled=compiled)
+    assert_truncations_fail(schema.fasttext, data, format=F, compiled=compiled, step=max(1, len(data) // 40))
+
+
+# -- bad input --------------------------------------------------------------------------------------------------
+
+def test_every_truncation_of_real_files_is_a_format_error():
+    for path in REAL:
+        data = path.read_bytes()
+        assert_truncations_fail(schema.fasttext, data, format=F, compiled=True, step=max(1, len(data) // 300))
+        assert_truncations_fail(schema.fasttext, data, format=F, compiled=False, step=max(1, len(data) // 300))
+
+
+def _patched(data: bytes, offset: int, fmt: str, value: int) -> bytes:
+    return data[:offset] + struct.pack(fmt, value) + data[offset + struct.calcsize(fmt):]
+
+
+@MODES
+def test_hostile_counts_are_refused_before_allocation(compiled):
+    """Counts that claim more than the file holds: FormatError naming the field and offset, nothing allocated."""
+    data = (DATA / "toy-model.bin").read_bytes()
+    dict_at = 8 + 56
+    cases = {
+        "dictionary.entries": (_patched(_patched(data, dict_at, "<i", 2**31 - 1), dict_at + 4, "<i", 2**31 - 1),
+                               TruncatedError),
+        "dictionary.size": (_patched(data, dict_at, "<i", -5), ValueMismatchError),
+        "dictionary.nlabels": (_patched(data, dict_at + 8, "<i", 3), ValueMismatchError),
+    }
+    entries_end = next(part["offset"] for part in wv.inspect(DATA / "toy-model.bin")["parts"]
+                       if part["field"] == "quant_input")
+    cases["input.data"] = (_patched(data, entries_end + 1, "<q", 2**62), TruncatedError)
+    cases["dictionary.pruneidx"] = (_patched(data, dict_at + 20, "<q", 2**40), TruncatedError)
+    cases["quant_input"] = (_patched(data, entries_end, "<b", 2), ValueMismatchError)
+    for path, (bad, cls) in cases.items():
+        with pytest.raises(cls) as info:
+            framework.parse(schema.fasttext, bad, format=F, compile=compiled)
+        assert info.value.format == F and info.value.path.startswith(path), (path, info.value)
+        assert info.value.offset is not None
+
+
+def test_non_utf8_words_need_unicode_errors():
+    path = DATA / "cp852_fasttext.bin"
+    with pytest.raises(FormatError) as info:
+        wv.read(path)
+    assert info.value.path.startswith("dictionary.entries.words[") and info.value.offset > 0
+    m = wv.read(path, unicode_errors="replace")
+    assert len(m.words) == 171 and any("\ufffd" in w for w in m.words)
+    ignored = wv.read(path, unicode_errors="ignore")
+    assert not any("\ufffd" in w for w in ignored.words)
+    assert np.array_equal(m.vectors, ignored.vectors)  # the rows come from the file's bytes either way
+
+
+# -- writing ---------------------------------------------------------------------------------------------------
+
+def test_bin_is_written_by_the_models_type(tmp_path, trained):
+    """.bin is word2vec-binary's and fastText's: a FastText model writes fastText (byte-identical to the
+    file it was read from), any other Embeddings word2vec binary, as before."""
+    for name in ("skipgram.bin", "sup-softmax.ftz"):
+        m = wv.read(trained / name)
+        wv.write(m, tmp_path / "out.bin")
+        assert (tmp_path / "out.bin").read_bytes() == (trained / name).read_bytes()
+        assert wv.convert(trained / name, tmp_path / f"c-{name}.bin") == "fasttext"
+        assert (tmp_path / f"c-{name}.bin").read_bytes() == (trained / name).read_bytes()
+    wv.write(wv.Embeddings(["a"], np.ones((1, 2), np.float32)), tmp_path / "plain.bin")
+    assert wv.sniff(tmp_path / "plain.bin") == "word2vec-binary"
+    wv.write(wv.Embeddings(["a"], np.ones((1, 2), np.float32)), tmp_path / "plain.ftz")
+    assert wv.sniff(tmp_path / "plain.ftz") == "fasttext"
+
+
+# -- the model against the peer ------------------------------------------------------------------------------
+
+QUERY_WORDS = ["apple", "zzqx", "héllo", "running", "a", "", "</s>", "日本語", "été", "\udce9t\udce9"]
+LINES = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "run running ran w3 w5 poshish",
+         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11"]
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_lookups_equal_the_peer(trained, name):
+    """get_word_vector (in and out of vocabulary), get_subwords ids and get_sentence_vector: bit-identical
+    (the same float32 sums in the same order; quantized rows as ProductQuantizer::addcode makes them)."""
+    m = wv.read(trained / name)
+    assert isinstance(m, FastText) and isinstance(m, wv.Embeddings)
+    words = QUERY_WORDS[:-1]  # (the peer's Python binding cannot take a lone surrogate)
+    a = ask(trained / name, words=words + m.words, sentences=LINES)
+    peer = np.array([f32(x) for x in a["words"]])
+    vecs, found = m.embedding_batch(words + m.words)
+    assert found.all()
+    assert vecs.tobytes() == peer.tobytes()
+    assert np.asarray(m.vectors).tobytes() == peer[len(words):].tobytes()  # the .vec export's vectors
+    assert [m.subword_indices(w) for w in words + m.words] == a["subwords"]
+    assert m.embedding("zzqx").tobytes() == peer[1].tobytes()
+    sentences = np.array([f32(x) for x in a["sentences"]])
+    assert m.sentence_vectors(LINES).tobytes() == sentences.tobytes()
+
+
+@pytest.mark.parametrize("name", [n for n in TRAINED if n.startswith(("sup", "many"))])
+@pytest.mark.parametrize("k,threshold", [(1, 0.0), (3, 0.0), (-1, 0.0), (2, 0.2)])
+def test_predict_equals_the_peer(trained, name, k, threshold):
+    """Labels in the peer's order (ties as its heap leaves them) and its probabilities, one line at a time
+    and batched."""
+    m = wv.read(trained / name)
+    a = ask(trained / name, lines=LINES, k=k, threshold=threshold)
+    batch_labels, batch_probs = m.predict(LINES, k=k, threshold=threshold)
+    for i, (line, (labels, probs)) in enumerate(zip(LINES, a["predictions"], strict=True)):
+        ours, p = m.predict(line, k=k, threshold=threshold)
+        assert list(ours) == labels and list(batch_labels[i]) == labels, line
+        np.testing.assert_allclose(p, probs, rtol=2e-6, atol=1e-7)
+        assert np.array_equal(p, batch_probs[i])
+
+
+def test_gensim_models_equal_the_peer():
+    """gensim's test models: version 12 read by the peer; cp852 words (older release, which the current peer
+    refuses) read with unicode_errors."""
+    path = DATA / "toy-model.bin"
+    m = wv.read(path)
+    a = ask(path, words=QUERY_WORDS[:-1] + m.words)
+    assert m.embedding_batch(QUERY_WORDS[:-1] + m.words)[0].tobytes() == np.array(
+        [f32(x) for x in a["words"]]).tobytes()
+    old = wv.read(DATA / "cp852_fasttext.bin", unicode_errors="replace")
+    assert old.args.dim == 2 and old.version is None and len(old.words) == 171
+    # a cp852 word is found by its bytes (as fastText finds it), whatever unicode_errors shows of it
+    raw = old._raw[5]
+    assert np.array_equal(old.embedding(raw), old.vectors[5])
+
+
+def test_most_similar_and_analogy_use_the_composed_vectors(trained):
+    m = wv.read(trained / "skipgram.bin")
+    unit = m.vectors / np.linalg.norm(m.vectors, axis=1, keepdims=True)
+    q = m.embedding("apple") / np.linalg.norm(m.embedding("apple"))
+    expected = [m.words[i] for i in np.argsort(-(unit @ q), kind="stable") if m.words[i] != "apple"][:5]
+    assert [w for w, _ in m.most_similar("apple", 5)] == expected
+    assert m.most_similar("zzqxy", 3)  # out of vocabulary: composed from its n-grams
+    assert len(m.analogy("day", "night", "sun", 3)) == 3
+
+
+def test_mmap_keeps_the_input_matrix_in_the_file(trained):
+    m = wv.read(trained / "skipgram.bin", mmap=True)
+    data = m.input.part["data"]
+    assert not data.flags.owndata and not data.flags.writeable  # a view of the mapped file
+    assert m.lazy  # no composed matrix made at open
+    n = wv.read(trained / "skipgram.bin", mmap=False)
+    assert np.array_equal(m.vectors, n.vectors)
+
+
+# -- conversion ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-plain.ftz", "sup-softmax.ftz"])
+def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name):
+    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input reconstructed):
+    in-vocabulary words give fastText's vectors exactly, unknown words the unit vector of fastText's (the
+    finalfusion convention), read by wvformats and by finalfusion-python. A pruned model (no bucket table
+    to hash into) converts its words only."""
+    ff = pytest.importorskip("finalfusion")
+    m = wv.read(trained / name)
+    out = tmp_path / "m.fifu"
+    wv.convert(trained / name, out)
+    peer = ff.load_finalfusion(str(out))
+    oov = ["zzqx", "héllo", "runnin"]
+    back = wv.read(out)
+    if m.buckets.pruned or int(m.args.maxn) == 0:
+        assert back.extra["vocab_type"] == "simple_vocab"
+        assert back.norms is None  # convert keeps the numbers unless asked to normalise
+        assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
+        return
+    assert back.extra["vocab_type"] == "fasttext_subword_vocab"
+    assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
+    assert np.array([peer.embedding(w) for w in m.words]).tobytes() == np.asarray(m.vectors).tobytes()
+    want = m.embedding_batch(oov)[0]
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(back.embedding_batch(oov)[0], want, rtol=0, atol=3e-7)
+    np.testing.assert_allclose(np.array([peer.embedding(w) for w in oov]), want, rtol=0, atol=3e-7)
+
+
+@pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])
+def test_to_word_vector_formats_writes_the_composed_vectors(trained, tmp_path, fmt):
+    m = wv.read(trained / "cbow.bin")
+    wv.convert(trained / "cbow.bin", tmp_path / "out", fmt)
+    back = wv.read(tmp_path / "out", fmt)
+    assert back.words == m.words
+    np.testing.assert_allclose(back.vectors, m.vectors, rtol=1e-5, atol=1e-6)
+
+
+def test_embeddings_write_as_a_fasttext_model_the_peer_reads(tmp_path):
+    """Any Embeddings to .ftz/.bin (format named): a model without n-grams whose get_word_vector gives
+    each word its row back."""
+    emb = wv.Embeddings(["a", "bé", "日本"], np.arange(6, dtype=np.float32).reshape(3, 2))
+    wv.write(emb, tmp_path / "e.bin", "fasttext")
+    assert wv.validate(tmp_path / "e.bin").ok
+    a = ask(tmp_path / "e.bin", words=emb.words)
+    assert np.array([f32(x) for x in a["words"]]).tobytes() == emb.vectors.tobytes()
+
+
+def test_matrices_too_small_for_the_dictionary_are_refused(tmp_path):
+    """A file that parses but whose input matrix lacks the bucket rows its args address: a FormatError at
+    open (before this, a lookup indexed past the matrix: IndexError)."""
+    p = wv.parse_file(DATA / "toy-model.bin")
+    short = p.dictionary.nwords + 10
+    p.input = cs.Container(m=short, n=p.input.n, data=p.input.data[:short])
+    with open(tmp_path / "short.bin", "wb") as f:
+        codec.build(p, f)
+    assert wv.validate(tmp_path / "short.bin").ok  # the layout is fine; what it says is not
+    with pytest.raises(FormatError) as info:
+        wv.read(tmp_path / "short.bin")
+    assert info.value.path == "input.m" and "address" in str(info.value)
+
+
+def test_gensim_agrees_but_for_eos(trained):
+    """gensim's load_facebook_model, the second peer: the same vectors (within 1e-6) for every word and
+    unknown word, but for ``</s>``, to which gensim adds n-grams and fastText does not (we follow fastText)."""
+    fasttext_models = pytest.importorskip("gensim.models.fasttext")
+    for path in [trained / "skipgram.bin", DATA / "cp852_fasttext.bin", DATA / "toy-model.bin"]:
+        g = fasttext_models.load_facebook_model(str(path))
+        m = wv.read(path, unicode_errors="replace")
+        words = [w for w in m.words if "\ufffd" not in w and w != "</s>"] + QUERY_WORDS[:4]
+        ours = m.embedding_batch(words)[0]
+        np.testing.assert_allclose(ours, np.array([g.wv[w] for w in words]), rtol=0, atol=1e-6)
+        if "</s>" in m.words:
+            assert np.abs(g.wv["</s>"] - m["</s>"]).max() > 1e-3
+
+
+@MODES
+def test_entry_table_finds_words_whatever_their_type_byte(compiled):
+    """The record walk's fast path takes zeros followed by a type of 0 or 1 for word ends, and checks it: an
+    entry of another type (not fastText's, but bytes the schema keeps) is still found, by the full path."""
+    words = ["ab", "", "c\udcff", "dé", "e" * 70000]
+    types = np.array([0, 7, 1, -1, 0], "i1")
+    counts = np.array([0, 2**40, -1, 256, 3], "<i8")
+    d = cs.Container(size=5, nwords=5, nlabels=0, ntokens=0, pruneidx_size=-1,
+                     entries=cs.Container(words=words, counts=counts, types=types), pruneidx=np.zeros((0, 2), "<i4"))
+    s = cs.Struct("new_format" / cs.Computed(True), "dictionary" / schema.dictionary)
+    roundtrip(s, cs.Container(new_format=True, dictionary=d), format=F, compiled=compiled)

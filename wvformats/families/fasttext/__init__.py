@@ -1,0 +1,1 @@
+"""fastText: binary models (``.bin``) and quantized ones (``.ftz``), their lookups and prediction."""

@@ -1,0 +1,96 @@
+"""Codec of fastText binary models (``.bin``, quantized ``.ftz``): the file to and from :class:`FastText`."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ...embeddings import Embeddings
+from ...errors import BuildError
+from ...registry import Format, register, schema_io
+from ...schemas import fasttext as schema
+from .model import EOS, FastText
+from .sniff import FASTTEXT, sniff
+
+NAME = FASTTEXT.name
+
+parse, build = schema_io(NAME, schema.fasttext)  # lossless: unicode_errors applies to the model
+
+
+def to_model(parsed: Any, *, unicode_errors: str | None = None, **_: Any) -> FastText:
+    return FastText(parsed, unicode_errors=unicode_errors)
+
+
+_T = struct.unpack("<q", struct.pack("<d", 1e-4))[0]  # fastText's default sampling threshold, as stored
+
+
+def from_model(obj: Any) -> cs.Container:
+    """A FastText model read from a file -> that file (byte-identical while it is unchanged); any other
+    Embeddings -> an unsupervised fastText model whose input rows are its vectors and which has no n-grams
+    (maxn 0), so that fastText's ``get_word_vector`` gives each word its vector back."""
+    if isinstance(obj, FastText):
+        return obj.parsed
+    if isinstance(obj, tuple):
+        obj = Embeddings(*obj)
+    if not isinstance(obj, Embeddings):
+        raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    if obj.duplicates:
+        raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
+                         f"word", format=NAME, path="dictionary.entries.words")
+    vectors = np.ascontiguousarray(obj.vectors, "<f4")
+    n, dim = vectors.shape
+    words = list(obj.words)
+    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2, bucket=0,
+                        minn=0, maxn=0, lrUpdateRate=100, t=_T)
+    entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
+    dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
+                              pruneidx=np.zeros((0, 2), "<i4"))
+    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
+                        dictionary=dictionary, quant_input=0, input=cs.Container(m=n, n=dim, data=vectors),
+                        qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    a, d = parsed["args"], parsed["dictionary"]
+    info: dict[str, Any] = {"release": f"version {parsed['version']}" if parsed["new_format"] else "old (no magic)",
+                            "model": {1: "cbow", 2: "skipgram", 3: "supervised"}.get(a["model"], a["model"]),
+                            "loss": {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}.get(a["loss"], a["loss"]),
+                            "dim": int(a["dim"]), "words": int(d["nwords"]), "labels": int(d["nlabels"]),
+                            "bucket": int(a["bucket"]), "minn": int(a["minn"]), "maxn": int(a["maxn"]),
+                            "wordNgrams": int(a["wordNgrams"]),
+                            "input": "quantized" if parsed["quant_input"] == 1 else "dense",
+                            "output": "quantized" if parsed["qout"] == 1 else "dense"}
+    if parsed["new_format"] and int(d["pruneidx_size"]) >= 0:
+        info["pruned"] = int(d["pruneidx_size"])
+    return info
+
+
+def check(parsed: Any) -> list[str]:
+    """Rows of the matrices as fastText needs them."""
+    problems = []
+    d, a = parsed["dictionary"], parsed["args"]
+    m_in, n_in = int(parsed["input"]["m"]), int(parsed["input"]["n"])
+    if m_in < int(d["nwords"]):
+        problems.append(f"input matrix has {m_in} rows for {d['nwords']} words")
+    if n_in != int(a["dim"]):
+        problems.append(f"input matrix has {n_in} columns, args.dim is {a['dim']}")
+    out_rows = int(d["nlabels"]) if a["model"] == 3 else int(d["nwords"])
+    if int(parsed["output"]["m"]) != out_rows:
+        problems.append(f"output matrix has {parsed['output']['m']} rows, the model needs {out_rows}")
+    return problems
+
+
+_FORMAT = register(Format(
+    **FASTTEXT._asdict(), description="fastText binary model: args, dictionary, input and "
+    "output matrices (dense or product-quantized); older releases without the magic",
+    schema=schema.fasttext, parse=parse, build=build, to_model=to_model,
+    from_model=from_model, model=FastText, writes=(Embeddings,), inspect=inspect, check=check, array_views=True,
+    read_options=("unicode_errors",),
+    schemas={"dense_matrix": schema.dense_matrix, "quant_matrix": schema.quant_matrix,
+             "product_quantizer": schema.product_quantizer},
+))
+
+__all__ = ["EOS", "FastText", "build", "from_model", "parse", "sniff", "to_model"]

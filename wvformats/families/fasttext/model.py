@@ -1,0 +1,498 @@
+"""The fastText model: an :class:`~wvformats.embeddings.Embeddings` of the composed word vectors, with
+fastText's lookups for any word, sentence vectors and supervised prediction, computed as fastText computes
+them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...embeddings import Embeddings, LazyRows
+from ...errors import FormatError
+from ..finalfusion.lookups import composed_batch
+from . import subwords
+from .subwords import Buckets
+
+NAME = "fasttext"
+LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
+MODELS = {1: "cbow", 2: "skipgram", 3: "supervised"}
+EOS = "</s>"
+LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
+_SPACE = " \n\r\t\v\f\0"  # Dictionary::readWord's separators
+MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
+
+
+class Matrix:
+    """fastText's input or output matrix, dense (a view of the file) or product-quantized, as rows."""
+
+    def __init__(self, part: Any, quantized: bool) -> None:
+        self.part, self.quantized = part, quantized
+        self.shape = (int(part["m"]), int(part["n"]))
+        if quantized:
+            pq = part["pq"]
+            self.nsubq, self.dsub, self.lastdsub = int(pq["nsubq"]), int(pq["dsub"]), int(pq["lastdsub"])
+            self.codes = part["codes"].reshape(self.shape[0], self.nsubq) if self.shape[0] else \
+                np.zeros((0, self.nsubq), np.uint8)
+            self.centroids = pq["centroids"]
+            k = np.arange(self.shape[1])
+            self._sub = np.minimum(k // self.dsub, self.nsubq - 1)  # each column's sub-quantizer
+            self._within = k - self._sub * self.dsub
+            self._last = self._sub == self.nsubq - 1
+            self._norms = part["npq"]["centroids"] if part["qnorm"] else None
+
+    def rows(self, at: np.ndarray, scaled: bool = True) -> np.ndarray:
+        """float32 rows at an index array (quantized rows as ``ProductQuantizer::addcode`` adds them: each
+        centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
+        if not self.quantized:
+            return self.part["data"][at]  # (np.take would copy an unaligned matrix whole first)
+        codes = self.codes[at][:, self._sub].astype(np.int64)  # (rows, dim): the code of each column's part
+        ksub = 256
+        base = np.where(self._last, self._sub * ksub * self.dsub + codes * self.lastdsub,
+                        (self._sub * ksub + codes) * self.dsub)
+        x = self.centroids[base + self._within]
+        if self._norms is not None and scaled:
+            x = x * self._norms[self.part["norm_codes"][at]][:, None]
+        return x.astype(np.float32, copy=False)
+
+    def all(self) -> np.ndarray:
+        return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
+
+
+class FastText(Embeddings):
+    """A fastText model: words in dictionary order with their composed vectors (``.vectors``, as fastText's
+    ``.vec`` export writes them), and for any word, line or text what fastText's own functions give.
+
+    ``args`` holds the training arguments as the file has them; ``labels`` the labels of a supervised model.
+    """
+
+    def __init__(self, parsed: Any, *, unicode_errors: str | None = None) -> None:
+        d, a = parsed["dictionary"], parsed["args"]
+        entries = d["entries"]
+        nwords, size = int(d["nwords"]), int(d["size"])
+        types = entries["types"]
+        if size and (types[:nwords] != 0).any() or (types[nwords:] != 1).any():
+            bad = int(np.flatnonzero(np.concatenate([types[:nwords] != 0, types[nwords:] != 1]))[0])
+            raise FormatError(f"entry {bad} has type {int(types[bad])}: the first nwords entries are words "
+                              f"(type 0), the rest labels (type 1)", format=NAME,
+                              path=f"dictionary.entries.types[{bad}]", offset=_offset(entries, bad))
+        raw = list(entries["words"])  # as fastText sees them: surrogate escapes are the file's bytes
+        shown = _shown(entries, raw, unicode_errors)
+        self.args = a
+        self.version = parsed["version"]
+        self.input = Matrix(parsed["input"], parsed["quant_input"] == 1)
+        self.output = Matrix(parsed["output"], parsed["qout"] == 1)
+        self.labels = shown[nwords:]
+        self.label_counts = entries["counts"][nwords:]
+        self.word_counts = entries["counts"][:nwords]
+        self.nwords = nwords
+        self.parsed = parsed
+        self._raw = raw
+        self._raw_index: dict[str, int] | None = None
+        prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
+        self.buckets = Buckets(nwords, int(a["bucket"]), prune)
+        dim = self.input.shape[1]
+        _check_rows(self, nwords, int(a["bucket"]), int(a["maxn"]) > 0 or int(a["wordNgrams"]) > 1)
+        super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
+                         metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
+                         extra={"fasttext": True})
+        if not self.buckets.pruned and int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
+            # what finalfusion's writer takes: its fastText vocabulary (the same n-grams and hash) and the
+            # bucket rows after the words (a view when dense, made when first asked for when quantized)
+            self.extra = _Extra(self.extra, subword_vectors=lambda: self.input.rows(
+                np.arange(nwords, self.input.shape[0])) if self.input.quantized else
+                self.input.part["data"][nwords:])
+            self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
+                "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
+        self.extra["oov"] = lambda w: self.word_vectors([w])[0]
+        self.extra["oov_batch"] = lambda ws: (self.word_vectors(ws), np.ones(len(ws), bool))
+        self.extra["subword_indices"] = self.subword_rows
+
+    # -- words -------------------------------------------------------------------------------------------
+
+    @property
+    def loss(self) -> str:
+        return LOSSES.get(int(self.args["loss"]), str(self.args["loss"]))
+
+    @property
+    def model(self) -> str:
+        return MODELS.get(int(self.args["model"]), str(self.args["model"]))
+
+    def _ids(self, raw: Sequence[str]) -> np.ndarray:
+        """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
+        if self._raw_index is None:
+            if self._raw[: self.nwords] == self.words and not self.labels:
+                self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
+            else:
+                self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
+        get = self._raw_index.get
+        return np.fromiter((get(w, -1) for w in raw), np.int64, len(raw))
+
+    def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
+        character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
+        a = self.args
+        grams = [w for w in raw]
+        no_ngrams = [i for i, w in enumerate(raw) if w == EOS]
+        rows, owner = subwords.subword_rows(subwords.encode(grams), int(a["minn"]), int(a["maxn"]), self.buckets)
+        if no_ngrams:
+            keep = ~np.isin(owner, no_ngrams)
+            rows, owner = rows[keep], owner[keep]
+        own = np.flatnonzero((ids >= 0) & (ids < self.nwords))
+        rows = np.concatenate([ids[own], rows])
+        owner = np.concatenate([own, owner])
+        order = np.argsort(owner, kind="stable")  # each word's own row first, then its n-grams
+        return rows[order], owner[order]
+
+    def _mean_rows(self, rows: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.input.quantized:  # each row the batch needs made once
+            needed, at = np.unique(rows, return_inverse=True)
+            return composed_batch(at.reshape(-1), owner, n, self.input.rows(needed), mean=True)
+        return composed_batch(rows, owner, n, self.input.part["data"], mean=True)
+
+    def _word_rows(self, at: Any) -> np.ndarray:
+        idx = np.arange(self.nwords)[at] if isinstance(at, slice) else np.asarray(at, np.int64)
+        raw = [self._raw[i] for i in idx.tolist()]
+        rows, owner = self._rows_of(raw, idx)
+        return self._mean_rows(rows, owner, len(raw))[0]
+
+    def word_vectors(self, words: Sequence[str]) -> np.ndarray:
+        """``get_word_vector`` of each word, in or out of vocabulary: the mean of its input rows (zeros for
+        a word with none), to the bits of fastText's float32 sums."""
+        words = list(words)
+        rows, owner = self._rows_of(words, self._ids(words))
+        return self._mean_rows(rows, owner, len(words))[0]
+
+    def subword_rows(self, word: str) -> list[int]:
+        """The input rows ``get_word_vector(word)`` averages: the word's own row if it is a word, then its
+        n-grams' (fastText's ``get_subwords`` ids)."""
+        return self._rows_of([word], self._ids([word]))[0].tolist()
+
+    def get_word_vector(self, word: str) -> np.ndarray:
+        """fastText's ``get_word_vector``."""
+        return self.word_vectors([word])[0]
+
+    # -- lines -------------------------------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> list[str]:
+        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
+        for c in _SPACE[1:]:
+            text = text.replace(c, " ")
+        return [t for t in text.split(" ") if t] + [EOS]
+
+    def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
+        out), then the line's word n-grams; (rows, owner)."""
+        toks = [self._tokens(t) for t in lines]
+        flat = [t for ts in toks for t in ts]
+        line_of = np.repeat(np.arange(len(toks)), [len(ts) for ts in toks])
+        ids = self._ids(flat)
+        is_label = (ids >= self.nwords) | ((ids < 0) & np.fromiter((t.startswith(LABEL_PREFIX) for t in flat),
+                                                                  bool, len(flat)))
+        words_at = np.flatnonzero(~is_label)
+        words = [flat[i] for i in words_at.tolist()]
+        maxn = int(self.args["maxn"])
+        wids = ids[words_at]
+        if maxn <= 0:  # in vocabulary: the id only; out of it: nothing (no n-grams)
+            own = np.flatnonzero(wids >= 0)
+            rows, tok_owner = wids[own], own
+        else:
+            rows, tok_owner = self._rows_of(words, wids)
+        owner = line_of[words_at][tok_owner]
+        n = int(self.args["wordNgrams"])
+        if n > 1:
+            hashes = subwords.token_hashes(subwords.encode(words))
+            extra_r, extra_o = subwords.word_ngram_rows(hashes, line_of[words_at], n, self.buckets)
+            rows = np.concatenate([rows, extra_r])
+            owner = np.concatenate([owner, extra_o])
+            order = np.argsort(owner, kind="stable")
+            rows, owner = rows[order], owner[order]
+        return rows, owner
+
+    def sentence_vectors(self, lines: Sequence[str]) -> np.ndarray:
+        """fastText's ``get_sentence_vector`` of each line: supervised, the mean of the line's input rows
+        (as prediction sees it); otherwise the mean of its words' unit-normalised word vectors."""
+        lines = list(lines)
+        if int(self.args["model"]) == 3:
+            rows, owner = self._line_rows(lines)
+            return self._mean_rows(rows, owner, len(lines))[0]
+        out = np.zeros((len(lines), self.dim), np.float32)
+        for i, text in enumerate(lines):
+            toks = self._tokens(text)[:-1]
+            if not toks:
+                continue
+            vecs = self.word_vectors(toks)
+            count = 0
+            for v in vecs:
+                norm = np.sqrt(np.cumsum(v * v, dtype=np.float32)[-1])  # Vector::norm sums in order
+                if norm > 0:
+                    out[i] += v * np.float32(1.0 / float(norm))  # 1.0 / norm in double, as C++ does
+                    count += 1
+            if count:
+                out[i] *= np.float32(1.0 / count)
+        return out
+
+    def get_sentence_vector(self, text: str) -> np.ndarray:
+        """fastText's ``get_sentence_vector``."""
+        return self.sentence_vectors([text])[0]
+
+    def predict(self, text: str | Sequence[str], k: int = 1,
+                threshold: float = 0.0) -> tuple[Any, Any]:
+        """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
+        probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
+        if int(self.args["model"]) != 3 or not self.labels:
+            raise ValueError("predict needs a supervised model (this one has no labels)")
+        single = isinstance(text, str)
+        lines = [text] if single else list(text)
+        rows, owner = self._line_rows(lines)
+        hidden, _ = self._mean_rows(rows, owner, len(lines))
+        k = len(self.labels) if k < 0 else min(k, len(self.labels))
+        if self.loss == "hs":
+            found = [self._hs_predict(h, k, threshold) for h in hidden]
+        else:
+            found = _k_best_all(self._scores(hidden), k, threshold)
+        out = [(tuple(self.labels[i] for i, _ in f), np.array([p for _, p in f], np.float64)) for f in found]
+        if single:
+            return out[0]
+        return [o[0] for o in out], [o[1] for o in out]
+
+    def _dot(self, hidden: np.ndarray) -> np.ndarray:
+        """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
+        float32, column after column (the same bits for one line or a batch, unlike a BLAS product)."""
+        w = self.output
+        rows = w.rows(np.arange(w.shape[0]), scaled=False) if w.quantized else w.part["data"]
+        out = np.zeros((len(hidden), w.shape[0]), np.float32)
+        for j in range(w.shape[1]):
+            out += hidden[:, j : j + 1] * rows[:, j]
+        if w.quantized and w._norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
+            out *= w._norms[w.part["norm_codes"]][None, :]
+        return out
+
+    def _scores(self, hidden: np.ndarray) -> np.ndarray:
+        out = self._dot(hidden).astype(np.float32)
+        if self.loss == "softmax":
+            out = np.exp(out - out.max(axis=1, keepdims=True))
+            return out / out.sum(axis=1, keepdims=True, dtype=np.float32)
+        return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
+
+    def _hs_predict(self, hidden: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
+        tree = self._tree()
+        osz = len(self.labels)
+        heap: list[tuple[float, int]] = []
+        w = self.output
+        wo = w.part["data"] if not w.quantized else None
+        f32 = np.float32
+        log_threshold = _std_log(f32(threshold))
+
+        def dfs(node: int, score: np.float32) -> None:
+            if score < log_threshold:
+                return
+            if len(heap) == k and score < heap[0][0]:
+                return
+            left, right = tree[node]
+            if left == -1 and right == -1:
+                heap.append((float(score), node))
+                _push_heap(heap)
+                if len(heap) > k:
+                    _pop_heap(heap, len(heap))
+                    heap.pop()
+                return
+            row = wo[node - osz] if wo is not None else w.rows(np.array([node - osz]))[0]
+            f = f32(np.dot(row, hidden))
+            f = f32(1.0 / (1 + np.exp(-np.float64(f))))
+            dfs(left, f32(score + _std_log(f32(1.0 - np.float64(f)))))
+            dfs(right, f32(score + _std_log(f)))
+
+        dfs(2 * osz - 2, f32(0.0))
+        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
+
+    def _tree(self) -> list[tuple[int, int]]:
+        """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
+        if getattr(self, "_tree_cache", None) is None:
+            counts = [int(c) for c in self.label_counts]
+            osz = len(counts)
+            count = counts + [int(1e15)] * (osz - 1)
+            left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
+            leaf, node = osz - 1, osz
+            for i in range(osz, 2 * osz - 1):
+                mini = [0, 0]
+                for j in range(2):
+                    if leaf >= 0 and count[leaf] < count[node]:
+                        mini[j], leaf = leaf, leaf - 1
+                    else:
+                        mini[j], node = node, node + 1
+                left[i], right[i] = mini
+                count[i] = count[mini[0]] + count[mini[1]]
+            self._tree_cache = list(zip(left, right, strict=True))
+        return self._tree_cache
+
+
+def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
+    """Every row a lookup can reach is in the matrices (else a lookup would index past them)."""
+    rows = m.input.shape[0]
+    need = nwords
+    if hashed and m.buckets.pruned:
+        need = nwords + int(m.buckets.values.max()) + 1 if len(m.buckets.values) else nwords
+        if len(m.buckets.values) and int(m.buckets.values.min()) < 0:
+            raise FormatError("a prune index entry points before the n-gram rows", format=NAME,
+                              path="dictionary.pruneidx")
+    elif hashed:
+        need = nwords + bucket
+    if rows < need:
+        raise FormatError(f"the input matrix has {rows} rows; the dictionary and args address {need}",
+                          format=NAME, path="input.m")
+    if m.output.shape[1] != m.input.shape[1]:
+        raise FormatError(f"the output matrix has {m.output.shape[1]} columns, the input {m.input.shape[1]}",
+                          format=NAME, path="output.n")
+    labels = int(m.parsed["dictionary"]["nlabels"])
+    if int(m.args["model"]) == 3 and m.output.shape[0] != labels:
+        raise FormatError(f"the output matrix has {m.output.shape[0]} rows for {labels} labels", format=NAME,
+                          path="output.m")
+
+
+class _Extra(dict):
+    """``Embeddings.extra`` with entries made when first asked for (``makers``: key -> function)."""
+
+    def __init__(self, base: dict, **makers: Any) -> None:
+        super().__init__(base)
+        self._makers = makers
+
+    def _make(self, key: Any) -> None:
+        if key in self._makers and not super().__contains__(key):
+            self[key] = self._makers.pop(key)()
+
+    def __getitem__(self, key: Any) -> Any:
+        self._make(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._make(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers or super().__contains__(key)
+
+
+def _offset(entries: Any, i: int) -> int | None:
+    offsets = entries.get("_offsets")
+    return None if offsets is None else int(offsets[i])
+
+
+def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:
+    """The entries as the model shows them: words that are not UTF-8 are refused (the default, naming the
+    entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
+    escaped = entries.get("_escaped") or []
+    if not escaped:
+        return raw
+    if unicode_errors in (None, "strict"):
+        i = escaped[0]
+        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
+                          f"unicode_errors='replace' or 'ignore'", format=NAME,
+                          path=f"dictionary.entries.words[{i}]", offset=_offset(entries, i))
+    shown = list(raw)
+    for i in escaped:
+        shown[i] = raw[i].encode("utf-8", "surrogateescape").decode("utf-8", unicode_errors)
+    return shown
+
+
+_SIGMOID_TABLE = np.array([1.0 / (1.0 + np.exp(-np.float64(np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE
+                                                            - MAX_SIGMOID)))
+                           for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """``Loss::sigmoid``: fastText's table of 513 values, 0 below -8 and 1 above 8."""
+    x = x.astype(np.float32)
+    inside = np.clip(x, -MAX_SIGMOID, MAX_SIGMOID)
+    at = ((inside + np.float32(MAX_SIGMOID)) * np.float32(SIGMOID_TABLE_SIZE) / np.float32(MAX_SIGMOID)
+          / np.float32(2)).astype(np.int64)
+    out = _SIGMOID_TABLE[np.clip(at, 0, SIGMOID_TABLE_SIZE)]
+    return np.where(x < -MAX_SIGMOID, np.float32(0), np.where(x > MAX_SIGMOID, np.float32(1), out))
+
+
+def _std_log(x: Any) -> np.float32:
+    return np.float32(np.log(np.float64(x) + 1e-5))
+
+
+def _k_best_all(p: np.ndarray, k: int, threshold: float) -> list[list[tuple[int, float]]]:
+    """:func:`_k_best` of every row of ``p`` (lines x labels), sorted for all rows at once; a row where
+    the threshold cuts or ties reach the k-th place goes through :func:`_k_best`."""
+    if not len(p) or k == 0:
+        return [[] for _ in range(len(p))]
+    scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
+    top = np.take_along_axis(scores, order, axis=1)
+    probs = np.take_along_axis(p, order, axis=1)
+    tied = (top[:, 1:] == top[:, :-1]).any(axis=1)
+    cut = (probs[:, :k] < np.float32(threshold)).any(axis=1)
+    out_p = np.exp(top[:, :k]).astype(np.float64)
+    ids, vals = order[:, :k].tolist(), out_p.tolist()
+    return [_k_best(p[r], k, threshold) if tied[r] or cut[r] else list(zip(ids[r], vals[r], strict=True))
+            for r in range(len(p))]
+
+
+def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
+    """``Loss::findKBest``: labels with p >= threshold, the k best by log(p + 1e-5); probabilities as the
+    Python module gives them (exp of that score). Equal scores come out in the order fastText's heap
+    leaves them: where ties reach the k-th place, its heap is replayed."""
+    ok = np.flatnonzero(p >= np.float32(threshold))
+    scores = np.log(p[ok].astype(np.float64) + 1e-5).astype(np.float32)
+    order = np.argsort(-scores, kind="stable")
+    top = scores[order[: k + 1]]
+    if len(np.unique(top)) < len(top):  # ties among the best: the order is the heap's
+        heap: list[tuple[float, int]] = []
+        for s, i in zip(scores.tolist(), ok.tolist(), strict=True):
+            if len(heap) == k and s < heap[0][0]:
+                continue
+            heap.append((s, i))
+            _push_heap(heap)
+            if len(heap) > k:
+                _pop_heap(heap, len(heap))
+                heap.pop()
+        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
+    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order[:k]]
+
+
+# libstdc++'s heap algorithms with fastText's comparePairs (a greater score first): a min-heap of scores
+def _less(a: tuple[float, int], b: tuple[float, int]) -> bool:
+    return a[0] > b[0]
+
+
+def _sift_up(heap: list, hole: int, top: int, value: tuple[float, int]) -> None:
+    parent = (hole - 1) // 2
+    while hole > top and _less(heap[parent], value):
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = value
+
+
+def _push_heap(heap: list) -> None:
+    _sift_up(heap, len(heap) - 1, 0, heap[-1])
+
+
+def _pop_heap(heap: list, n: int) -> None:
+    """std::pop_heap over heap[:n]: the top goes to n - 1."""
+    value = heap[n - 1]
+    heap[n - 1] = heap[0]
+    hole, length = 0, n - 1
+    child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if _less(heap[child], heap[child - 1]):
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if length % 2 == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    _sift_up(heap, hole, 0, value)
+
+
+def _sort_heap(heap: list) -> list:
+    heap = list(heap)
+    for n in range(len(heap), 1, -1):
+        _pop_heap(heap, n)
+    return heap

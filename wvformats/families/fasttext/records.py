@@ -1,0 +1,150 @@
+"""fastText's dictionary entries as one checked, vectorised record table: ``bytes up to a NUL, i64 count,
+i8 type`` back to back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ...errors import BuildError, TruncatedError, ValueMismatchError
+from ...framework import check_length, fail, follow_chain
+from ...framework.fields import _Checked, _evaluate
+from ...framework.located import _tell
+from ...framework.streams import _window, release
+from ...framework.strings import decode_spans
+
+TAIL = 9  # i64 count + i8 type after the NUL
+
+
+def _gather(u8: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes from each offset ``at`` as rows of a (n, width) uint8 matrix."""
+    return u8[at[:, None] + np.arange(width)]
+
+
+class EntryTable(_Checked):
+    """``count`` dictionary entries: the entry's bytes up to a NUL, then its i64 count and i8 type.
+
+    Parsed as ``Container(words, counts, types)``. Record offsets are found a window at a time: every NUL
+    ends a candidate record, the candidates are chained from the first one (``follow_chain``), so that NULs
+    inside the counts are never taken for the end of a word. Words decode losslessly, as fastText keeps them
+    (bytes; ``surrogateescape`` for bytes that are not UTF-8, which come back when written); ``_escaped``
+    lists the entries that needed it, for the model's ``unicode_errors``.
+    """
+
+    def __init__(self, count: Any) -> None:
+        super().__init__()
+        self.count = count
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        start = stream.tell()
+        if count < 0:
+            raise fail(path, start, "negative entry count", ValueMismatchError, found=count)
+        check_length(stream, count * (1 + TAIL), path, f"{count} entries")  # each needs a NUL, count, type
+        buf, base = _window(stream)
+        u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
+        pos, end = start - base, len(buf)
+        starts: list[np.ndarray] = []
+        nuls: list[np.ndarray] = []
+        done, window = 0, 1 << 16
+        while done < count:
+            hi = min(end, pos + window)
+            z = np.flatnonzero(u8[pos:hi] == 0) + pos
+            # fast path: a word's NUL is followed 9 bytes on by its type, 0 or 1; most zeros inside the
+            # counts are not, and dropping them leaves few false candidates (checked below, else all zeros)
+            typed = z[u8[np.minimum(z + TAIL, end - 1)] <= 1] if end else z
+            cand, nul, idx, k = _chain(typed, pos, hi, count - done)
+            if k and len(typed) < len(z):
+                first = z[np.minimum(np.searchsorted(z, cand[idx[:k]]), len(z) - 1)]
+                if not np.array_equal(first, nul[idx[:k]]):  # a NUL the fast path dropped: every zero then
+                    cand, nul, idx, k = _chain(z, pos, hi, count - done)
+            elif not k:
+                cand, nul, idx, k = _chain(z, pos, hi, count - done)
+            ends = nul + 1 + TAIL
+            if k == 0:
+                if hi == end:  # no whole record left in the data
+                    i = done
+                    if not cand.size or cand[0] != pos:
+                        raise fail(f"{path}.words[{i}]", base + pos, "no NUL ends the entry", TruncatedError)
+                    raise fail(f"{path}.counts[{i}]", base + int(nul[0]) + 1,
+                               f"entry needs {TAIL} bytes after its NUL but only {end - int(nul[0]) - 1} remain",
+                               TruncatedError)
+                window *= 4  # a word longer than the window
+                continue
+            idx = idx[:k]
+            starts.append(cand[idx])
+            nuls.append(nul[idx])
+            done += k
+            pos = int(ends[idx[-1]])
+            window = min(window * 2, 1 << 24)
+            release(buf, pos)
+        s = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        e = np.concatenate(nuls) if nuls else np.zeros(0, np.int64)
+        tails = _gather(u8, e + 1, TAIL) if count else np.zeros((0, TAIL), np.uint8)
+        counts = np.ascontiguousarray(tails[:, :8]).view("<i8").reshape(-1)
+        types = np.ascontiguousarray(tails[:, 8]).view("i1")
+        escaped: list[int] = []
+        try:  # UTF-8 as a rule: decoded by the vectorised passes
+            words = decode_spans(buf, s, e, "strict", f"{path}.words", base, field="")
+        except ValueMismatchError:
+            words = decode_spans(buf, s, e, "surrogateescape", f"{path}.words", base, field="")
+            escaped = [i for i, w in enumerate(words) if _has_surrogate(w)]
+        stream.seek(base + pos)
+        return cs.Container(words=words, counts=counts, types=types, _escaped=escaped,
+                            _offsets=s + base)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = int(_evaluate(self.count, context))
+        words, counts, types = obj["words"], np.asarray(obj["counts"]), np.asarray(obj["types"])
+        if not (len(words) == len(counts) == len(types) == count):
+            raise fail(path, _tell(stream), "entry count does not match its header", BuildError,
+                       expected=count, found=(len(words), len(counts), len(types)))
+        if not all(isinstance(w, str) for w in words):
+            i = next(i for i, w in enumerate(words) if not isinstance(w, str))
+            raise fail(f"{path}.words[{i}]", _tell(stream), "expected a str", BuildError)
+        if count == 0:
+            return obj
+        try:
+            joined = np.frombuffer(("\0".join(words) + "\0").encode("utf-8", "surrogateescape"), np.uint8)
+        except UnicodeEncodeError as e:
+            raise fail(f"{path}.words", _tell(stream), f"cannot encode: {e.reason}", BuildError) from None
+        nul = np.flatnonzero(joined == 0)
+        if len(nul) != count:
+            i = next(i for i, w in enumerate(words) if "\0" in w)
+            raise fail(f"{path}.words[{i}]", _tell(stream), "a word holds a NUL, which ends it in the file",
+                       BuildError)
+        owner = np.zeros(len(joined), np.int64)
+        owner[nul[:-1] + 1] = 1
+        np.cumsum(owner, out=owner)
+        out = np.empty(len(joined) + TAIL * count, np.uint8)
+        out[np.arange(len(joined)) + TAIL * owner] = joined  # each word and its NUL, shifted past the tails
+        at = nul + TAIL * np.arange(count) + 1
+        tails = np.empty((count, TAIL), np.uint8)
+        tails[:, :8] = np.ascontiguousarray(counts, "<i8").view(np.uint8).reshape(count, 8)
+        tails[:, 8] = np.asarray(types).astype("i1").view(np.uint8)
+        out[at[:, None] + np.arange(TAIL)] = tails
+        stream.write(memoryview(out))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+
+def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The entries chained from ``pos`` whose word ends at the first of the zeros ``z`` from its start:
+    (candidate starts, their NULs, the chained candidates' indices, how many end inside ``hi``)."""
+    cand = np.concatenate([[pos], z + 1 + TAIL])
+    cand = cand[cand < hi]
+    nul_of = np.searchsorted(z, cand)  # each candidate's word ends at the first NUL from it
+    ok = nul_of < len(z)
+    cand, nul = cand[ok], z[nul_of[ok]]
+    if not cand.size or cand[0] != pos:
+        return cand, nul, np.zeros(0, np.int64), 0
+    idx = follow_chain(cand, nul + 1 + TAIL, most)
+    return cand, nul, idx, int(np.searchsorted(nul[idx] + 1 + TAIL, hi, "right"))  # whole records inside
+
+
+def _has_surrogate(word: str) -> bool:
+    return not word.isascii() and any("\udc80" <= c <= "\udcff" for c in word)
