@@ -52,6 +52,10 @@ class Format:
     # the parse keeps bulk arrays as views of the file's buffer: ``read(mmap=False)`` then parses the mapped
     # file while a worker thread reads it into memory, and takes the arrays from that copy
     array_views: bool = False
+    # reads a compressed file from its decompressed blocks of whole lines (``stream(blocks, **options)``, the
+    # blocks as :func:`compression.line_blocks` gives them) instead of one buffer of the whole file: a text
+    # format's memory then holds the result and one block
+    stream: Callable[..., Any] | None = None
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import construct as cs
@@ -12,6 +13,7 @@ from ...embeddings import Embeddings, count_duplicates, warn_if_changed
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
+from .stream import read_stream
 
 _HEADER = re.compile(rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n")
 _NUMBER = re.compile(rb"\A[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-?Infinity|Inf)\Z")
@@ -194,12 +196,12 @@ def _check(parsed: Any) -> list[str]:
 
 
 def _register(name: str, ext: tuple[str, ...], desc: str, s: cs.Construct, sniff: Any, prio: int,
-              from_model: Any) -> None:
+              from_model: Any, stream: Any = None) -> None:
     parse, build = schema_io(name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
         name=name, extensions=ext, description=desc, schema=s, sniff=sniff, priority=prio,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
-        model=Embeddings, inspect=_inspect, check=_check, read_options=(*_READ_PARAMS, "dtype"),
+        model=Embeddings, inspect=_inspect, check=_check, read_options=(*_READ_PARAMS, "dtype"), stream=stream,
     ))
 
 
@@ -208,6 +210,7 @@ _register("leader", (".leader",), "Leader: u64 header, then u32-length-prefixed 
 _register("word2vec-binary", (".bin", ".w2v"), "word2vec binary: text header, then word + space + float32 vector",
           schema.word2vec_binary, sniff_w2v_binary, 60, _w2v_bin_from)
 _register("word2vec-text", (".txt", ".vec", ".w2v-text"), "word2vec text and fastText .vec: header line, "
-          "then one text line per word", schema.word2vec_text, sniff_w2v_text, 55, _w2v_text_from)
+          "then one text line per word", schema.word2vec_text, sniff_w2v_text, 55, _w2v_text_from,
+          partial(read_stream, "word2vec-text"))
 _register("glove", (".glove",), "GloVe text: no header, one line per word", schema.glove, sniff_glove, 70,
-          _glove_from)
+          _glove_from, partial(read_stream, "glove"))
