@@ -181,3 +181,30 @@ def test_unknown_content_inside_a_compressed_file_says_so(tmp_path: Path) -> Non
     subprocess.run(["gzip", str(tmp_path / "notes.txt")], check=True)
     with pytest.raises(FormatError, match="gzip-compressed; decompressed, its first bytes 00 01"):
         wv.sniff(tmp_path / "notes.txt.gz")
+
+
+def test_a_decompression_bomb_is_refused_before_memory_runs_out(tmp_path: Path, monkeypatch) -> None:
+    """A binary format is parsed from one buffer of the decompressed bytes, a text format from blocks of
+    whole lines: a stream that decompresses to more than can be held (a buffer, or one line) is a FormatError
+    naming the compression and the size, not a MemoryError or an OOM kill."""
+    import gzip
+    import os
+
+    from wvformats import compression
+
+    monkeypatch.setattr(compression, "MAX_IN_MEMORY", 16 << 20)
+    binary, text = tmp_path / "bomb.bin.gz", tmp_path / "bomb.txt.gz"
+    with gzip.open(binary, "wb") as f:  # 64 MB of zeros in 64 KB
+        f.write(b"1000000 100\n")
+        for _ in range(64):
+            f.write(bytes(1 << 20))
+    with gzip.open(text, "wb") as f:  # a GloVe line of 24 MB, no newline
+        f.write(b"w" + b" 0" * (12 << 20))
+    for path, fmt in ((binary, "word2vec-binary"), (text, "glove")):
+        with pytest.raises(FormatError) as e:
+            wv.read(path, fmt)
+        assert type(e.value) is FormatError and e.value.format == "gzip"
+        assert f"more than {16 << 20} bytes" in str(e.value) and "MAX_IN_MEMORY" in str(e.value)
+    assert "gzip" in wv.validate(binary).error
+    monkeypatch.setattr(compression, "MAX_IN_MEMORY", None)  # the default: what the machine has available
+    assert 0 < compression.memory_cap() <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -161,7 +161,10 @@ def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
     if fmt.is_directory:
         return fmt.to_model(fmt.parse(Path(path), **options), **options)
     try:
-        if use_mmap is False and fmt.array_views and not compression.detect(path):
+        kind = compression.detect(path)
+        if kind and fmt.stream is not None:  # a compressed text file: read block by block
+            parsed = fmt.stream(compression.line_blocks(path, kind), **options)
+        elif use_mmap is False and fmt.array_views and not kind:
             parsed = _parse_beside_copy(fmt, path, options)
         else:
             buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))

@@ -30,6 +30,10 @@ MAGIC = (
 SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
 MEMBER_SEPARATOR = "::"
 CHUNK = 1 << 20  # decompressed bytes read at a time
+LINE_BLOCK = 8 << 20  # decompressed bytes of whole lines a text format parses at a time (tests lower it)
+# the most decompressed bytes held in memory as one buffer; None: what the machine has available now
+# (MemAvailable). A caller with room to spare (or swap) may raise it.
+MAX_IN_MEMORY: int | None = None
 
 
 def split_member(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
@@ -105,11 +109,62 @@ def head(path: str | os.PathLike[str], kind: str, n: int) -> bytes:
 
 
 def read_all(path: str | os.PathLike[str], kind: str) -> bytearray:
-    """All the decompressed bytes in memory (one growing buffer: the allocator extends it in place)."""
-    out = bytearray()
-    for chunk in chunks(path, kind):
-        out += chunk
+    """All the decompressed bytes in memory (one growing buffer: the allocator extends it in place); a
+    stream that decompresses to more than can be held (:func:`memory_cap`) is a FormatError, not an OOM kill."""
+    cap, out = memory_cap(), bytearray()
+    with contextlib.closing(chunks(path, kind)) as stream:
+        for chunk in stream:
+            if cap is not None and len(out) + len(chunk) > cap:
+                raise _too_big(path, kind, cap, len(out))
+            out += chunk
     return out
+
+
+def line_blocks(path: str | os.PathLike[str], kind: str) -> Iterator[tuple[int, bytes]]:
+    """The decompressed bytes in blocks of whole lines, each with its offset in the decompressed stream: a
+    block is about ``LINE_BLOCK`` bytes cut after its last newline (the last block is what remains), so
+    memory holds one block, not the file. A line longer than :func:`memory_cap` is a FormatError."""
+    cap, pending, at, searched = memory_cap(), bytearray(), 0, 0
+    with contextlib.closing(chunks(path, kind)) as stream:
+        for chunk in stream:
+            pending += chunk
+            if len(pending) < LINE_BLOCK:
+                continue
+            cut = pending.rfind(b"\n", searched) + 1  # (what was searched before holds no newline)
+            if not cut:
+                if cap is not None and len(pending) > cap:
+                    raise _too_big(path, kind, cap, at + len(pending))
+                searched = len(pending)
+                continue
+            with memoryview(pending) as view:
+                block = bytes(view[:cut])
+            del pending[:cut]
+            searched = len(pending)
+            yield at, block
+            at += cut
+    if pending:
+        yield at, bytes(pending)
+
+
+def memory_cap() -> int | None:
+    """The most decompressed bytes one buffer may hold: ``MAX_IN_MEMORY`` when set, else the memory the
+    machine has available (MemAvailable in /proc/meminfo), else None (no cap known)."""
+    if MAX_IN_MEMORY is not None:
+        return MAX_IN_MEMORY
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _too_big(path: str | os.PathLike[str], kind: str, cap: int, got: int) -> FormatError:
+    return FormatError(f"{path}: the {kind} stream decompresses to more than {cap} bytes, more than can be held "
+                       "in memory (the memory available, or wvformats.compression.MAX_IN_MEMORY); decompress it "
+                       "to a file, or raise MAX_IN_MEMORY", format=kind, offset=got)
 
 
 class _ZstdError(Exception):

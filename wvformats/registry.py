@@ -84,6 +84,10 @@ class Format:
     # a looser sniffer for damaged files of the format: when no format's ``sniff`` matches, the first (by
     # priority) whose ``resembles`` does is the file's format, so that reading it reports this format's error
     resembles: Callable[[bytes], bool] | None = None
+    # reads a compressed file from its decompressed blocks of whole lines (``stream(blocks, **options)``, the
+    # blocks as :func:`compression.line_blocks` gives them) instead of one buffer of the whole file: a text
+    # format's memory then holds the result and one block
+    stream: Callable[..., Any] | None = None
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import construct as cs
@@ -12,6 +13,7 @@ from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
 from . import sniff
+from .stream import read_stream
 
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
 
@@ -152,13 +154,13 @@ def _check(parsed: Any) -> list[str]:
     return []
 
 
-def _register(found: sniff.Sniffer, desc: str, s: cs.Construct, from_model: Any) -> None:
+def _register(found: sniff.Sniffer, desc: str, s: cs.Construct, from_model: Any, stream: Any = None) -> None:
     parse, build = schema_io(found.name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
         **found._asdict(), description=desc, schema=s,
         parse=parse, build=build, to_model=_to_model, from_model=from_model,
         model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(found.name, s), check=_check,
-        read_options=(*_READ_PARAMS, "dtype"),
+        read_options=(*_READ_PARAMS, "dtype"), stream=stream,
     ))
 
 
@@ -167,5 +169,6 @@ _register(sniff.LEADER, "Leader: u64 header, then u32-length-prefixed words with
 _register(sniff.WORD2VEC_BINARY, "word2vec binary: text header, then word + space + float32 vector",
           schema.word2vec_binary, _w2v_bin_from)
 _register(sniff.WORD2VEC_TEXT, "word2vec text and fastText .vec: header line, then one text line per word",
-          schema.word2vec_text, _w2v_text_from)
-_register(sniff.GLOVE, "GloVe text: no header, one line per word", schema.glove, _glove_from)
+          schema.word2vec_text, _w2v_text_from, partial(read_stream, "word2vec-text"))
+_register(sniff.GLOVE, "GloVe text: no header, one line per word", schema.glove, _glove_from,
+          partial(read_stream, "glove"))
