@@ -507,3 +507,77 @@ def test_one_block_table_for_gguf_and_rwkv():
         assert (LAYOUTS[qtype.name][0], LAYOUTS[qtype.name][1].itemsize) == (block, 36 if qtype.name == "Q8_1" else size)
     for name, block, dtype in BLOCKS[101].values():
         assert (block, dtype) == LAYOUTS[GGML_NAME.get(name, name)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quick inspect (header, key/values and the tensor table without decoding the string arrays)
+
+
+def many_tokens_file(path, n=200_000):
+    """A GGUFWriter file with a large token list, other arrays and a few tensors of several types."""
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(4096)
+    w.add_token_list([f"tok{i}\u00e9" for i in range(n)])
+    w.add_token_scores(np.linspace(-1, 0, n, dtype=np.float32).tolist())
+    w.add_array("test.nested", [[1, 2], [3]])
+    rng = np.random.default_rng(7)
+    w.add_tensor("f32", rng.normal(size=(3, 32)).astype(np.float32))
+    q = gq.quantize(rng.normal(size=(4, 64)).astype(np.float32), T.Q8_0)
+    w.add_tensor("q8", q, raw_shape=q.shape, raw_dtype=T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def quick_and_full(path):
+    quick, full = wv.inspect(path), wv.inspect(path, full=True)
+    assert "parts" in full and "parts" not in quick  # (the quick one does not walk the schema again)
+    return quick, {k: v for k, v in full.items() if k != "parts"}
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
+def test_quick_inspect_equals_the_full_one_on_real_vocabularies(path):
+    quick, full = quick_and_full(path)
+    assert quick == full
+    reader = gguf.GGUFReader(path)  # the oracle for the counts and first values
+    tokens = reader.fields["tokenizer.ggml.tokens"]
+    row = next(r for r in quick["metadata"] if r["key"] == "tokenizer.ggml.tokens")
+    assert row["value"] == {"count": len(tokens.data), "head": tokens.contents()[:5]}
+    assert quick["tokens"] == len(tokens.data) and quick["n_kv"] == len(reader.fields) - 3  # (GGUF.* pseudo-keys)
+
+
+def test_quick_inspect_of_a_gguf_py_file_with_tensors(tmp_path):
+    path = many_tokens_file(tmp_path / "m.gguf", n=3000)
+    quick, full = quick_and_full(path)
+    assert quick == full
+    reader = gguf.GGUFReader(path)
+    assert [(t["name"], t["type"], t["ggml_shape"], t["offset"] + reader.data_offset, t["bytes"])
+            for t in quick["tensor_table"]] == [
+        (t.name, t.tensor_type.name, [int(d) for d in t.shape], t.data_offset, int(t.n_bytes)) for t in reader.tensors]
+    nested = next(r for r in quick["metadata"] if r["key"] == "test.nested")
+    assert nested == {"key": "test.nested", "type": "ARRAY[ARRAY]", "value": {"count": 2, "nested": True}}
+    head = next(r for r in quick["metadata"] if r["key"] == "tokenizer.ggml.tokens")["value"]
+    assert head == {"count": 3000, "head": ["tok0é", "tok1é", "tok2é", "tok3é", "tok4é"]}
+
+
+def test_quick_inspect_memory_does_not_grow_with_the_token_list(tmp_path):
+    """Walking the string arrays keeps one window's temporaries, never an offset per string nor the strings:
+    three times the tokens, the same peak (the full parse's grows with them)."""
+    import tracemalloc
+
+    def peak(path):
+        wv.inspect(path)  # (imports and caches out of the measurement)
+        tracemalloc.start()
+        try:
+            info = wv.inspect(path)
+            return info, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, small_peak = peak(many_tokens_file(tmp_path / "small.gguf", n=200_000))
+    big, big_peak = peak(many_tokens_file(tmp_path / "big.gguf", n=600_000))
+    assert (small["tokens"], big["tokens"]) == (200_000, 600_000)
+    assert big_peak < 1.25 * small_peak + (64 << 10), (small_peak, big_peak)
+    assert big_peak < 8 << 20, big_peak  # (a few windows of 1 MB: 14 MB of file here)

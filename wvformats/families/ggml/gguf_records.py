@@ -9,7 +9,7 @@ header costs at most time and memory linear in the file size.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import construct as cs
@@ -152,23 +152,45 @@ class StringArray(Sequence):
         return f"StringArray({len(self)} strings)"
 
 
-_WINDOW = 1 << 16
+class StringHead(Sequence):
+    """The count and first strings of a GGUF string array, for a quick inspect: the array was walked to find
+    its end, and only its first strings decoded."""
+
+    def __init__(self, count: int, first: list[str]) -> None:
+        self.count, self.first = count, first
+
+    def head(self, n: int) -> list[str]:
+        """The first ``n`` strings (up to as many as were decoded)."""
+        return self.first[:n]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.first[i]
+
+    def __repr__(self) -> str:
+        return f"StringHead({self.count} strings, first {len(self.first)} decoded)"
+
+
+_WINDOW = 1 << 16  # bytes the string walk looks at first, doubling up to _MAX_WINDOW while runs go on
+_MAX_WINDOW = 1 << 20
 _DECODE_CHUNK = 1 << 16  # strings decoded per pass
 
 
-def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
-                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, their lengths, and
-    the position after: u64 lengths (``width`` 8) or u32 (4).
+def string_runs(buf: Any, pos: int, end: int, count: int, width: int, path: str,
+                base: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """The ``count`` length-prefixed strings back to back from ``pos``, a run at a time: where each run's
+    string bytes start, their lengths (int64), and the position after the run. u64 lengths (``width`` 8) or
+    u32 (4).
 
     A window at a time: every offset followed by ``width - 1`` zero bytes may hold a length under 256; each
     candidate's successor is looked up among them and the run is the chain from the current offset
     (:func:`follow_chain`; candidates inside a string are never reached). Where no run starts (a string of 256
     bytes or more, the end of the data) a checked loop takes up to 256 strings and names a truncated one.
+    Only one window's temporaries are alive at a time.
     """
     unpack = (_U64 if width == 8 else _U32).unpack_from
-    starts: list[np.ndarray] = []
-    sizes: list[np.ndarray] = []
     done, window = 0, _WINDOW
     while done < count:
         hi = min(end, pos + window)
@@ -183,11 +205,11 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
                 idx = follow_chain(c, nxt, count - done)
                 k = int(np.searchsorted(nxt[idx], hi - pos, "right"))
                 if k:
-                    starts.append(pos + c[idx[:k]] + width)
-                    sizes.append(lens[idx[:k]])
                     done += k
-                    pos += int(nxt[idx[k - 1]])
-                    window = min(2 * window, 1 << 22)
+                    after = pos + int(nxt[idx[k - 1]])
+                    yield pos + c[idx[:k]] + width, lens[idx[:k]], after
+                    pos = after
+                    window = min(2 * window, _MAX_WINDOW)
                     continue
         window = _WINDOW
         got, lens_got = [], []
@@ -202,12 +224,19 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
             lens_got.append(n)
             pos += width + n
             done += 1
-        starts.append(np.array(got, np.int64))
-        sizes.append(np.array(lens_got, np.int64))
-    if not starts:
+        yield np.array(got, np.int64), np.array(lens_got, np.int64), pos
+
+
+def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
+                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, their lengths, and
+    the position after (see :func:`string_runs`)."""
+    runs = list(string_runs(buf, pos, end, count, width, path, base))
+    if not runs:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+    starts, sizes, after = zip(*runs, strict=True)
     small = np.int32 if len(buf) < 1 << 31 else np.int64  # (half the memory for a vocabulary's offsets)
-    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), pos
+    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), after[-1]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,10 +255,13 @@ class GGUFValue(_Checked):
         self.types = types
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        head = (getattr(context, "_params", None) or {}).get("string_head")
         return self._value(stream, int(_evaluate(self.value_type, context)), _width(self.version, context),
-                           path, 0)
+                           path, 0, head)
 
-    def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int) -> Any:
+    def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int,
+               head: int | None = None) -> Any:
+        """``head``: string arrays walked but only their first ``head`` strings decoded (a :class:`StringHead`)."""
         pos = stream.tell()
         if kind not in self.types:
             raise fail(path, pos, f"unknown value type {kind}", ValueMismatchError, found=kind)
@@ -269,12 +301,22 @@ class GGUFValue(_Checked):
             check_length(stream, count * fmt.size, data_path, f"{count} strings")
             buf, base = _window(stream)
             at = stream.tell() - base
-            starts, lens, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
-            data = StringArray(buf=buf, starts=starts, lens=lens, span=(at, after), base=base, path=data_path)
+            if head is None:
+                starts, lens, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
+                data = StringArray(buf=buf, starts=starts, lens=lens, span=(at, after), base=base, path=data_path)
+            else:
+                first, after = [], at
+                for starts, lens, after in string_runs(  # noqa: B007 (after: where the last run ends)
+                        buf, at, len(buf), count, fmt.size, data_path, base):
+                    if len(first) < head:
+                        k = head - len(first)
+                        first += decode_spans(buf, starts[:k], starts[:k] + lens[:k], "strict", data_path, base,
+                                              field="")
+                data = StringHead(count, first)
             stream.seek(base + after)
         else:  # arrays of arrays: each at least an element type and a count
             check_length(stream, count * (4 + fmt.size), data_path, f"{count} arrays")
-            data = [self._value(stream, element, fmt, f"{data_path}[{i}]", depth + 1) for i in range(count)]
+            data = [self._value(stream, element, fmt, f"{data_path}[{i}]", depth + 1, head) for i in range(count)]
         return cs.Container(element_type=element, count=count, data=data)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
