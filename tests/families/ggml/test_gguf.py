@@ -531,6 +531,12 @@ def many_tokens_file(path, n=200_000):
     return path
 
 
+@pytest.fixture(scope="module")
+def big_vocab(tmp_path_factory):
+    """600,000 tokens (13.7 MB), written by gguf-py."""
+    return many_tokens_file(tmp_path_factory.mktemp("big") / "big.gguf", n=600_000)
+
+
 def quick_and_full(path):
     quick, full = wv.inspect(path), wv.inspect(path, full=True)
     assert "parts" in full and "parts" not in quick  # (the quick one does not walk the schema again)
@@ -562,7 +568,7 @@ def test_quick_inspect_of_a_gguf_py_file_with_tensors(tmp_path):
     assert head == {"count": 3000, "head": ["tok0é", "tok1é", "tok2é", "tok3é", "tok4é"]}
 
 
-def test_quick_inspect_memory_does_not_grow_with_the_token_list(tmp_path):
+def test_quick_inspect_memory_does_not_grow_with_the_token_list(tmp_path, big_vocab):
     """Walking the string arrays keeps one window's temporaries, never an offset per string nor the strings:
     three times the tokens, the same peak (the full parse's grows with them)."""
     import tracemalloc
@@ -577,7 +583,29 @@ def test_quick_inspect_memory_does_not_grow_with_the_token_list(tmp_path):
             tracemalloc.stop()
 
     small, small_peak = peak(many_tokens_file(tmp_path / "small.gguf", n=200_000))
-    big, big_peak = peak(many_tokens_file(tmp_path / "big.gguf", n=600_000))
+    big, big_peak = peak(big_vocab)
     assert (small["tokens"], big["tokens"]) == (200_000, 600_000)
     assert big_peak < 1.25 * small_peak + (64 << 10), (small_peak, big_peak)
     assert big_peak < 8 << 20, big_peak  # (a few windows of 1 MB: 14 MB of file here)
+
+
+def test_reading_keeps_one_offset_per_string_and_decoding_copies_no_whole_block(big_vocab):
+    """The memory of reading a token list and decoding it: one int32 offset per string kept (the lengths
+    follow from the offsets), the walk's and the decoder's temporaries one window or chunk at a time."""
+    import tracemalloc
+
+    n = 600_000
+    wv.read(big_vocab).metadata["tokenizer.ggml.tokens"].head(1)  # (imports and caches out of the measurement)
+    tracemalloc.start()
+    try:
+        model = wv.read(big_vocab)
+        kept, read_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        tokens = model.metadata["tokenizer.ggml.tokens"].tolist()
+        decoded, decode_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(tokens) == n and tokens[123_456] == "tok123456é"
+    assert kept < 4 * n + (256 << 10), kept  # one int32 per string (was two)
+    assert read_peak - kept < 6 << 20, (read_peak, kept)  # a 1 MB window's (was ~17 bytes per string: 10 MB)
+    assert decode_peak - decoded < 4 << 20, (decode_peak, decoded)  # one chunk of strings at a time

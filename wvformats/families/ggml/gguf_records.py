@@ -65,15 +65,25 @@ class GGUFString(_Checked):
 class StringArray(Sequence):
     """The strings of a GGUF string array, decoded all at once on first use (one pass over one block).
 
-    Parsed, it keeps the array's bytes (a view of the file) and the offsets found by :func:`string_starts`;
-    written back unchanged, those bytes are copied as one block. Made from a list, it holds the list.
+    Parsed, it keeps the array's bytes (a view of the file) and where each string's bytes start (found by
+    :func:`string_starts`; a string ends where the next one's length field begins, the last at the end of the
+    array); written back unchanged, those bytes are copied as one block. Made from a list, it holds the list.
     """
 
     def __init__(self, strings: Sequence[str] | None = None, *, buf: Any = None, starts: np.ndarray | None = None,
-                 lens: np.ndarray | None = None, span: tuple[int, int] = (0, 0), base: int = 0,
-                 path: str = "") -> None:
+                 width: int = 8, span: tuple[int, int] = (0, 0), base: int = 0, path: str = "") -> None:
         self._strings = list(strings) if strings is not None else None
-        self._buf, self._starts, self._lens, self._span, self._base, self._path = buf, starts, lens, span, base, path
+        self._buf, self._starts, self._width, self._span, self._base, self._path = buf, starts, width, span, base, path
+
+    def _ends(self, i: int, j: int) -> np.ndarray:
+        """Where strings ``i`` to ``j - 1`` end."""
+        starts = self._starts
+        assert starts is not None
+        ends = np.empty(len(starts[i:j]), np.int64)
+        ends[:-1] = starts[i + 1 : j] - self._width
+        if len(ends):
+            ends[-1] = starts[j] - self._width if j < len(starts) else self._span[1]
+        return ends
 
     @property
     def raw(self) -> memoryview | None:
@@ -85,24 +95,24 @@ class StringArray(Sequence):
     @property
     def byte_lengths(self) -> np.ndarray:
         """The UTF-8 byte length of each string, without decoding any."""
-        if self._lens is not None:
-            return self._lens
+        if self._starts is not None:
+            return self._ends(0, len(self._starts)) - self._starts
         return np.array([len(s.encode("utf-8")) for s in self._strings or []], np.int64)
 
     def head(self, n: int) -> list[str]:
         """The first ``n`` strings, decoding only those."""
-        if self._strings is not None or self._lens is None:
+        if self._strings is not None or self._starts is None:
             return self.tolist()[:n]
-        k = min(n, len(self._lens))
-        return decode_spans(self._buf, self._starts[:k], self._starts[:k] + self._lens[:k], "strict", self._path,
-                            self._base, field="")
+        k = min(n, len(self._starts))
+        return decode_spans(self._buf, self._starts[:k], self._ends(0, k), "strict", self._path, self._base, field="")
 
     def tolist(self) -> list[str]:
         """All strings, decoded (once, in one pass; a bad one is named with its index and offset)."""
         if self._strings is None:
             self._strings = self._packed()
         if self._strings is None:
-            self._strings = decode_spans(self._buf, self._starts, self._starts + self._lens, "strict",
+            assert self._starts is not None
+            self._strings = decode_spans(self._buf, self._starts, self._ends(0, len(self._starts)), "strict",
                                          self._path, self._base, field="")
         return self._strings
 
@@ -110,12 +120,12 @@ class StringArray(Sequence):
         """The strings decoded in one piece: every length field but its last byte (a zero for lengths under
         2^56) dropped, the rest is the strings joined by NULs. None where that does not hold (a string with a
         NUL, invalid UTF-8): the general decoder then names the bad string."""
-        n = len(self._lens)
+        assert self._starts is not None
+        n, width = len(self._starts), self._width
         if not n:
             return []
-        lo, hi = self._span
+        hi = self._span[1]
         a = np.frombuffer(self._buf, np.uint8)
-        width = int(self._starts[0] - lo)  # the first string starts after its length field
         out: list[str] = []
         for i in range(0, n, _DECODE_CHUNK):  # a chunk at a time: the temporaries stay small
             starts = self._starts[i : i + _DECODE_CHUNK]
@@ -138,7 +148,7 @@ class StringArray(Sequence):
         return out
 
     def __len__(self) -> int:
-        return len(self._lens) if self._strings is None and self._lens is not None else len(self.tolist())
+        return len(self._starts) if self._strings is None and self._starts is not None else len(self.tolist())
 
     def __getitem__(self, i: Any) -> Any:
         return self.tolist()[i]
@@ -175,7 +185,7 @@ class StringHead(Sequence):
 
 _WINDOW = 1 << 16  # bytes the string walk looks at first, doubling up to _MAX_WINDOW while runs go on
 _MAX_WINDOW = 1 << 20
-_DECODE_CHUNK = 1 << 16  # strings decoded per pass
+_DECODE_CHUNK = 1 << 14  # strings decoded per pass
 
 
 def string_runs(buf: Any, pos: int, end: int, count: int, width: int, path: str,
@@ -228,15 +238,18 @@ def string_runs(buf: Any, pos: int, end: int, count: int, width: int, path: str,
 
 
 def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
-                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, their lengths, and
-    the position after (see :func:`string_runs`)."""
-    runs = list(string_runs(buf, pos, end, count, width, path, base))
-    if not runs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
-    starts, sizes, after = zip(*runs, strict=True)
+                  base: int) -> tuple[np.ndarray, int]:
+    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, and the position
+    after (see :func:`string_runs`)."""
     small = np.int32 if len(buf) < 1 << 31 else np.int64  # (half the memory for a vocabulary's offsets)
-    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), after[-1]
+    # filled in place, run by run: no list of runs and no int64 copy of the whole (the count was checked
+    # against the bytes left, so this is at most half the array's size); the lengths follow from the starts
+    starts = np.empty(count, small)
+    done, after = 0, pos
+    for run_starts, _, after in string_runs(buf, pos, end, count, width, path, base):  # noqa: B007
+        starts[done : done + len(run_starts)] = run_starts
+        done += len(run_starts)
+    return starts, after
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -302,8 +315,9 @@ class GGUFValue(_Checked):
             buf, base = _window(stream)
             at = stream.tell() - base
             if head is None:
-                starts, lens, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
-                data = StringArray(buf=buf, starts=starts, lens=lens, span=(at, after), base=base, path=data_path)
+                starts, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
+                data = StringArray(buf=buf, starts=starts, width=fmt.size, span=(at, after), base=base,
+                                   path=data_path)
             else:
                 first, after = [], at
                 for starts, lens, after in string_runs(  # noqa: B007 (after: where the last run ends)
