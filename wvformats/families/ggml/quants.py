@@ -182,9 +182,13 @@ _TRITS = ((((np.arange(256, dtype=np.uint16)[:, None] * _POW3) & 0xFF) * 3 >> 8)
 def _tq1_0(b: np.ndarray) -> np.ndarray:
     n = len(b)
     out = np.empty((n, 256), F32)
-    out[:, :160].reshape(n, 5, 32)[:] = _TRITS[:, b["qs"][:, :32]].transpose(1, 0, 2)  # value 32 digit + byte
-    out[:, 160:240].reshape(n, 5, 16)[:] = _TRITS[:, b["qs"][:, 32:48]].transpose(1, 0, 2)
-    out[:, 240:].reshape(n, 4, 4)[:] = _TRITS[:4, b["qh"]].transpose(1, 0, 2)
+    # value 32 digit + byte, gathered straight into the output's (digit, block, byte) view (np.take with
+    # out=: 2x faster than a fancy-indexed copy, then a transposed assignment); bytes are < 256, so "clip"
+    # checks nothing
+    np.take(_TRITS, b["qs"][:, :32], axis=1, out=out[:, :160].reshape(n, 5, 32).transpose(1, 0, 2), mode="clip")
+    np.take(_TRITS, b["qs"][:, 32:48], axis=1, out=out[:, 160:240].reshape(n, 5, 16).transpose(1, 0, 2),
+            mode="clip")
+    np.take(_TRITS[:4], b["qh"], axis=1, out=out[:, 240:].reshape(n, 4, 4).transpose(1, 0, 2), mode="clip")
     out *= b["d"].astype(F32)[:, None]
     return out
 
