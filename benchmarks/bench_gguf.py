@@ -4,16 +4,20 @@
 
 1. Open a vocabulary GGUF (llama.cpp's models/ggml-vocab-*.gguf; gemma-4's has 262k tokens) and read the
    architecture and the token list, in fresh processes: wvformats.read vs gguf.GGUFReader + the field's
-   contents(), against the floor of reading the file's bytes. Peak RSS per row.
+   contents(), against the floor of reading the file's bytes; and wv.inspect's summary. Peak RSS per row.
 2. Open a multi-GB GGUF (written once to benchmarks/data/ with gguf.GGUFWriter: F16 tensors) and read the
    architecture and every tensor's shape: O(header) for both (tensors are views of the memory map).
 3. Quantize / dequantize a size x size float32 matrix with both, every type both support; outputs compared.
+   Ours and gguf.quants run interleaved (one call of each per repeat), so that the machine's load moves
+   both alike; the ratio is the median of the per-repeat ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import gguf
@@ -21,7 +25,7 @@ import numpy as np
 from gguf import quants as gq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, in_process, measure, table, warm  # noqa: E402
+from common import floor_read, measure, table, warm  # noqa: E402
 from wvformats.schemas.ggml import LAYOUTS
 
 from wvformats.families.ggml import quants
@@ -42,6 +46,8 @@ def vocab(path: str, repeat: int) -> None:
         ("wvformats: read + architecture", measure(
             f"import wvformats as wv\nwv.formats()\n{warm(path)}", f"m = wv.read({path!r})\narch = m.architecture",
             repeat)),
+        ("wvformats: inspect (header, key/values, tensor table)", measure(
+            f"import wvformats as wv\nwv.formats()\n{warm(path)}", f"info = wv.inspect({path!r})", repeat)),
         ("gguf-py: GGUFReader + architecture + tokens", measure(
             f"import gguf\n{warm(path)}",
             f"r = gguf.GGUFReader({path!r})\narch = r.fields['general.architecture'].contents()\n"
@@ -80,6 +86,20 @@ def big_model(mb: int, repeat: int) -> None:
                 "wvformats: read + architecture + shapes"))
 
 
+def paired(ours, ref, repeat: int) -> tuple[float, float, float]:
+    """Median seconds of ``ours()`` and ``ref()`` called in turn ``repeat`` times (after one warm-up call of
+    each), and the median of the per-turn ratios."""
+    ours(), ref()
+    mine, theirs = [], []
+    for _ in range(repeat):
+        for fn, runs in ((ours, mine), (ref, theirs)):
+            t = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t)
+    ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
+    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
+
+
 def quant(size: int, repeat: int) -> None:
     x = np.random.default_rng(0).normal(size=(size, size)).astype(np.float32)
     print("| type | quantize ours s | gguf s | ratio | dequantize ours s | gguf s | ratio | identical |")
@@ -89,11 +109,10 @@ def quant(size: int, repeat: int) -> None:
         ours, ref = quants.quantize(x, name), gq.quantize(x, qtype)
         same = ours.tobytes() == ref.tobytes()
         same &= quants.dequantize(ours, name).tobytes() == gq.dequantize(ref, qtype).astype(np.float32).tobytes()
-        tq = in_process(lambda n=name: quants.quantize(x, n), repeat)
-        rq = in_process(lambda t=qtype: gq.quantize(x, t), repeat)
-        td = in_process(lambda b=ours, n=name: quants.dequantize(b, n), repeat)
-        rd = in_process(lambda b=ref, t=qtype: gq.dequantize(b, t), repeat)
-        print(f"| {name} | {tq:.3f} | {rq:.3f} | {tq / rq:.2f} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |",
+        tq, rq, q_ratio = paired(lambda n=name: quants.quantize(x, n), lambda t=qtype: gq.quantize(x, t), repeat)
+        td, rd, d_ratio = paired(lambda b=ours, n=name: quants.dequantize(b, n),
+                                 lambda b=ref, t=qtype: gq.dequantize(b, t), repeat)
+        print(f"| {name} | {tq:.3f} | {rq:.3f} | {q_ratio:.2f} | {td:.3f} | {rd:.3f} | {d_ratio:.2f} | {same} |",
               flush=True)
     print("\n| type (dequantize only) | ours s | gguf s | ratio | identical |\n|---|---|---|---|---|")
     rng = np.random.default_rng(1)
@@ -106,9 +125,9 @@ def quant(size: int, repeat: int) -> None:
         qtype = gguf.GGMLQuantizationType[name]
         u8 = blocks.view(np.uint8).reshape(len(blocks), -1)
         same = quants.dequantize(blocks, name).tobytes() == gq.dequantize(u8, qtype).astype(np.float32).tobytes()
-        td = in_process(lambda b=blocks, n=name: quants.dequantize(b, n), repeat)
-        rd = in_process(lambda b=u8, t=qtype: gq.dequantize(b, t), repeat)
-        print(f"| {name} | {td:.3f} | {rd:.3f} | {td / rd:.2f} | {same} |", flush=True)
+        td, rd, ratio = paired(lambda b=blocks, n=name: quants.dequantize(b, n),
+                               lambda b=u8, t=qtype: gq.dequantize(b, t), repeat)
+        print(f"| {name} | {td:.3f} | {rd:.3f} | {ratio:.2f} | {same} |", flush=True)
 
 
 def main() -> None:
@@ -117,10 +136,14 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--model-mb", type=int, default=2048)
+    ap.add_argument("--only", choices=("vocab", "model", "quant"), help="run one of the three parts")
     args = ap.parse_args()
-    vocab(args.vocab, args.repeat)
-    big_model(args.model_mb, args.repeat)
-    quant(args.size, args.repeat)
+    if args.only in (None, "vocab"):
+        vocab(args.vocab, args.repeat)
+    if args.only in (None, "model"):
+        big_model(args.model_mb, args.repeat)
+    if args.only in (None, "quant"):
+        quant(args.size, args.repeat)
 
 
 if __name__ == "__main__":

@@ -323,6 +323,54 @@ def test_quantize_bit_exact_with_gguf(name):
     assert quantize(x, name).tobytes() == gq.quantize(x.reshape(4, -1), T[name]).tobytes()
 
 
+def test_mxfp4_quantize_bit_exact_at_the_code_midpoints_and_odd_blocks():
+    """MXFP4 picks the nearest code by the midpoints it passes: a value on a midpoint (a tie: the lower
+    code), one float32 step either side, and blocks of a NaN, an infinity, subnormals or zeros, as gguf.quants."""
+    from wvformats.families.ggml.quants import quantize
+
+    rng = np.random.default_rng(5)
+    scales = np.float32(2.0) ** rng.integers(-126, 120, size=64)
+    mids = np.array([0.5, 1.5, 2.5, 3.5, 5, 7, 10], np.float32)
+    x = (rng.choice(mids, size=(64, 32)) * scales[:, None]).astype(np.float32)
+    x[:, 0] = 12 * scales  # the block maximum: the scale is 2^(floor(log2 12 s) - 3) = s
+    step = rng.choice([-1, 0, 1], size=x.shape)
+    x = np.where(step > 0, np.nextafter(x, np.inf), np.where(step < 0, np.nextafter(x, -np.inf), x))
+    x *= rng.choice(np.array([-1, 1], np.float32), size=x.shape)
+    odd = values(rng)[:1024].reshape(32, 32)  # zeros, -1/0/1, a subnormal, normal values
+    odd[21, 5], odd[22, 7] = np.inf, -np.inf
+    odd[23] = np.float32(1e-45) * rng.integers(0, 9, size=32)  # subnormals: the exponent wraps, as in ggml
+    x = np.concatenate([x, odd]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = gq.quantize(x, T.MXFP4)
+    assert quantize(x, "MXFP4").tobytes() == want.tobytes()
+    # a NaN: ggml's amax loop (``if (amax < fabsf(v))``) skips it and its code is 0, as a 0's; gguf.quants's
+    # np.max makes the whole block NaN, so ggml's C is the reference here
+    block = x[90].copy()
+    block[3] = 0
+    with_nan = block.copy()
+    with_nan[3] = np.nan
+    assert quantize(with_nan, "MXFP4").tobytes() == quantize(block, "MXFP4").tobytes() != bytes(17)
+
+
+def test_mxfp4_quantize_compares_against_midpoints_not_an_error_per_code():
+    """The nearest code by 7 midpoint compares in place: no (values x 8 codes) error tensor (was 8.4 MB of
+    temporaries for 2^20 values; now under 1 MB)."""
+    import tracemalloc
+
+    from wvformats.families.ggml.quants import quantize
+
+    x = np.random.default_rng(0).normal(size=1 << 20).astype(np.float32)
+    quantize(x[:64], "MXFP4")
+    tracemalloc.start()
+    try:
+        out = quantize(x, "MXFP4")
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out.tobytes() == gq.quantize(x.reshape(64, -1), T.MXFP4).tobytes()
+    assert peak - kept < 2 << 20, (peak, kept)
+
+
 @pytest.mark.parametrize("name", DEQUANTIZE)
 def test_dequantize_bit_exact_with_gguf(name):
     from wvformats.schemas.ggml import LAYOUTS
@@ -507,3 +555,105 @@ def test_one_block_table_for_gguf_and_rwkv():
         assert (LAYOUTS[qtype.name][0], LAYOUTS[qtype.name][1].itemsize) == (block, 36 if qtype.name == "Q8_1" else size)
     for name, block, dtype in BLOCKS[101].values():
         assert (block, dtype) == LAYOUTS[GGML_NAME.get(name, name)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# quick inspect (header, key/values and the tensor table without decoding the string arrays)
+
+
+def many_tokens_file(path, n=200_000):
+    """A GGUFWriter file with a large token list, other arrays and a few tensors of several types."""
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(4096)
+    w.add_token_list([f"tok{i}\u00e9" for i in range(n)])
+    w.add_token_scores(np.linspace(-1, 0, n, dtype=np.float32).tolist())
+    w.add_array("test.nested", [[1, 2], [3]])
+    rng = np.random.default_rng(7)
+    w.add_tensor("f32", rng.normal(size=(3, 32)).astype(np.float32))
+    q = gq.quantize(rng.normal(size=(4, 64)).astype(np.float32), T.Q8_0)
+    w.add_tensor("q8", q, raw_shape=q.shape, raw_dtype=T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def big_vocab(tmp_path_factory):
+    """600,000 tokens (13.7 MB), written by gguf-py."""
+    return many_tokens_file(tmp_path_factory.mktemp("big") / "big.gguf", n=600_000)
+
+
+def quick_and_full(path):
+    quick, full = wv.inspect(path), wv.inspect(path, full=True)
+    assert "parts" in full and "parts" not in quick  # (the quick one does not walk the schema again)
+    return quick, {k: v for k, v in full.items() if k != "parts"}
+
+
+@pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
+def test_quick_inspect_equals_the_full_one_on_real_vocabularies(path):
+    quick, full = quick_and_full(path)
+    assert quick == full
+    reader = gguf.GGUFReader(path)  # the oracle for the counts and first values
+    tokens = reader.fields["tokenizer.ggml.tokens"]
+    row = next(r for r in quick["metadata"] if r["key"] == "tokenizer.ggml.tokens")
+    assert row["value"] == {"count": len(tokens.data), "head": tokens.contents()[:5]}
+    assert quick["tokens"] == len(tokens.data) and quick["n_kv"] == len(reader.fields) - 3  # (GGUF.* pseudo-keys)
+
+
+def test_quick_inspect_of_a_gguf_py_file_with_tensors(tmp_path):
+    path = many_tokens_file(tmp_path / "m.gguf", n=3000)
+    quick, full = quick_and_full(path)
+    assert quick == full
+    reader = gguf.GGUFReader(path)
+    assert [(t["name"], t["type"], t["ggml_shape"], t["offset"] + reader.data_offset, t["bytes"])
+            for t in quick["tensor_table"]] == [
+        (t.name, t.tensor_type.name, [int(d) for d in t.shape], t.data_offset, int(t.n_bytes)) for t in reader.tensors]
+    nested = next(r for r in quick["metadata"] if r["key"] == "test.nested")
+    assert nested == {"key": "test.nested", "type": "ARRAY[ARRAY]", "value": {"count": 2, "nested": True}}
+    head = next(r for r in quick["metadata"] if r["key"] == "tokenizer.ggml.tokens")["value"]
+    assert head == {"count": 3000, "head": ["tok0é", "tok1é", "tok2é", "tok3é", "tok4é"]}
+
+
+def test_quick_inspect_memory_does_not_grow_with_the_token_list(tmp_path, big_vocab):
+    """Walking the string arrays keeps one window's temporaries, never an offset per string nor the strings:
+    three times the tokens, the same peak (the full parse's grows with them)."""
+    import tracemalloc
+
+    def peak(path):
+        wv.inspect(path)  # (imports and caches out of the measurement)
+        tracemalloc.start()
+        try:
+            info = wv.inspect(path)
+            return info, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, small_peak = peak(many_tokens_file(tmp_path / "small.gguf", n=200_000))
+    big, big_peak = peak(big_vocab)
+    assert (small["tokens"], big["tokens"]) == (200_000, 600_000)
+    assert big_peak < 1.25 * small_peak + (64 << 10), (small_peak, big_peak)
+    assert big_peak < 8 << 20, big_peak  # (a few windows of 1 MB: 14 MB of file here)
+
+
+def test_reading_keeps_one_offset_per_string_and_decoding_copies_no_whole_block(big_vocab):
+    """The memory of reading a token list and decoding it: one int32 offset per string kept (the lengths
+    follow from the offsets), the walk's and the decoder's temporaries one window or chunk at a time."""
+    import tracemalloc
+
+    n = 600_000
+    wv.read(big_vocab).metadata["tokenizer.ggml.tokens"].head(1)  # (imports and caches out of the measurement)
+    tracemalloc.start()
+    try:
+        model = wv.read(big_vocab)
+        kept, read_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        tokens = model.metadata["tokenizer.ggml.tokens"].tolist()
+        decoded, decode_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(tokens) == n and tokens[123_456] == "tok123456é"
+    assert kept < 4 * n + (256 << 10), kept  # one int32 per string (was two)
+    assert read_peak - kept < 6 << 20, (read_peak, kept)  # a 1 MB window's (was ~17 bytes per string: 10 MB)
+    assert decode_peak - decoded < 4 << 20, (decode_peak, decoded)  # one chunk of strings at a time

@@ -15,7 +15,7 @@ from ...schemas import gguf as gguf_schema
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from . import sniff
 from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
-from .gguf_records import StringArray
+from .gguf_records import StringArray, StringHead
 from .rwkv import RwkvModel, Tensor
 from .sniff import RWKV
 
@@ -143,9 +143,12 @@ def gguf_from_model(model: Any, **_: Any) -> cs.Container:
                         has_data=has_data, padding=None, data=data if has_data else None)
 
 
-def _short_value(model: GGUFModel, key: str, most: int = 5) -> Any:
+FIRST_VALUES = 5  # of an array, shown by inspect
+
+
+def _short_value(model: GGUFModel, key: str, most: int = FIRST_VALUES) -> Any:
     value = model.metadata[key]
-    if isinstance(value, StringArray):
+    if isinstance(value, (StringArray, StringHead)):
         return {"count": len(value), "head": value.head(most)}
     if isinstance(value, np.ndarray):
         return {"count": int(value.size), "head": value[:most].tolist()}
@@ -166,6 +169,20 @@ def gguf_inspect(parsed: Any) -> dict[str, Any]:
                              for t in model.tensors.values()]}
 
 
+def gguf_inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]:
+    """The header, every key/value (arrays by type, count and first values) and the tensor table, as ``inspect``
+    gives them: string arrays are walked to their end but only their first strings decoded, tensors stay
+    unread views. (A head of a compressed file: the tensors' bytes as their type and shape give them.)"""
+    from ... import framework
+
+    info = gguf_inspect(framework.parse(gguf_schema.gguf, buf, format=GGUF, string_head=FIRST_VALUES))
+    if not complete:
+        for row in info["tensor_table"]:
+            block, dtype = LAYOUTS[row["type"]]
+            row["bytes"] = int(np.prod(row["ggml_shape"], dtype=object)) // block * dtype.itemsize
+    return info
+
+
 def gguf_check(parsed: Any) -> list[str]:
     return gguf_to_model(parsed).check()
 
@@ -173,7 +190,8 @@ def gguf_check(parsed: Any) -> list[str]:
 register(Format(
     **sniff.GGUF._asdict(), description="GGUF (ggml, llama.cpp): header, metadata key/values, tensor "
     "infos, aligned tensor data of any ggml type", schema=gguf_schema.gguf, parse=parse_gguf, build=build_gguf,
-    to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, inspect=gguf_inspect, check=gguf_check,
+    to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, inspect=gguf_inspect,
+    inspect_head=gguf_inspect_head, check=gguf_check,
     schemas={"header": gguf_schema.header, "metadata_kv": gguf_schema.metadata_kv,
              "tensor_info": gguf_schema.tensor_info},
 ))

@@ -9,7 +9,7 @@ header costs at most time and memory linear in the file size.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import construct as cs
@@ -65,15 +65,25 @@ class GGUFString(_Checked):
 class StringArray(Sequence):
     """The strings of a GGUF string array, decoded all at once on first use (one pass over one block).
 
-    Parsed, it keeps the array's bytes (a view of the file) and the offsets found by :func:`string_starts`;
-    written back unchanged, those bytes are copied as one block. Made from a list, it holds the list.
+    Parsed, it keeps the array's bytes (a view of the file) and where each string's bytes start (found by
+    :func:`string_starts`; a string ends where the next one's length field begins, the last at the end of the
+    array); written back unchanged, those bytes are copied as one block. Made from a list, it holds the list.
     """
 
     def __init__(self, strings: Sequence[str] | None = None, *, buf: Any = None, starts: np.ndarray | None = None,
-                 lens: np.ndarray | None = None, span: tuple[int, int] = (0, 0), base: int = 0,
-                 path: str = "") -> None:
+                 width: int = 8, span: tuple[int, int] = (0, 0), base: int = 0, path: str = "") -> None:
         self._strings = list(strings) if strings is not None else None
-        self._buf, self._starts, self._lens, self._span, self._base, self._path = buf, starts, lens, span, base, path
+        self._buf, self._starts, self._width, self._span, self._base, self._path = buf, starts, width, span, base, path
+
+    def _ends(self, i: int, j: int) -> np.ndarray:
+        """Where strings ``i`` to ``j - 1`` end."""
+        starts = self._starts
+        assert starts is not None
+        ends = np.empty(len(starts[i:j]), np.int64)
+        ends[:-1] = starts[i + 1 : j] - self._width
+        if len(ends):
+            ends[-1] = starts[j] - self._width if j < len(starts) else self._span[1]
+        return ends
 
     @property
     def raw(self) -> memoryview | None:
@@ -85,24 +95,24 @@ class StringArray(Sequence):
     @property
     def byte_lengths(self) -> np.ndarray:
         """The UTF-8 byte length of each string, without decoding any."""
-        if self._lens is not None:
-            return self._lens
+        if self._starts is not None:
+            return self._ends(0, len(self._starts)) - self._starts
         return np.array([len(s.encode("utf-8")) for s in self._strings or []], np.int64)
 
     def head(self, n: int) -> list[str]:
         """The first ``n`` strings, decoding only those."""
-        if self._strings is not None or self._lens is None:
+        if self._strings is not None or self._starts is None:
             return self.tolist()[:n]
-        k = min(n, len(self._lens))
-        return decode_spans(self._buf, self._starts[:k], self._starts[:k] + self._lens[:k], "strict", self._path,
-                            self._base, field="")
+        k = min(n, len(self._starts))
+        return decode_spans(self._buf, self._starts[:k], self._ends(0, k), "strict", self._path, self._base, field="")
 
     def tolist(self) -> list[str]:
         """All strings, decoded (once, in one pass; a bad one is named with its index and offset)."""
         if self._strings is None:
             self._strings = self._packed()
         if self._strings is None:
-            self._strings = decode_spans(self._buf, self._starts, self._starts + self._lens, "strict",
+            assert self._starts is not None
+            self._strings = decode_spans(self._buf, self._starts, self._ends(0, len(self._starts)), "strict",
                                          self._path, self._base, field="")
         return self._strings
 
@@ -110,12 +120,12 @@ class StringArray(Sequence):
         """The strings decoded in one piece: every length field but its last byte (a zero for lengths under
         2^56) dropped, the rest is the strings joined by NULs. None where that does not hold (a string with a
         NUL, invalid UTF-8): the general decoder then names the bad string."""
-        n = len(self._lens)
+        assert self._starts is not None
+        n, width = len(self._starts), self._width
         if not n:
             return []
-        lo, hi = self._span
+        hi = self._span[1]
         a = np.frombuffer(self._buf, np.uint8)
-        width = int(self._starts[0] - lo)  # the first string starts after its length field
         out: list[str] = []
         for i in range(0, n, _DECODE_CHUNK):  # a chunk at a time: the temporaries stay small
             starts = self._starts[i : i + _DECODE_CHUNK]
@@ -138,7 +148,7 @@ class StringArray(Sequence):
         return out
 
     def __len__(self) -> int:
-        return len(self._lens) if self._strings is None and self._lens is not None else len(self.tolist())
+        return len(self._starts) if self._strings is None and self._starts is not None else len(self.tolist())
 
     def __getitem__(self, i: Any) -> Any:
         return self.tolist()[i]
@@ -152,23 +162,45 @@ class StringArray(Sequence):
         return f"StringArray({len(self)} strings)"
 
 
-_WINDOW = 1 << 16
-_DECODE_CHUNK = 1 << 16  # strings decoded per pass
+class StringHead(Sequence):
+    """The count and first strings of a GGUF string array, for a quick inspect: the array was walked to find
+    its end, and only its first strings decoded."""
+
+    def __init__(self, count: int, first: list[str]) -> None:
+        self.count, self.first = count, first
+
+    def head(self, n: int) -> list[str]:
+        """The first ``n`` strings (up to as many as were decoded)."""
+        return self.first[:n]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.first[i]
+
+    def __repr__(self) -> str:
+        return f"StringHead({self.count} strings, first {len(self.first)} decoded)"
 
 
-def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
-                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, their lengths, and
-    the position after: u64 lengths (``width`` 8) or u32 (4).
+_WINDOW = 1 << 16  # bytes the string walk looks at first, doubling up to _MAX_WINDOW while runs go on
+_MAX_WINDOW = 1 << 20
+_DECODE_CHUNK = 1 << 14  # strings decoded per pass
+
+
+def string_runs(buf: Any, pos: int, end: int, count: int, width: int, path: str,
+                base: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """The ``count`` length-prefixed strings back to back from ``pos``, a run at a time: where each run's
+    string bytes start, their lengths (int64), and the position after the run. u64 lengths (``width`` 8) or
+    u32 (4).
 
     A window at a time: every offset followed by ``width - 1`` zero bytes may hold a length under 256; each
     candidate's successor is looked up among them and the run is the chain from the current offset
     (:func:`follow_chain`; candidates inside a string are never reached). Where no run starts (a string of 256
     bytes or more, the end of the data) a checked loop takes up to 256 strings and names a truncated one.
+    Only one window's temporaries are alive at a time.
     """
     unpack = (_U64 if width == 8 else _U32).unpack_from
-    starts: list[np.ndarray] = []
-    sizes: list[np.ndarray] = []
     done, window = 0, _WINDOW
     while done < count:
         hi = min(end, pos + window)
@@ -183,11 +215,11 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
                 idx = follow_chain(c, nxt, count - done)
                 k = int(np.searchsorted(nxt[idx], hi - pos, "right"))
                 if k:
-                    starts.append(pos + c[idx[:k]] + width)
-                    sizes.append(lens[idx[:k]])
                     done += k
-                    pos += int(nxt[idx[k - 1]])
-                    window = min(2 * window, 1 << 22)
+                    after = pos + int(nxt[idx[k - 1]])
+                    yield pos + c[idx[:k]] + width, lens[idx[:k]], after
+                    pos = after
+                    window = min(2 * window, _MAX_WINDOW)
                     continue
         window = _WINDOW
         got, lens_got = [], []
@@ -202,12 +234,22 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
             lens_got.append(n)
             pos += width + n
             done += 1
-        starts.append(np.array(got, np.int64))
-        sizes.append(np.array(lens_got, np.int64))
-    if not starts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+        yield np.array(got, np.int64), np.array(lens_got, np.int64), pos
+
+
+def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: str,
+                  base: int) -> tuple[np.ndarray, int]:
+    """Where the bytes of ``count`` length-prefixed strings back to back from ``pos`` start, and the position
+    after (see :func:`string_runs`)."""
     small = np.int32 if len(buf) < 1 << 31 else np.int64  # (half the memory for a vocabulary's offsets)
-    return np.concatenate(starts).astype(small), np.concatenate(sizes).astype(small), pos
+    # filled in place, run by run: no list of runs and no int64 copy of the whole (the count was checked
+    # against the bytes left, so this is at most half the array's size); the lengths follow from the starts
+    starts = np.empty(count, small)
+    done, after = 0, pos
+    for run_starts, _, after in string_runs(buf, pos, end, count, width, path, base):  # noqa: B007
+        starts[done : done + len(run_starts)] = run_starts
+        done += len(run_starts)
+    return starts, after
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,10 +268,13 @@ class GGUFValue(_Checked):
         self.types = types
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        head = (getattr(context, "_params", None) or {}).get("string_head")
         return self._value(stream, int(_evaluate(self.value_type, context)), _width(self.version, context),
-                           path, 0)
+                           path, 0, head)
 
-    def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int) -> Any:
+    def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int,
+               head: int | None = None) -> Any:
+        """``head``: string arrays walked but only their first ``head`` strings decoded (a :class:`StringHead`)."""
         pos = stream.tell()
         if kind not in self.types:
             raise fail(path, pos, f"unknown value type {kind}", ValueMismatchError, found=kind)
@@ -269,12 +314,23 @@ class GGUFValue(_Checked):
             check_length(stream, count * fmt.size, data_path, f"{count} strings")
             buf, base = _window(stream)
             at = stream.tell() - base
-            starts, lens, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
-            data = StringArray(buf=buf, starts=starts, lens=lens, span=(at, after), base=base, path=data_path)
+            if head is None:
+                starts, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
+                data = StringArray(buf=buf, starts=starts, width=fmt.size, span=(at, after), base=base,
+                                   path=data_path)
+            else:
+                first, after = [], at
+                for starts, lens, after in string_runs(  # noqa: B007 (after: where the last run ends)
+                        buf, at, len(buf), count, fmt.size, data_path, base):
+                    if len(first) < head:
+                        k = head - len(first)
+                        first += decode_spans(buf, starts[:k], starts[:k] + lens[:k], "strict", data_path, base,
+                                              field="")
+                data = StringHead(count, first)
             stream.seek(base + after)
         else:  # arrays of arrays: each at least an element type and a count
             check_length(stream, count * (4 + fmt.size), data_path, f"{count} arrays")
-            data = [self._value(stream, element, fmt, f"{data_path}[{i}]", depth + 1) for i in range(count)]
+            data = [self._value(stream, element, fmt, f"{data_path}[{i}]", depth + 1, head) for i in range(count)]
         return cs.Container(element_type=element, count=count, data=data)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:

@@ -182,9 +182,13 @@ _TRITS = ((((np.arange(256, dtype=np.uint16)[:, None] * _POW3) & 0xFF) * 3 >> 8)
 def _tq1_0(b: np.ndarray) -> np.ndarray:
     n = len(b)
     out = np.empty((n, 256), F32)
-    out[:, :160].reshape(n, 5, 32)[:] = _TRITS[:, b["qs"][:, :32]].transpose(1, 0, 2)  # value 32 digit + byte
-    out[:, 160:240].reshape(n, 5, 16)[:] = _TRITS[:, b["qs"][:, 32:48]].transpose(1, 0, 2)
-    out[:, 240:].reshape(n, 4, 4)[:] = _TRITS[:4, b["qh"]].transpose(1, 0, 2)
+    # value 32 digit + byte, gathered straight into the output's (digit, block, byte) view (np.take with
+    # out=: 2x faster than a fancy-indexed copy, then a transposed assignment); bytes are < 256, so "clip"
+    # checks nothing
+    np.take(_TRITS, b["qs"][:, :32], axis=1, out=out[:, :160].reshape(n, 5, 32).transpose(1, 0, 2), mode="clip")
+    np.take(_TRITS, b["qs"][:, 32:48], axis=1, out=out[:, 160:240].reshape(n, 5, 16).transpose(1, 0, 2),
+            mode="clip")
+    np.take(_TRITS[:4], b["qh"], axis=1, out=out[:, 240:].reshape(n, 4, 4).transpose(1, 0, 2), mode="clip")
     out *= b["d"].astype(F32)[:, None]
     return out
 
@@ -349,6 +353,21 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     return out
 
 
+# midpoints between the positive E2M1 codes (0, 1, 2, 3, 4, 6, 8, 12), in units of the block's scale
+_FP4_MIDS = (_FP4[:7] + _FP4[1:8]) / F32(2)
+
+
+def _nearest_fp4(a: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """ggml's best_index_mxfp4 over the positive codes for magnitudes ``a`` (NaN: 0): the first code of least
+    error ``|k e - a|``, counted as the midpoints ``a`` is above (a tie is the lower code). Exact for a finite
+    block maximum: then ``a <= 16 e``, the two codes around ``a`` are within a factor of two of it, so
+    their errors are exact float32 differences (Sterbenz), and a farther code's error is greater by ``e``."""
+    j = np.zeros(a.shape, np.uint8)
+    for mid in _FP4_MIDS:
+        j += a > mid * half  # (mid * half: a small multiple of a power of two, exact)
+    return j
+
+
 def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         if type_name in ("Q8_0", "Q8_1"):
@@ -398,12 +417,12 @@ def _quantize(x: np.ndarray, out: np.ndarray, type_name: str, version: int) -> N
             amax = np.fmax.reduce(np.abs(x), axis=1, initial=F32(0))  # NaNs skipped, as ggml's amax loop
             e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, F32(1)))) - 2 + 127, 0)
             e = e.astype(np.int32).astype(np.uint8)
-            half = _e8m0_half(e)[:, None, None]
-            # best_index_mxfp4 takes the first of equal errors |k e - x| over the 16 codes; -k e - x is exactly
-            # -(k e + x), so a negative x is nearest among the negative codes (or 0, which comes first) with the
-            # errors of |x| against the positive ones: 8 compares, not 16
-            err = np.abs((_FP4[None, None, :8] * half).astype(F32) - np.abs(x)[:, :, None])
-            j = np.argmin(err, axis=2).astype(np.uint8)  # first of equal errors (a NaN: the first, 0)
+            half = _e8m0_half(e)[:, None]
+            j = _nearest_fp4(np.abs(x), half)
+            odd = np.flatnonzero(np.isinf(amax))  # (a garbage exponent, as in ggml: the errors decide)
+            if odd.size:
+                err = np.abs((_FP4[None, None, :8] * half[odd, :, None]).astype(F32) - np.abs(x[odd])[:, :, None])
+                j[odd] = np.argmin(err, axis=2)  # first of equal errors (a NaN: the first, 0)
             q = np.where((x < 0) & (j > 0), j + 8, j).astype(np.uint8)
             out["e"] = e
             out["qs"] = q[:, :16] | (q[:, 16:] << 4)
