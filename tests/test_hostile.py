@@ -379,3 +379,18 @@ print(len(errors))
     for _ in range(5):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.stdout.strip() == "0", out.stdout + out.stderr
+
+
+def test_bytes_after_the_end_of_the_data_are_named_where_the_data_ends(tmp_path):
+    """A fastText model with bytes after its output matrix (found by fuzzing: 'unchecked input:
+    TerminatedError'): the format's error at the byte where its data ends, with how many bytes follow."""
+    import wvformats as wv
+    from wvformats.errors import ValueMismatchError
+    from wvformats.samples import sample_dir
+
+    good = (sample_dir() / "sample-supervised.ftz").read_bytes()
+    bad = tmp_path / "tail.ftz"
+    bad.write_bytes(good + b"xyz")
+    with pytest.raises(ValueMismatchError, match="the file goes on \\(3 more bytes\\)") as e:
+        wv.read(bad)
+    assert e.value.format == "fasttext" and e.value.offset == len(good)

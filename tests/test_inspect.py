@@ -199,3 +199,23 @@ def test_cli_full_flag(capsys):
     full = json.loads(capsys.readouterr().out)
     assert "parts" in full and "parts" not in quick
     assert full["words"] == quick["words"] and full["dim"] == quick["dim"]
+
+
+def test_finalfusion_quick_inspect_names_a_chunk_field_that_holds_no_valid_value(tmp_path):
+    """A storage chunk whose dtype id is not f32's (found by fuzzing: quick inspect raised construct's bare
+    ConstError): a ValueMismatchError naming the chunk's field, its offset and the value found."""
+    from wvformats import registry
+    from wvformats.errors import ValueMismatchError
+    from wvformats.framework.walk import walk
+    from wvformats.samples import sample_dir
+
+    data = bytearray((sample_dir() / "sample-simple.fifu").read_bytes())
+    _, spans = walk(registry.get("finalfusion").schema, bytes(data), format="finalfusion")
+    at = next(s.start for s in spans if s.path.endswith(".type_id"))
+    data[at : at + 4] = (99).to_bytes(4, "little")
+    bad = tmp_path / "bad.fifu"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueMismatchError) as e:
+        wv.inspect(bad)
+    assert e.value.format == "finalfusion" and e.value.offset == at and e.value.found == 99
+    assert e.value.path.endswith(".type_id") and e.value.path.startswith("chunks[")

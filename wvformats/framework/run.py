@@ -153,6 +153,11 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
         needs, found = int(m.group(1)), int(m.group(2))
         return TruncatedError(f"the field needs {needs} bytes but only {found} remain", format=format,
                               path=path, offset=None if offset is None else offset - found)
+    if isinstance(e, cs.TerminatedError):  # a schema that ends with Terminated: bytes after the data
+        end = None if offset is None else offset - 1  # (Terminated has read the first byte past the end)
+        left = "" if end is None else f" ({_remaining_text(stream, end)})"
+        return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
+                                  offset=end)
     if isinstance(e, MemoryError):
         return FormatError("a length in the file asks for more memory than is available", format=format,
                            path=path, offset=offset)
@@ -163,6 +168,11 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
                 "please report it)", format=format, path=path, offset=offset)
     error.__cause__ = e
     return error
+
+
+def _remaining_text(stream: Any, offset: int) -> str:
+    size = getattr(stream, "size", None)
+    return f"{size - offset} more bytes" if isinstance(size, int) else "more bytes"
 
 
 def _literal(text: str) -> Any:

@@ -11,7 +11,7 @@ import tomli_w
 
 from ... import framework
 from ...embeddings import Embeddings, LazyRows, selected_rows, warn_if_changed
-from ...errors import BuildError, FormatError, TruncatedError
+from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from ...framework import field_docs
 from ...registry import Format, register, schema_io
 from ...schemas import finalfusion as schema
@@ -380,7 +380,7 @@ def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]
         name, body = schema.CHUNK_TYPES.get(chunk_id, ("unknown", None))
         row: dict[str, Any] = {"id": chunk_id, "type": name, "offset": pos, "bytes": 12 + length}
         at = pos + 12
-        fields = _leading_fields(body, view, at) if body is not None else {}
+        fields = _leading_fields(body, view, at, f"chunks[{len(chunks)}].{name}") if body is not None else {}
         if chunk_id in schema.LENGTH_QUIRKS and "n_ngrams" in fields:
             short = schema.LENGTH_QUIRKS[chunk_id](cs.Container(fields))
             after = at + length + short  # a finalfusion-python 0.7.1 length: the next chunk is further on
@@ -413,8 +413,9 @@ def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]
     return info
 
 
-def _leading_fields(body: cs.Construct, view: memoryview, at: int) -> dict[str, Any]:
-    """The values of a chunk body's fixed-size fields before its first array or table."""
+def _leading_fields(body: cs.Construct, view: memoryview, at: int, path: str) -> dict[str, Any]:
+    """The values of a chunk body's fixed-size fields before its first array or table (``path``: the chunk's,
+    for errors)."""
     out: dict[str, Any] = {}
     for name, con, _ in field_docs(body):
         try:
@@ -423,8 +424,15 @@ def _leading_fields(body: cs.Construct, view: memoryview, at: int) -> dict[str, 
             break
         if name and n:
             if at + n > len(view):
-                raise FormatError(f"the file ends inside the {name} field", format=NAME, offset=at)
-            value = con.parse(view[at : at + n])
+                raise TruncatedError(f"the file ends inside the {name} field", format=NAME, path=f"{path}.{name}",
+                                     offset=at)
+            try:
+                value = con.parse(view[at : at + n])
+            except cs.ConstructError as e:  # a constant that does not match (a chunk's dtype id), a bad value
+                found = int.from_bytes(view[at : at + n], "little") if n <= 8 else bytes(view[at : at + n])
+                error = ValueMismatchError if isinstance(e, cs.ConstError) else FormatError
+                raise error("field does not hold a value this chunk can have", format=NAME,
+                            path=f"{path}.{name}", offset=at, found=found) from None
             out[name] = value if isinstance(value, (bytes, str)) else int(value)
         at += n
     return out
