@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from .located import _tell, dotted
-from .streams import BufferStream
+from .streams import BufferStream, remaining
 
 
 def compiled(schema: cs.Construct) -> cs.Construct:
@@ -155,7 +155,8 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
                               path=path, offset=None if offset is None else offset - found)
     if isinstance(e, cs.TerminatedError):  # a schema that ends with Terminated: bytes after the data
         end = None if offset is None else offset - 1  # (Terminated has read the first byte past the end)
-        left = "" if end is None else f" ({_remaining_text(stream, end)})"
+        after = remaining(stream)  # bytes after the one Terminated read
+        left = "" if end is None else f" ({after + 1} more bytes)" if after is not None else " (more bytes)"
         return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
                                   offset=end)
     if isinstance(e, MemoryError):
@@ -168,11 +169,6 @@ def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct 
                 "please report it)", format=format, path=path, offset=offset)
     error.__cause__ = e
     return error
-
-
-def _remaining_text(stream: Any, offset: int) -> str:
-    size = getattr(stream, "size", None)
-    return f"{size - offset} more bytes" if isinstance(size, int) else "more bytes"
 
 
 def _literal(text: str) -> Any:
