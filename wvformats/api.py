@@ -99,8 +99,7 @@ def convert_targets(fmt: registry.Format) -> list[str]:
     """The formats a file of ``fmt`` can be converted to (those whose writer takes its model)."""
     if fmt.model is None:
         return []
-    return sorted(f.name for f in registry.load().values()
-                  if f.model is not None and not f.is_directory and issubclass(fmt.model, (f.model, *f.writes)))
+    return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory)
 
 
 # what the command line does with a file of each kind besides converting it, for errors that meet the wrong one
@@ -229,32 +228,34 @@ def _formats_for_output(path: PathLike, format: str | None) -> list[registry.For
     )
 
 
-def _fit(fmt: registry.Format, obj: Any) -> tuple[int, int] | None:
-    """How closely a format's writer takes ``obj``: (0 by its model class, 1 by another type it writes; how far
-    up the object's class hierarchy that class is), None when it does not take it. No model: the writer judges."""
+def _fit(fmt: registry.Format, cls: type) -> tuple[int, int] | None:
+    """How closely a format's writer takes objects of ``cls``: (0 by its model class, 1 by another type it
+    writes; how far up ``cls``'s hierarchy that class is), None when it does not take them. No model: the
+    writer judges."""
+    mro = cls.__mro__
     if fmt.model is None:
-        return (1, len(type(obj).__mro__))
-    mro = type(obj).__mro__
+        return (1, len(mro))
     for rank, types in enumerate(((fmt.model,), fmt.writes)):
         if (at := [mro.index(c) for c in types if c in mro]):
             return (rank, min(at))
     return None
 
 
-def _writers(obj: Any) -> str:
-    return ", ".join(sorted(f.name for f in registry.load().values() if f.model and _fit(f, obj) is not None))
+def _writers_of(cls: type) -> list[registry.Format]:
+    """The formats with a model whose writer takes objects of ``cls``."""
+    return [f for f in registry.load().values() if f.model is not None and _fit(f, cls) is not None]
 
 
 def _format_for_output(path: PathLike, format: str | None, obj: Any) -> registry.Format:
     """The format to write ``obj`` as: among those ``path`` may be written as, the one whose writer takes its
     type most closely (a FastText model, an Embeddings, writes fastText to .bin; a plain Embeddings word2vec)."""
     found = _formats_for_output(path, format)
-    fitting = sorted((fit, f.name, f) for f in found if (fit := _fit(f, obj)) is not None)
+    fitting = sorted((fit, f.name, f) for f in found if (fit := _fit(f, type(obj))) is not None)
     if len(fitting) == 1 or len(fitting) > 1 and fitting[0][0] < fitting[1][0]:
         return fitting[0][2]
     if not fitting:
         kind = type(obj).__name__
-        names = _writers(obj)
+        names = ", ".join(sorted(f.name for f in _writers_of(type(obj))))
         raise BuildError(f"cannot write a {kind} as {' or '.join(f.name for f in found)}; a {kind} can be "
                          f"written as{': ' + names if names else ' no format'}",
                          format=found[0].name if len(found) == 1 else None)
