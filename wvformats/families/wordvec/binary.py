@@ -30,21 +30,29 @@ from ...framework.streams import _window, byte_view, release
 from .rows import _dimension, _limit, _matrix, _matrix_ahead, _params, _table
 
 
-class LeaderRecords(_Checked):
-    """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
+class _BinaryRecords(_Checked):
+    """``count`` records, each a word and ``dim`` little-endian float32 values (Leader's and word2vec's)."""
 
     def __init__(self, count: Any, dim: Any) -> None:
         super().__init__()
         self.count = count
         self.dim = dim
 
-    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
-        declared = int(_evaluate(self.count, context))
-        count = _limit(context, declared)
+    def _start(self, stream: Any, context: Any, path: str) -> tuple[int, int, Any, int, int]:
+        """(records to read, dimension, the buffer holding the rest of the stream, the absolute offset of its
+        first byte, where the table starts in it), once the header's dimension is checked."""
+        count = _limit(context, int(_evaluate(self.count, context)))
         dim = _dimension(self.dim, context, path, stream)
-        rowbytes = 4 * dim
         buf, base = _window(stream)
-        pos = stream.tell() - base
+        return count, dim, buf, base, stream.tell() - base
+
+
+class LeaderRecords(_BinaryRecords):
+    """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
+        count, dim, buf, base, pos = self._start(stream, context, path)
+        rowbytes = 4 * dim
         end = len(buf)
         # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
         # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
@@ -197,27 +205,18 @@ def _flush(loose: list[tuple[int, int]], starts: list[np.ndarray], ends: list[np
         loose.clear()
 
 
-class Word2VecRecords(_Checked):
+class Word2VecRecords(_BinaryRecords):
     """``count`` word2vec binary records: word bytes, one space, ``dim`` little-endian float32.
 
     Any run of ``\\n`` before a word is skipped (word2vec.c writes one after every vector; GoogleNews and
     gensim write none) and remembered per record in ``newlines`` so the file rebuilds byte-exact.
     """
 
-    def __init__(self, count: Any, dim: Any) -> None:
-        super().__init__()
-        self.count = count
-        self.dim = dim
-
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
-        declared = int(_evaluate(self.count, context))
-        count = _limit(context, declared)
-        dim = _dimension(self.dim, context, path, stream)
+        count, dim, buf, base, pos = self._start(stream, context, path)
         rowbytes = 4 * dim
-        buf, base = _window(stream)
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
-        pos = stream.tell() - base
         end = len(buf)
         find = buf.find
         # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
