@@ -274,5 +274,7 @@ def get(name: str) -> Format:
 
 
 def by_extension(suffix: str) -> list[Format]:
+    """The formats whose files take ``suffix``, by name (the registry's own order depends on which family's
+    codec a process imported first)."""
     suffix = suffix.lower()
-    return [f for f in load().values() if suffix in f.extensions]
+    return sorted((f for f in load().values() if suffix in f.extensions), key=lambda f: f.name)
