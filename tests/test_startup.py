@@ -51,12 +51,25 @@ def _families_imported(modules):
     return sorted({m.split(".")[2] for m in modules if m.count(".") >= 3 and not m.endswith(".sniff")})
 
 
-def test_inspect_of_a_vec_file_imports_no_other_family():
-    vec = next(p for p in sample_files() if p.suffix == ".vec")
+def test_inspect_of_a_text_file_imports_neither_numpy_nor_construct():
+    texts = [p for p in sample_files() if p.suffix in (".vec", ".txt", ".glove")]
+    assert len(texts) == 3
+    for text in texts:
+        rc, modules = _fresh(_LOADED + "import contextlib, io\nfrom wvformats import cli\n"
+                             "with contextlib.redirect_stdout(io.StringIO()):\n"
+                             "    rc = cli.main(['inspect', sys.argv[1]])\n"
+                             "print(json.dumps([rc, loaded()]))", text)
+        assert rc == 0
+        assert [m for m in modules if m.split(".")[0] in HEAVY] == [], text
+        assert _families_imported(modules) == ["wordvec"]  # (its sniff module and the quick summary)
+
+
+def test_inspect_of_a_binary_file_imports_no_other_family():
+    bin_ = next(p for p in sample_files() if p.name == "sample.bin")
     rc, modules = _fresh(_LOADED + "import contextlib, io\nfrom wvformats import cli\n"
                          "with contextlib.redirect_stdout(io.StringIO()):\n"
                          "    rc = cli.main(['inspect', sys.argv[1]])\n"
-                         "print(json.dumps([rc, loaded()]))", vec)
+                         "print(json.dumps([rc, loaded()]))", bin_)
     assert rc == 0
     assert _families_imported(modules) == ["wordvec"]
     assert "pyarrow" not in modules  # (a quick inspect parses no text body of this size with pyarrow)
@@ -92,7 +105,7 @@ def test_each_family_codec_registers_what_its_sniff_module_declares():
     formats = registry.load()
     for name, (_, sniffer) in declared.items():
         fmt = formats[name]
-        assert (fmt.name, fmt.extensions, fmt.sniff, fmt.priority, fmt.is_directory, fmt.resembles) == tuple(sniffer), name
+        assert tuple(getattr(fmt, field) for field in registry.Sniffer._fields) == tuple(sniffer), name
 
 
 def _corpus(tmp_path):

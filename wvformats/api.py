@@ -70,7 +70,14 @@ def _resolve(path: PathLike, format: str | None) -> registry.Format:
     folder format (infini-gram), a regular file for the others."""
     if not format:
         return registry.get(sniff(path))
-    fmt, (p, _) = registry.get(format), compression.split_member(path)
+    fmt = registry.get(format)
+    _check_kind(path, fmt)
+    return fmt
+
+
+def _check_kind(path: PathLike, fmt: registry.Format | registry.Sniffer) -> None:
+    """Refuse a path that is not of the kind ``fmt`` reads: a folder for a folder format, else a file."""
+    p, _ = compression.split_member(path)
     _refuse_special(p)
     if not p.exists():
         raise MissingFileError(p)
@@ -78,7 +85,6 @@ def _resolve(path: PathLike, format: str | None) -> registry.Format:
         raise FormatError(f"{p} is a file; {fmt.name} is a folder of files", format=fmt.name)
     if not fmt.is_directory and p.is_dir():
         raise FormatError(f"{p} is a directory; {fmt.name} is a single file", format=fmt.name)
-    return fmt
 
 
 def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, **options: Any) -> Any:
@@ -481,6 +487,10 @@ def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **
     file's size (a count the file does not state is an estimate, and named so); ``full=True`` parses the
     whole file and adds the offsets of the parts and the statistics that need every record. ``options`` go
     to the format's parse, as in ``read`` (infini-gram: ``token_width``, ``version``)."""
+    if not full:
+        format = format or sniff(path)
+        if (quick := _quick_inspect(path, format, options)) is not None:
+            return quick
     fmt = _resolve(path, format)
     _check_options(fmt, options)
     info: dict[str, Any] = {"path": str(path), "format": fmt.name}
@@ -507,6 +517,23 @@ def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **
     if fmt.inspect:
         info.update(fmt.inspect(parsed))
     return info
+
+
+def _quick_inspect(path: PathLike, name: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of a format whose sniffer makes one without the codec (no numpy, no construct imported),
+    for an uncompressed file and no read option but ``unicode_errors``; None otherwise, or where the sniffer
+    leaves the file to the codec."""
+    found = registry.sniffer(name)
+    given = {k for k, v in options.items() if v is not None}
+    if found is None or found.quick_inspect is None or given - {"unicode_errors"} or \
+            options.get("unicode_errors") not in (None, "strict", "replace", "ignore"):
+        return None
+    _check_kind(path, found)
+    if compression.detect(path):
+        return None
+    data = open_buffer(path)
+    quick = found.quick_inspect(data, **options)
+    return None if quick is None else {"path": str(path), "format": name, "size": len(data), **quick}
 
 
 def _inspect_head(fmt: registry.Format, path: PathLike, info: dict[str, Any],

@@ -42,6 +42,11 @@ class Sniffer(NamedTuple):
     # a looser test, tried only when no format's sniff matched: the format a damaged file is closest to, so that
     # its error is the one reported
     resembles: Callable[[bytes], bool] | None = None
+    # the summary ``inspect`` gives without ``--full``, made without the codec (standard library only), so that
+    # inspecting a small file imports no numpy: ``quick_inspect(buffer, **read_options)`` of a whole uncompressed
+    # file, the same keys as the codec's ``inspect_head``; None where the codec must read it (it then reports any
+    # fault)
+    quick_inspect: Callable[..., dict[str, Any] | None] | None = None
 
 
 @dataclass
@@ -84,6 +89,8 @@ class Format:
     # a looser sniffer for damaged files of the format: when no format's ``sniff`` matches, the first (by
     # priority) whose ``resembles`` does is the file's format, so that reading it reports this format's error
     resembles: Callable[[bytes], bool] | None = None
+    # the sniffer's summary that needs no codec (see :class:`Sniffer`), tried before ``inspect_head``
+    quick_inspect: Callable[..., dict[str, Any] | None] | None = None
     # reads a compressed file from its decompressed blocks of whole lines (``stream(blocks, **options)``, the
     # blocks as :func:`compression.line_blocks` gives them) instead of one buffer of the whole file: a text
     # format's memory then holds the result and one block
@@ -253,6 +260,13 @@ def failed_note() -> str:
     if not LOAD_ERRORS:
         return ""
     return "; these failed to load: " + "; ".join(f"{k} ({v})" for k, v in sorted(LOAD_ERRORS.items()))
+
+
+def sniffer(name: str) -> Sniffer | Format | None:
+    """The registered format called ``name``, else the sniffer a family declares for it (no codec imported),
+    else None."""
+    with _LOADING:
+        return _FORMATS.get(name) or _declared().get(name, ("", None))[1]
 
 
 def get(name: str) -> Format:

@@ -13,6 +13,7 @@ from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
 from . import sniff
+from .quick import FIRST_WORDS, SAMPLE_ROWS
 from .stream import read_stream
 
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
@@ -109,10 +110,6 @@ def _inspect(parsed: Any) -> dict[str, Any]:
         info["trailing_bytes"] = len(trailer)
     info["duplicates"] = count_duplicates(rec["words"])
     return info
-
-
-SAMPLE_ROWS = 1000  # records a quick inspect reads (for the number style and a GloVe file's estimated count)
-FIRST_WORDS = 10  # of which it shows
 
 
 def _inspect_head(name: str, s: cs.Construct) -> Any:

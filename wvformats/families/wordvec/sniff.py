@@ -4,6 +4,7 @@ priorities and sniffers (standard library only, so that telling a file's format 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...registry import Sniffer
 
@@ -109,9 +110,22 @@ def sniff_glove(head: bytes) -> bool:
     return all(_is_text_line(x, width) for x in lines)
 
 
+def quick_w2v_text(buf: Any, **options: Any) -> dict[str, Any] | None:
+    from .quick import summary
+
+    return summary(buf, header=True, **options)
+
+
+def quick_glove(buf: Any, **options: Any) -> dict[str, Any] | None:
+    from .quick import summary
+
+    return summary(buf, header=False, **options)
+
+
 LEADER = Sniffer("leader", (".leader",), sniff_leader, priority=0)
 WORD2VEC_BINARY = Sniffer("word2vec-binary", (".bin", ".w2v"), sniff_w2v_binary, priority=60)
 WORD2VEC_TEXT = Sniffer("word2vec-text", (".txt", ".vec", ".w2v-text"), sniff_w2v_text, priority=55,
-                        resembles=resembles_w2v_text)
-GLOVE = Sniffer("glove", (".glove",), sniff_glove, priority=70, resembles=resembles_glove)
+                        resembles=resembles_w2v_text, quick_inspect=quick_w2v_text)
+GLOVE = Sniffer("glove", (".glove",), sniff_glove, priority=70, resembles=resembles_glove,
+                quick_inspect=quick_glove)
 FORMATS = (LEADER, WORD2VEC_BINARY, WORD2VEC_TEXT, GLOVE)

@@ -22,6 +22,7 @@ from ...framework.located import _tell, fail, warn
 from ...framework.streams import _window, background, release
 from ...framework.strings import decode_all, decode_spans
 from .binary import _word_bytes
+from .quick import STYLE_ROWS
 from .rows import (
     F32,
     _dimension,
@@ -120,7 +121,7 @@ class _TextNumbers:
             raise fail(self.path, self.base + self.starts[first], "numbers do not parse", ValueMismatchError)
         matrix = values.reshape(len(nums), dim)
         if not self.sample and len(nums):
-            self.sample, self.sample_values = nums[:50], matrix[:50]
+            self.sample, self.sample_values = nums[:STYLE_ROWS], matrix[:STYLE_ROWS]
         self.parts.append(matrix)
         self.rows += len(nums)
 
@@ -248,8 +249,9 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     vectors = ahead.result() if out is None else out
     if vectors is None or rows != len(vectors):
         return None
-    head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, 50))])
-    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:50]) if rows else "repr"
+    head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, STYLE_ROWS))])
+    style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:STYLE_ROWS]) if rows \
+        else "repr"
     layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
                           final_newline=True)
     return words, vectors, layout
