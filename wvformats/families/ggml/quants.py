@@ -262,7 +262,8 @@ def _lattice(name: str) -> np.ndarray:
     indexed by the delta's sign bit above the 11 bits of the entry."""
     g = grid(name).astype(F32)
     if name == "iq1s_grid":
-        return np.concatenate([g + F32(0.125), g - F32(0.125)])
+        g = np.concatenate([g + F32(0.125), g - F32(0.125)])
+    g.flags.writeable = False
     return g
 
 
