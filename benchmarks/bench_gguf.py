@@ -31,7 +31,8 @@ from wvformats.schemas.ggml import LAYOUTS
 from wvformats.families.ggml import quants
 
 QUANTIZE = ["BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]
-DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "NVFP4"]
+DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "NVFP4", "IQ2_XXS", "IQ2_XS", "IQ2_S",
+                   "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"]
 
 
 def vocab(path: str, repeat: int) -> None:
@@ -122,6 +123,10 @@ def quant(size: int, repeat: int) -> None:
         for field in ("d", "dmin"):
             if field in dtype.names and dtype[field] == np.float16:
                 blocks[field] = rng.normal(size=len(blocks)).astype(np.float16)
+        if name == "IQ1_M":  # its fp16 scale is the top nibbles of its four u16 sub-block scales
+            sc, d = blocks["scales"].view("<u2"), rng.normal(size=len(blocks)).astype("<f2").view("<u2")
+            for k in range(4):
+                sc[:, k] = (sc[:, k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12)
         qtype = gguf.GGMLQuantizationType[name]
         u8 = blocks.view(np.uint8).reshape(len(blocks), -1)
         same = quants.dequantize(blocks, name).tobytes() == gq.dequantize(u8, qtype).astype(np.float32).tobytes()

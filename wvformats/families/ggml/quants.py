@@ -8,9 +8,12 @@ truncate toward zero; Q8_0 rounds half away from zero (C ``roundf``).
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from ...schemas.ggml import BLOCKS, GGML_NAME, LAYOUTS
+from .iq_grids import grid
 
 F32 = np.float32
 
@@ -162,7 +165,7 @@ def _q8_k(b: np.ndarray) -> np.ndarray:
     return b["d"].astype(F32)[:, None] * b["qs"].astype(F32)
 
 
-# GGUF's further types with a small table or none (the IQ2/IQ3/IQ1 grids are not ported)
+# GGUF's further types with a small table or none
 _IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], F32)  # kvalues_iq4nl
 _FP4 = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], F32)  # kvalues_mxfp4: 2 x E2M1
 _POW3 = np.array([1, 3, 9, 27, 81], np.uint8)
@@ -240,9 +243,123 @@ def _iq4_xs(b: np.ndarray) -> np.ndarray:
     return dl[:, :, None] * _IQ4NL[q]
 
 
+# IQ2/IQ3/IQ1: super-blocks of 256 values whose groups of 8 (IQ3: 4) are one entry of a lattice grid
+# (iq_grids.py), scaled per 32 or 16 values. Transcriptions of ggml's dequantize_row_iq*: every product
+# of a fp16 scale, a sub-block factor and a grid byte has at most 24 significant bits, so it is exact in
+# float32 whatever the order, and the signs are multiplied in as +-1 from a table.
+
+# ksigns_iq2xs: 7 sign bits and an eighth that makes the count of minus signs even
+_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")  # bit j of each byte
+_KSIGNS = (np.arange(128) | ((_BITS[:128].sum(axis=1, dtype=np.int64) & 1) << 7)).astype(np.uint8)
+_SIGNS8 = np.where(_BITS == 1, F32(-1), F32(1))  # a sign byte -> its 8 signs (kmask_iq2xs[j] = 1 << j)
+_SIGNS7 = _SIGNS8[_KSIGNS]  # 7 stored sign bits -> 8 signs
+_SHIFT7 = np.array([0, 7, 14, 21], np.uint32)
+
+
+@cache
+def _lattice(name: str) -> np.ndarray:
+    """ggml's grid ``name`` as float32; iq1s_grid as two tables, its values + IQ1S_DELTA then - IQ1S_DELTA,
+    indexed by the delta's sign bit above the 11 bits of the entry."""
+    g = grid(name).astype(F32)
+    if name == "iq1s_grid":
+        g = np.concatenate([g + F32(0.125), g - F32(0.125)])
+    g.flags.writeable = False
+    return g
+
+
+def _nibble_scales(scales: np.ndarray) -> np.ndarray:
+    """u8[k] -> 2k four-bit factors, low nibble first, as float32."""
+    return np.stack([scales & 0xF, scales >> 4], axis=-1).reshape(len(scales), -1).astype(F32)
+
+
+def _quarter(b: np.ndarray, k: np.ndarray, half: float = 0.25) -> np.ndarray:
+    """ggml's ``d * (0.5f + k) * 0.25f`` (IQ3_XXS: ``* 0.5f``) for each block's fp16 d."""
+    return b["d"].astype(F32)[:, None] * (F32(0.5) + k.astype(F32)) * F32(half)
+
+
+def _iq2_xxs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    raw = np.ascontiguousarray(b["qs"]).view(np.uint8).reshape(n, 8, 8)  # per 32 values: 4 grid bytes, aux
+    aux = raw.view("<u4")[:, :, 1]  # 4 x 7 sign bits, then the 4-bit factor
+    db = _quarter(b, aux >> 28)
+    out = _lattice("iq2xxs_grid")[raw[:, :, :4]]
+    out *= _SIGNS7[(aux[:, :, None] >> _SHIFT7) & 127]
+    out *= db[:, :, None, None]
+    return out
+
+
+def _iq2_xs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qs = b["qs"]  # 9 bits of grid entry, 7 sign bits
+    db = _quarter(b, _nibble_scales(b["scales"]))  # one per 16 values
+    out = _lattice("iq2xs_grid")[qs & 511]
+    out *= _SIGNS7[qs >> 9]
+    out.reshape(n, 16, 16)[...] *= db[:, :, None]
+    return out
+
+
+def _iq2_s(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qs = b["qs"]  # 32 low bytes of grid entries, then 32 sign bytes
+    high = (b["qh"][:, :, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3  # bits 8-9 of entry 4 i + l
+    idx = qs[:, :32].astype(np.uint16) | (high.reshape(n, 32).astype(np.uint16) << 8)
+    db = _quarter(b, _nibble_scales(b["scales"]))
+    out = _lattice("iq2s_grid")[idx]
+    out *= _SIGNS8[qs[:, 32:]]
+    out.reshape(n, 16, 16)[...] *= db[:, :, None]
+    return out
+
+
+def _iq3_xxs(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qs = b["qs"]  # 64 grid bytes (4 values each), then 8 u32: 4 x 7 sign bits and a 4-bit factor
+    aux = np.ascontiguousarray(qs[:, 64:]).view("<u4")
+    db = _quarter(b, aux >> 28, 0.5)
+    out = _lattice("iq3xxs_grid")[qs[:, :64]].reshape(n, 8, 4, 8)
+    out *= _SIGNS7[(aux[:, :, None] >> _SHIFT7) & 127]
+    out *= db[:, :, None, None]
+    return out
+
+
+def _iq3_s(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    high = np.unpackbits(b["qh"], axis=1, bitorder="little")  # bit 8 of entry k: bit k % 8 of qh[k // 8]
+    idx = b["qs"].astype(np.uint16) | (high.astype(np.uint16) << 8)
+    db = b["d"].astype(F32)[:, None] * (1 + 2 * _nibble_scales(b["scales"]))  # d * (1 + 2 k)
+    out = _lattice("iq3s_grid")[idx].reshape(n, 32, 8)
+    out *= _SIGNS8[b["signs"]]
+    out.reshape(n, 8, 32)[...] *= db[:, :, None]
+    return out
+
+
+def _iq1_s(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    qh = b["qh"]  # per 32 values: 4 x 3 high bits of the entries, a 3-bit factor, the delta's sign
+    high = (qh[:, :, None] >> np.array([0, 3, 6, 9], np.uint16)) & 7
+    idx = b["qs"].reshape(n, 8, 4).astype(np.uint16) | (high << 8) | ((qh[:, :, None] >> 15) << 11)
+    dl = b["d"].astype(F32)[:, None] * (2 * ((qh >> 12) & 7) + 1).astype(F32)
+    out = _lattice("iq1s_grid")[idx]
+    out *= dl[:, :, None, None]
+    return out
+
+
+def _iq1_m(b: np.ndarray) -> np.ndarray:
+    n = len(b)
+    sc = np.ascontiguousarray(b["scales"]).view("<u2")  # 4 x (4 x 3-bit factors, a nibble of the fp16 d)
+    d = ((sc[:, 0] >> 12) | ((sc[:, 1] >> 8) & 0xF0) | ((sc[:, 2] >> 4) & 0xF00) | (sc[:, 3] & 0xF000))
+    factors = (sc[:, :, None] >> np.array([0, 3, 6, 9], np.uint16)) & 7  # one per 16 values
+    dl = d.view("<f2").astype(F32)[:, None] * (2 * factors.reshape(n, 16) + 1).astype(F32)
+    nib = np.stack([b["qh"] & 0xF, b["qh"] >> 4], axis=-1).reshape(n, 32)  # 3 high bits, the delta's sign
+    idx = b["qs"].astype(np.uint16) | (nib.astype(np.uint16) << 8)
+    out = _lattice("iq1s_grid")[idx].reshape(n, 16, 16)
+    out *= dl[:, :, None]
+    return out
+
+
 K_DEQUANT = {"Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
              "TQ1_0": _tq1_0, "TQ2_0": _tq2_0, "MXFP4": _mxfp4, "NVFP4": _nvfp4, "IQ4_NL": _iq4_nl,
-             "IQ4_XS": _iq4_xs}
+             "IQ4_XS": _iq4_xs, "IQ2_XXS": _iq2_xxs, "IQ2_XS": _iq2_xs, "IQ2_S": _iq2_s, "IQ3_XXS": _iq3_xxs,
+             "IQ3_S": _iq3_s, "IQ1_S": _iq1_s, "IQ1_M": _iq1_m}
 
 
 # The scales follow ggml's C loops on NaN and signed zero too (gguf's numpy port does not, see the tests). Only
