@@ -7,6 +7,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import construct as cs
@@ -29,7 +30,7 @@ DATA = Path(__file__).parents[2] / "data" / "fasttext"
 PEER = Path(__file__).with_name("peer.py")
 REAL = sorted(DATA.glob("*.bin"))
 TRAINED = ["skipgram.bin", "cbow.bin", "sup-softmax.bin", "sup-hs.bin", "sup-ova.bin", "sup-ns.bin",
-           "sup-softmax.ftz", "sup-plain.ftz", "many-ova.ftz"]
+           "sup-softmax.ftz", "sup-plain.ftz", "many-ova.ftz", "sup-dsub3.ftz", "sup-ngrams.ftz"]
 F = "fasttext"
 
 
@@ -334,16 +335,20 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
 
 # -- conversion ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-plain.ftz", "sup-softmax.ftz"])
+@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-softmax.ftz", "sup-ngrams.ftz"])
 def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name):
-    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input reconstructed):
-    in-vocabulary words give fastText's vectors exactly, unknown words the unit vector of fastText's (the
-    finalfusion convention), read by wvformats and by finalfusion-python. A pruned model (no bucket table
-    to hash into) converts its words only."""
+    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input with character
+    n-grams reconstructed, with a warning saying why): in-vocabulary words give fastText's vectors exactly,
+    unknown words the unit vector of fastText's (the finalfusion convention), read by wvformats and by
+    finalfusion-python. A pruned model (no bucket table to hash into) converts its words only."""
     ff = pytest.importorskip("finalfusion")
     m = wv.read(trained / name)
     out = tmp_path / "m.fifu"
-    wv.convert(trained / name, out)
+    if m.input.quantized:
+        with pytest.warns(UserWarning, match="written dense: its words' vectors are means"):
+            wv.convert(trained / name, out)
+    else:
+        wv.convert(trained / name, out)
     peer = ff.load_finalfusion(str(out))
     oov = ["zzqx", "héllo", "runnin"]
     back = wv.read(out)
@@ -359,6 +364,40 @@ def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name
     want /= np.linalg.norm(want, axis=1, keepdims=True)
     np.testing.assert_allclose(back.embedding_batch(oov)[0], want, rtol=0, atol=3e-7)
     np.testing.assert_allclose(np.array([peer.embedding(w) for w in oov]), want, rtol=0, atol=3e-7)
+
+
+@MODES
+@pytest.mark.parametrize("name,subquantizers", [("sup-plain.ftz", 4), ("many-ova.ftz", 4), ("sup-dsub3.ftz", 8)])
+def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_path, name, subquantizers,
+                                                                   compiled):
+    """A quantized model without character n-grams (each word's vector is its own input row): its codes,
+    centroids and quantized norms become finalfusion's quantized array, no row reconstructed, and
+    finalfusion-python reading the file gives fastText's get_word_vector to the bit (after fastText's
+    ``0 + norm * centroid``, which turns a -0.0 into 0.0). Sub-quantizers of dsub 2 map one to one; dsub 3
+    with a last one of 2 columns (dim 8) as 8 one-column finalfusion sub-quantizers."""
+    ff = pytest.importorskip("finalfusion")
+    m = wv.read(trained / name)
+    out = tmp_path / "m.fifu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # mapped: nothing to warn about
+        wv.convert(trained / name, out)
+    parsed = bytes_roundtrip(wv.registry.get("finalfusion").schema, out.read_bytes(), format="finalfusion",
+                             compiled=compiled)
+    assert [c.name for c in parsed.chunks] == ["metadata", "simple_vocab", "quantized_array"]
+    q = parsed.chunks[2].body
+    assert (q.quantized_len, q.n_centroids, q.n_embeddings) == (subquantizers, 256, len(m.words))
+    assert q.use_norms == m.parsed.input.qnorm and not q.use_projection
+    assert wv.validate(out).ok
+    a = ask(trained / name, words=m.words + ["zzqx"])
+    fasttext_vectors = np.array([f32(x) for x in a["words"]])
+    peer = ff.load_finalfusion(str(out))
+    assert (np.array([peer.embedding(w) for w in m.words]) + np.float32(0)).tobytes() == \
+        fasttext_vectors[:-1].tobytes()
+    back = wv.read(out)
+    assert back.extra["storage_type"] == "quantized_array"
+    assert (np.asarray(back.vectors) + np.float32(0)).tobytes() == fasttext_vectors[:-1].tobytes()
+    # no n-grams: fastText gives an unknown word zeros, finalfusion no vector
+    assert not fasttext_vectors[-1].any() and peer.embedding("zzqx") is None and back.embedding("zzqx") is None
 
 
 @pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])
