@@ -400,6 +400,27 @@ def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_
     assert not fasttext_vectors[-1].any() and peer.embedding("zzqx") is None and back.embedding("zzqx") is None
 
 
+def test_quantized_finalfusion_storage_differs_from_fasttext_only_in_the_sign_of_zero(trained, tmp_path):
+    """The one place the mapped storage and fastText part: a centroid value of -0.0. fastText adds
+    ``norm * centroid`` to a zero vector (+0.0 + -0.0 is +0.0); finalfusion returns ``centroid * norm``
+    (-0.0). Equal as numbers, every other bit the same."""
+    ff = pytest.importorskip("finalfusion")
+    p = wv.parse_file(trained / "sup-plain.ftz")
+    code = int(p.input.codes[0])  # word 0's code in sub-quantizer 0 (dsub 2): its centroid's column 0
+    p.input.pq.centroids = p.input.pq.centroids.copy()
+    p.input.pq.centroids[code * 2] = -0.0
+    with open(tmp_path / "z.ftz", "wb") as f:
+        codec.build(p, f)
+    m = wv.read(tmp_path / "z.ftz")
+    wv.write(m, tmp_path / "z.fifu")
+    word = m.words[0]
+    fasttext_vector = f32(ask(tmp_path / "z.ftz", words=[word])["words"][0])
+    finalfusion_vector = ff.load_finalfusion(str(tmp_path / "z.fifu")).embedding(word)
+    assert fasttext_vector.view(np.uint32)[0] == 0 and finalfusion_vector.view(np.uint32)[0] == 0x80000000
+    assert np.array_equal(finalfusion_vector, fasttext_vector)
+    assert finalfusion_vector[1:].tobytes() == fasttext_vector[1:].tobytes()
+
+
 @pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])
 def test_to_word_vector_formats_writes_the_composed_vectors(trained, tmp_path, fmt):
     m = wv.read(trained / "cbow.bin")
