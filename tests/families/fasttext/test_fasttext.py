@@ -400,6 +400,22 @@ def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_
     assert not fasttext_vectors[-1].any() and peer.embedding("zzqx") is None and back.embedding("zzqx") is None
 
 
+def test_convert_command_says_when_quantized_input_is_written_dense(trained, tmp_path, capsys):
+    """On the command line: a quantized model with character n-grams converts (exit 0) with one warning
+    line saying the storage is written dense and why; one that maps converts without one, to a quantized
+    array (as inspect shows)."""
+    from wvformats import cli
+
+    assert cli.main(["convert", str(trained / "sup-ngrams.ftz"), str(tmp_path / "n.fifu")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("wvformats: warning: fastText quantized input to finalfusion: written dense") == 1
+    assert cli.main(["convert", str(trained / "sup-dsub3.ftz"), str(tmp_path / "q.fifu")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert cli.main(["inspect", str(tmp_path / "q.fifu"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantized"] == {"subquantizers": 8, "centroids": 256,
+                                                                "projection": False, "norms": True}
+
+
 def test_quantized_finalfusion_storage_differs_from_fasttext_only_in_the_sign_of_zero(trained, tmp_path):
     """The one place the mapped storage and fastText part: a centroid value of -0.0. fastText adds
     ``norm * centroid`` to a zero vector (+0.0 + -0.0 is +0.0); finalfusion returns ``centroid * norm``
