@@ -39,6 +39,11 @@ MODELS = {
     "sup-softmax.ftz": ("sup", "softmax", dict(wordNgrams=2, minn=2, maxn=3, lr=0.1),
                         dict(qout=False, cutoff=400, qnorm=True, dsub=3)),
     "sup-plain.ftz": ("sup", "softmax", dict(wordNgrams=2, lr=0.2), dict(qout=False, cutoff=0, dsub=2)),
+    # quantized input as finalfusion storage: no character n-grams and a last sub-quantizer narrower than the
+    # others (dim 8, dsub 3: lastdsub 2); character n-grams, not pruned (written dense)
+    "sup-dsub3.ftz": ("sup", "softmax", dict(wordNgrams=2, lr=0.2), dict(qout=False, cutoff=0, qnorm=True, dsub=3)),
+    "sup-ngrams.ftz": ("sup", "softmax", dict(wordNgrams=2, minn=2, maxn=3, lr=0.1),
+                       dict(qout=False, cutoff=0, qnorm=True, dsub=2)),
     # a quantized output needs 256 rows or more: 300 labels
     "many-ova.ftz": ("many", "ova", dict(wordNgrams=3, lr=0.5), dict(qout=True, cutoff=0, qnorm=True, dsub=2)),
 }

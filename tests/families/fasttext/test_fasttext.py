@@ -7,6 +7,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import construct as cs
@@ -29,7 +30,7 @@ DATA = Path(__file__).parents[2] / "data" / "fasttext"
 PEER = Path(__file__).with_name("peer.py")
 REAL = sorted(DATA.glob("*.bin"))
 TRAINED = ["skipgram.bin", "cbow.bin", "sup-softmax.bin", "sup-hs.bin", "sup-ova.bin", "sup-ns.bin",
-           "sup-softmax.ftz", "sup-plain.ftz", "many-ova.ftz"]
+           "sup-softmax.ftz", "sup-plain.ftz", "many-ova.ftz", "sup-dsub3.ftz", "sup-ngrams.ftz"]
 F = "fasttext"
 
 
@@ -334,16 +335,20 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
 
 # -- conversion ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-plain.ftz", "sup-softmax.ftz"])
+@pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-softmax.ftz", "sup-ngrams.ftz"])
 def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name):
-    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input reconstructed):
-    in-vocabulary words give fastText's vectors exactly, unknown words the unit vector of fastText's (the
-    finalfusion convention), read by wvformats and by finalfusion-python. A pruned model (no bucket table
-    to hash into) converts its words only."""
+    """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input with character
+    n-grams reconstructed, with a warning saying why): in-vocabulary words give fastText's vectors exactly,
+    unknown words the unit vector of fastText's (the finalfusion convention), read by wvformats and by
+    finalfusion-python. A pruned model (no bucket table to hash into) converts its words only."""
     ff = pytest.importorskip("finalfusion")
     m = wv.read(trained / name)
     out = tmp_path / "m.fifu"
-    wv.convert(trained / name, out)
+    if m.input.quantized:
+        with pytest.warns(UserWarning, match="written dense: its words' vectors are means"):
+            wv.convert(trained / name, out)
+    else:
+        wv.convert(trained / name, out)
     peer = ff.load_finalfusion(str(out))
     oov = ["zzqx", "héllo", "runnin"]
     back = wv.read(out)
@@ -359,6 +364,77 @@ def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name
     want /= np.linalg.norm(want, axis=1, keepdims=True)
     np.testing.assert_allclose(back.embedding_batch(oov)[0], want, rtol=0, atol=3e-7)
     np.testing.assert_allclose(np.array([peer.embedding(w) for w in oov]), want, rtol=0, atol=3e-7)
+
+
+@MODES
+@pytest.mark.parametrize("name,subquantizers", [("sup-plain.ftz", 4), ("many-ova.ftz", 4), ("sup-dsub3.ftz", 8)])
+def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_path, name, subquantizers,
+                                                                   compiled):
+    """A quantized model without character n-grams (each word's vector is its own input row): its codes,
+    centroids and quantized norms become finalfusion's quantized array, no row reconstructed, and
+    finalfusion-python reading the file gives fastText's get_word_vector to the bit (after fastText's
+    ``0 + norm * centroid``, which turns a -0.0 into 0.0). Sub-quantizers of dsub 2 map one to one; dsub 3
+    with a last one of 2 columns (dim 8) as 8 one-column finalfusion sub-quantizers."""
+    ff = pytest.importorskip("finalfusion")
+    m = wv.read(trained / name)
+    out = tmp_path / "m.fifu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # mapped: nothing to warn about
+        wv.convert(trained / name, out)
+    parsed = bytes_roundtrip(wv.registry.get("finalfusion").schema, out.read_bytes(), format="finalfusion",
+                             compiled=compiled)
+    assert [c.name for c in parsed.chunks] == ["metadata", "simple_vocab", "quantized_array"]
+    q = parsed.chunks[2].body
+    assert (q.quantized_len, q.n_centroids, q.n_embeddings) == (subquantizers, 256, len(m.words))
+    assert q.use_norms == m.parsed.input.qnorm and not q.use_projection
+    assert wv.validate(out).ok
+    a = ask(trained / name, words=m.words + ["zzqx"])
+    fasttext_vectors = np.array([f32(x) for x in a["words"]])
+    peer = ff.load_finalfusion(str(out))
+    assert (np.array([peer.embedding(w) for w in m.words]) + np.float32(0)).tobytes() == \
+        fasttext_vectors[:-1].tobytes()
+    back = wv.read(out)
+    assert back.extra["storage_type"] == "quantized_array"
+    assert (np.asarray(back.vectors) + np.float32(0)).tobytes() == fasttext_vectors[:-1].tobytes()
+    # no n-grams: fastText gives an unknown word zeros, finalfusion no vector
+    assert not fasttext_vectors[-1].any() and peer.embedding("zzqx") is None and back.embedding("zzqx") is None
+
+
+def test_convert_command_says_when_quantized_input_is_written_dense(trained, tmp_path, capsys):
+    """On the command line: a quantized model with character n-grams converts (exit 0) with one warning
+    line saying the storage is written dense and why; one that maps converts without one, to a quantized
+    array (as inspect shows)."""
+    from wvformats import cli
+
+    assert cli.main(["convert", str(trained / "sup-ngrams.ftz"), str(tmp_path / "n.fifu")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("wvformats: warning: fastText quantized input to finalfusion: written dense") == 1
+    assert cli.main(["convert", str(trained / "sup-dsub3.ftz"), str(tmp_path / "q.fifu")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert cli.main(["inspect", str(tmp_path / "q.fifu"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantized"] == {"subquantizers": 8, "centroids": 256,
+                                                                "projection": False, "norms": True}
+
+
+def test_quantized_finalfusion_storage_differs_from_fasttext_only_in_the_sign_of_zero(trained, tmp_path):
+    """The one place the mapped storage and fastText part: a centroid value of -0.0. fastText adds
+    ``norm * centroid`` to a zero vector (+0.0 + -0.0 is +0.0); finalfusion returns ``centroid * norm``
+    (-0.0). Equal as numbers, every other bit the same."""
+    ff = pytest.importorskip("finalfusion")
+    p = wv.parse_file(trained / "sup-plain.ftz")
+    code = int(p.input.codes[0])  # word 0's code in sub-quantizer 0 (dsub 2): its centroid's column 0
+    p.input.pq.centroids = p.input.pq.centroids.copy()
+    p.input.pq.centroids[code * 2] = -0.0
+    with open(tmp_path / "z.ftz", "wb") as f:
+        codec.build(p, f)
+    m = wv.read(tmp_path / "z.ftz")
+    wv.write(m, tmp_path / "z.fifu")
+    word = m.words[0]
+    fasttext_vector = f32(ask(tmp_path / "z.ftz", words=[word])["words"][0])
+    finalfusion_vector = ff.load_finalfusion(str(tmp_path / "z.fifu")).embedding(word)
+    assert fasttext_vector.view(np.uint32)[0] == 0 and finalfusion_vector.view(np.uint32)[0] == 0x80000000
+    assert np.array_equal(finalfusion_vector, fasttext_vector)
+    assert finalfusion_vector[1:].tobytes() == fasttext_vector[1:].tobytes()
 
 
 @pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])

@@ -13,6 +13,7 @@ from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
 from ..finalfusion.lookups import composed_batch
 from . import subwords
+from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
 NAME = "fasttext"
@@ -97,14 +98,19 @@ class FastText(Embeddings):
         super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
+        # what finalfusion's writer takes, made when first asked for: quantized input as its quantized array
+        # where that maps (quantized.py says when); with n-grams, its fastText vocabulary (the same n-grams and
+        # hash) and the bucket rows after the words (a view when dense, reconstructed when quantized)
+        makers: dict[str, Any] = {}
+        if self.input.quantized:
+            makers["quantized"] = lambda: finalfusion_quantized(self)
         if not self.buckets.pruned and int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
-            # what finalfusion's writer takes: its fastText vocabulary (the same n-grams and hash) and the
-            # bucket rows after the words (a view when dense, made when first asked for when quantized)
-            self.extra = _Extra(self.extra, subword_vectors=lambda: self.input.rows(
-                np.arange(nwords, self.input.shape[0])) if self.input.quantized else
-                self.input.part["data"][nwords:])
+            makers["subword_vectors"] = lambda: self.input.rows(
+                np.arange(nwords, self.input.shape[0])) if self.input.quantized else \
+                self.input.part["data"][nwords:]
             self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
                 "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
+        self.extra = _Extra(self.extra, **makers)
         self.extra["oov"] = lambda w: self.word_vectors([w])[0]
         self.extra["oov_batch"] = lambda ws: (self.word_vectors(ws), np.ones(len(ws), bool))
         self.extra["subword_indices"] = self.subword_rows
