@@ -11,6 +11,7 @@ import numpy as np
 
 from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
+from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .subwords import Buckets
@@ -35,26 +36,30 @@ class Matrix:
             self.nsubq, self.dsub, self.lastdsub = int(pq["nsubq"]), int(pq["dsub"]), int(pq["lastdsub"])
             self.codes = part["codes"].reshape(self.shape[0], self.nsubq) if self.shape[0] else \
                 np.zeros((0, self.nsubq), np.uint8)
-            self.centroids = pq["centroids"]
-            k = np.arange(self.shape[1])
-            self._sub = np.minimum(k // self.dsub, self.nsubq - 1)  # each column's sub-quantizer
-            self._within = k - self._sub * self.dsub
-            self._last = self._sub == self.nsubq - 1
+            # each sub-quantizer's 256 centroids as rows of a (256 * subquantizers, width) table: a row's
+            # part j is the table's row 256 * j + code, gathered whole (the last part apart when narrower)
+            self.centroids = c = pq["centroids"]
+            lead = (self.nsubq - 1) * KSUB * self.dsub
+            self._tables = [(0, c.reshape(-1, self.dsub))] if self.lastdsub == self.dsub else [
+                (0, c[:lead].reshape(-1, self.dsub)), (self.nsubq - 1, c[lead:].reshape(KSUB, self.lastdsub))]
             self._norms = part["npq"]["centroids"] if part["qnorm"] else None
 
     def rows(self, at: np.ndarray, scaled: bool = True) -> np.ndarray:
-        """float32 rows at an index array (quantized rows as ``ProductQuantizer::addcode`` adds them: each
-        centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
+        """float32 rows at an index array, C-contiguous (quantized rows as ``ProductQuantizer::addcode``
+        adds them: each centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
         if not self.quantized:
             return self.part["data"][at]  # (np.take would copy an unaligned matrix whole first)
-        codes = self.codes[at][:, self._sub].astype(np.int64)  # (rows, dim): the code of each column's part
-        ksub = 256
-        base = np.where(self._last, self._sub * ksub * self.dsub + codes * self.lastdsub,
-                        (self._sub * ksub + codes) * self.dsub)
-        x = self.centroids[base + self._within]
+        codes = self.codes[at]
+        parts = []
+        for first, table in self._tables:
+            k = table.shape[0] // KSUB  # sub-quantizers in this table
+            at_table = codes[:, first : first + k].astype(np.intp)
+            at_table += np.arange(k) * KSUB
+            parts.append(np.take(table, at_table, axis=0).reshape(len(codes), k * table.shape[1]))
+        x = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         if self._norms is not None and scaled:
-            x = x * self._norms[self.part["norm_codes"][at]][:, None]
-        return x.astype(np.float32, copy=False)
+            x *= self._norms[self.part["norm_codes"][at]][:, None]
+        return x
 
     def all(self) -> np.ndarray:
         return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
