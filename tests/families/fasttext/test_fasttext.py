@@ -302,6 +302,54 @@ def test_lookups_equal_the_peer(trained, name):
     assert m.sentence_vectors(LINES).tobytes() == sentences.tobytes()
 
 
+# words as fastText's dictionary holds them: any characters, bytes that are not UTF-8 as surrogate escapes
+escaped_words = st.lists(st.characters(exclude_categories=["Cs"]) | st.integers(0xDC80, 0xDCFF).map(chr),
+                         max_size=6).map("".join)
+
+
+@given(words=st.lists(escaped_words, max_size=6), brackets=st.booleans())
+def test_words_are_encoded_in_one_blob_with_their_byte_lengths(words, brackets):
+    """subwords.encode joins the words (between < and >) and encodes once, then finds each word's byte
+    length from its characters' UTF-8 widths: the bytes fastText hashes, word by word."""
+    from wvformats.families.fasttext import subwords
+
+    bow, eow = ("<", ">") if brackets else ("", "")
+    each = [(bow + w + eow).encode("utf-8", "surrogateescape") for w in words]
+    blob, lengths = subwords.encode(words, bow, eow)
+    assert blob.tobytes() == b"".join(each) and lengths.tolist() == [len(b) for b in each]
+
+
+def compute_subwords(word: bytes, minn: int, maxn: int) -> list[bytes]:
+    """``Dictionary::computeSubwords`` of fastText, line by line."""
+    word, out = b"<" + word + b">", []
+    for i in range(len(word)):
+        if word[i] & 0xC0 == 0x80:
+            continue
+        ngram, j, n = b"", i, 1
+        while j < len(word) and n <= maxn:
+            ngram += word[j : j + 1]
+            j += 1
+            while j < len(word) and word[j] & 0xC0 == 0x80:
+                ngram += word[j : j + 1]
+                j += 1
+            if n >= minn and not (n == 1 and (i == 0 or j == len(word))):
+                out.append(ngram)
+            n += 1
+    return out
+
+
+@given(words=st.lists(escaped_words, max_size=6), minn=st.integers(0, 3), more=st.integers(-1, 4))
+def test_char_ngrams_are_compute_subwords(words, minn, more):
+    """subwords.char_ngrams (vectorised over all the words) cuts what computeSubwords cuts, in its order."""
+    from wvformats.families.fasttext import subwords
+
+    blob, starts, lengths, owner = subwords.char_ngrams(words, minn, max(minn + more, 0))
+    got = [[] for _ in words]
+    for s, n, o in zip(starts.tolist(), lengths.tolist(), owner.tolist(), strict=True):
+        got[o].append(blob[s : s + n].tobytes())
+    assert got == [compute_subwords(w.encode("utf-8", "surrogateescape"), minn, max(minn + more, 0)) for w in words]
+
+
 @pytest.mark.parametrize("name", [n for n in TRAINED if n.startswith(("sup", "many"))])
 @pytest.mark.parametrize("k,threshold", [(1, 0.0), (3, 0.0), (-1, 0.0), (2, 0.2)])
 def test_predict_equals_the_peer(trained, name, k, threshold):

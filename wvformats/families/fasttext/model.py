@@ -5,6 +5,7 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -131,16 +132,14 @@ class FastText(Embeddings):
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
-        get = self._raw_index.get
-        return np.fromiter((get(w, -1) for w in raw), np.int64, len(raw))
+        return np.fromiter(map(self._raw_index.get, raw, repeat(-1)), np.int64, len(raw))
 
     def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
         character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
         a = self.args
-        grams = [w for w in raw]
         no_ngrams = [i for i, w in enumerate(raw) if w == EOS]
-        rows, owner = subwords.subword_rows(subwords.encode(grams), int(a["minn"]), int(a["maxn"]), self.buckets)
+        rows, owner = subwords.subword_rows(raw, int(a["minn"]), int(a["maxn"]), self.buckets)
         if no_ngrams:
             keep = ~np.isin(owner, no_ngrams)
             rows, owner = rows[keep], owner[keep]
@@ -207,7 +206,7 @@ class FastText(Embeddings):
         owner = line_of[words_at][tok_owner]
         n = int(self.args["wordNgrams"])
         if n > 1:
-            hashes = subwords.token_hashes(subwords.encode(words))
+            hashes = subwords.token_hashes(words)
             extra_r, extra_o = subwords.word_ngram_rows(hashes, line_of[words_at], n, self.buckets)
             rows = np.concatenate([rows, extra_r])
             owner = np.concatenate([owner, extra_o])
