@@ -280,7 +280,8 @@ def test_bin_is_written_by_the_models_type(tmp_path, trained):
 
 QUERY_WORDS = ["apple", "zzqx", "héllo", "running", "a", "", "</s>", "日本語", "été", "\udce9t\udce9"]
 LINES = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "run running ran w3 w5 poshish",
-         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11"]
+         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11",
+         "cat\vdog\fsun\rmoon __label__zz"]  # every separator of readWord but \n and \0; an unseen label
 
 
 @pytest.mark.parametrize("name", TRAINED)

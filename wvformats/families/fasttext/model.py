@@ -4,6 +4,7 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
@@ -22,7 +23,7 @@ LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
 MODELS = {1: "cbow", 2: "skipgram", 3: "supervised"}
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
-_SPACE = " \n\r\t\v\f\0"  # Dictionary::readWord's separators
+_TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
 MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
@@ -181,19 +182,18 @@ class FastText(Embeddings):
 
     def _tokens(self, text: str) -> list[str]:
         """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
-        for c in _SPACE[1:]:
-            text = text.replace(c, " ")
-        return [t for t in text.split(" ") if t] + [EOS]
+        return [*_TOKEN.findall(text), EOS]
 
     def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
         out), then the line's word n-grams; (rows, owner)."""
         toks = [self._tokens(t) for t in lines]
         flat = [t for ts in toks for t in ts]
-        line_of = np.repeat(np.arange(len(toks)), [len(ts) for ts in toks])
+        line_of = np.repeat(np.arange(len(toks)), np.fromiter(map(len, toks), np.int64, len(toks)))
         ids = self._ids(flat)
-        is_label = (ids >= self.nwords) | ((ids < 0) & np.fromiter((t.startswith(LABEL_PREFIX) for t in flat),
-                                                                  bool, len(flat)))
+        is_label = ids >= self.nwords
+        unknown = np.flatnonzero(ids < 0)  # a label the model has not seen is still a label
+        is_label[unknown] = [flat[i].startswith(LABEL_PREFIX) for i in unknown.tolist()]
         words_at = np.flatnonzero(~is_label)
         words = [flat[i] for i in words_at.tolist()]
         maxn = int(self.args["maxn"])
