@@ -253,13 +253,12 @@ class FastText(Embeddings):
         hidden, _ = self._mean_rows(rows, owner, len(lines))
         k = len(self.labels) if k < 0 else min(k, len(self.labels))
         if self.loss == "hs":
-            found = [self._hs_predict(h, k, threshold) for h in hidden]
+            ids, probs = _columns([self._hs_predict(h, k, threshold) for h in hidden])
         else:
-            found = _k_best_all(self._scores(hidden), k, threshold)
-        out = [(tuple(self.labels[i] for i, _ in f), np.array([p for _, p in f], np.float64)) for f in found]
-        if single:
-            return out[0]
-        return [o[0] for o in out], [o[1] for o in out]
+            ids, probs = _k_best_all(self._scores(hidden), k, threshold)
+        labels = self.labels
+        found = [tuple([labels[i] for i in row]) for row in ids]
+        return (found[0], probs[0]) if single else (found, probs)
 
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
         """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
@@ -419,21 +418,30 @@ def _std_log(x: Any) -> np.float32:
     return np.float32(np.log(np.float64(x) + 1e-5))
 
 
-def _k_best_all(p: np.ndarray, k: int, threshold: float) -> list[list[tuple[int, float]]]:
-    """:func:`_k_best` of every row of ``p`` (lines x labels), sorted for all rows at once; a row where
-    the threshold cuts or ties reach the k-th place goes through :func:`_k_best`."""
+def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
+    """:func:`_k_best` of every row of ``p`` (lines x labels), found for all rows at once: each row's label
+    ids and their probabilities (float64). A row where the threshold cuts or ties reach the k-th place
+    goes through :func:`_k_best`."""
     if not len(p) or k == 0:
-        return [[] for _ in range(len(p))]
+        return [[] for _ in range(len(p))], [np.zeros(0) for _ in range(len(p))]
     scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
-    order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
+    if k + 1 < p.shape[1]:  # the k + 1 best of each row, then in order (their ties go to _k_best below)
+        best = np.argpartition(-scores, k, axis=1)[:, : k + 1]
+        order = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1), axis=1)
+    else:
+        order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
     top = np.take_along_axis(scores, order, axis=1)
     probs = np.take_along_axis(p, order, axis=1)
-    tied = (top[:, 1:] == top[:, :-1]).any(axis=1)
-    cut = (probs[:, :k] < np.float32(threshold)).any(axis=1)
-    out_p = np.exp(top[:, :k]).astype(np.float64)
-    ids, vals = order[:, :k].tolist(), out_p.tolist()
-    return [_k_best(p[r], k, threshold) if tied[r] or cut[r] else list(zip(ids[r], vals[r], strict=True))
-            for r in range(len(p))]
+    exact = (top[:, 1:] == top[:, :-1]).any(axis=1) | (probs[:, :k] < np.float32(threshold)).any(axis=1)
+    ids, out_p = order[:, :k].tolist(), list(np.exp(top[:, :k]).astype(np.float64))
+    for r in np.flatnonzero(exact).tolist():
+        (ids[r],), (out_p[r],) = _columns([_k_best(p[r], k, threshold)])
+    return ids, out_p
+
+
+def _columns(found: list[list[tuple[int, float]]]) -> tuple[list[list[int]], list[np.ndarray]]:
+    """(label id, probability) pairs of each line as (the ids of each line, its probabilities)."""
+    return [[i for i, _ in f] for f in found], [np.array([q for _, q in f], np.float64) for f in found]
 
 
 def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
