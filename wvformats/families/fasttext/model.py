@@ -139,12 +139,13 @@ class FastText(Embeddings):
         """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
         character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
         a = self.args
-        no_ngrams = [i for i, w in enumerate(raw) if w == EOS]
         rows, owner = subwords.subword_rows(raw, int(a["minn"]), int(a["maxn"]), self.buckets)
-        if no_ngrams:
-            keep = ~np.isin(owner, no_ngrams)
+        if EOS in raw:
+            keep = ~np.isin(owner, [i for i, w in enumerate(raw) if w == EOS])
             rows, owner = rows[keep], owner[keep]
         own = np.flatnonzero((ids >= 0) & (ids < self.nwords))
+        if not len(own):  # unknown words only: their n-grams are in order already
+            return rows, owner
         rows = np.concatenate([ids[own], rows])
         owner = np.concatenate([own, owner])
         order = np.argsort(owner, kind="stable")  # each word's own row first, then its n-grams
