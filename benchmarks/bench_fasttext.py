@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, measure, table, warm  # noqa: E402
+from common import floor_read, measure, measure_turns, paired_ratio, summary, table, warm  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 SETUP = "import wvformats as wv\nwv.formats()"  # the codec registry loads once per process: setup
@@ -107,61 +107,115 @@ def main() -> None:
     ap.add_argument("--words", type=int, default=200_000)
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--bucket", type=int, default=2_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="turns (gensim: one)")
     ap.add_argument("--parts", default="open,oov,predict", help="which measurements, comma-separated")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     p = str(generate(args.words, args.dim, args.bucket))
-    r = args.repeat
     if "open" in parts:
-        # ready for lookups: one word looked up after the open (the peers have read everything by then)
-        rows = [
-            ("floor: read the file into memory", measure(warm(p) + "\n" + floor_read(p)[0], floor_read(p)[1], r)),
-            ("python + imports only (baseline)", measure(SETUP, "pass", r)),
-            ("wvformats read (mmap)", measure(f"{SETUP}\n{warm(p)}", f"e = wv.read({p!r}, mmap=True)\ne.embedding('w12')",
-                                              r)),
-            ("wvformats read (copy)", measure(f"{SETUP}\n{warm(p)}", f"e = wv.read({p!r}, mmap=False)\ne.embedding('w12')",
-                                              r)),
-            ("fasttext.load_model", measure(f"import fasttext\n{warm(p)}",
-                                            f"e = fasttext.load_model({p!r})\ne.get_word_vector('w12')", r)),
-            ("gensim load_facebook_model", measure(
-                f"from gensim.models.fasttext import load_facebook_model\n{warm(p)}",
-                f"e = load_facebook_model({p!r})\ne.wv['w12']", 1)),
-        ]
-        print(table(f"open {Path(p).name}", rows, "wvformats read (mmap)"))
+        open_part(p, args.repeat)
     if "oov" in parts:
-        wf = DATA / "ft-oov.json"
-        wf.write_text(json.dumps(unknown_words()))
-        words = f"import json\nws = json.load(open({str(wf)!r}))"
-        rows = [
-            ("wvformats embedding_batch", measure(
-                f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding_batch(ws[:100])",
-                "e.embedding_batch(ws)", r)),
-            ("wvformats embedding() per word", measure(
-                f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding('x')",
-                "[e.embedding(w) for w in ws]", r)),
-            ("fasttext get_word_vector per word", measure(
-                f"import fasttext\n{words}\ne = fasttext.load_model({p!r})",
-                "[e.get_word_vector(w) for w in ws]", r)),
-        ]
-        print(table(f"OOV lookups in {Path(p).name}: 10000 random unknown words", rows, "wvformats embedding_batch"))
+        oov_part(p, args.repeat)
     if "predict" in parts:
-        s = str(generate_supervised(args.words // 10, args.dim // 2, args.bucket // 10))
-        lf = DATA / "ft-lines.json"
-        lf.write_text(json.dumps(lines(args.words // 10, args.words // 10)))
-        load = f"import json\nls = json.load(open({str(lf)!r}))"
-        rows = [
-            ("wvformats predict (batched)", measure(f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[:10])",
-                                                    "e.predict(ls)", r)),
-            ("wvformats predict per line", measure(f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[0])",
-                                                   "[e.predict(t) for t in ls]", r)),
-            ("fasttext predict per line", measure(f"import fasttext\n{load}\ne = fasttext.load_model({s!r})",
-                                                  "[e.predict(t) for t in ls]", r)),
-            ("fasttext predict (list)", measure(f"import fasttext\n{load}\ne = fasttext.load_model({s!r})",
-                                                "e.predict(ls)", r)),
-        ]
-        print(table(f"predict 10000 lines, {Path(s).name} (quantized, softmax, bigrams)", rows,
-                    "wvformats predict (batched)"))
+        predict_part(args.words, args.dim, args.bucket, args.repeat)
+
+
+def open_part(p: str, r: int) -> None:
+    """Open the model ready for lookups (one word looked up after the open: the peers have read everything
+    by then); the floor and the readers in turn, so that each ratio is of trials under the same load."""
+    floor_setup, floor_timed = floor_read(p)
+    look = "e.embedding('w12')"
+    turns = measure_turns([
+        ("floor: read the file into memory", f"{warm(p)}\n{floor_setup}", floor_timed),
+        ("wvformats read (mmap)", f"{SETUP}\n{warm(p)}", f"e = wv.read({p!r}, mmap=True)\n{look}"),
+        ("wvformats read (copy)", f"{SETUP}\n{warm(p)}", f"e = wv.read({p!r}, mmap=False)\n{look}"),
+        ("fasttext.load_model", f"import fasttext\n{warm(p)}",
+         f"e = fasttext.load_model({p!r})\ne.get_word_vector('w12')"),
+    ], r)
+    # gensim takes 15-50 s: one turn, paired with one mmap open
+    turns.update(measure_turns([
+        ("wvformats read (mmap), beside gensim", f"{SETUP}\n{warm(p)}", f"e = wv.read({p!r}, mmap=True)\n{look}"),
+        ("gensim load_facebook_model", f"from gensim.models.fasttext import load_facebook_model\n{warm(p)}",
+         f"e = load_facebook_model({p!r})\ne.wv['w12']"),
+    ], 1))
+    rows = [(name, summary(runs)) for name, runs in turns.items()]
+    baseline = measure(SETUP, "pass", r)
+    rows.insert(1, ("python + imports only (baseline)", baseline))
+    # (gensim's row: its one trial over the floor's median, not paired)
+    print(table(f"open {Path(p).name}", rows, "floor: read the file into memory",
+                {name: runs for name, runs in turns.items() if len(runs) == r}))
+    mmap, size = dict(rows)["wvformats read (mmap)"], Path(p).stat().st_size / 2**20
+    in_file, objects = vocabulary_size(p)
+    over = mmap["maxrss_mb"] - baseline["maxrss_mb"]
+    ratios = {
+        "fasttext.load_model / wvformats mmap (paired)": paired_ratio(turns["fasttext.load_model"],
+                                                                      turns["wvformats read (mmap)"]),
+        "gensim / wvformats mmap (one turn)": paired_ratio(turns["gensim load_facebook_model"],
+                                                           turns["wvformats read (mmap), beside gensim"]),
+        "wvformats copy / floor (paired)": paired_ratio(turns["wvformats read (copy)"], turns[rows[0][0]]),
+    }
+    for name, x in ratios.items():
+        print(f"- {name}: {x:.2f}x")
+    copy_peak = dict(rows)["wvformats read (copy)"]["maxrss_mb"]
+    print(f"- copy peak RSS / file: {copy_peak / size:.2f}x ({copy_peak:.0f} MB / {size:.0f} MB)")
+    print(f"- mmap open: peak RSS {mmap['maxrss_mb']:.0f} MB, {over:.0f} MB over python + imports; the vocabulary "
+          f"is {in_file:.1f} MB in the file and {objects:.1f} MB as Python objects (its str in a list and a "
+          f"str -> index dict): {over / in_file:.1f}x the first, {over / objects:.1f}x the second\n")
+
+
+def vocabulary_size(p: str) -> tuple[float, float]:
+    """The dictionary's MB in the file (its header and entries: bytes, NUL, i64 count, i8 type) and as the
+    least a Python reader holds: the words as str, in a list and a str -> index dict."""
+    import wvformats as wv
+
+    m = wv.read(p, mmap=True)
+    words = list(m.words)
+    index = dict(zip(words, range(len(words)), strict=True))
+    in_file = 28 + sum(len(w.encode("utf-8", "surrogateescape")) + 10 for w in words)
+    objects = sum(map(sys.getsizeof, words)) + sys.getsizeof(words) + sys.getsizeof(index)
+    return in_file / 2**20, objects / 2**20
+
+
+def oov_part(p: str, r: int) -> None:
+    wf = DATA / "ft-oov.json"
+    wf.write_text(json.dumps(unknown_words()))
+    words = f"import json\nws = json.load(open({str(wf)!r}))"
+    turns = measure_turns([
+        ("wvformats embedding_batch", f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding_batch(ws[:100])",
+         "e.embedding_batch(ws)"),
+        ("wvformats embedding() per word", f"{SETUP}\n{words}\ne = wv.read({p!r}, mmap=False)\ne.embedding('x')",
+         "[e.embedding(w) for w in ws]"),
+        ("fasttext get_word_vector per word", f"import fasttext\n{words}\ne = fasttext.load_model({p!r})",
+         "[e.get_word_vector(w) for w in ws]"),
+    ], r)
+    rows = [(name, summary(runs)) for name, runs in turns.items()]
+    print(table(f"OOV lookups in {Path(p).name}: 10000 random unknown words", rows, "wvformats embedding_batch",
+                turns))
+    print(f"- throughput of embedding_batch / the peer's loop: "
+          f"{paired_ratio(turns['fasttext get_word_vector per word'], turns['wvformats embedding_batch']):.2f}x "
+          f"(paired, median)\n")
+
+
+def predict_part(n: int, dim: int, bucket: int, r: int) -> None:
+    s = str(generate_supervised(n // 10, dim // 2, bucket // 10))
+    lf = DATA / "ft-lines.json"
+    lf.write_text(json.dumps(lines(n // 10, n // 10)))
+    load = f"import json\nls = json.load(open({str(lf)!r}))"
+    peer = f"import fasttext\n{load}\ne = fasttext.load_model({s!r})"
+    turns = measure_turns([
+        ("wvformats predict (batched)", f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[:10])", "e.predict(ls)"),
+        ("wvformats predict per line", f"{SETUP}\n{load}\ne = wv.read({s!r})\ne.predict(ls[0])",
+         "[e.predict(t) for t in ls]"),
+        ("fasttext predict per line", peer, "[e.predict(t) for t in ls]"),
+        ("fasttext predict (list)", peer, "e.predict(ls)"),
+    ], r)
+    rows = [(name, summary(runs)) for name, runs in turns.items()]
+    print(table(f"predict 10000 lines, {Path(s).name} (quantized, softmax, bigrams)", rows,
+                "wvformats predict (batched)", turns))
+    ours = turns["wvformats predict (batched)"]
+    print(f"- throughput of predict (batched) / the peer's: "
+          f"{paired_ratio(turns['fasttext predict (list)'], ours):.2f}x its list call, "
+          f"{paired_ratio(turns['fasttext predict per line'], ours):.2f}x its per-line loop (paired, medians)\n")
 
 
 if __name__ == "__main__":

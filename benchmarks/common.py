@@ -65,6 +65,28 @@ def measure(setup: str, timed: str, repeat: int = 3, python: str = sys.executabl
             "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
 
 
+def measure_turns(rows: list[tuple[str, str, str]], repeat: int = 3,
+                  python: str = sys.executable) -> dict[str, list[dict[str, float]]]:
+    """Every trial of each row (name, setup, timed): one fresh-process trial of each row per turn, the rows
+    in turn, for ``repeat`` turns, so that the machine's load (and this VM's I/O) moves all rows of a turn
+    alike. Summarise a row with :func:`summary`, compare two with :func:`paired_ratio`."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
+    for _ in range(repeat):
+        for name, setup, timed in rows:
+            runs[name].append(trial(setup, timed, python=python))
+    return runs
+
+
+def summary(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Median seconds and the largest peak RSS of some trials."""
+    return {"seconds": statistics.median(r["seconds"] for r in runs), "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
+
+
+def paired_ratio(a: list[dict[str, float]], b: list[dict[str, float]]) -> float:
+    """The median over turns of a's seconds / b's seconds in the same turn (rows of :func:`measure_turns`)."""
+    return statistics.median(x["seconds"] / y["seconds"] for x, y in zip(a, b, strict=True))
+
+
 def in_process(fn, repeat: int = 3) -> float:
     """Median seconds of ``fn()`` over ``repeat`` calls in this process, after one warm-up call."""
     import time
@@ -78,14 +100,19 @@ def in_process(fn, repeat: int = 3) -> float:
     return statistics.median(runs)
 
 
-def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str) -> str:
-    """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``."""
+def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str,
+          turns: dict[str, list[dict[str, float]]] | None = None) -> str:
+    """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``: of the medians,
+    or, for rows in ``turns`` (of :func:`measure_turns`, base among them), the median of per-turn ratios."""
     ref = dict(rows)[base]
-    lines = [f"### {title}", "", "| reader | median s | peak RSS MB | x " + base + " |", "|---|---|---|---|"]
+    paired = " (paired)" if turns else ""
+    lines = [f"### {title}", "", f"| reader | median s | peak RSS MB | x {base}{paired} |", "|---|---|---|---|"]
     for name, r in rows:
         if r is None:
             lines.append(f"| {name} | failed | | |")
             continue
         ratio = r["seconds"] / ref["seconds"] if ref else float("nan")
+        if turns and name in turns:
+            ratio = paired_ratio(turns[name], turns[base])
         lines.append(f"| {name} | {r['seconds']:.3f} | {r['maxrss_mb']:.0f} | {ratio:.2f} |")
     return "\n".join(lines) + "\n"

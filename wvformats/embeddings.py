@@ -232,13 +232,13 @@ class Embeddings:
         if known:
             at, rows = np.array(known, np.intp).T
             out[at], found[at] = self.rows(rows), True
-        unknown = [i for i in range(len(words)) if not found[i]]
+        unknown = np.flatnonzero(~found)
         batch = self.extra.get("oov_batch")
-        if batch is not None and unknown:
-            vecs, ok = batch([words[i] for i in unknown])
+        if batch is not None and len(unknown):
+            vecs, ok = batch([words[i] for i in unknown.tolist()])
             out[unknown], found[unknown] = vecs, ok
         elif self.extra.get("oov") is not None:
-            for i in unknown:
+            for i in unknown.tolist():
                 v = self.extra["oov"](words[i])
                 if v is not None:
                     out[i], found[i] = v, True

@@ -22,7 +22,7 @@ import wvformats as wv
 from wvformats import framework
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
 from wvformats.families.fasttext import codec
-from wvformats.families.fasttext.model import FastText
+from wvformats.families.fasttext.model import FastText, Matrix
 
 pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
 
@@ -176,6 +176,25 @@ def test_matrices_roundtrip(compiled, q, m, n):
     roundtrip(schema.dense_matrix, dense(m, n), format=F, compiled=compiled)
 
 
+@given(q=quant_matrices(), scaled=st.booleans())
+def test_quantized_rows_are_addcode_and_c_contiguous(q, scaled):
+    """Matrix.rows of a quantized matrix: each part the centroid of its code (ProductQuantizer::addcode,
+    spelt out here), times the row's norm; C-contiguous, for the row gathers of composed_batch (rows that
+    came out in Fortran order made every later gather strided: most of predict's time on a .ftz)."""
+    ref = np.zeros((q.m, q.n), np.float32)
+    codes = q.codes.reshape(q.m, q.pq.nsubq)
+    for i in range(q.m):
+        for j in range(q.pq.nsubq):
+            width = q.pq.lastdsub if j == q.pq.nsubq - 1 else q.pq.dsub
+            at = j * 256 * q.pq.dsub + int(codes[i, j]) * width
+            ref[i, j * q.pq.dsub : j * q.pq.dsub + width] = q.pq.centroids[at : at + width]
+        if q.qnorm and scaled:
+            ref[i] *= q.npq.centroids[q.norm_codes[i]]
+    got = Matrix(q, quantized=True).rows(np.arange(q.m)[::-1], scaled=scaled)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    assert got.tobytes() == ref[::-1].tobytes()
+
+
 @MODES
 @given(d=dictionaries(), new=st.booleans(), qin=st.booleans(), q=quant_matrices(), dim=st.integers(0, 3))
 def test_file_roundtrip(compiled, d, new, qin, q, dim):
@@ -262,7 +281,8 @@ def test_bin_is_written_by_the_models_type(tmp_path, trained):
 
 QUERY_WORDS = ["apple", "zzqx", "héllo", "running", "a", "", "</s>", "日本語", "été", "\udce9t\udce9"]
 LINES = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "run running ran w3 w5 poshish",
-         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11"]
+         "__label__pos moon", "  sky\tsea  rain ", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11",
+         "cat\vdog\fsun\rmoon __label__zz"]  # every separator of readWord but \n and \0; an unseen label
 
 
 @pytest.mark.parametrize("name", TRAINED)
@@ -282,6 +302,54 @@ def test_lookups_equal_the_peer(trained, name):
     assert m.embedding("zzqx").tobytes() == peer[1].tobytes()
     sentences = np.array([f32(x) for x in a["sentences"]])
     assert m.sentence_vectors(LINES).tobytes() == sentences.tobytes()
+
+
+# words as fastText's dictionary holds them: any characters, bytes that are not UTF-8 as surrogate escapes
+escaped_words = st.lists(st.characters(exclude_categories=["Cs"]) | st.integers(0xDC80, 0xDCFF).map(chr),
+                         max_size=6).map("".join)
+
+
+@given(words=st.lists(escaped_words, max_size=6), brackets=st.booleans())
+def test_words_are_encoded_in_one_blob_with_their_byte_lengths(words, brackets):
+    """subwords.encode joins the words (between < and >) and encodes once, then finds each word's byte
+    length from its characters' UTF-8 widths: the bytes fastText hashes, word by word."""
+    from wvformats.families.fasttext import subwords
+
+    bow, eow = ("<", ">") if brackets else ("", "")
+    each = [(bow + w + eow).encode("utf-8", "surrogateescape") for w in words]
+    blob, lengths = subwords.encode(words, bow, eow)
+    assert blob.tobytes() == b"".join(each) and lengths.tolist() == [len(b) for b in each]
+
+
+def compute_subwords(word: bytes, minn: int, maxn: int) -> list[bytes]:
+    """``Dictionary::computeSubwords`` of fastText, line by line."""
+    word, out = b"<" + word + b">", []
+    for i in range(len(word)):
+        if word[i] & 0xC0 == 0x80:
+            continue
+        ngram, j, n = b"", i, 1
+        while j < len(word) and n <= maxn:
+            ngram += word[j : j + 1]
+            j += 1
+            while j < len(word) and word[j] & 0xC0 == 0x80:
+                ngram += word[j : j + 1]
+                j += 1
+            if n >= minn and not (n == 1 and (i == 0 or j == len(word))):
+                out.append(ngram)
+            n += 1
+    return out
+
+
+@given(words=st.lists(escaped_words, max_size=6), minn=st.integers(0, 3), more=st.integers(-1, 4))
+def test_char_ngrams_are_compute_subwords(words, minn, more):
+    """subwords.char_ngrams (vectorised over all the words) cuts what computeSubwords cuts, in its order."""
+    from wvformats.families.fasttext import subwords
+
+    blob, starts, lengths, owner = subwords.char_ngrams(words, minn, max(minn + more, 0))
+    got = [[] for _ in words]
+    for s, n, o in zip(starts.tolist(), lengths.tolist(), owner.tolist(), strict=True):
+        got[o].append(blob[s : s + n].tobytes())
+    assert got == [compute_subwords(w.encode("utf-8", "surrogateescape"), minn, max(minn + more, 0)) for w in words]
 
 
 @pytest.mark.parametrize("name", [n for n in TRAINED if n.startswith(("sup", "many"))])

@@ -4,13 +4,16 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
+from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .quantized import finalfusion_quantized
@@ -21,7 +24,7 @@ LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
 MODELS = {1: "cbow", 2: "skipgram", 3: "supervised"}
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
-_SPACE = " \n\r\t\v\f\0"  # Dictionary::readWord's separators
+_TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
 MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
@@ -36,26 +39,30 @@ class Matrix:
             self.nsubq, self.dsub, self.lastdsub = int(pq["nsubq"]), int(pq["dsub"]), int(pq["lastdsub"])
             self.codes = part["codes"].reshape(self.shape[0], self.nsubq) if self.shape[0] else \
                 np.zeros((0, self.nsubq), np.uint8)
-            self.centroids = pq["centroids"]
-            k = np.arange(self.shape[1])
-            self._sub = np.minimum(k // self.dsub, self.nsubq - 1)  # each column's sub-quantizer
-            self._within = k - self._sub * self.dsub
-            self._last = self._sub == self.nsubq - 1
+            # each sub-quantizer's 256 centroids as rows of a (256 * subquantizers, width) table: a row's
+            # part j is the table's row 256 * j + code, gathered whole (the last part apart when narrower)
+            self.centroids = c = pq["centroids"]
+            lead = (self.nsubq - 1) * KSUB * self.dsub
+            self._tables = [(0, c.reshape(-1, self.dsub))] if self.lastdsub == self.dsub else [
+                (0, c[:lead].reshape(-1, self.dsub)), (self.nsubq - 1, c[lead:].reshape(KSUB, self.lastdsub))]
             self._norms = part["npq"]["centroids"] if part["qnorm"] else None
 
     def rows(self, at: np.ndarray, scaled: bool = True) -> np.ndarray:
-        """float32 rows at an index array (quantized rows as ``ProductQuantizer::addcode`` adds them: each
-        centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
+        """float32 rows at an index array, C-contiguous (quantized rows as ``ProductQuantizer::addcode``
+        adds them: each centroid times the row's norm when the norms are quantized, unless ``scaled=False``)."""
         if not self.quantized:
             return self.part["data"][at]  # (np.take would copy an unaligned matrix whole first)
-        codes = self.codes[at][:, self._sub].astype(np.int64)  # (rows, dim): the code of each column's part
-        ksub = 256
-        base = np.where(self._last, self._sub * ksub * self.dsub + codes * self.lastdsub,
-                        (self._sub * ksub + codes) * self.dsub)
-        x = self.centroids[base + self._within]
+        codes = self.codes[at]
+        parts = []
+        for first, table in self._tables:
+            k = table.shape[0] // KSUB  # sub-quantizers in this table
+            at_table = codes[:, first : first + k].astype(np.intp)
+            at_table += np.arange(k) * KSUB
+            parts.append(np.take(table, at_table, axis=0).reshape(len(codes), k * table.shape[1]))
+        x = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         if self._norms is not None and scaled:
-            x = x * self._norms[self.part["norm_codes"][at]][:, None]
-        return x.astype(np.float32, copy=False)
+            x *= self._norms[self.part["norm_codes"][at]][:, None]
+        return x
 
     def all(self) -> np.ndarray:
         return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
@@ -132,20 +139,19 @@ class FastText(Embeddings):
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
-        get = self._raw_index.get
-        return np.fromiter((get(w, -1) for w in raw), np.int64, len(raw))
+        return np.fromiter(map(self._raw_index.get, raw, repeat(-1)), np.int64, len(raw))
 
     def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
         character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
         a = self.args
-        grams = [w for w in raw]
-        no_ngrams = [i for i, w in enumerate(raw) if w == EOS]
-        rows, owner = subwords.subword_rows(subwords.encode(grams), int(a["minn"]), int(a["maxn"]), self.buckets)
-        if no_ngrams:
-            keep = ~np.isin(owner, no_ngrams)
+        rows, owner = subwords.subword_rows(raw, int(a["minn"]), int(a["maxn"]), self.buckets)
+        if EOS in raw:
+            keep = ~np.isin(owner, [i for i, w in enumerate(raw) if w == EOS])
             rows, owner = rows[keep], owner[keep]
         own = np.flatnonzero((ids >= 0) & (ids < self.nwords))
+        if not len(own):  # unknown words only: their n-grams are in order already
+            return rows, owner
         rows = np.concatenate([ids[own], rows])
         owner = np.concatenate([own, owner])
         order = np.argsort(owner, kind="stable")  # each word's own row first, then its n-grams
@@ -183,19 +189,18 @@ class FastText(Embeddings):
 
     def _tokens(self, text: str) -> list[str]:
         """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
-        for c in _SPACE[1:]:
-            text = text.replace(c, " ")
-        return [t for t in text.split(" ") if t] + [EOS]
+        return [*_TOKEN.findall(text), EOS]
 
     def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
         out), then the line's word n-grams; (rows, owner)."""
         toks = [self._tokens(t) for t in lines]
         flat = [t for ts in toks for t in ts]
-        line_of = np.repeat(np.arange(len(toks)), [len(ts) for ts in toks])
+        line_of = np.repeat(np.arange(len(toks)), np.fromiter(map(len, toks), np.int64, len(toks)))
         ids = self._ids(flat)
-        is_label = (ids >= self.nwords) | ((ids < 0) & np.fromiter((t.startswith(LABEL_PREFIX) for t in flat),
-                                                                  bool, len(flat)))
+        is_label = ids >= self.nwords
+        unknown = np.flatnonzero(ids < 0)  # a label the model has not seen is still a label
+        is_label[unknown] = [flat[i].startswith(LABEL_PREFIX) for i in unknown.tolist()]
         words_at = np.flatnonzero(~is_label)
         words = [flat[i] for i in words_at.tolist()]
         maxn = int(self.args["maxn"])
@@ -208,7 +213,7 @@ class FastText(Embeddings):
         owner = line_of[words_at][tok_owner]
         n = int(self.args["wordNgrams"])
         if n > 1:
-            hashes = subwords.token_hashes(subwords.encode(words))
+            hashes = subwords.token_hashes(words)
             extra_r, extra_o = subwords.word_ngram_rows(hashes, line_of[words_at], n, self.buckets)
             rows = np.concatenate([rows, extra_r])
             owner = np.concatenate([owner, extra_o])
@@ -255,13 +260,12 @@ class FastText(Embeddings):
         hidden, _ = self._mean_rows(rows, owner, len(lines))
         k = len(self.labels) if k < 0 else min(k, len(self.labels))
         if self.loss == "hs":
-            found = [self._hs_predict(h, k, threshold) for h in hidden]
+            ids, probs = _columns([self._hs_predict(h, k, threshold) for h in hidden])
         else:
-            found = _k_best_all(self._scores(hidden), k, threshold)
-        out = [(tuple(self.labels[i] for i, _ in f), np.array([p for _, p in f], np.float64)) for f in found]
-        if single:
-            return out[0]
-        return [o[0] for o in out], [o[1] for o in out]
+            ids, probs = _k_best_all(self._scores(hidden), k, threshold)
+        labels = self.labels
+        found = [tuple([labels[i] for i in row]) for row in ids]
+        return (found[0], probs[0]) if single else (found, probs)
 
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
         """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
@@ -421,21 +425,30 @@ def _std_log(x: Any) -> np.float32:
     return np.float32(np.log(np.float64(x) + 1e-5))
 
 
-def _k_best_all(p: np.ndarray, k: int, threshold: float) -> list[list[tuple[int, float]]]:
-    """:func:`_k_best` of every row of ``p`` (lines x labels), sorted for all rows at once; a row where
-    the threshold cuts or ties reach the k-th place goes through :func:`_k_best`."""
+def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
+    """:func:`_k_best` of every row of ``p`` (lines x labels), found for all rows at once: each row's label
+    ids and their probabilities (float64). A row where the threshold cuts or ties reach the k-th place
+    goes through :func:`_k_best`."""
     if not len(p) or k == 0:
-        return [[] for _ in range(len(p))]
+        return [[] for _ in range(len(p))], [np.zeros(0) for _ in range(len(p))]
     scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
-    order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
+    if k + 1 < p.shape[1]:  # the k + 1 best of each row, then in order (their ties go to _k_best below)
+        best = np.argpartition(-scores, k, axis=1)[:, : k + 1]
+        order = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1), axis=1)
+    else:
+        order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
     top = np.take_along_axis(scores, order, axis=1)
     probs = np.take_along_axis(p, order, axis=1)
-    tied = (top[:, 1:] == top[:, :-1]).any(axis=1)
-    cut = (probs[:, :k] < np.float32(threshold)).any(axis=1)
-    out_p = np.exp(top[:, :k]).astype(np.float64)
-    ids, vals = order[:, :k].tolist(), out_p.tolist()
-    return [_k_best(p[r], k, threshold) if tied[r] or cut[r] else list(zip(ids[r], vals[r], strict=True))
-            for r in range(len(p))]
+    exact = (top[:, 1:] == top[:, :-1]).any(axis=1) | (probs[:, :k] < np.float32(threshold)).any(axis=1)
+    ids, out_p = order[:, :k].tolist(), list(np.exp(top[:, :k]).astype(np.float64))
+    for r in np.flatnonzero(exact).tolist():
+        (ids[r],), (out_p[r],) = _columns([_k_best(p[r], k, threshold)])
+    return ids, out_p
+
+
+def _columns(found: list[list[tuple[int, float]]]) -> tuple[list[list[int]], list[np.ndarray]]:
+    """(label id, probability) pairs of each line as (the ids of each line, its probabilities)."""
+    return [[i for i, _ in f] for f in found], [np.array([q for _, q in f], np.float64) for f in found]
 
 
 def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:

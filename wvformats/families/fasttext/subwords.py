@@ -14,9 +14,19 @@ from ..finalfusion.lookups import fasttext_hash_many
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
 
 
-def encode(words: Sequence[str]) -> list[bytes]:
-    """The bytes fastText sees of each word (bytes read as surrogate escapes come back)."""
-    return [w.encode("utf-8", "surrogateescape") for w in words]
+def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """The bytes fastText sees of each word between ``bow`` and ``eow`` (bytes read as surrogate escapes
+    come back), all in one blob: (blob as uint8, each one's length in bytes)."""
+    joined = bow + (eow + bow).join(words) + eow if len(words) else ""
+    blob = np.frombuffer(joined.encode("utf-8", "surrogateescape"), np.uint8)
+    chars = np.fromiter(map(len, words), np.int64, len(words)) + len(bow) + len(eow)
+    if len(blob) == len(joined):  # one byte a character
+        return blob, chars
+    # UTF-8 bytes of each character (an escaped byte, U+DC80..U+DCFF, is one), summed per word
+    cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+    width = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000) - 2 * ((cps >= 0xDC80) & (cps <= 0xDCFF))
+    ends = np.concatenate([[0], np.cumsum(width)])[np.cumsum(chars)]
+    return blob, np.diff(ends, prepend=0)
 
 
 class Buckets:
@@ -39,53 +49,44 @@ class Buckets:
         return self.values[at] + self.nwords, kept
 
 
-def char_ngrams(raw: list[bytes], minn: int, maxn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def char_ngrams(words: Sequence[str], minn: int, maxn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every character n-gram of each ``<word>`` in ``Dictionary::computeSubwords``'s order (each start,
     shortest first; the single ``<`` and ``>`` left out): (blob, starts, lengths, owner)."""
-    bracketed = [b"<" + w + b">" for w in raw]
-    sizes = np.fromiter(map(len, bracketed), np.int64, len(bracketed))
-    blob = np.frombuffer(b"".join(bracketed), np.uint8)
+    blob, sizes = encode(words, "<", ">")
     empty = np.zeros(0, np.int64)
     if maxn <= 0 or not len(blob):
         return blob, empty, empty, empty
-    word_end = np.cumsum(sizes)
-    lead = np.flatnonzero((blob & 0xC0) != 0x80)  # where each character starts
-    owner_c = np.searchsorted(word_end, lead, "right")
-    # each character's end: the next lead byte of the same word, or the word's end
-    nxt = np.append(lead[1:], len(blob))
-    last_of_word = np.append(owner_c[1:] != owner_c[:-1], True)
-    nxt = np.where(last_of_word, word_end[owner_c], nxt)
-    chars_left = np.empty(len(lead), np.int64)  # characters from this one to the word's end
-    first_c = np.searchsorted(owner_c, np.arange(len(raw)))
-    count_c = np.bincount(owner_c, minlength=len(raw))
-    k = np.arange(len(lead))
-    chars_left[:] = count_c[owner_c] - (k - first_c[owner_c])
-    n_per = np.minimum(chars_left, maxn)  # n-grams of 1..n_per characters from each start
-    start_c = np.repeat(k, n_per)
-    n = np.arange(int(n_per.sum())) - np.repeat(np.cumsum(n_per) - n_per, n_per) + 1
-    end_c = start_c + n - 1  # the last character of the n-gram
-    first = start_c == first_c[owner_c[start_c]]
-    at_end = end_c == first_c[owner_c[start_c]] + count_c[owner_c[start_c]] - 1
-    keep = (n >= minn) & ~((n == 1) & (first | at_end))
-    start_c, end_c = start_c[keep], end_c[keep]
+    is_lead = (blob & 0xC0) != 0x80  # a character starts here (continuation bytes join the one before)
+    lead = np.flatnonzero(is_lead)
+    count_c = np.diff(np.cumsum(is_lead)[np.cumsum(sizes) - 1], prepend=0)  # characters of each word
+    first_c = np.cumsum(count_c) - count_c
+    owner_c = np.repeat(np.arange(len(words)), count_c)
+    pos = np.arange(len(lead)) - first_c[owner_c]  # each character's place in its word
+    left = count_c[owner_c] - pos  # characters from it to the word's end
+    # n-grams of lo..hi characters start at each character; single ones neither at the word's start nor end
+    lo = np.where(pos == 0, 2, 1) if minn <= 1 else np.full(len(lead), minn)
+    hi = np.where(left == 1, 0, np.minimum(left, maxn)) if minn <= 1 else np.minimum(left, maxn)
+    count = np.maximum(hi - lo + 1, 0)
+    start_c = np.repeat(np.arange(len(lead)), count)
+    n = np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(len(start_c))
+    ends = np.append(lead[1:], len(blob))  # a character ends where the next one starts ("<" starts a word)
     starts = lead[start_c]
-    return blob, starts, nxt[end_c] - starts, owner_c[start_c]
+    return blob, starts, ends[start_c + n - 1] - starts, owner_c[start_c]
 
 
-def subword_rows(raw: list[bytes], minn: int, maxn: int, buckets: Buckets) -> tuple[np.ndarray, np.ndarray]:
+def subword_rows(words: Sequence[str], minn: int, maxn: int, buckets: Buckets) -> tuple[np.ndarray, np.ndarray]:
     """Input rows of the character n-grams of many words, in fastText's order: (rows, owner)."""
-    blob, starts, lengths, owner = char_ngrams(raw, minn, maxn)
+    blob, starts, lengths, owner = char_ngrams(words, minn, maxn)
     if not len(starts) or buckets.bucket <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ids = fasttext_hash_many(blob, starts, lengths) % np.uint32(buckets.bucket)
     rows, kept = buckets.rows(ids)
-    return rows[kept], owner[kept]
+    return (rows[kept], owner[kept]) if buckets.pruned else (rows, owner)
 
 
-def token_hashes(raw: list[bytes]) -> np.ndarray:
+def token_hashes(words: Sequence[str]) -> np.ndarray:
     """fastText's hash of each whole token (``Dictionary::hash``), as uint32."""
-    blob = np.frombuffer(b"".join(raw), np.uint8)
-    lengths = np.fromiter(map(len, raw), np.int64, len(raw))
+    blob, lengths = encode(words)
     return fasttext_hash_many(blob, np.cumsum(lengths) - lengths, lengths)
 
 

@@ -251,13 +251,13 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
 _SUM_BLOCK_BYTES = 1 << 20  # composed_batch sums this many bytes of rows at a time
 
 
-def _gather(data: np.ndarray, at: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = data[at]``. np.take copies the whole of an unaligned array first (a fastText matrix starts
-    at any byte offset: 40 ms a call for an 88 MB one), where indexing copies just the rows."""
-    if data.flags.aligned:
-        np.take(data, at, axis=0, out=out)
-    else:
-        out[...] = data[at]
+def _row_items(data: np.ndarray) -> np.ndarray:
+    """The rows of a matrix as one opaque item each, for np.take: a void item has no alignment to keep, so
+    the rows of an unaligned matrix (a fastText file's starts at any byte) are copied as they are (np.take
+    would copy the whole matrix first to align it, and fancy indexing makes a temporary of every gather)."""
+    data = np.ascontiguousarray(data)  # (a view unless strided)
+    size = data.shape[1] * data.itemsize
+    return data.view(np.uint8).reshape(len(data), size).view(np.dtype((np.void, size)))[:, 0]
 
 
 def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray,
@@ -274,20 +274,25 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     counts = np.bincount(owner, minlength=n)
     found = counts > 0
     order = np.argsort(-counts, kind="stable")[: int(found.sum())]  # words with n-grams, most first
-    if not order.size:
+    if not order.size or not data.shape[1]:
         return out, found
+    if int(rows.min()) < 0 or int(rows.max()) >= len(data):  # checked once: the gathers below clip
+        raise IndexError(f"row {int(rows.min()) if rows.min() < 0 else int(rows.max())} is outside the "
+                         f"{len(data)} rows of the storage")
     starts = (np.cumsum(counts) - counts)[order]
     cnt = counts[order]
     block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
     acc_buf = np.empty((min(block, len(order)), data.shape[1]), np.float32)
     row_buf = np.empty_like(acc_buf)  # the j-th rows of a block of words
+    items, acc_items, row_items = _row_items(data.astype(np.float32, copy=False)), _row_items(acc_buf), \
+        _row_items(row_buf)
     for a in range(0, len(order), block):
         first, c = starts[a : a + block], cnt[a : a + block]
         acc, row = acc_buf[: len(c)], row_buf[: len(c)]
-        _gather(data, rows[first], acc)
+        np.take(items, rows[first], out=acc_items[: len(c)], mode="clip")
         having = np.searchsorted(-c, -np.arange(1, int(c[0])), side="left")  # words with a j-th row, j >= 1
         for j, m in enumerate(having.tolist(), 1):
-            _gather(data, rows[first[:m] + j], row[:m])
+            np.take(items, rows[first[:m] + j], out=row_items[:m], mode="clip")
             acc[:m] += row[:m]
         if mean:
             out[order[a : a + block]] = acc * (1.0 / c).astype(np.float32)[:, None]
