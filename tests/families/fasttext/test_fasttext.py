@@ -503,6 +503,9 @@ def test_quantized_finalfusion_storage_differs_from_fasttext_only_in_the_sign_of
     assert fasttext_vector.view(np.uint32)[0] == 0 and finalfusion_vector.view(np.uint32)[0] == 0x80000000
     assert np.array_equal(finalfusion_vector, fasttext_vector)
     assert finalfusion_vector[1:].tobytes() == fasttext_vector[1:].tobytes()
+    # our fastText lookups sum from +0.0 as fastText does: the same bits, the zero's sign included
+    assert m.embedding(word).tobytes() == fasttext_vector.tobytes()
+    assert m.embedding_batch([word, "unseen"])[0][0].tobytes() == fasttext_vector.tobytes()
 
 
 @pytest.mark.parametrize("fmt", ["word2vec-binary", "word2vec-text", "glove", "leader"])

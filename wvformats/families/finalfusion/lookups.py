@@ -188,8 +188,9 @@ def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[i
     rows = rows_of(word)
     if not rows:
         return None
-    # row after row in float32, as finalfusion-rust adds them (and composed_batch, to the same bits)
-    v = storage_rows(np.array(rows, np.intp)).sum(axis=0, dtype=np.float32)
+    # row after row in float32 onto +0.0, as finalfusion-rust adds them to a zero vector (and composed_batch,
+    # to the same bits: a column of -0.0 sums to +0.0)
+    v = storage_rows(np.array(rows, np.intp)).sum(axis=0, dtype=np.float32, initial=0.0)
     norm = np.sqrt((v * v).sum())  # the Euclidean norm, summed as composed_batch sums each row
     return v / norm if norm > 0 else v
 
@@ -266,8 +267,9 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     which words had any n-gram (``owner`` is sorted: each word's n-grams are together, in order).
     ``mean=True``: the sum times float32(1 / count) instead, as fastText's ``Vector::mul`` makes its means.
 
-    Each word's first row, then its j-th row for j = 1, 2, ... across all words that have one: the same
-    float32 additions in the same order as a row-by-row sum, gathered straight from the storage. Words
+    Each word's first row (added to +0.0), then its j-th row for j = 1, 2, ... across all words that have
+    one: the same float32 additions in the same order as a row-by-row sum onto a zero vector, gathered
+    straight from the storage. Words
     are taken longest first, so that the words with a j-th row are always a leading slice of the block.
     """
     out = np.zeros((n, data.shape[1]), np.float32)
@@ -290,6 +292,7 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
         first, c = starts[a : a + block], cnt[a : a + block]
         acc, row = acc_buf[: len(c)], row_buf[: len(c)]
         np.take(items, rows[first], out=acc_items[: len(c)], mode="clip")
+        acc += np.float32(0)  # the peers add the first row to a zero vector: -0.0 becomes +0.0
         having = np.searchsorted(-c, -np.arange(1, int(c[0])), side="left")  # words with a j-th row, j >= 1
         for j, m in enumerate(having.tolist(), 1):
             np.take(items, rows[first[:m] + j], out=row_items[:m], mode="clip")
