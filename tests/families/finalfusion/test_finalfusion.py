@@ -670,8 +670,8 @@ def test_composed_batch_sums_rows_of_an_unaligned_matrix_in_order(counts, offset
             want /= np.sqrt((want * want).sum())
         assert got[i].tobytes() == want.tobytes()
         if c and not mean:  # one word at a time, the same bits
-            assert composed(lambda _: rows[owner == i].tolist(), lambda at: data[at], "w").tobytes() == \
-                want.tobytes()
+            own = rows[owner == i].tolist()
+            assert composed(lambda _, own=own: own, lambda at: data[at], "w").tobytes() == want.tobytes()
     if len(owner):
         with pytest.raises(IndexError, match="outside the 9 rows"):
             composed_batch(np.where(rows == rows[-1], 9, rows), owner, len(counts), data)
