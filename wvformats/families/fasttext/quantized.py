@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 import construct as cs
 import numpy as np
 
+from ...schemas.fasttext import KSUB
+
 if TYPE_CHECKING:
     from .model import FastText
-
-KSUB = 256  # centroids per sub-quantizer: fastText's ProductQuantizer always has 2^8
 
 
 def finalfusion_quantized(m: FastText) -> Any:
