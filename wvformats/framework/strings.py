@@ -70,7 +70,7 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     if sep is not None and errors == "strict":
         blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
         try:
-            words = blob[:-1].tobytes().decode("utf-8").split(sep.decode("ascii"))
+            words = str(memoryview(blob)[:-1], "utf-8").split(sep.decode("ascii"))  # (no bytes copy)
         except UnicodeDecodeError:
             words = []  # the general path below names the bad word
         if len(words) == n:  # (a word holding the separator would cut into two: the general path then)

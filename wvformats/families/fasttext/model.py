@@ -85,8 +85,9 @@ class FastText(Embeddings):
             raise FormatError(f"entry {bad} has type {int(types[bad])}: the first nwords entries are words "
                               f"(type 0), the rest labels (type 1)", format=NAME,
                               path=f"dictionary.entries.types[{bad}]", offset=_offset(entries, bad))
-        raw = list(entries["words"])  # as fastText sees them: surrogate escapes are the file's bytes
+        raw = entries["words"]  # as fastText sees them: surrogate escapes are the file's bytes
         shown = _shown(entries, raw, unicode_errors)
+        words = shown if nwords == len(shown) else shown[:nwords]
         self.args = a
         self.version = parsed["version"]
         self.input = Matrix(parsed["input"], parsed["quant_input"] == 1)
@@ -102,9 +103,10 @@ class FastText(Embeddings):
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
         dim = self.input.shape[1]
         _check_rows(self, nwords, int(a["bucket"]), int(a["maxn"]) > 0 or int(a["wordNgrams"]) > 1)
-        super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
+        super().__init__(words, LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
+        self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
         # what finalfusion's writer takes, made when first asked for: quantized input as its quantized array
         # where that maps (quantized.py says when); with n-grams, its fastText vocabulary (the same n-grams and
         # hash) and the bucket rows after the words (a view when dense, reconstructed when quantized)
@@ -135,7 +137,7 @@ class FastText(Embeddings):
     def _ids(self, raw: Sequence[str]) -> np.ndarray:
         """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
         if self._raw_index is None:
-            if self._raw[: self.nwords] == self.words and not self.labels:
+            if not self.labels and (self._raw is self.words or self._raw == self.words):
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
