@@ -17,6 +17,7 @@ from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .quantized import finalfusion_quantized
+from .records import entry_offset
 from .subwords import Buckets
 
 NAME = "fasttext"
@@ -84,7 +85,7 @@ class FastText(Embeddings):
             bad = int(np.flatnonzero(np.concatenate([types[:nwords] != 0, types[nwords:] != 1]))[0])
             raise FormatError(f"entry {bad} has type {int(types[bad])}: the first nwords entries are words "
                               f"(type 0), the rest labels (type 1)", format=NAME,
-                              path=f"dictionary.entries.types[{bad}]", offset=_offset(entries, bad))
+                              path=f"dictionary.entries.types[{bad}]", offset=entry_offset(entries, bad))
         raw = entries["words"]  # as fastText sees them: surrogate escapes are the file's bytes
         shown = _shown(entries, raw, unicode_errors)
         words = shown if nwords == len(shown) else shown[:nwords]
@@ -386,11 +387,6 @@ class _Extra(dict):
         return key in self._makers or super().__contains__(key)
 
 
-def _offset(entries: Any, i: int) -> int | None:
-    offsets = entries.get("_offsets")
-    return None if offsets is None else int(offsets[i])
-
-
 def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:
     """The entries as the model shows them: words that are not UTF-8 are refused (the default, naming the
     entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
@@ -401,7 +397,7 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str
         i = escaped[0]
         raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
                           f"unicode_errors='replace' or 'ignore'", format=NAME,
-                          path=f"dictionary.entries.words[{i}]", offset=_offset(entries, i))
+                          path=f"dictionary.entries.words[{i}]", offset=entry_offset(entries, i))
     shown = list(raw)
     for i in escaped:
         shown[i] = raw[i].encode("utf-8", "surrogateescape").decode("utf-8", unicode_errors)

@@ -59,13 +59,10 @@ class EntryTable(_Checked):
         except ValueMismatchError:
             words = decode_spans(buf, s, e, "surrogateescape", f"{path}.words", base, field="")
             escaped = [i for i, w in enumerate(words) if _has_surrogate(w)]
-        del e
-        s += base
-        # for the errors that name an entry's offset: the dictionary is at the start of the file, so they
-        # fit 32 bits but in a pathological file
-        offsets = s.astype(np.uint32) if count and int(s[-1]) < 1 << 32 else s
         stream.seek(base + pos)
-        return cs.Container(words=words, counts=counts, types=types, _escaped=escaped, _offsets=offsets)
+        # (no table of the entries' offsets is kept: :func:`entry_offset` finds one from the words when an
+        # error names it)
+        return cs.Container(words=words, counts=counts, types=types, _escaped=escaped, _start=start)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         count = int(_evaluate(self.count, context))
@@ -148,6 +145,16 @@ def _record_spans(u8: np.ndarray, buf: Any, pos: int, count: int, path: str,
     if not starts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
     return np.concatenate(starts), np.concatenate(nuls), pos
+
+
+def entry_offset(entries: Any, i: int) -> int | None:
+    """The byte offset of entry ``i`` of a parsed table: its start, then each entry before it (its word's
+    bytes, which decode losslessly, the NUL, count and type)."""
+    start = entries.get("_start")
+    if start is None:
+        return None
+    words = entries["words"]
+    return start + sum(len(w.encode("utf-8", "surrogateescape")) for w in words[:i]) + i * (1 + TAIL)
 
 
 def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
