@@ -34,7 +34,9 @@ def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str
     return out
 
 
-_SPAN_CHUNK = 1 << 16  # words gathered per pass by decode_spans
+# words gathered per pass by decode_spans: its index temporaries stay near 0.5 MB (freeing a bigger one raises
+# glibc's mmap threshold past it, and the later arrays and dicts below it then stay in the heap once freed)
+_SPAN_CHUNK = 1 << 13
 
 
 def _gather_spans(buf: Any, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +72,7 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     if sep is not None and errors == "strict":
         blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
         try:
-            words = blob[:-1].tobytes().decode("utf-8").split(sep.decode("ascii"))
+            words = str(memoryview(blob)[:-1], "utf-8").split(sep.decode("ascii"))  # (no bytes copy)
         except UnicodeDecodeError:
             words = []  # the general path below names the bad word
         if len(words) == n:  # (a word holding the separator would cut into two: the general path then)

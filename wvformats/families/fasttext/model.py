@@ -17,6 +17,7 @@ from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .quantized import finalfusion_quantized
+from .records import entry_offset
 from .subwords import Buckets
 
 NAME = "fasttext"
@@ -84,9 +85,10 @@ class FastText(Embeddings):
             bad = int(np.flatnonzero(np.concatenate([types[:nwords] != 0, types[nwords:] != 1]))[0])
             raise FormatError(f"entry {bad} has type {int(types[bad])}: the first nwords entries are words "
                               f"(type 0), the rest labels (type 1)", format=NAME,
-                              path=f"dictionary.entries.types[{bad}]", offset=_offset(entries, bad))
-        raw = list(entries["words"])  # as fastText sees them: surrogate escapes are the file's bytes
+                              path=f"dictionary.entries.types[{bad}]", offset=entry_offset(entries, bad))
+        raw = entries["words"]  # as fastText sees them: surrogate escapes are the file's bytes
         shown = _shown(entries, raw, unicode_errors)
+        words = shown if nwords == len(shown) else shown[:nwords]
         self.args = a
         self.version = parsed["version"]
         self.input = Matrix(parsed["input"], parsed["quant_input"] == 1)
@@ -102,9 +104,10 @@ class FastText(Embeddings):
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
         dim = self.input.shape[1]
         _check_rows(self, nwords, int(a["bucket"]), int(a["maxn"]) > 0 or int(a["wordNgrams"]) > 1)
-        super().__init__(shown[:nwords], LazyRows((nwords, dim), self._word_rows),
+        super().__init__(words, LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
+        self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
         # what finalfusion's writer takes, made when first asked for: quantized input as its quantized array
         # where that maps (quantized.py says when); with n-grams, its fastText vocabulary (the same n-grams and
         # hash) and the bucket rows after the words (a view when dense, reconstructed when quantized)
@@ -135,7 +138,7 @@ class FastText(Embeddings):
     def _ids(self, raw: Sequence[str]) -> np.ndarray:
         """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
         if self._raw_index is None:
-            if self._raw[: self.nwords] == self.words and not self.labels:
+            if not self.labels and (self._raw is self.words or self._raw == self.words):
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
@@ -384,11 +387,6 @@ class _Extra(dict):
         return key in self._makers or super().__contains__(key)
 
 
-def _offset(entries: Any, i: int) -> int | None:
-    offsets = entries.get("_offsets")
-    return None if offsets is None else int(offsets[i])
-
-
 def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:
     """The entries as the model shows them: words that are not UTF-8 are refused (the default, naming the
     entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
@@ -399,7 +397,7 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str
         i = escaped[0]
         raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
                           f"unicode_errors='replace' or 'ignore'", format=NAME,
-                          path=f"dictionary.entries.words[{i}]", offset=_offset(entries, i))
+                          path=f"dictionary.entries.words[{i}]", offset=entry_offset(entries, i))
     shown = list(raw)
     for i in escaped:
         shown[i] = raw[i].encode("utf-8", "surrogateescape").decode("utf-8", unicode_errors)

@@ -16,6 +16,8 @@ from ...framework.streams import _window, release
 from ...framework.strings import decode_spans
 
 TAIL = 9  # i64 count + i8 type after the NUL
+_WINDOW = 1 << 18  # most bytes searched for NULs at once
+_CHUNK = 1 << 14  # entries whose counts are gathered at once
 
 
 def _gather(u8: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
@@ -26,11 +28,9 @@ def _gather(u8: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
 class EntryTable(_Checked):
     """``count`` dictionary entries: the entry's bytes up to a NUL, then its i64 count and i8 type.
 
-    Parsed as ``Container(words, counts, types)``. Record offsets are found a window at a time: every NUL
-    ends a candidate record, the candidates are chained from the first one (``follow_chain``), so that NULs
-    inside the counts are never taken for the end of a word. Words decode losslessly, as fastText keeps them
-    (bytes; ``surrogateescape`` for bytes that are not UTF-8, which come back when written); ``_escaped``
-    lists the entries that needed it, for the model's ``unicode_errors``.
+    Parsed as ``Container(words, counts, types)``, the records found by :func:`_record_spans`. Words decode
+    losslessly, as fastText keeps them (bytes; ``surrogateescape`` for bytes that are not UTF-8, which come
+    back when written); ``_escaped`` lists the entries that needed it, for the model's ``unicode_errors``.
     """
 
     def __init__(self, count: Any) -> None:
@@ -45,55 +45,24 @@ class EntryTable(_Checked):
         check_length(stream, count * (1 + TAIL), path, f"{count} entries")  # each needs a NUL, count, type
         buf, base = _window(stream)
         u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
-        pos, end = start - base, len(buf)
-        starts: list[np.ndarray] = []
-        nuls: list[np.ndarray] = []
-        done, window = 0, 1 << 16
-        while done < count:
-            hi = min(end, pos + window)
-            z = np.flatnonzero(u8[pos:hi] == 0) + pos
-            # fast path: a word's NUL is followed 9 bytes on by its type, 0 or 1; most zeros inside the
-            # counts are not, and dropping them leaves few false candidates (checked below, else all zeros)
-            typed = z[u8[np.minimum(z + TAIL, end - 1)] <= 1] if end else z
-            cand, nul, idx, k = _chain(typed, pos, hi, count - done)
-            if k and len(typed) < len(z):
-                first = z[np.minimum(np.searchsorted(z, cand[idx[:k]]), len(z) - 1)]
-                if not np.array_equal(first, nul[idx[:k]]):  # a NUL the fast path dropped: every zero then
-                    cand, nul, idx, k = _chain(z, pos, hi, count - done)
-            elif not k:
-                cand, nul, idx, k = _chain(z, pos, hi, count - done)
-            ends = nul + 1 + TAIL
-            if k == 0:
-                if hi == end:  # no whole record left in the data
-                    i = done
-                    if not cand.size or cand[0] != pos:
-                        raise fail(f"{path}.words[{i}]", base + pos, "no NUL ends the entry", TruncatedError)
-                    raise fail(f"{path}.counts[{i}]", base + int(nul[0]) + 1,
-                               f"entry needs {TAIL} bytes after its NUL but only {end - int(nul[0]) - 1} remain",
-                               TruncatedError)
-                window *= 4  # a word longer than the window
-                continue
-            idx = idx[:k]
-            starts.append(cand[idx])
-            nuls.append(nul[idx])
-            done += k
-            pos = int(ends[idx[-1]])
-            window = min(window * 2, 1 << 24)
-            release(buf, pos)
-        s = np.concatenate(starts) if starts else np.zeros(0, np.int64)
-        e = np.concatenate(nuls) if nuls else np.zeros(0, np.int64)
-        tails = _gather(u8, e + 1, TAIL) if count else np.zeros((0, TAIL), np.uint8)
-        counts = np.ascontiguousarray(tails[:, :8]).view("<i8").reshape(-1)
-        types = np.ascontiguousarray(tails[:, 8]).view("i1")
+        s, e, pos = _record_spans(u8, buf, start - base, count, path, base)
+        # the counts and types after each NUL, gathered a chunk of entries at a time (an index of all the
+        # entries' 9 bytes at once is 72 bytes an entry: 4x the words' own str)
+        counts = np.empty(count, "<i8")
+        as_bytes = counts.view(np.uint8).reshape(count, 8)
+        for a in range(0, count, _CHUNK):
+            as_bytes[a : a + _CHUNK] = _gather(u8, e[a : a + _CHUNK] + 1, 8)
+        types = u8[e + TAIL].view("i1")
         escaped: list[int] = []
-        try:  # UTF-8 as a rule: decoded by the vectorised passes
-            words = decode_spans(buf, s, e, "strict", f"{path}.words", base, field="")
+        try:  # UTF-8 as a rule: decoded at once, cut at the NUL that ends each word (no word holds one)
+            words = decode_spans(buf, s, e, "strict", f"{path}.words", base, field="", sep=b"\0")
         except ValueMismatchError:
             words = decode_spans(buf, s, e, "surrogateescape", f"{path}.words", base, field="")
             escaped = [i for i, w in enumerate(words) if _has_surrogate(w)]
         stream.seek(base + pos)
-        return cs.Container(words=words, counts=counts, types=types, _escaped=escaped,
-                            _offsets=s + base)
+        # (no table of the entries' offsets is kept: :func:`entry_offset` finds one from the words when an
+        # error names it)
+        return cs.Container(words=words, counts=counts, types=types, _escaped=escaped, _start=start)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         count = int(_evaluate(self.count, context))
@@ -130,6 +99,62 @@ class EntryTable(_Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
+
+
+def _record_spans(u8: np.ndarray, buf: Any, pos: int, count: int, path: str,
+                  base: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Where ``count`` entries from ``pos`` start and where their NULs are, and the offset after the last.
+
+    Record offsets are found a window at a time: every NUL ends a candidate record, the candidates are
+    chained from the first one (``follow_chain``), so that NULs inside the counts are never taken for the
+    end of a word. The windows stay small (their zeros' int64 offsets are temporaries 8x the window)."""
+    end = len(u8)
+    starts: list[np.ndarray] = []
+    nuls: list[np.ndarray] = []
+    done, window = 0, 1 << 16
+    while done < count:
+        hi = min(end, pos + window)
+        z = np.flatnonzero(u8[pos:hi] == 0) + pos
+        # fast path: a word's NUL is followed 9 bytes on by its type, 0 or 1; most zeros inside the
+        # counts are not, and dropping them leaves few false candidates (checked below, else all zeros)
+        typed = z[u8[np.minimum(z + TAIL, end - 1)] <= 1] if end else z
+        cand, nul, idx, k = _chain(typed, pos, hi, count - done)
+        if k and len(typed) < len(z):
+            first = z[np.minimum(np.searchsorted(z, cand[idx[:k]]), len(z) - 1)]
+            if not np.array_equal(first, nul[idx[:k]]):  # a NUL the fast path dropped: every zero then
+                cand, nul, idx, k = _chain(z, pos, hi, count - done)
+        elif not k:
+            cand, nul, idx, k = _chain(z, pos, hi, count - done)
+        if k == 0:
+            if hi == end:  # no whole record left in the data
+                i = done
+                if not cand.size or cand[0] != pos:
+                    raise fail(f"{path}.words[{i}]", base + pos, "no NUL ends the entry", TruncatedError)
+                raise fail(f"{path}.counts[{i}]", base + int(nul[0]) + 1,
+                           f"entry needs {TAIL} bytes after its NUL but only {end - int(nul[0]) - 1} remain",
+                           TruncatedError)
+            window *= 4  # a word longer than the window
+            continue
+        idx = idx[:k]
+        starts.append(cand[idx])
+        nuls.append(nul[idx])
+        done += k
+        pos = int(nul[idx[-1]]) + 1 + TAIL
+        window = min(window * 2, _WINDOW)
+        release(buf, pos)
+    if not starts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), pos
+    return np.concatenate(starts), np.concatenate(nuls), pos
+
+
+def entry_offset(entries: Any, i: int) -> int | None:
+    """The byte offset of entry ``i`` of a parsed table: its start, then each entry before it (its word's
+    bytes, which decode losslessly, the NUL, count and type)."""
+    start = entries.get("_start")
+    if start is None:
+        return None
+    words = entries["words"]
+    return start + sum(len(w.encode("utf-8", "surrogateescape")) for w in words[:i]) + i * (1 + TAIL)
 
 
 def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
