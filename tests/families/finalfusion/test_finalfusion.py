@@ -642,26 +642,28 @@ def test_batch_lookups_equal_one_by_one(tmp_path, monkeypatch):
     assert "oov_batch" in wv.read(paths["bucket"]).extra  # the vectorised path was the one compared
 
 
-@given(counts=st.lists(st.integers(0, 7), max_size=12), offset=st.integers(0, 3), mean=st.booleans())
-def test_composed_batch_sums_rows_of_an_unaligned_matrix_in_order(counts, offset, mean):
-    """composed_batch gathers rows as opaque items (np.take, mode='clip' after one bounds check): from a
-    matrix that starts at any byte, as a fastText file's does, it gives the bits of a row-by-row float32 sum
-    of each word's rows in their order, and a row outside the matrix is an IndexError, not a clipped row."""
+@given(counts=st.lists(st.integers(0, 7) | st.integers(8, 40), max_size=12), offset=st.integers(0, 3),
+       mean=st.booleans(), dim=st.sampled_from([5, 100]))
+def test_composed_batch_sums_rows_of_an_unaligned_matrix_in_order(counts, offset, mean, dim):
+    """composed_batch gathers rows as opaque items (np.take, mode='clip' after one bounds check), or for a few
+    words each word's rows at once: from a matrix that starts at any byte, as a fastText file's does, it gives
+    the bits of a row-by-row float32 sum of each word's rows in their order, onto +0.0 (8 rows and more too,
+    where numpy's sums change order), and a row outside the matrix is an IndexError, not a clipped row."""
     from wvformats.families.finalfusion.lookups import composed, composed_batch
 
     rng = np.random.default_rng(len(counts))
-    values = rng.standard_normal((9, 5)).astype(np.float32)
+    values = rng.standard_normal((9, dim)).astype(np.float32)
     values[:, 0] = -0.0  # the peers sum onto a zero vector: a column of -0.0 comes out +0.0
-    values[rng.random((9, 5)) < 0.2] = -0.0
+    values[rng.random((9, dim)) < 0.2] = -0.0
     buf = np.zeros(values.nbytes + offset, np.uint8)
     buf[offset:] = values.view(np.uint8).reshape(-1)
-    data = buf[offset:].view("<f4").reshape(9, 5)  # unaligned when offset is not 0
+    data = buf[offset:].view("<f4").reshape(9, dim)  # unaligned when offset is not 0
     owner = np.repeat(np.arange(len(counts)), counts)
     rows = rng.integers(0, 9, len(owner))
     got, found = composed_batch(rows, owner, len(counts), data, mean=mean)
     assert found.tolist() == [c > 0 for c in counts]
     for i, c in enumerate(counts):
-        want = np.zeros(5, np.float32)
+        want = np.zeros(dim, np.float32)
         for r in rows[owner == i]:
             want += values[r]
         if c and mean:

@@ -250,6 +250,7 @@ def bucket_rows_batch(words: list[str], min_n: int, max_n: int, bucket_exp: int,
 
 
 _SUM_BLOCK_BYTES = 1 << 20  # composed_batch sums this many bytes of rows at a time
+_FEW_WORDS = 4  # or one word at a time, for at most this many (a lookup of one word pays no per-row-rank loop)
 
 
 def _row_items(data: np.ndarray) -> np.ndarray:
@@ -283,6 +284,15 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
                          f"{len(data)} rows of the storage")
     starts = (np.cumsum(counts) - counts)[order]
     cnt = counts[order]
+    if len(order) <= _FEW_WORDS:  # each word's rows gathered at once and reduced down the rows: the same
+        for w, s, c in zip(order.tolist(), starts.tolist(), cnt.tolist(), strict=True):  # additions in order
+            acc = np.add.reduce(data[rows[s : s + c]], axis=0, dtype=np.float32, initial=np.float32(0))
+            if mean:
+                out[w] = acc * np.float32(1.0 / c)
+            else:
+                norm = np.sqrt((acc * acc).sum())
+                out[w] = acc / (norm if norm > 0 else 1)
+        return out, found
     block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
     acc_buf = np.empty((min(block, len(order)), data.shape[1]), np.float32)
     row_buf = np.empty_like(acc_buf)  # the j-th rows of a block of words
