@@ -4,6 +4,7 @@ sample; and its float32 spelling test against numpy's own ``str``."""
 
 import io
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from wvformats.schemas import wordvec as schema
 
 import wvformats as wv
 from wvformats import framework, registry
-from wvformats.errors import FormatError
+from wvformats.errors import FormatError, NoFinalNewlineWarning
 from wvformats.families.wordvec import codec, quick
 
 # words for the text formats: no ASCII space, newline or \r, not empty, not ending in a tab
@@ -144,12 +145,16 @@ def test_quick_summary_leaves_faults_to_the_codec(tmp_path, name, fault):
     assert _quick_summary(name, text) is None
     p = tmp_path / "f.txt"
     p.write_bytes(text)
-    try:
-        info = wv.inspect(p, name)
-    except FormatError as e:  # the codec's error, naming the field and the byte
-        assert e.format == name and e.offset is not None
-    else:
-        assert info["format"] == name and "number_style" in info
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            info = wv.inspect(p, name)
+        except FormatError as e:  # the codec's error, naming the field and the byte
+            assert e.format == name and e.offset is not None
+        else:
+            assert info["format"] == name and "number_style" in info
+    # the codec's warning of a last line without its newline reaches the user
+    assert any(issubclass(w.category, NoFinalNewlineWarning) for w in caught) == (not text.endswith(b"\n"))
 
 
 def test_inspect_takes_the_quick_summary_and_unicode_errors(tmp_path):
