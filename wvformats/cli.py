@@ -90,10 +90,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, help="only the first N words")
     _unicode_argument(s)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
-    s.add_argument("--style", choices=["repr", "fixed6", "g5"],
+    s.add_argument("--style", choices=["repr", "fixed6", "g5", "repr16"],
                    help="text formats, how numbers are spelt: repr the shortest that reads back the same float32 "
                         "(0.12345679, as gensim writes), fixed6 six decimals (0.123457, word2vec.c's %%lf), g5 five "
-                        "significant digits (0.12346, fastText's); default: repr")
+                        "significant digits (0.12346, fastText's), repr16 repr as numpy before 2.3 spelt it "
+                        "(1234567.0 where numpy now writes 1.234567e+06); default: repr")
     s.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="finalfusion output: L2-normalise the rows, their norms kept in an NdNorms chunk, as "
                         "finalfusion's converters do (default: the rows as they are, bit for bit)")

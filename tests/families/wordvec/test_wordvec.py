@@ -611,7 +611,7 @@ def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, 
     assert e.value.path.startswith("records") and peak < 200 << 20
 
 
-@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6", "repr16"])
 @pytest.mark.parametrize("few", [0, 10**9])
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7, 99999.5,
@@ -630,7 +630,7 @@ def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monke
     assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
 
 
-@pytest.mark.parametrize("style", ["repr", "g5", "fixed6"])
+@pytest.mark.parametrize("style", ["repr", "g5", "fixed6", "repr16"])
 def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
     embedding's range: spelled as the style's own formatter spells them."""
@@ -643,10 +643,41 @@ def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
 
 
+def test_repr16_is_numpys_str_before_2_3():
+    """numpy 2.3 (gh-28679) writes a float32 from 1e6 up in scientific notation, 1234567.0 as 1.234567e+06;
+    files written before (gensim, word-vectors under numpy 1.x, 2.0-2.2) have the positional spelling up to
+    1e16. "repr16" is numpy's own str under ``legacy='2.2'``, over every magnitude."""
+    from wvformats.families.wordvec import text
+
+    rng = np.random.default_rng(11)
+    flat = np.concatenate([rng.integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
+                           (10.0 ** rng.uniform(5, 17, 20_000)).astype("<f4"),
+                           np.array([1e6, 999999.94, 1e16, 9.999999e15, -1234567.0, 0.0, -0.0], "<f4")])
+    with np.printoptions(legacy="2.2"):
+        assert text.STYLES["repr16"](flat) == [str(v) for v in flat]
+
+
+@pytest.mark.parametrize("name", ["word2vec-text", "glove"])
+def test_files_written_under_numpy_before_2_3_rebuild_byte_exact(tmp_path, name):
+    """A text file with numbers from 1e6 up spelt as numpy before 2.3 spelt them reads, reports the style
+    and validates byte-exact (it failed at its first such number), and converts in that style."""
+    rows = np.array([[0.1, 1234567.0, 1e-5], [2.5, -3e20, 9.999999e15], [1e6, 15000000.0, -0.0]], np.float32)
+    with np.printoptions(legacy="2.2"):
+        body = "".join(f"w{i} " + " ".join(str(v) for v in row) + "\n" for i, row in enumerate(rows))
+    assert "1234567.0" in body and "3e+20" in body
+    p = tmp_path / "old.txt"
+    p.write_text(body if name == "glove" else f"3 3\n{body}")
+    assert wv.validate(p, name).ok
+    assert wv.inspect(p, name)["number_style"] == "repr16"
+    assert wv.read(p, name).vectors.tobytes() == rows.tobytes()
+    wv.write(wv.read(p, name), tmp_path / "again.txt", name, style="repr16")
+    assert (tmp_path / "again.txt").read_bytes() == p.read_bytes()
+
+
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(emb=embeddings(word=st.one_of(spaced_word, st.sampled_from(["", " ", "a b", "\n", "x\ry", "\ud800"])),
                       min_words=1),
-       style=st.sampled_from(["repr", "g5", "fixed6"]), per_job=st.integers(1, 12), trailing=st.booleans(),
+       style=st.sampled_from(["repr", "g5", "fixed6", "repr16"]), per_job=st.integers(1, 12), trailing=st.booleans(),
        crlf=st.booleans(), final=st.booleans())
 def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, style, per_job, trailing, crlf,
                                                           final):

@@ -15,6 +15,7 @@ from ...schemas import wordvec as schema
 from . import sniff
 from .quick import FIRST_WORDS, SAMPLE_ROWS
 from .stream import read_stream
+from .text import STYLES
 
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
 
@@ -74,14 +75,15 @@ def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool = False)
 
 
 def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
-    if style not in ("repr", "fixed6", "g5"):
-        raise BuildError(f"unknown number style {style!r}; use repr, fixed6 or g5")
+    if style not in STYLES:
+        raise BuildError(f"unknown number style {style!r}; use {', '.join(STYLES)}")
     return cs.Container(style=style, trailing_space=trailing_space, crlf=False, final_newline=True)
 
 
 def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
                    unnormalize: bool = False) -> cs.Container:
-    """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec)."""
+    """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec), "repr16"
+    (repr as numpy before 2.3 spelt it: positional up to 1e16)."""
     emb = _embeddings(obj, "word2vec-text", unnormalize)
     return cs.Container(header=cs.Container(count=len(emb), dim=emb.vectors.shape[1], raw=None),
                         records=_records(emb, layout=_layout(style, trailing_space)), trailer=b"")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections import deque
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import construct as cs
@@ -49,7 +50,14 @@ def _fmt_g5(row: np.ndarray) -> list[str]:
     return ["%.5g" % v for v in row.tolist()]  # fastText: setprecision(5)
 
 
-STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5}
+def _fmt_repr16(row: np.ndarray) -> list[str]:
+    """numpy's str of a float32 before 2.3 (gh-28679): positional up to 1e16, not only up to 1e6, as gensim
+    and word-vectors wrote under numpy 1.x and 2.0-2.2 (1234567.0, where numpy now writes 1.234567e+06)."""
+    return [np.format_float_positional(v, unique=True, trim="0") if 1e6 <= abs(v) < 1e16 else str(v) for v in row]
+
+
+# number styles, by name (the order detect_style tries them): repr16 spells differently from repr only from 1e6 up
+STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5, "repr16": _fmt_repr16}
 
 
 def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
@@ -342,12 +350,12 @@ def _mended(pa: Any, pc: Any, text: Any, wrong: np.ndarray, flat: np.ndarray, st
     return pa.concat_arrays(parts)
 
 
-def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
-    """numpy's ``str()`` of each float32 of ``flat`` (the "repr" style), as a pyarrow string array.
+def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray, style: str = "repr") -> Any:
+    """numpy's ``str()`` of each float32 of ``flat`` (the "repr" style, or "repr16"), as a pyarrow string array.
 
     pyarrow's cast writes the same shortest digits; the spellings differ only where numpy writes ``1.0``
     for ``1`` (whole numbers: ``.0`` appended) and where it switches to scientific notation (magnitudes
-    under 1e-4 or from 1e6 on, NaN and inf: numpy formats those, usually few)."""
+    under 1e-4 or from 1e6 on, NaN and inf: the style's own formatter spells those, usually few)."""
     text = pc.cast(pa.array(flat), pa.string())
     with np.errstate(invalid="ignore"):
         mag = np.abs(flat)
@@ -356,7 +364,7 @@ def _repr_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
     if _many(np.count_nonzero(whole), len(flat)):  # whole numbers (zero rows, counts)
         text = pc.if_else(pa.array(whole), pc.binary_join_element_wise(text, ".0", ""), text)
         whole[:] = False
-    return _mended(pa, pc, text, ~positional | whole, flat, "repr")
+    return _mended(pa, pc, text, ~positional | whole, flat, style)
 
 
 def _g5_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
@@ -418,7 +426,8 @@ def _fixed6_numbers(pa: Any, pc: Any, flat: np.ndarray) -> Any:
 
 
 # number styles written through pyarrow
-_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers, "fixed6": _fixed6_numbers}
+_ARROW_STYLES = {"repr": _repr_numbers, "g5": _g5_numbers, "fixed6": _fixed6_numbers,
+                 "repr16": partial(_repr_numbers, style="repr16")}
 
 
 def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail: str) -> Any | None:
