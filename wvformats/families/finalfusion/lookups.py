@@ -182,15 +182,20 @@ def subword_rows(vocab_type: str, vocab: dict) -> int:
     return 0
 
 
+def sum_rows(rows: np.ndarray) -> np.ndarray:
+    """The float32 sum of ``rows`` (k >= 1 of them) row after row onto +0.0, as finalfusion-rust and fastText add
+    rows to a zero vector: a running sum, whose order no shape changes (numpy's reductions sum pairwise along a
+    contiguous axis, which a matrix of one column is); a column of -0.0 sums to +0.0."""
+    return np.cumsum(rows, axis=0, dtype=np.float32)[-1] + np.float32(0)
+
+
 def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[int]], np.ndarray],
              word: str) -> np.ndarray | None:
     """The L2-normalised sum of a word's n-gram rows; None when it has no n-gram."""
     rows = rows_of(word)
     if not rows:
         return None
-    # row after row in float32 onto +0.0, as finalfusion-rust adds them to a zero vector (and composed_batch,
-    # to the same bits: a column of -0.0 sums to +0.0)
-    v = storage_rows(np.array(rows, np.intp)).sum(axis=0, dtype=np.float32, initial=0.0)
+    v = sum_rows(storage_rows(np.array(rows, np.intp)))
     norm = np.sqrt((v * v).sum())  # the Euclidean norm, summed as composed_batch sums each row
     return v / norm if norm > 0 else v
 
@@ -284,9 +289,9 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
                          f"{len(data)} rows of the storage")
     starts = (np.cumsum(counts) - counts)[order]
     cnt = counts[order]
-    if len(order) <= _FEW_WORDS:  # each word's rows gathered at once and reduced down the rows: the same
-        for w, s, c in zip(order.tolist(), starts.tolist(), cnt.tolist(), strict=True):  # additions in order
-            acc = np.add.reduce(data[rows[s : s + c]], axis=0, dtype=np.float32, initial=np.float32(0))
+    if len(order) <= _FEW_WORDS:  # each word's rows gathered at once and summed in order: the same additions
+        for w, s, c in zip(order.tolist(), starts.tolist(), cnt.tolist(), strict=True):
+            acc = sum_rows(data[rows[s : s + c]])
             if mean:
                 out[w] = acc * np.float32(1.0 / c)
             else:
