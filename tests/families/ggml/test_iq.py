@@ -142,3 +142,11 @@ def test_gguf_py_file_with_iq_tensors_reads_as_gguf_py_dequantizes(tmp_path):
         assert ours.to_numpy().tobytes() == want.astype(np.float32).tobytes(), t.name
     assert model.check() == [] and wv.validate(path).problems == []
     assert [t["type"] for t in wv.inspect(path)["tensor_table"]] == IQ
+
+
+@pytest.mark.parametrize("name", IQ)
+def test_dequantize_of_no_blocks_is_no_values(name):
+    """A tensor of no blocks dequantizes to no values, as every other type does (IQ2_XS, IQ2_S and IQ3_S raised a
+    bare ValueError from a reshape)."""
+    got = dequantize(np.zeros(0, LAYOUTS[name][1]), name)
+    assert got.dtype == np.float32 and got.shape == (0,)

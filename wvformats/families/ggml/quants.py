@@ -269,7 +269,7 @@ def _lattice(name: str) -> np.ndarray:
 
 def _nibble_scales(scales: np.ndarray) -> np.ndarray:
     """u8[k] -> 2k four-bit factors, low nibble first, as float32."""
-    return np.stack([scales & 0xF, scales >> 4], axis=-1).reshape(len(scales), -1).astype(F32)
+    return np.stack([scales & 0xF, scales >> 4], axis=-1).reshape(len(scales), 2 * scales.shape[1]).astype(F32)
 
 
 def _quarter(b: np.ndarray, k: np.ndarray, half: float = 0.25) -> np.ndarray:
