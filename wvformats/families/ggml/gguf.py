@@ -11,6 +11,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
+from ...errors import TruncatedError
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from ...schemas.gguf import DEFAULT_ALIGNMENT, MAX_DIMS, VALUE_TYPES
 from . import quants
@@ -50,7 +51,15 @@ class GGUFTensor:
         return n
 
     def to_numpy(self) -> np.ndarray:
-        """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape."""
+        """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape; a tensor read
+        from a file whose data section does not hold its blocks is a TruncatedError at its tensor info."""
+        block = LAYOUTS[self.type][0]
+        if len(self.blocks) * block != self.n_elements:
+            path, offset = self._where or (f"tensor {self.name}", None)
+            raise TruncatedError(f"{self.name}: {self.n_elements} values of {self.type} need "
+                                 f"{-(-self.n_elements // block)} blocks at data offset {self.offset}; the file holds "
+                                 f"{len(self.blocks)} there (check() says why)", format="gguf", path=path,
+                                 offset=offset)
         return quants.dequantize(self.blocks, self.type).reshape(self.shape)
 
 
