@@ -18,6 +18,9 @@ from typing import Any
 SAMPLE_ROWS = 1000  # records a quick inspect reads (for the number style and a GloVe file's estimated count)
 FIRST_WORDS = 10  # of which it shows
 STYLE_ROWS = 50  # lines whose numbers decide the number style
+# no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
+# or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
+MAX_DIM = 1 << 24
 
 # the numbers of a line from its first space on, " v1 v2 ... vD", in spellings every text parser of the codec
 # reads alike (the sniffers accept a few more, which the codec then reads or refuses)
@@ -35,6 +38,8 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             return None
         count, dim, pos = int(parts[0]), int(parts[1]), nl + 1
+        if dim > MAX_DIM:
+            return None
     want = SAMPLE_ROWS if count is None else min(count, SAMPLE_ROWS)
     words: list[bytes] = []
     numbers: list[bytes] = []
@@ -42,9 +47,7 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
         nl = buf.find(b"\n", pos)
         if nl < 0:  # a last line without its newline: the schema warns of it
             return None
-        line = bytes(buf[pos:nl])
-        line = line[:-1] if line.endswith(b"\r") else line
-        line = line.rstrip(b" \t") if line.endswith(b" ") else line
+        line = content(bytes(buf[pos:nl]))
         sp = line.find(b" ")
         if sp <= 0 or not _NUMBERS.fullmatch(line, sp):
             return None  # no word, no numbers, or a number the parser may not read
@@ -79,6 +82,13 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
     info.update(dim=dim or 0, dtype="<f4", first_words=shown, number_style=style)
     info["sampled"] = f"{'header and the ' if header else ''}first {sampled} records (--full: every record)"
     return info
+
+
+def content(line: bytes) -> bytes:
+    """A line (without its newline) as the text tables read it: a final ``\r`` dropped, and trailing spaces
+    and tabs when it ends with a space (fastText and word2vec.c write one)."""
+    line = line[:-1] if line.endswith(b"\r") else line
+    return line.rstrip(b" \t") if line.endswith(b" ") else line
 
 
 # -- number styles -------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ...framework.fields import _evaluate
 from ...framework.located import _tell, fail
 from ...framework.streams import background, release
 from ...framework.strings import decode_spans
+from .quick import MAX_DIM
 
 F32 = np.dtype("<f4")
 
@@ -89,16 +90,11 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
     return background(_touched, (count, dim))
 
 
-# no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
-# or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
-_MAX_DIM = 1 << 24
-
-
 def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
     """The header's dimension, refused when absurd (an empty table would otherwise carry it unchecked to
     lookups that allocate ``words x dim``)."""
     value = int(_evaluate(dim, context))
-    if value > _MAX_DIM:
+    if value > MAX_DIM:
         raise fail(path, _tell(stream), f"dimension {value} is larger than 2^24", ValueMismatchError)
     return value
 

@@ -23,7 +23,7 @@ from ...framework.located import _tell, fail, warn
 from ...framework.streams import _window, background, release
 from ...framework.strings import decode_all, decode_spans
 from .binary import _word_bytes
-from .quick import STYLE_ROWS
+from .quick import STYLE_ROWS, content
 from .rows import (
     F32,
     _dimension,
@@ -281,10 +281,8 @@ def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
 
 
 def _line_numbers(line: bytes) -> bytes:
-    """The numbers of a line (from its first space on) as the line loop sees them: a final ``\r`` dropped,
-    and trailing spaces and tabs when the line ends with a space."""
-    line = line[:-1] if line.endswith(b"\r") else line
-    line = line.rstrip(b" \t") if line.endswith(b" ") else line
+    """The numbers of a line (from its first space on) as the line loop sees them."""
+    line = content(line)
     return line[line.find(b" ") :]
 
 
