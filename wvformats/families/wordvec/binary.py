@@ -46,6 +46,17 @@ class _BinaryRecords(_Checked):
         buf, base = _window(stream)
         return count, dim, buf, base, stream.tell() - base
 
+    def _build_start(self, obj: Any, stream: Any, context: Any, path: str) -> tuple[int, int, Any, np.ndarray]:
+        """(records, dimension, the words, the vectors as a checked float32 matrix) of what is to be written,
+        once the words are as many as the header says."""
+        count = int(_evaluate(self.count, context))
+        dim = int(_evaluate(self.dim, context))
+        words = obj["words"]
+        if len(words) != count:
+            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                       expected=count, found=len(words))
+        return count, dim, words, _matrix(obj["vectors"], count, dim, path, stream)
+
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)  # (the words' lengths decide)
 
@@ -67,13 +78,7 @@ class LeaderRecords(_BinaryRecords):
         return cs.Container(words=words, vectors=vectors)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
-        dim = int(_evaluate(self.dim, context))
-        words = obj["words"]
-        if len(words) != count:
-            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
-                       expected=count, found=len(words))
-        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        count, dim, words, arr = self._build_start(obj, stream, context, path)
         pack = struct.Struct("<I").pack
         mv = byte_view(arr)
         rb = 4 * dim
@@ -277,13 +282,7 @@ class Word2VecRecords(_BinaryRecords):
         return cs.Container(words=words, vectors=vectors, newlines=newlines)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
-        dim = int(_evaluate(self.dim, context))
-        words = obj["words"]
-        if len(words) != count:
-            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
-                       expected=count, found=len(words))
-        arr = _matrix(obj["vectors"], count, dim, path, stream)
+        count, dim, words, arr = self._build_start(obj, stream, context, path)
         gaps = obj.get("newlines")
         if gaps is not None and len(gaps) != count:
             raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
