@@ -195,9 +195,17 @@ def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[i
     rows = rows_of(word)
     if not rows:
         return None
-    v = sum_rows(storage_rows(np.array(rows, np.intp)))
-    norm = np.sqrt((v * v).sum())  # the Euclidean norm, summed as composed_batch sums each row
-    return v / norm if norm > 0 else v
+    return _finished(sum_rows(storage_rows(np.array(rows, np.intp))), len(rows))
+
+
+def _finished(sums: np.ndarray, counts: int | np.ndarray, mean: bool = False) -> np.ndarray:
+    """Sums of rows (one, or one per word along the last axis) as the lookups return them: L2-normalised (a
+    zero sum stays zero; the norm a pairwise sum along the row), or ``mean=True`` times float32(1 / count), as
+    fastText's ``Vector::mul`` makes its means."""
+    if mean:
+        return sums * (1.0 / np.asarray(counts)).astype(np.float32)[..., None]
+    norms = np.sqrt((sums * sums).sum(axis=-1, keepdims=True))
+    return sums / np.where(norms > 0, norms, 1)
 
 
 def _fnv64_many(cps: np.ndarray, first: np.ndarray, lengths: np.ndarray, min_n: int, max_n: int) -> np.ndarray:
@@ -290,13 +298,8 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     starts = (np.cumsum(counts) - counts)[order]
     cnt = counts[order]
     if len(order) <= _FEW_WORDS:  # each word's rows gathered at once and summed in order: the same additions
-        for w, s, c in zip(order.tolist(), starts.tolist(), cnt.tolist(), strict=True):
-            acc = sum_rows(data[rows[s : s + c]])
-            if mean:
-                out[w] = acc * np.float32(1.0 / c)
-            else:
-                norm = np.sqrt((acc * acc).sum())
-                out[w] = acc / (norm if norm > 0 else 1)
+        sums = np.stack([sum_rows(data[rows[s : s + c]]) for s, c in zip(starts.tolist(), cnt.tolist(), strict=True)])
+        out[order] = _finished(sums, cnt, mean)
         return out, found
     block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
     acc_buf = np.empty((min(block, len(order)), data.shape[1]), np.float32)
@@ -312,11 +315,7 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
         for j, m in enumerate(having.tolist(), 1):
             np.take(items, rows[first[:m] + j], out=row_items[:m], mode="clip")
             acc[:m] += row[:m]
-        if mean:
-            out[order[a : a + block]] = acc * (1.0 / c).astype(np.float32)[:, None]
-            continue
-        norms = np.sqrt((acc * acc).sum(axis=1))  # as composed: a pairwise sum along each row
-        out[order[a : a + block]] = acc / np.where(norms > 0, norms, 1)[:, None]
+        out[order[a : a + block]] = _finished(acc, c, mean)
     return out, found
 
 
