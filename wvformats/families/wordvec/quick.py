@@ -63,9 +63,7 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
     if count is not None and len(words) < want:
         return None  # fewer lines than the header declares
     try:
-        shown = [w.decode("utf-8", unicode_errors or "strict") for w in words[:FIRST_WORDS]]
-        for w in words[FIRST_WORDS:]:
-            w.decode("utf-8", unicode_errors or "strict")
+        decoded = [w.decode("utf-8", unicode_errors or "strict") for w in words]
     except UnicodeDecodeError:
         return None
     style = number_style([n.split(b" ") for n in numbers])
@@ -79,7 +77,7 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
         info["words"] = sampled
     elif sampled:  # GloVe: no header; from the mean length of the sampled lines
         info["words_estimate"] = round(sampled * size / pos)
-    info.update(dim=dim or 0, dtype="<f4", first_words=shown, number_style=style)
+    info.update(dim=dim or 0, dtype="<f4", first_words=decoded[:FIRST_WORDS], number_style=style)
     info["sampled"] = f"{'header and the ' if header else ''}first {sampled} records (--full: every record)"
     return info
 
