@@ -976,6 +976,15 @@ def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, s
     assert np.array(b.vectors[:50]).tobytes() == want.tobytes()
 
 
+def _assert_rewritten_byte_identical(p, tmp_path):
+    """``p`` read and written back, and converted to finalfusion, gives its own bytes."""
+    again, converted = tmp_path / "rewritten.fifu", tmp_path / "converted.fifu"
+    wv.write(wv.read(p), again)
+    assert again.read_bytes() == p.read_bytes()
+    wv.convert(p, converted)
+    assert converted.read_bytes() == p.read_bytes()
+
+
 def test_metadata_keeps_the_bytes_it_was_read_with_until_it_is_edited(tmp_path):
     """finalfusion-python writes its metadata TOML with the toml package (``tags = [ "x", "y",]``), a hand-made
     file may carry comments: read then write gives the same bytes (the chunks after it do not shift); only
@@ -988,12 +997,8 @@ def test_metadata_keeps_the_bytes_it_was_read_with_until_it_is_edited(tmp_path):
     ff.Embeddings(ff.storage.NdArray(m), ff.vocab.SimpleVocab(words), metadata=ff.metadata.Metadata(meta),
                   norms=ff.norms.Norms(np.linalg.norm(m, axis=1).astype(np.float32))).write(str(p))
     assert b'tags = [ "x", "y",]' in p.read_bytes()
+    _assert_rewritten_byte_identical(p, tmp_path)
     again = tmp_path / "again.fifu"
-    wv.write(wv.read(p), again)
-    assert again.read_bytes() == p.read_bytes()
-    converted = tmp_path / "converted.fifu"
-    wv.convert(p, converted)
-    assert converted.read_bytes() == p.read_bytes()
     toml = b"# written by hand\nname = 'x'  # a comment\n"
     hand = _fifu(tmp_path / "hand.fifu", cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml)),
                  *codec.from_model(wv.Embeddings(words, m)).chunks)
@@ -1059,12 +1064,8 @@ def test_chunks_the_model_does_not_use_are_written_back_in_their_place(tmp_path,
     p = tmp_path / "spliced.fifu"
     p.write_bytes(_splice(base.read_bytes(), at, chunk_id, body))
     assert wv.validate(p).ok
+    _assert_rewritten_byte_identical(p, tmp_path)
     out = tmp_path / "out.fifu"
-    wv.write(wv.read(p), out)
-    assert out.read_bytes() == p.read_bytes()
-    converted = tmp_path / "converted.fifu"
-    wv.convert(p, converted)
-    assert converted.read_bytes() == p.read_bytes()
     emb = wv.read(p)
     emb.vectors = emb.vectors + 1
     wv.write(emb, out)
