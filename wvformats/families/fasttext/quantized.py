@@ -39,14 +39,12 @@ def finalfusion_quantized(m: FastText) -> Any:
     # finalfusion's sub-quantizers all have one width: fastText's (dsub columns, the last lastdsub) are cut into
     # pieces of gcd(dsub, lastdsub) columns, each coded by its fastText sub-quantizer's code
     width = math.gcd(inp.dsub, inp.lastdsub)
-    col = np.arange(dim)
-    sub = np.minimum(col // inp.dsub, inp.nsubq - 1)
-    own = np.where(sub == inp.nsubq - 1, inp.lastdsub, inp.dsub)  # the width of each column's sub-quantizer
-    # centroid i of sub-quantizer s is at s * 256 * dsub + i * its width (ProductQuantizer::get_centroids)
-    at = (sub * KSUB * inp.dsub + col - sub * inp.dsub)[:, None] + np.arange(KSUB) * own[:, None]
-    table = part["pq"]["centroids"][at]  # (dim, 256): each column's value under each code
-    subquantizers = np.ascontiguousarray(table.reshape(dim // width, width, KSUB).transpose(0, 2, 1), "<f4")
-    codes = inp.codes[:n] if width == inp.dsub else inp.codes[:n, sub[::width]]
+    # the matrix's centroid tables (256 rows of a sub-quantizer's width per sub-quantizer), each row cut in pieces
+    subquantizers = np.ascontiguousarray(np.concatenate([
+        table.reshape(-1, KSUB, table.shape[1] // width, width).transpose(0, 2, 1, 3).reshape(-1, KSUB, width)
+        for _, table in inp._tables]), "<f4")
+    sub = np.minimum(np.arange(0, dim, width) // inp.dsub, inp.nsubq - 1)  # each piece's fastText sub-quantizer
+    codes = inp.codes[:n] if width == inp.dsub else inp.codes[:n, sub]
     norms = np.asarray(part["npq"]["centroids"][part["norm_codes"][:n]], "<f4") if part["qnorm"] else None
     return cs.Container(use_projection=0, use_norms=int(norms is not None), quantized_len=dim // width,
                         reconstructed_len=dim, n_centroids=KSUB, n_embeddings=n, quantized_type=1,
