@@ -26,22 +26,22 @@ from .registry import Format, register
 __version__ = "0.1.0"
 
 
+# the public module of each format family, imported when first asked for (each needs numpy)
+_FAMILY_MODULES = ("fasttext", "finalfusion", "gguf", "infinigram", "rwkv", "sentencepiece", "wordvec")
+
+
 def __getattr__(name: str) -> object:
     """What needs numpy, imported when first asked for (``import wvformats`` and the command's start-up
-    need none): the model classes of the embeddings, ``wvformats.infinigram`` (the infini-gram index module)
-    and ``wvformats.sentencepiece`` (the SentencePiece model, its edits and exports)."""
+    need none): the model classes of the embeddings and the public module of each format family
+    (``from wvformats import gguf``)."""
     if name in ("Embeddings", "DuplicateWordsWarning", "ValuesChangedWarning"):
         from . import embeddings
 
         return getattr(embeddings, name)
-    if name == "infinigram":
-        from .families.infinigram import index
+    if name in _FAMILY_MODULES:
+        import importlib
 
-        return index
-    if name == "sentencepiece":
-        from .families.sentencepiece import model
-
-        return model
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'wvformats' has no attribute {name!r}")
 
 __all__ = [
