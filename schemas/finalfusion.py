@@ -7,8 +7,9 @@ follows finalfusion-rust and finalfusion-python 0.7.1.)
 """
 
 from construct import Const, If, Int32ul, Int64ul, Struct, this
+from wvformats.schemas.identity import FINALFUSION_MAGIC as MAGIC
+from wvformats.schemas.identity import FINALFUSION_VERSION as VERSION
 
-from wvformats.families.finalfusion.sniff import MAGIC, VERSION
 from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable, Valid
 
 simple_vocab = Struct(

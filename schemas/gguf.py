@@ -10,6 +10,7 @@ version reads byte-swapped, 0x03000000) is refused.
 """
 
 from construct import Const, If, IfThenElse, Int32ul, Int64ul, Struct, this
+from wvformats.schemas.identity import GGUF_MAGIC as MAGIC
 
 from wvformats.families.ggml.gguf_records import (
                                                   BytesLeft,
@@ -45,7 +46,7 @@ _VERSION = this._root.header.version
 _count = IfThenElse(this.version == 1, Int32ul, Int64ul)
 
 header = Struct(
-    "magic" / Const(b"GGUF") * 'b"GGUF"',
+    "magic" / Const(MAGIC) * 'b"GGUF"',
     "version" / Int32ul * "1, 2 or 3",
     Valid("version", this.version < 0x10000, why="a version that reads byte-swapped is a big-endian file")
     * "a version that reads byte-swapped (0x03000000) is a big-endian file: refused",

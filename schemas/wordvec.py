@@ -5,9 +5,9 @@ checked tables (one tight loop per table, never per-record construct code).
 """
 
 from construct import Const, Int64ul, Struct, this
+from wvformats.schemas.identity import LEADER_MAGIC
 
 from wvformats.families.wordvec.binary import LeaderRecords, Word2VecRecords
-from wvformats.families.wordvec.sniff import LEADER_MAGIC
 from wvformats.families.wordvec.text import HeaderLine, TextRecords, Trailer
 
 leader = Struct(

@@ -6,8 +6,7 @@ from __future__ import annotations
 import struct
 
 from ...registry import Sniffer
-
-MAGIC = 793712314  # the i32 current releases start with (older releases start with their args)
+from ...schemas.identity import FASTTEXT_MAGIC, FASTTEXT_VERSIONS
 
 
 def sniff(head: bytes) -> bool:
@@ -16,8 +15,8 @@ def sniff(head: bytes) -> bool:
     if len(head) < 8:
         return False
     magic, version = struct.unpack_from("<2i", head)
-    if magic == MAGIC:
-        return 0 < version <= 12
+    if magic == FASTTEXT_MAGIC:
+        return version in FASTTEXT_VERSIONS
     if len(head) < 56 + 20:
         return False
     dim, ws, epoch, min_count, neg, word_ngrams, loss, model, bucket, minn, maxn, lr_rate = \

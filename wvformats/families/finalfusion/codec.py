@@ -333,7 +333,7 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
     if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], 6]:
         listed = obj.extra["legacy_header"]  # a legacy file comes back as it was
     ids = np.array(listed, "<u4")
-    return cs.Container(magic=b"FiFu", version=0, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
+    return cs.Container(magic=schema.MAGIC, version=schema.VERSION, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 
 
 def inspect(parsed: Any) -> dict[str, Any]:

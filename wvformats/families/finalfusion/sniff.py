@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from ...registry import Sniffer
-
-MAGIC = b"FiFu"
-VERSION = 0  # the u32 after the magic
+from ...schemas.identity import FINALFUSION_MAGIC, FINALFUSION_VERSION
 
 
 def sniff_finalfusion(head: bytes) -> bool:
-    return head[:8] == MAGIC + VERSION.to_bytes(4, "little")
+    return head[:8] == FINALFUSION_MAGIC + FINALFUSION_VERSION.to_bytes(4, "little")
 
 
 FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0)

@@ -138,7 +138,7 @@ def gguf_from_model(model: Any, **_: Any) -> cs.Container:
         if data:  # the last tensor padded too, as llama.cpp and gguf-py write it
             data.append((at, np.zeros(0, np.uint8)))
         has_data = bool(data) or (parsed is not None and bool(parsed.get("has_data")) and not tensors)
-    header = cs.Container(magic=b"GGUF", version=model.version, n_tensors=len(infos), n_kv=len(entries))
+    header = cs.Container(magic=gguf_schema.MAGIC, version=model.version, n_tensors=len(infos), n_kv=len(entries))
     return cs.Container(header=header, metadata=entries, tensor_infos=infos, alignment=alignment,
                         has_data=has_data, padding=None, data=data if has_data else None)
 

@@ -4,20 +4,19 @@ codec is imported (standard library only): their sniffers, and the types ``wvfor
 from __future__ import annotations
 
 from ...registry import Sniffer
+from ...schemas.identity import GGUF_MAGIC, RWKV_MAGIC, RWKV_VERSIONS
 
-MAGIC = 0x67676D66  # "ggmf" as a little-endian u32 (bytes 66 6d 67 67)
-VERSIONS = (100, 101)
 # the types rwkv.cpp quantizes to, by file version
 QUANTIZE_TYPES = {101: ("FP16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")}
 QUANTIZE_TYPES[100] = (*QUANTIZE_TYPES[101], "Q4_2")
 
 
 def sniff_rwkv(head: bytes) -> bool:
-    return head[:4] == MAGIC.to_bytes(4, "little") and int.from_bytes(head[4:8], "little") in VERSIONS
+    return head[:4] == RWKV_MAGIC.to_bytes(4, "little") and int.from_bytes(head[4:8], "little") in RWKV_VERSIONS
 
 
 def sniff_gguf(head: bytes) -> bool:
-    return head[:4] == b"GGUF"
+    return head[:4] == GGUF_MAGIC
 
 
 RWKV = Sniffer("rwkv", (".bin",), sniff_rwkv, priority=0)

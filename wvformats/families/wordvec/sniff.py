@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 from ...registry import Sniffer
-
-LEADER_MAGIC = 38941  # the u64 a Leader file starts with
+from ...schemas.identity import LEADER_MAGIC
 
 _HEADER = re.compile(rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n")
 _NUMBER = re.compile(rb"\A[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-?Infinity|Inf)\Z")

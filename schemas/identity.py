@@ -1,0 +1,21 @@
+"""The identity of each format that the sniffers need before anything else is imported: magic numbers and the
+versions they accept. Standard library only (``wvformats sniff`` imports neither numpy nor construct), and the
+one home of these numbers: the schema modules declare their fields with them, the sniffers test them."""
+
+# finalfusion: the 4 magic bytes, then a u32 format version
+FINALFUSION_MAGIC = b"FiFu"
+FINALFUSION_VERSION = 0
+
+# fastText: the i32 current releases start with (older releases start with their args), and the versions read
+FASTTEXT_MAGIC = 793712314
+FASTTEXT_VERSIONS = range(1, 13)
+
+# Leader: the u64 a Leader file starts with (bytes 1d 98 00 00 00 00 00 00)
+LEADER_MAGIC = 38941
+
+# rwkv.cpp: "ggmf" as a little-endian u32 (bytes 66 6d 67 67), then the versions rwkv.cpp reads
+RWKV_MAGIC = 0x67676D66
+RWKV_VERSIONS = (100, 101)
+
+# GGUF: the 4 magic bytes, then a u32 version
+GGUF_MAGIC = b"GGUF"
