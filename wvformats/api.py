@@ -108,14 +108,6 @@ def convert_targets(fmt: registry.Format) -> list[str]:
     return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory)
 
 
-# what the command line does with a file of each kind besides converting it, for errors that meet the wrong one
-_COMMANDS = {
-    "sentencepiece": "`wvformats sentencepiece export FILE OUT --to hf|tsv|json` exports its vocabulary",
-    "rwkv": "`wvformats rwkv quantize FILE OUT --type T` quantizes it",
-    "infini-gram": "`wvformats infinigram count FILE IDS...` counts token sequences in it",
-}
-
-
 def what_it_is(path: PathLike, fmt: registry.Format) -> str:
     """A sentence naming the format of the file at ``path`` and what can be done with it, for errors that
     meet a file of another kind than the one asked for."""
@@ -124,9 +116,8 @@ def what_it_is(path: PathLike, fmt: registry.Format) -> str:
     targets = [t for t in convert_targets(fmt) if t != fmt.name]
     kind = f" ({fmt.model.__name__})" if fmt.model is not None else ""
     uses = [f"`wvformats convert FILE OUT --to {'|'.join(targets)}` converts it"] if targets else []
-    if fmt.name in _COMMANDS:
-        uses.append(_COMMANDS[fmt.name])
-    elif fmt.model is Embeddings:
+    uses.extend(fmt.commands)
+    if not fmt.commands and isinstance(fmt.model, type) and issubclass(fmt.model, Embeddings):
         uses.append("`wvformats similar FILE WORD` looks words up")
     return f"{path} is a {fmt.name} file{kind}; " + ", and ".join(uses)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import signal
 import sys
@@ -19,9 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from . import api, registry
+from .commands import (
+    EXIT_FAILED,
+    EXIT_INPUT,
+    EXIT_OK,
+    index_arguments,
+    print_json,
+    read_options,
+    unicode_argument,
+)
 from .errors import FormatError, OptionError
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_PIPE, EXIT_TERMINATED = 130, 141, 143  # 128 + SIGINT, SIGPIPE, SIGTERM, as a shell says
 
 DESCRIPTION = """\
@@ -65,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--full", action="store_true",
                    help="parse the whole file: exact counts, statistics, offsets of the parts (default: the "
                         "header and a sample, in bounded time and memory)")
-    _index_arguments(s)
-    _unicode_argument(s)
+    index_arguments(s)
+    unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path)
@@ -77,8 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+", type=Path)
     s.add_argument("--format", "-f")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
-    _index_arguments(s)
-    _unicode_argument(s)
+    index_arguments(s)
+    unicode_argument(s)
     s.add_argument("--json", action="store_true")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path)
@@ -88,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                                                   "extension of DST)")
     s.add_argument("--force", action="store_true", help="replace DST if it exists")
     s.add_argument("--limit", type=int, help="only the first N words")
-    _unicode_argument(s)
+    unicode_argument(s)
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5", "repr16"],
                    help="text formats, how numbers are spelt: repr the shortest that reads back the same float32 "
@@ -114,66 +121,28 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("-k", "--limit", type=int, default=10, help="how many words (default 10)")
         s.add_argument("--format", "-f")
         s.add_argument("--json", action="store_true")
-    s = command(sub, "rwkv", help="rwkv.cpp model tools")
-    rs = s.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
-    q = command(rs, "quantize", help="quantize an FP32/FP16 model with rwkv.cpp's rules (--version: "
-                                       "also convert 100 <-> 101; a model quantized to TYPE can change version)")
-    q.add_argument("src", type=Path)
-    q.add_argument("dst", type=Path)
-    from .families.ggml.sniff import QUANTIZE_TYPES
-
-    q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
-                   help="target type (Q4_2: version 100 only)")
-    q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")
-    q.add_argument("--force", action="store_true", help="replace DST if it exists")
-    s = command(sub, "sentencepiece", help="SentencePiece model tools")
-    ss = s.add_subparsers(dest="sp_command", metavar="SENTENCEPIECE_COMMAND", required=True)
-    e = command(ss, "export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
-    e.add_argument("model", type=Path)
-    e.add_argument("out", type=Path)
-    e.add_argument("--to", choices=["hf", "tsv", "json"], required=True,
-                   help="hf: a Hugging Face tokenizer.json; tsv: piece, score and type per line; json: the same "
-                        "as a list of objects")
-    e.add_argument("--force", action="store_true", help="replace OUT if it exists")
-    s = command(sub, "infinigram", help="infini-gram index tools")
-    gs = s.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
-    b = command(gs, "build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
-    b.add_argument("data_dir", type=Path)
-    b.add_argument("out_dir", type=Path)
-    b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
-                   help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
-    b.add_argument("--tokenizer", help="a tokenizer.json or SentencePiece tokenizer.model file, or a Hugging Face "
-                                       "tokenizer name or folder (needs transformers)")
-    b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
-                   help="4: suffixed files; 5: documents reversed; 6: files without suffix")
-    b.add_argument("--shards", type=int, default=1)
-    b.add_argument("--reverse", action="store_true", default=None, help="store documents reversed (v6)")
-    b.add_argument("--no-metadata", dest="metadata", action="store_false", help="no metadata/metaoff files")
-    b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
-    b.add_argument("--force", action="store_true", help="write into OUT even if it holds files")
-    b.add_argument("--json", action="store_true")
-    c = command(gs, "count", help="count a token sequence in an index")
-    c.add_argument("index", type=Path)
-    c.add_argument("ids", nargs="*", type=int, help="token ids")
-    c.add_argument("--text", help="text instead of ids: tokenized with --tokenizer, or its UTF-8 bytes (u8 indexes)")
-    c.add_argument("--tokenizer", help="the tokenizer the index was built with (as for build)")
-    _index_arguments(c)
-    c.add_argument("--json", action="store_true")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
     s.add_argument("outdir", type=Path)
     s = command(sub, "samples", help="the main job: every bundled sample sniffed, inspected, validated and converted, and a timed read of a generated 400k x 100 GloVe file")
     s.add_argument("--json", action="store_true")
     s.add_argument("--words", type=int, default=400_000,
                    help="words of the generated GloVe file (x 100) whose read is timed (default 400000, 0: none)")
+    for c in _family_commands()[0]:  # the families' and plugins' own commands, after the core ones
+        c.arguments(command(sub, c.name, help=c.help, description=c.description), command)
     return p
 
 
-def _index_arguments(p: argparse.ArgumentParser) -> None:
-    """What no infini-gram file records: its token width (inferred when only one fits) and its version."""
-    p.add_argument("--token-width", type=int, choices=[1, 2, 4],
-                   help="infini-gram: bytes per token (default: inferred from the files)")
-    p.add_argument("--version", type=int, choices=[4, 5, 6],
-                   help="infini-gram: 4 (default), 5 (documents stored reversed) or 6")
+def _family_commands() -> tuple[list[Any], dict[str, str]]:
+    """The commands the families and the installed plugins add (wvformats.commands), found once."""
+    global _FOUND
+    if _FOUND is None:
+        from . import commands
+
+        _FOUND = commands.discover()
+    return _FOUND
+
+
+_FOUND: tuple[list[Any], dict[str, str]] | None = None
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -192,18 +161,6 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         if "{writable}" in text:
             text = text.replace("{writable}", ", ".join(api.writable_formats()))
         return text
-
-
-def _unicode_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None,
-                   help="text formats: words that are not UTF-8 are an error (strict, the default), get U+FFFD "
-                        "for each bad byte (replace) or lose them (ignore)")
-
-
-def _index_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The read options given on the command line: an index's token width and version, a text file's
-    handling of bytes that are not UTF-8."""
-    return {k: v for k in ("token_width", "version", "unicode_errors") if (v := getattr(args, k, None)) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = show
-            return int(_COMMANDS[args.command](args) or 0)
+            run = _COMMANDS.get(args.command) or next(c.run for c in _family_commands()[0] if c.name == args.command)
+            return int(run(args) or 0)
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as any Unix tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the final flush must not fail too)
         return EXIT_PIPE
@@ -265,53 +223,33 @@ def _terminated(signum: int, frame: Any) -> None:
     raise _Terminated
 
 
-def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=_jsonable)
-    sys.stdout.write("\n")
-
-
-def _jsonable(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, (bytes, bytearray)):
-        return o.hex()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
-
-
-# what can be looked up in a model of each kind, and with which command
-_LOOKUPS = {"Embeddings": "similar, analogy", "InfiniGramIndex": "infinigram count",
-            "SentencePieceModel": "pieces (inspect, sentencepiece export)", "RwkvModel": "tensors (inspect)"}
-
-
 def cmd_formats(args: argparse.Namespace) -> int:
+    from .embeddings import Embeddings
+
     fmts = registry.load()
     writable = set(api.writable_formats())
     rows = []
     for n in sorted(fmts):
         f = fmts[n]
-        lookups = _LOOKUPS.get(f.model.__name__ if f.model else "", "")
-        if n == "finalfusion":
-            lookups += " (unknown words from subwords)"
+        lookups = f.lookups or ("similar, analogy" if isinstance(f.model, type) and issubclass(f.model, Embeddings)
+                                else "")
         rows.append({"name": n, "extensions": list(f.extensions), "read": True, "write": n in writable,
                      "validate": "consistency" if f.is_directory else "byte-exact",
                      "convert_to": [t for t in api.convert_targets(f) if t != n], "lookups": lookups,
                      "description": f.description})
     if args.json:
-        _print_json(rows)
+        print_json(rows)
     else:
         head = ("format", "extensions", "write", "validate", "convert to", "lookups")
         table = [head] + [(r["name"], " ".join(r["extensions"]), "yes" if r["write"] else
-                           ("infinigram build" if r["name"] == "infini-gram" else "no"), r["validate"],
+                           (fmts[r["name"]].built_by or "no"), r["validate"],
                            ", ".join(r["convert_to"]) or "-", r["lookups"] or "-") for r in rows]
         widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
         for row in table:
             print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
         print("every format reads; convert to: the formats its model can be written as")
-    for name, error in registry.LOAD_ERRORS.items():  # a codec or plugin that did not import
+    for name, error in {**registry.LOAD_ERRORS, **_family_commands()[1]}.items():  # a codec, plugin or command
+        # module that did not import
         print(f"wvformats: not loaded: {name}: {error}", file=sys.stderr)
     return EXIT_OK
 
@@ -325,7 +263,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
             results.append({"path": str(f), "format": None, "error": str(e)})
             status = EXIT_INPUT
     if args.json:
-        _print_json(results)
+        print_json(results)
     else:
         for r in results:
             if r["format"]:
@@ -336,9 +274,9 @@ def cmd_sniff(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    info = api.inspect(args.file, args.format, full=args.full, **_index_options(args))
+    info = api.inspect(args.file, args.format, full=args.full, **read_options(args))
     if args.json:
-        _print_json(info)
+        print_json(info)
         return EXIT_OK
     for k, v in info.items():
         if k == "parts":
@@ -380,11 +318,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
                            unit="pair", unit_scale=True)  # (a full check of a big index takes minutes)
         try:
             reports.append(api.validate(f, args.format, full=args.full, progress=bar.update,
-                                        **_index_options(args)))
+                                        **read_options(args)))
         finally:
             bar.close()
     if args.json:
-        _print_json([r.to_dict() for r in reports])
+        print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             print(r)
@@ -439,169 +377,11 @@ def cmd_similar(args: argparse.Namespace) -> int:
     found = (model.most_similar(args.word, args.limit) if args.command == "similar"
              else model.analogy(*words, limit=args.limit))
     if args.json:
-        _print_json({"query": words, "results": [{"word": w, "similarity": s} for w, s in found]})
+        print_json({"query": words, "results": [{"word": w, "similarity": s} for w, s in found]})
     else:
         for w, sim in found:
             print(f"{sim:.6f}\t{w}")
     return EXIT_OK
-
-
-def cmd_rwkv(args: argparse.Namespace) -> int:
-    from .families.ggml.rwkv import quantize_model
-
-    model = api.read(args.src, "rwkv")
-    try:
-        out = quantize_model(model, args.type, args.version)
-    except ValueError as e:
-        print(f"wvformats: error: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    if Path(args.dst).exists() and Path(args.dst).resolve() == Path(args.src).resolve():
-        raise FormatError(f"refusing to write {args.dst} over its own input")
-    api.write(out, args.dst, "rwkv", overwrite=args.force)
-    print(f"wrote {args.dst} [rwkv {out.version}, {args.type}]")
-    return EXIT_OK
-
-
-def cmd_sentencepiece(args: argparse.Namespace) -> int:
-    from .families.sentencepiece import model as S
-    from .fileio import atomic_output, same_file
-
-    model = api.read(args.model, "sentencepiece")
-    try:
-        if args.to == "hf":
-            text = json.dumps(S.to_hf_tokenizer(model), ensure_ascii=False, indent=2)
-        elif args.to == "json":
-            text = json.dumps(S.to_json(model), ensure_ascii=False, indent=1)
-        else:
-            text = S.to_tsv(model)
-    except ValueError as e:
-        print(f"wvformats: error: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    if args.out.exists() and same_file(args.out, args.model):
-        raise FormatError(f"refusing to write {args.out} over its own input")
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as e:  # a piece that is not UTF-8 (kept as surrogate escapes when read)
-        raise FormatError(f"the {args.to} export would hold bytes that are not UTF-8 (text position {e.start}); "
-                          "a piece or normalizer string of the model is not valid UTF-8",
-                          format="sentencepiece") from None
-    with atomic_output(args.out, overwrite=args.force) as f:
-        f.write(data)
-    print(f"wrote {args.out} [{args.to}, {len(model)} pieces]")
-    return EXIT_OK
-
-
-def cmd_infinigram(args: argparse.Namespace) -> int:
-    import shutil
-    import tempfile
-
-    from .families.infinigram import index as infinigram
-
-    if args.infinigram_command == "count":
-        index = infinigram.open(args.index, **_index_options(args))
-        ids = args.ids
-        if args.text is not None:
-            if ids:
-                raise OptionError("give token ids or --text, not both")
-            if args.tokenizer:
-                ids = list(_tokenizer(args.tokenizer)(args.text))
-            elif index.token_width == 1:  # a u8 index without a tokenizer holds the UTF-8 bytes of its texts
-                ids = list(args.text.encode("utf-8"))
-            else:  # no file of the index records its tokenizer
-                raise OptionError(f"--text on an index of {index.token_width}-byte tokens needs --tokenizer "
-                                  "(the one the index was built with), or give token ids")
-        found = index.find(ids)
-        if args.json:
-            _print_json({"query": ids, **found})
-        else:
-            print(found["cnt"])
-        return EXIT_OK
-    if not args.data_dir.is_dir():
-        raise FormatError(f"{args.data_dir}: not a folder of JSONL files")
-    out = args.out_dir
-    if out.exists() and any(out.iterdir()) and not args.force:
-        raise FileExistsError(f"{out} holds files (use --force to write the index into it)")
-    if args.token_width > 1 and not args.tokenizer:
-        print("wvformats: error: --token-width 2 or 4 needs --tokenizer", file=sys.stderr)
-        return EXIT_INPUT
-    tokenize = _tokenizer(args.tokenizer) if args.tokenizer else None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:  # build aside, then move in: nothing is left behind on failure
-        infinigram.build_jsonl(args.data_dir, tmp, tokenize=tokenize, token_width=args.token_width,
-                               version=args.version, shards=args.shards, metadata=args.metadata,
-                               unigram=args.unigram, reverse=args.reverse, progress_bar=not args.quiet)
-        out.mkdir(exist_ok=True)
-        for p in sorted(tmp.iterdir()):
-            if (out / p.name).is_dir():
-                shutil.rmtree(out / p.name)
-            os.replace(p, out / p.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    info = api.inspect(out)
-    if args.json:
-        _print_json(info)
-    else:
-        print(f"wrote {out} [infini-gram v{args.version}: {info['tokens']} tokens, {info['documents']} documents, "
-              f"{info['shards']} shard(s), u{8 * args.token_width}]")
-    return EXIT_OK
-
-
-def _tokenizer(name: str) -> Any:
-    """The ``encode`` (text -> ids, no special tokens added) of the tokenizer ``name``: a ``tokenizer.json``
-    file (the tokenizers package), a SentencePiece ``tokenizer.model`` (read by this library and encoded
-    through its tokenizer.json export), or a Hugging Face tokenizer name or folder, loaded as the real
-    infini-gram indexer loads it (transformers). Anything that cannot be loaded is one error line, at once:
-    a name is looked up in the local cache only when the Hub cannot be reached (no minute of retries)."""
-    path = Path(name)
-    if path.is_file():
-        try:
-            import tokenizers
-        except ImportError:
-            raise OptionError("--tokenizer FILE needs the tokenizers package") from None
-        try:
-            sentencepiece = api.sniff(path) == "sentencepiece"
-        except FormatError:  # (a tokenizer.json is of no registered format)
-            sentencepiece = False
-        if sentencepiece:
-            from .families.sentencepiece.model import to_hf_tokenizer
-
-            text = json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece")))
-        else:
-            text = path.read_text(encoding="utf-8")
-        try:
-            tok = tokenizers.Tokenizer.from_str(text)
-        except Exception as e:  # noqa: BLE001 - the tokenizers package raises its own exception types
-            raise OptionError(f"{path} is neither a tokenizer.json nor a SentencePiece model ({e})") from None
-        return lambda t: tok.encode(t, add_special_tokens=False).ids
-    host = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").split("://")[-1].split("/")[0]
-    if not path.exists() and not os.environ.get("HF_HUB_OFFLINE") and not _reachable(host):
-        os.environ["HF_HUB_OFFLINE"] = "1"  # (read when huggingface_hub is imported: set before transformers)
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    try:
-        import transformers
-    except ImportError:
-        raise OptionError("--tokenizer NAME needs the transformers package (or give a tokenizer.json or "
-                          "tokenizer.model file)") from None
-    try:
-        return transformers.AutoTokenizer.from_pretrained(name, use_fast=False, add_bos_token=False,
-                                                          add_eos_token=False).encode
-    except Exception as e:  # noqa: BLE001 - transformers raises OSError, ValueError, ImportError, ...
-        why = (f"it is not in the Hugging Face cache and {host} cannot be reached"
-               if os.environ.get("HF_HUB_OFFLINE") else str(e).splitlines()[0])
-        raise OptionError(f"cannot load the tokenizer {name!r}: {why}; give a local tokenizer.json or "
-                          "SentencePiece tokenizer.model file instead") from None
-
-
-def _reachable(host: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to ``host``:443 opens within ``timeout`` seconds."""
-    import socket
-
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -622,7 +402,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
         raise OptionError(f"--words takes 0 to 1000000, not {args.words}")
     rows, ok = run_samples(args.words)
     if args.json:
-        _print_json(rows)
+        print_json(rows)
     else:
         from .samples import table
 
@@ -640,9 +420,6 @@ _COMMANDS = {
     "similar": cmd_similar,
     "analogy": cmd_similar,
     "docs": cmd_docs,
-    "rwkv": cmd_rwkv,
-    "infinigram": cmd_infinigram,
-    "sentencepiece": cmd_sentencepiece,
     "samples": cmd_samples,
 }
 

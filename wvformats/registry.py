@@ -47,6 +47,15 @@ class Sniffer(NamedTuple):
     # file, the same keys as the codec's ``inspect_head``; None where the codec must read it (it then reports any
     # fault)
     quick_inspect: Callable[..., dict[str, Any] | None] | None = None
+    # what the family's own commands do with a file of this format, one phrase each naming the command
+    # ("`wvformats rwkv quantize FILE OUT --type T` quantizes it"): errors that meet such a file where another
+    # kind was wanted say them
+    commands: tuple[str, ...] = ()
+    # what can be looked up in such a file, and with which command (the `wvformats formats` table); an
+    # embedding format's default is "similar, analogy"
+    lookups: str = ""
+    # the command that makes files of a format that ``write`` cannot write (a folder format), for that table
+    built_by: str = ""
 
 
 @dataclass
@@ -95,6 +104,11 @@ class Format:
     # blocks as :func:`compression.line_blocks` gives them) instead of one buffer of the whole file: a text
     # format's memory then holds the result and one block
     stream: Callable[..., Any] | None = None
+    # what the family's commands do with such files, what can be looked up in them, and the command that makes
+    # them when ``write`` cannot (see :class:`Sniffer`)
+    commands: tuple[str, ...] = ()
+    lookups: str = ""
+    built_by: str = ""
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

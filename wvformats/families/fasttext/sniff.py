@@ -28,5 +28,6 @@ def sniff(head: bytes) -> bool:
             and nwords + nlabels == size)
 
 
-FASTTEXT = Sniffer("fasttext", (".bin", ".ftz"), sniff, priority=5)
+FASTTEXT = Sniffer("fasttext", (".bin", ".ftz"), sniff, priority=5,
+                   lookups="similar, analogy (unknown words from subwords)")
 FORMATS = (FASTTEXT,)

@@ -10,5 +10,6 @@ def sniff_finalfusion(head: bytes) -> bool:
     return head[:8] == FINALFUSION_MAGIC + FINALFUSION_VERSION.to_bytes(4, "little")
 
 
-FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0)
+FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0,
+                      lookups="similar, analogy (unknown words from subwords)")
 FORMATS = (FINALFUSION,)

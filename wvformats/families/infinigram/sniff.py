@@ -30,5 +30,7 @@ def sniff_index(path: Path) -> bool:
     return bool(groups) and all({"tokenized", "table", "offset"} <= set(files) for files in groups.values())
 
 
-INFINIGRAM = Sniffer(NAME, (), sniff_index, priority=10, is_directory=True)
+INFINIGRAM = Sniffer(NAME, (), sniff_index, priority=10, is_directory=True,
+                     commands=("`wvformats infinigram count FILE IDS...` counts token sequences in it",),
+                     lookups="infinigram count", built_by="infinigram build")
 FORMATS = (INFINIGRAM,)

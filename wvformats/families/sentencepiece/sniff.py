@@ -22,5 +22,8 @@ def sniff_sentencepiece(head: bytes) -> bool:
     return bool(fields) and fields[0]["number"] == 1 and fields[0]["value"][:1] == b"\x0a"
 
 
-SENTENCEPIECE = Sniffer("sentencepiece", (".model",), sniff_sentencepiece, priority=90)
+SENTENCEPIECE = Sniffer(
+    "sentencepiece", (".model",), sniff_sentencepiece, priority=90,
+    commands=("`wvformats sentencepiece export FILE OUT --to hf|tsv|json` exports its vocabulary",),
+    lookups="pieces (inspect, sentencepiece export)")
 FORMATS = (SENTENCEPIECE,)
