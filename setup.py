@@ -4,6 +4,7 @@ is found without editing anything), and schemas/ installed as wvformats.schemas.
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["wvformats", "wvformats.*"]), "wvformats.schemas"],
+    packages=[*find_packages(include=["wvformats", "wvformats.*"]), "wvformats.schemas",
+              *(f"wvformats.schemas.{p}" for p in find_packages("schemas"))],
     package_dir={"wvformats.schemas": "schemas"},
 )

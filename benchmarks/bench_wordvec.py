@@ -182,7 +182,7 @@ def _schema_setup(fmt: str, path: str) -> str:
     ``table`` (the records construct for the header's counts) and ``at`` (where the records start)."""
     here = str(Path(__file__).resolve().parent)
     setup = (f"import mmap, sys\nsys.path.insert(0, {here!r})\nimport construct as cs\nimport wvformats as wv\n"
-             "from wvformats import framework, registry\nfrom wvformats.families.wordvec.binary import LeaderRecords, "
+             "from wvformats import framework, registry\nfrom wvformats.schemas.constructs.wordvec_binary import LeaderRecords, "
              "Word2VecRecords\nfrom bench_wordvec import handwritten\nwv.formats()\n"
              f"f = open({path!r}, 'rb')\nmm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
              f"schema = registry.get({fmt!r}).schema\nframework.compiled(schema)\n")

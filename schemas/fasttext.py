@@ -19,9 +19,9 @@ from construct import (
     Terminated,
     this,
 )
+from wvformats.schemas.constructs.fasttext import EntryTable
 from wvformats.schemas.identity import FASTTEXT_MAGIC as MAGIC
 
-from wvformats.families.fasttext.records import EntryTable
 from wvformats.framework import NumpyArray, Valid
 
 KSUB = 256  # centroids per sub-quantizer: fastText codes with 8 bits

@@ -9,9 +9,9 @@ looked up with the header version. (rwkv.cpp's docs call the magic "ggml"; the b
 
 import numpy as np
 from construct import Const, Int32ul, Struct, this
+from wvformats.schemas.constructs.rwkv import ParameterRecords
 from wvformats.schemas.identity import RWKV_MAGIC as MAGIC
 
-from wvformats.families.ggml.records import ParameterRecords
 from wvformats.framework import Valid
 
 # One home for the ggml block types: the layout of one block of each type (values per block, numpy structured

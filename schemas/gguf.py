@@ -10,9 +10,7 @@ version reads byte-swapped, 0x03000000) is refused.
 """
 
 from construct import Const, If, IfThenElse, Int32ul, Int64ul, Struct, this
-from wvformats.schemas.identity import GGUF_MAGIC as MAGIC
-
-from wvformats.families.ggml.gguf_records import (
+from wvformats.schemas.constructs.gguf import (
                                                   BytesLeft,
                                                   Entries,
                                                   GGUFString,
@@ -20,6 +18,8 @@ from wvformats.families.ggml.gguf_records import (
                                                   MetadataAlignment,
                                                   TensorData,
 )
+from wvformats.schemas.identity import GGUF_MAGIC as MAGIC
+
 from wvformats.framework import AlignTo, NumpyArray, Valid
 
 DEFAULT_ALIGNMENT = 32

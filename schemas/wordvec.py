@@ -5,10 +5,9 @@ checked tables (one tight loop per table, never per-record construct code).
 """
 
 from construct import Const, Int64ul, Struct, this
+from wvformats.schemas.constructs.wordvec_binary import LeaderRecords, Word2VecRecords
+from wvformats.schemas.constructs.wordvec_text import HeaderLine, TextRecords, Trailer
 from wvformats.schemas.identity import LEADER_MAGIC
-
-from wvformats.families.wordvec.binary import LeaderRecords, Word2VecRecords
-from wvformats.families.wordvec.text import HeaderLine, TextRecords, Trailer
 
 leader = Struct(
     "magic" / Const(LEADER_MAGIC, Int64ul) * "u64 38941 (bytes 1d 98 00 00 00 00 00 00)",

@@ -15,7 +15,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 def text_parser(request, monkeypatch):
     """Run a text-format test through both number parsers: pyarrow's CSV reader (the fast path, forced on
     for files of any size) and the line loop. Returns the list of parses the fast path accepted."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     accepted: list[int] = []
     if request.param == "arrow":

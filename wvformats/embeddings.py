@@ -44,22 +44,6 @@ def count_duplicates(words: Sequence[str]) -> int:
     return len(suspects) - len(set(suspects))
 
 
-def selected_rows(words: Sequence[str], limit: int | None = None, vocab: Iterable[str] | None = None) -> list[int] | None:
-    """The rows the ``limit`` and ``vocab`` read options keep: the first ``limit`` rows, and of those the first
-    occurrence of each word in ``vocab``; None when both are None (every row)."""
-    if limit is None and vocab is None:
-        return None
-    rows = range(len(words) if limit is None else min(limit, len(words)))
-    if vocab is None:
-        return list(rows)
-    wanted, keep = set(vocab), []
-    for i in rows:
-        if words[i] in wanted:
-            wanted.discard(words[i])
-            keep.append(i)
-    return keep
-
-
 def check_read_options(limit: Any = None, vocab: Any = None, unicode_errors: Any = None) -> None:
     """Refuse read options that would otherwise be misread (a negative limit reads nothing, a string as
     ``vocab`` would be a set of its letters)."""

@@ -5,7 +5,7 @@ records at a time."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -326,3 +326,17 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
     return at
 
 
+def selected_rows(words: Sequence[str], limit: int | None = None, vocab: Iterable[str] | None = None) -> list[int] | None:
+    """The rows the ``limit`` and ``vocab`` read options keep: the first ``limit`` rows, and of those the first
+    occurrence of each word in ``vocab``; None when both are None (every row)."""
+    if limit is None and vocab is None:
+        return None
+    rows = range(len(words) if limit is None else min(limit, len(words)))
+    if vocab is None:
+        return list(rows)
+    wanted, keep = set(vocab), []
+    for i in rows:
+        if words[i] in wanted:
+            wanted.discard(words[i])
+            keep.append(i)
+    return keep

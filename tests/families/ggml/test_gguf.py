@@ -18,7 +18,7 @@ from wvformats import framework
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
 from wvformats.families.ggml import codec
 from wvformats.families.ggml.gguf import GGUFModel
-from wvformats.families.ggml.gguf_records import StringArray
+from wvformats.schemas.constructs.gguf import StringArray
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
 from gguf import GGMLQuantizationType as T  # noqa: E402

@@ -407,7 +407,7 @@ def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
 def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
     """The vectorised run finder, window by window (spaces and newlines inside vectors, 0 to 2 newlines
     before a word), finds exactly the records the file holds; what it does not take the loop takes."""
-    from wvformats.families.wordvec.binary import _w2v_run
+    from wvformats.schemas.constructs.wordvec_binary import _w2v_run
 
     data, expected = _w2v_table(records)
     u8 = np.frombuffer(data, np.uint8)
@@ -444,7 +444,7 @@ def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region,
     """The lockstep walk (many segments walked at once from guessed starts, spaces and newlines in the
     vectors, words past its window and past its longest) gives a prefix of the records the file holds,
     whatever its segments; a whole parse that uses it equals the parse by the exact method alone."""
-    from wvformats.families.wordvec import binary
+    from wvformats.schemas.constructs import wordvec_binary as binary
 
     data, offsets = _w2v_table(records)
     header = f"{len(records)} 16\n".encode()
@@ -526,7 +526,7 @@ _ends = st.sampled_from(["\n", "\r\n", " \n", " \r\n", "  \n"])
 def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, final, piece, errors):
     """Whenever pyarrow's fast path accepts a text body (in pieces of any size), the line loop reads the same
     words, bit-identical values and layout; on everything else the fast path declines."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     if regular != "free":  # mostly well-formed bodies, so that the fast path is exercised, not only refusals
         dim = len(lines[0][1])
@@ -555,7 +555,7 @@ def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, f
 
 def _build_both_ways(monkeypatch, s, obj, name, chunk):
     """(result of the vectorised record writer, result of the per-record loop): bytes, or the error."""
-    from wvformats.families.wordvec import binary
+    from wvformats.schemas.constructs import wordvec_binary as binary
 
     def run():
         try:
@@ -622,7 +622,7 @@ def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monke
     for %f), mended where they cannot follow the style (whole numbers and scientific notation of str(),
     scientific notation and a round up to 1e5 of %.5g, magnitudes from 1e9 of %f, NaN and inf), give the
     style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     pa, _, pc = text._pyarrow()
     monkeypatch.setattr(text, "_FEW", few)
@@ -634,7 +634,7 @@ def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monke
 def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
     """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
     embedding's range: spelled as the style's own formatter spells them."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     pa, _, pc = text._pyarrow()
     rng = np.random.default_rng(7)
@@ -647,7 +647,7 @@ def test_repr16_is_numpys_str_before_2_3():
     """numpy 2.3 (gh-28679) writes a float32 from 1e6 up in scientific notation, 1234567.0 as 1.234567e+06;
     files written before (gensim, word-vectors under numpy 1.x, 2.0-2.2) have the positional spelling up to
     1e16. "repr16" is numpy's own str under ``legacy='2.2'``, over every magnitude."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     rng = np.random.default_rng(11)
     flat = np.concatenate([rng.integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
@@ -684,7 +684,7 @@ def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, styl
     """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout and number
     style) gives the line loop's bytes; a word only the loop can judge gets the loop's error at the same
     line."""
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     words, vectors = emb
     obj = codec._w2v_text_from(wv.Embeddings(words, vectors), style=style, trailing_space=trailing)
@@ -714,7 +714,7 @@ def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
     the file (it once held them all: 340 MB more for a 400k x 100 GloVe file)."""
     import threading
 
-    from wvformats.families.wordvec import text
+    from wvformats.schemas.constructs import wordvec_text as text
 
     lock, live, most = threading.Lock(), [0], [0]
 

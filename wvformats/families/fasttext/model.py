@@ -13,11 +13,11 @@ import numpy as np
 
 from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
+from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .quantized import finalfusion_quantized
-from .records import entry_offset
 from .subwords import Buckets
 
 NAME = "fasttext"

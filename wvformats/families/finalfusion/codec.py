@@ -10,9 +10,10 @@ import numpy as np
 import tomli_w
 
 from ... import framework
-from ...embeddings import Embeddings, LazyRows, selected_rows, warn_if_changed
+from ...embeddings import Embeddings, LazyRows, warn_if_changed
 from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from ...framework import field_docs
+from ...framework.records import selected_rows
 from ...registry import Format, register, schema_io
 from ...schemas import finalfusion as schema
 from . import lookups

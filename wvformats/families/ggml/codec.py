@@ -12,10 +12,10 @@ from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
 from ...schemas import gguf as gguf_schema
+from ...schemas.constructs.gguf import StringArray, StringHead
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from . import sniff
 from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
-from .gguf_records import StringArray, StringHead
 from .rwkv import RwkvModel, Tensor
 from .sniff import RWKV
 

@@ -12,10 +12,10 @@ import construct as cs
 import numpy as np
 
 from ...errors import TruncatedError
+from ...schemas.constructs.gguf import StringArray
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from ...schemas.gguf import DEFAULT_ALIGNMENT, MAX_DIMS, VALUE_TYPES
 from . import quants
-from .gguf_records import StringArray
 
 TYPE_IDS = {name: i for i, name in GGUF_TYPES.items()}
 VALUE_IDS = {name: i for i, (name, _) in VALUE_TYPES.items()}

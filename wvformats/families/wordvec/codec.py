@@ -12,10 +12,10 @@ from ...embeddings import Embeddings, count_duplicates, warn_if_changed
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
+from ...schemas.constructs.wordvec_text import STYLES
 from . import sniff
 from .quick import FIRST_WORDS, SAMPLE_ROWS
 from .stream import read_stream
-from .text import STYLES
 
 # -- codec plumbing shared by the four formats ---------------------------------------------------------------
 

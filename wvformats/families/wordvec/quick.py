@@ -15,13 +15,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ...schemas.constructs.wordvec_lines import MAX_DIM, STYLE_ROWS, content
+
 SAMPLE_ROWS = 1000  # records a quick inspect reads (for the number style and a GloVe file's estimated count)
 FIRST_WORDS = 10  # of which it shows
-STYLE_ROWS = 50  # lines whose numbers decide the number style
-# no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
-# or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
-MAX_DIM = 1 << 24
-
 # the numbers of a line from its first space on, " v1 v2 ... vD", in spellings every text parser of the codec
 # reads alike (the sniffers accept a few more, which the codec then reads or refuses)
 _NUMBERS = re.compile(rb"(?: [-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))*")
@@ -80,13 +77,6 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
     info.update(dim=dim or 0, dtype="<f4", first_words=decoded[:FIRST_WORDS], number_style=style)
     info["sampled"] = f"{'header and the ' if header else ''}first {sampled} records (--full: every record)"
     return info
-
-
-def content(line: bytes) -> bytes:
-    """A line (without its newline) as the text tables read it: a final ``\r`` dropped, and trailing spaces
-    and tabs when it ends with a space (fastText and word2vec.c write one)."""
-    line = line[:-1] if line.endswith(b"\r") else line
-    return line.rstrip(b" \t") if line.endswith(b" ") else line
 
 
 # -- number styles -------------------------------------------------------------------------------------------

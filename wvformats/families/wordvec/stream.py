@@ -21,7 +21,7 @@ from ... import framework
 from ...compression import memory_cap
 from ...errors import FormatError, TruncatedError
 from ...framework.located import fail
-from .text import HeaderLine, TextRecords
+from ...schemas.constructs.wordvec_text import HeaderLine, TextRecords
 
 _LINE = re.compile(r"\brecords\[(\d+)\]")
 

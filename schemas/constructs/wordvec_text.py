@@ -22,9 +22,9 @@ from ...framework.fields import _Checked, _evaluate
 from ...framework.located import _tell, fail, warn
 from ...framework.streams import _window, background, release
 from ...framework.strings import decode_all, decode_spans
-from .binary import _word_bytes
-from .quick import STYLE_ROWS, content
-from .rows import (
+from .wordvec_binary import _word_bytes
+from .wordvec_lines import STYLE_ROWS, content
+from .wordvec_rows import (
     F32,
     _dimension,
     _errors,

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import selected_rows
 from ...errors import BuildError, ValueMismatchError
 from ...framework.fields import _evaluate
 from ...framework.located import _tell, fail
+from ...framework.records import selected_rows
 from ...framework.streams import background, release
 from ...framework.strings import decode_spans
-from .quick import MAX_DIM
+from .wordvec_lines import MAX_DIM
 
 F32 = np.dtype("<f4")
 

@@ -27,7 +27,7 @@ from ...framework.records import (
     walk_region,
 )
 from ...framework.streams import _window, byte_view, release
-from .rows import _dimension, _limit, _matrix, _matrix_ahead, _params, _table
+from .wordvec_rows import _dimension, _limit, _matrix, _matrix_ahead, _params, _table
 
 
 class _BinaryRecords(_Checked):
