@@ -36,7 +36,8 @@ def test_each_family_command_lives_in_its_family():
     found, errors = commands.discover()
     assert not errors
     owners = {c.name: c.run.__module__ for c in found}
-    assert owners == {"rwkv": "wvformats.families.ggml.commands",
+    assert owners == {"fasttext": "wvformats.families.fasttext.commands",
+                      "rwkv": "wvformats.families.ggml.commands",
                       "infinigram": "wvformats.families.infinigram.commands",
                       "sentencepiece": "wvformats.families.sentencepiece.commands"}
 

@@ -1,0 +1,132 @@
+"""``wvformats fasttext ...``: fastText's own commands, their output checked against the fasttext module (run in a
+subprocess: it is compiled and can crash) on models it trained and on gensim's fastText models."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import gensim
+import numpy as np
+import pytest
+
+DATA = Path(__file__).parents[2] / "data" / "fasttext" / "trained"
+GENSIM = Path(gensim.__file__).parent / "test" / "test_data"
+LINES = ["apple banana night", "sun moon", "", "  cat  dog\t", "unknownword w3 w7 été", "日本 naïve über",
+         "__label__pos apple"]
+
+PEER = textwrap.dedent('''
+    import json, sys
+    import fasttext
+    m = fasttext.load_model(sys.argv[1])
+    q = json.loads(sys.stdin.read())
+    out = {}
+    if "predict" in q:
+        k, t = q["k"], q["threshold"]
+        out["predict"] = [[list(m.predict(line, k=k, threshold=t)[0]),
+                           [float(p) for p in m.predict(line, k=k, threshold=t)[1]]] for line in q["predict"]]
+    out["words"] = [[float(x) for x in m.get_word_vector(w)] for w in q.get("words", [])]
+    out["sentences"] = [[float(x) for x in m.get_sentence_vector(s)] for s in q.get("sentences", [])]
+    out["nn"] = [[[float(s), w] for s, w in m.get_nearest_neighbors(w, k=q["k"])] for w in q.get("nn", [])]
+    out["analogies"] = [[[float(s), w] for s, w in m.get_analogies(*t, k=q["k"])] for t in q.get("analogies", [])]
+    print(json.dumps(out))
+''')
+
+
+def peer(model: Path, **queries) -> dict:
+    done = subprocess.run([sys.executable, "-c", PEER, str(model)], input=json.dumps(queries), capture_output=True,
+                          text=True, timeout=300, check=True)
+    return json.loads(done.stdout)
+
+
+def wvformats(*args: str, stdin: str = "") -> str:
+    done = subprocess.run([sys.executable, "-m", "wvformats.cli", "fasttext", *args], input=stdin.encode(),
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+def vector(values: list[float]) -> str:
+    return "".join(f"{v:.5g} " for v in values)
+
+
+@pytest.mark.parametrize("name", ["sup-softmax.bin", "sup-hs.bin", "sup-ova.bin", "sup-softmax.ftz",
+                                  "many-ova.ftz"])
+@pytest.mark.parametrize(("k", "threshold"), [(1, 0.0), (3, 0.0), (-1, 0.01)])
+def test_predict_prints_what_fasttext_predicts(tmp_path, name, k, threshold):
+    model = DATA / name
+    want = peer(model, predict=LINES, k=k, threshold=threshold)["predict"]
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(LINES) + "\n")
+    args = [str(model), str(text), "-k", str(k), "--threshold", str(threshold)]
+    assert wvformats("predict", *args).splitlines() == [" ".join(labels) for labels, _ in want]
+    got = [line.split(" ") if line else [] for line in wvformats("predict", *args, "--prob").splitlines()]
+    assert [g[0::2] for g in got] == [labels for labels, _ in want]
+    for g, (_, probs) in zip(got, want, strict=True):  # printed as fastText's program prints them: %g
+        assert g[1::2] == [f"{float(x):g}" for x in g[1::2]]
+        np.testing.assert_allclose([float(x) for x in g[1::2]], probs, rtol=6e-6)  # (6 digits)
+    # standard input, and a last line without its newline, read alike
+    stdin_args = [str(model), "-", "-k", str(k), "--threshold", str(threshold), "--prob"]
+    from_stdin = wvformats("predict", *stdin_args, stdin="\n".join(LINES)).splitlines()
+    assert [line.split(" ") if line else [] for line in from_stdin] == got
+
+
+@pytest.mark.parametrize("model", [DATA / "skipgram.bin", DATA / "sup-softmax.ftz", GENSIM / "lee_fasttext_new.bin"])
+def test_print_word_and_sentence_vectors_as_fasttext(model):
+    words = ["night", "nightt", "apple", "été", "zzzz"]
+    sentences = ["the night sun", "apple banana", "", "unknown words only"]
+    want = peer(model, words=words, sentences=sentences)
+    got = wvformats("print-word-vectors", str(model), stdin=" ".join(words[:2]) + "\n" + "\n".join(words[2:]))
+    assert got.splitlines() == [f"{w} {vector(v)}" for w, v in zip(words, want["words"], strict=True)]
+    got = wvformats("print-sentence-vectors", str(model), stdin="\n".join(sentences) + "\n")
+    assert got.splitlines() == [vector(v) for v in want["sentences"]]
+
+
+@pytest.mark.parametrize("model", [DATA / "skipgram.bin", GENSIM / "lee_fasttext_new.bin"])
+def test_nn_and_analogies_answer_as_fasttext(model):
+    want = peer(model, nn=["night", "nightt"], analogies=[["night", "day", "sun"]], k=5)
+    got = wvformats("nn", str(model), "night", "nightt", "-k", "5").splitlines()
+    expected = [pair for query in want["nn"] for pair in query]
+    assert [line.split(" ")[0] for line in got] == [w for _, w in expected]
+    assert [float(line.split(" ")[1]) for line in got] == pytest.approx([s for s, _ in expected], abs=2e-6)
+    got = wvformats("analogies", str(model), "-k", "5", stdin="night day sun\n").splitlines()
+    assert [line.split(" ")[0] for line in got] == [w for _, w in want["analogies"][0]]
+    assert [float(line.split(" ")[1]) for line in got] == pytest.approx([s for s, _ in want["analogies"][0]],
+                                                                        abs=2e-6)
+
+
+def test_the_python_functions_equal_the_peer():
+    import wvformats as wv
+    from wvformats.families.fasttext import neighbors
+
+    model = GENSIM / "lee_fasttext_new.bin"
+    want = peer(model, nn=["night"], analogies=[["night", "day", "sun"]], k=10)
+    m = wv.read(model)
+    got = neighbors.nearest_neighbors(m, "night", 10)
+    assert [w for _, w in got] == [w for _, w in want["nn"][0]]
+    assert [s for s, _ in got] == pytest.approx([s for s, _ in want["nn"][0]], abs=1e-6)
+    got = neighbors.analogies(m, "night", "day", "sun", 10)
+    assert [w for _, w in got] == [w for _, w in want["analogies"][0]]
+
+
+def _peak_rss_kb(args: list[str], stdin_path: Path) -> int:
+    code = ("import resource, sys\nfrom wvformats import cli\nrc = cli.main(sys.argv[1:])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)")
+    with open(stdin_path, "rb") as f:
+        done = subprocess.run([sys.executable, "-c", code, *args], stdin=f, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=600, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    return int(done.stderr.split()[-1])
+
+
+def test_predict_streams_its_input_in_constant_memory(tmp_path):
+    """Memory holds a block of lines, not the input: 8x the lines, about the same peak."""
+    model = str(DATA / "sup-softmax.ftz")
+    line = "apple banana night sun moon cat dog w1 w2 w3 " * 3 + "\n"
+    small, large = tmp_path / "small.txt", tmp_path / "large.txt"
+    small.write_text(line * 20_000)
+    large.write_text(line * 160_000)  # 21 MB of text: held whole with its predictions, +100 MB
+    peaks = [_peak_rss_kb(["fasttext", "predict", model, "-"], p) for p in (small, large)]
+    assert peaks[1] - peaks[0] < 20_000, peaks  # KB

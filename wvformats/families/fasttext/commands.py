@@ -1,0 +1,132 @@
+"""The fastText family's commands, as fastText's own program has them: ``wvformats fasttext predict`` (and
+``--prob`` for ``predict-prob``), ``print-word-vectors``, ``print-sentence-vectors``, ``nn`` and
+``analogies``, with fastText's output format. Input is read from a file or standard input (``-``) a block of
+lines at a time: memory stays constant whatever its size."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...commands import EXIT_OK, Command, Subcommand
+
+BLOCK = 4096  # lines predicted at once: one batch call, then printed
+
+
+def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
+    fs = p.add_subparsers(dest="fasttext_command", metavar="FASTTEXT_COMMAND", required=True)
+    s = subcommand(fs, "predict", help="the most likely labels of each line (fastText's predict and predict-prob)")
+    s.add_argument("model", type=Path, help="a supervised fastText model (.bin or .ftz)")
+    s.add_argument("input", nargs="?", default="-", help="a text file, one example per line ('-', the default: "
+                                                          "standard input)")
+    s.add_argument("-k", type=int, default=1, help="labels per line (default 1; -1: every label)")
+    s.add_argument("--threshold", type=float, default=0.0, help="leave out labels of lower probability (default 0)")
+    s.add_argument("--prob", action="store_true", help="each label followed by its probability (predict-prob)")
+    s = subcommand(fs, "print-word-vectors", help="the vector of each word read from standard input (words "
+                                                  "unknown to the model from their subwords)")
+    s.add_argument("model", type=Path)
+    s = subcommand(fs, "print-sentence-vectors", help="the vector of each line read from standard input")
+    s.add_argument("model", type=Path)
+    s = subcommand(fs, "nn", help="the nearest neighbours of words (fastText's get_nearest_neighbors)")
+    s.add_argument("model", type=Path)
+    s.add_argument("words", nargs="*", help="the query words (default: read from standard input)")
+    s.add_argument("-k", type=int, default=10, help="neighbours per word (default 10)")
+    s = subcommand(fs, "analogies", help="the words nearest to A - B + C (fastText's get_analogies; note the order: "
+                                         "gensim's most_similar(positive=[B, C], negative=[A]) is B - A + C)")
+    s.add_argument("model", type=Path)
+    s.add_argument("words", nargs="*", metavar="A B C", help="triplets A B C (default: read from standard input)")
+    s.add_argument("-k", type=int, default=10, help="words per triplet (default 10)")
+
+
+def _model(path: Path) -> Any:
+    from ... import api
+
+    return api.read(path, "fasttext", mmap=True)
+
+
+def _lines(name: str) -> Iterator[str]:
+    """The lines of a file or of standard input, each without its ``\\n`` (a ``\\r`` is whitespace to fastText,
+    so it stays), read lazily; invalid UTF-8 as surrogate escapes, as the model keeps such words."""
+    stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115 - closed below
+    try:
+        for raw in stream:
+            yield raw.rstrip(b"\n").decode("utf-8", "surrogateescape")
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _blocks(lines: Iterator[str], n: int = BLOCK) -> Iterator[list[str]]:
+    block: list[str] = []
+    for line in lines:
+        block.append(line)
+        if len(block) == n:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _words(lines: Iterator[str]) -> Iterator[str]:
+    """Whitespace-separated words, as ``std::cin >> word`` reads them."""
+    for line in lines:
+        yield from line.split()
+
+
+def _vector(v: Any) -> str:
+    """A vector as fastText's ``operator<<`` prints it: ``%.5g`` values, each followed by a space."""
+    return "".join(f"{float(x):.5g} " for x in v.tolist())
+
+
+def _out(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import neighbors
+
+    model = _model(args.model)
+    if args.fasttext_command == "predict":
+        from ...errors import OptionError
+
+        if args.k == 0 or args.k < -1:
+            raise OptionError(f"-k takes a number of labels >= 1, or -1 for every label, not {args.k}")
+        for block in _blocks(_lines(args.input)):
+            labels, probs = model.predict(block, k=args.k, threshold=args.threshold)
+            out = []
+            for ls, ps in zip(labels, probs, strict=True):
+                out.append(" ".join(f"{lab} {float(p):g}" if args.prob else lab
+                                    for lab, p in zip(ls, ps.tolist() if hasattr(ps, "tolist") else ps,
+                                                      strict=True)))
+            _out("\n".join(out) + "\n")
+    elif args.fasttext_command == "print-word-vectors":
+        for block in _blocks(_words(_lines("-"))):
+            vectors = model.word_vectors(block)
+            _out("".join(f"{w} {_vector(v)}\n" for w, v in zip(block, vectors, strict=True)))
+    elif args.fasttext_command == "print-sentence-vectors":
+        for block in _blocks(_lines("-")):
+            _out("".join(f"{_vector(v)}\n" for v in model.sentence_vectors(block)))
+    else:
+        words = list(args.words) or list(_words(_lines("-")))
+        if args.fasttext_command == "nn":
+            for w in words:
+                _out("".join(f"{word} {sim:g}\n" for sim, word in neighbors.nearest_neighbors(model, w, args.k)))
+        else:
+            from ...errors import OptionError
+
+            if len(words) % 3:
+                raise OptionError(f"analogies takes triplets A B C: {len(words)} words is not a multiple of 3")
+            if args.k < 1:
+                raise OptionError(f"-k needs to be 1 or higher, not {args.k}")
+            for i in range(0, len(words), 3):
+                found = neighbors.analogies(model, *words[i : i + 3], k=args.k)
+                _out("".join(f"{word} {sim:g}\n" for sim, word in found))
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+COMMANDS = (Command("fasttext", "fastText's own commands: predict, print-word-vectors, print-sentence-vectors, nn, "
+                    "analogies", _arguments, _run),)
