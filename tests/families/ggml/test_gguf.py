@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from roundtrip import MODES, roundtrip
 from wvformats.schemas import gguf as schema
+from wvformats.schemas.constructs.gguf import StringArray
 
 import wvformats as wv
 from wvformats import framework
 from wvformats.errors import FormatError, TruncatedError, ValueMismatchError
 from wvformats.families.ggml import codec
 from wvformats.families.ggml.gguf import GGUFModel
-from wvformats.schemas.constructs.gguf import StringArray
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
 from gguf import GGMLQuantizationType as T  # noqa: E402
