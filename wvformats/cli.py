@@ -110,14 +110,21 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dedupe", action="store_true",
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
     for name, words, what, more in (
-            ("similar", ["word"], "the words nearest to WORD in an embedding file", "by cosine similarity"),
+            ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
+             "in an embedding file", "by cosine similarity"),
             ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C",
              "by cosine similarity of the unit vectors, A, B and C left out")):
         s = command(sub, name, help=what, description=f"{what}, {more} (gensim's most_similar ranking). A word "
                     "the file lacks is composed from its subwords where the file has them (finalfusion).")
         s.add_argument("file", type=Path)
-        for w in words:
-            s.add_argument(w, metavar=w.upper())
+        if name == "similar":
+            s.add_argument("word", metavar="WORD", nargs="+", help="the query words (their unit vectors' mean)")
+            s.add_argument("--negative", "-n", metavar="WORD", action="append", default=[],
+                           help="a word whose unit vector is subtracted (repeat for more): gensim's "
+                                "most_similar(positive=WORDS, negative=...)")
+        else:
+            for w in words:
+                s.add_argument(w, metavar=w.upper())
         s.add_argument("-k", "--limit", type=int, default=10, help="how many words (default 10)")
         s.add_argument("--format", "-f")
         s.add_argument("--json", action="store_true")
@@ -368,16 +375,17 @@ def cmd_similar(args: argparse.Namespace) -> int:
         raise FormatError(f"{args.command} needs word embeddings: {api.what_it_is(args.file, registry.get(api.sniff(args.file)))}")
     if args.limit < 1:
         raise OptionError(f"-k must be at least 1, got {args.limit}")
-    words = [args.word] if args.command == "similar" else [args.a, args.b, args.c]
+    words = [*args.word, *args.negative] if args.command == "similar" else [args.a, args.b, args.c]
     for w in words:
         if model.embedding(w) is None:
             print(f"wvformats: error: {w!r} is not in {args.file}, which has no subwords to compose it from",
                   file=sys.stderr)
             return EXIT_INPUT
-    found = (model.most_similar(args.word, args.limit) if args.command == "similar"
+    found = (model.most_similar(args.word, args.negative, topn=args.limit) if args.command == "similar"
              else model.analogy(*words, limit=args.limit))
     if args.json:
-        print_json({"query": words, "results": [{"word": w, "similarity": s} for w, s in found]})
+        query = {"query": args.word, "negative": args.negative} if args.command == "similar" else {"query": words}
+        print_json({**query, "results": [{"word": w, "similarity": s} for w, s in found]})
     else:
         for w, sim in found:
             print(f"{sim:.6f}\t{w}")

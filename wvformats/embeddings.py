@@ -240,13 +240,22 @@ class Embeddings:
             self.extra["_unit"] = m / np.where(norms > 0, norms, 1)
         return self.extra["_unit"]
 
-    def _nearest(self, query: np.ndarray, skip: set[str], limit: int) -> list[tuple[str, float]]:
+    def _nearest(self, query: np.ndarray, skip: set[str], limit: int,
+                 restrict_vocab: int | None = None) -> list[tuple[str, float]]:
         """The ``limit`` words whose rows have the highest cosine similarity to ``query``, those in ``skip``
-        and repeated words left out (gensim's ``most_similar`` ranking)."""
+        and repeated words left out (gensim's ``most_similar`` ranking); of the first ``restrict_vocab`` rows
+        only, when given."""
+        return self._ranked(self._cosines(query, restrict_vocab), skip, limit)
+
+    def _cosines(self, query: np.ndarray, restrict_vocab: int | None = None) -> np.ndarray:
         unit = self._unit_rows()
+        if restrict_vocab is not None:
+            unit = unit[:restrict_vocab]
         q = np.asarray(query, np.float32)
         norm = np.linalg.norm(q)
-        sims = unit @ (q / norm if norm > 0 else q)
+        return unit @ (q / norm if norm > 0 else q)
+
+    def _ranked(self, sims: np.ndarray, skip: set[str], limit: int) -> list[tuple[str, float]]:
         wanted = limit + len(skip) + self.duplicates  # enough candidates whatever is left out
         if wanted < len(sims):  # the best ``wanted`` found in linear time, then only those sorted
             best = np.argpartition(-sims, wanted)[: wanted + 1]
@@ -265,23 +274,101 @@ class Embeddings:
                 break
         return out
 
-    def most_similar(self, word: str, limit: int = 10) -> list[tuple[str, float]]:
-        """The ``limit`` words with the highest cosine similarity to ``word`` (excluding it)."""
+    def _vector(self, word: str) -> np.ndarray:
+        """The vector of ``word`` (composed from its subwords when the model can), else KeyError."""
         v = self.embedding(word)
         if v is None:
-            raise KeyError(word)
-        return self._nearest(v, {word}, limit)
+            raise KeyError(f"word {word!r} is not in the vocabulary and has no subwords to compose it from")
+        return np.asarray(v, np.float32)
+
+    def _unit(self, word_or_vector: Any) -> np.ndarray:
+        v = self._vector(word_or_vector) if isinstance(word_or_vector, str) else \
+            np.asarray(word_or_vector, np.float32)
+        n = np.linalg.norm(v)
+        return v / n if n > 0 else v
+
+    def most_similar(self, positive: Any = None, negative: Any = None, topn: int = 10,
+                     restrict_vocab: int | None = None, *, limit: int | None = None) -> list[tuple[str, float]]:
+        """The ``topn`` words most similar to the mean of the ``positive`` words' unit vectors minus the
+        ``negative`` ones', by cosine similarity, the words asked about left out: gensim's ``most_similar``.
+
+        ``positive`` and ``negative`` take a word, a vector, or a list of them (an item may be a ``(word,
+        weight)`` pair); ``restrict_vocab`` searches only the first that many rows. ``most_similar("king")`` is
+        the words nearest to "king"; ``most_similar(positive=["woman", "king"], negative=["man"])`` the
+        analogy man : king = woman : ?. (An int as the second argument is ``topn``, as in earlier releases.)
+        """
+        if isinstance(negative, (int, np.integer)) and not isinstance(negative, bool):
+            topn, negative = int(negative), None
+        topn = limit if limit is not None else topn
+        if topn < 1:
+            return []
+        terms = [(x, 1.0) for x in _as_list(positive)] + [(x, -1.0) for x in _as_list(negative)]
+        if not terms:
+            raise ValueError("most_similar needs at least one word or vector")
+        mean = np.zeros(self.dim, np.float32)
+        total, skip = 0.0, set()
+        for item, sign in terms:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                item, weight = item[0], float(item[1])
+            else:
+                weight = sign
+            if isinstance(item, str) and item in self:
+                skip.add(item)
+            mean += np.float32(weight) * self._unit(item)
+            total += abs(weight)
+        return self._nearest(mean / np.float32(total), skip, topn, restrict_vocab)
+
+    def most_similar_cosmul(self, positive: Any = None, negative: Any = None, topn: int = 10,
+                            restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+        """gensim's ``most_similar_cosmul``: the words that maximise the product of their similarities to the
+        ``positive`` words divided by the product to the ``negative`` ones (Levy and Goldberg's 3CosMul, each
+        similarity shifted to [0, 1]). ``restrict_vocab`` searches only the first that many rows (gensim 4.4
+        takes the argument and ignores it)."""
+        if topn < 1:
+            return []
+        positive, negative = _as_list(positive), _as_list(negative)
+        if not positive:
+            raise ValueError("cannot compute similarity with no input")
+        skip = {w for w in positive + negative if isinstance(w, str) and w in self}
+        unit = self._unit_rows()
+        unit = unit if restrict_vocab is None else unit[:restrict_vocab]
+
+        def shifted(term: Any) -> np.ndarray:
+            return (1 + unit @ self._unit(term)) / 2
+
+        pos = np.prod([shifted(t) for t in positive], axis=0)
+        neg = np.prod([shifted(t) for t in negative], axis=0) if negative else np.float32(1)
+        return self._ranked(pos / (neg + np.float32(1e-6)), skip, topn)
+
+    def similarity(self, a: str, b: str) -> float:
+        """The cosine similarity of two words (gensim's ``similarity``)."""
+        return float(self._unit(a) @ self._unit(b))
+
+    def n_similarity(self, words_a: Sequence[str], words_b: Sequence[str]) -> float:
+        """The cosine similarity of the means of two sets of words (gensim's ``n_similarity``)."""
+        if not len(words_a) or not len(words_b):
+            raise ZeroDivisionError("at least one of the passed lists is empty")
+        ma = np.mean([self._vector(w) for w in words_a], axis=0)
+        mb = np.mean([self._vector(w) for w in words_b], axis=0)
+        return float(self._unit(ma) @ self._unit(mb))
+
+    def doesnt_match(self, words: Sequence[str]) -> str:
+        """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``); words the
+        model cannot look up are left out, with a warning."""
+        used = [w for w in words if self.embedding(w) is not None]
+        if len(used) != len(words):
+            warnings.warn(f"leaving out words the model cannot look up: {sorted(set(words) - set(used))}",
+                          stacklevel=2)
+        if not used:
+            raise ValueError("cannot select a word from an empty list")
+        vectors = np.vstack([self._unit(w) for w in used]).astype(np.float32)
+        mean = self._unit(vectors.mean(axis=0))
+        return min(zip((vectors @ mean).tolist(), used, strict=True))[1]
 
     def analogy(self, a: str, b: str, c: str, limit: int = 10) -> list[tuple[str, float]]:
-        """``a`` is to ``b`` as ``c`` is to ...: nearest words to unit(b) - unit(a) + unit(c), inputs excluded."""
-        vecs = []
-        for w in (a, b, c):
-            v = self.embedding(w)
-            if v is None:
-                raise KeyError(w)
-            n = np.linalg.norm(v)
-            vecs.append(v / n if n > 0 else v)
-        return self._nearest(vecs[1] - vecs[0] + vecs[2], {a, b, c}, limit)
+        """``a`` is to ``b`` as ``c`` is to ...: nearest words to unit(b) - unit(a) + unit(c), inputs excluded
+        (gensim's ``most_similar(positive=[b, c], negative=[a])``)."""
+        return self.most_similar(positive=[b, c], negative=[a], topn=limit)
 
     @property
     def dim(self) -> int:
@@ -326,3 +413,12 @@ class Embeddings:
         out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
                          extra=self.extra)
         return out
+
+
+def _as_list(x: Any) -> list[Any]:
+    """gensim's ``_ensure_list``: one word or vector as a list of one, None as an empty list."""
+    if x is None:
+        return []
+    if isinstance(x, (str, np.ndarray)):
+        return [x]
+    return list(x)
