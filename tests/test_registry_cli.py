@@ -47,6 +47,31 @@ def test_generated_docs_are_current():
         assert path.read_text(encoding="utf-8") == page(fmt), f"docs/formats/{name}.md is stale"
 
 
+def _types(name):
+    """{field: type} of the layout table of a generated page."""
+    rows = [line.split(" | ") for line in page(registry.get(name)).splitlines() if line.startswith("| ")]
+    return {r[1].strip("`"): r[2] for r in rows if len(r) == 5 and r[1].startswith("`") and r[2] != "check"}
+
+
+def test_generated_docs_show_types_as_people_read_them():
+    """Integers and floats alike as ``u32 le`` / ``f32 le``, arrays with their dtype and shape, conditional
+    fields with their condition (before: ``<Lle`` for a u32, ``NumpyArray |u1 (...)``, ``IfThenElse``)."""
+    fasttext, finalfusion = _types("fasttext"), _types("finalfusion")
+    assert fasttext["args.dim"] == "i32 le" and fasttext["args.t"] == "i64 le"
+    assert fasttext["version"] == "if new_format: i32 le" and fasttext["magic"] == "if new_format: i32 le = 793712314"
+    assert fasttext["input"] == "if quant_input == 1: Struct, else Struct"
+    assert finalfusion["magic"] == "bytes[4] = b'FiFu'" and finalfusion["version"] == "u32 le = 0"
+    assert finalfusion["data"] == "f32 le[rows x cols]" and finalfusion["n_chunks"] == "u32 le"
+    gguf = page(registry.get("gguf"))
+    assert "| u32 le |" in gguf and "| u64 le |" in gguf
+    infinigram = page(registry.get("infini-gram"))
+    assert "u8[_.tok_cnt x _.k]" in infinigram
+    for name in wv.formats():
+        text = page(registry.get(name))
+        for internal in ("<L", "<l", "<Q", "|u1", "NumpyArray", "IfThenElse", "<function", "Renamed", " length='"):
+            assert internal not in text, (name, internal)
+
+
 def test_no_per_element_float_arrays_in_schemas():
     """Bulk data goes through NumpyArray, never Array(n, Float32l)."""
     def walk(c, seen=()):
