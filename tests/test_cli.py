@@ -450,3 +450,25 @@ def test_the_readme_sentencepiece_edits_work_as_shown(tmp_path):
     assert proc.get_piece_size() == len(sp) + 1 and proc.id_to_piece(len(sp)) == "<sep>"
     assert proc.is_unknown(0) and proc.get_score(5) == -2.5 and proc.encode("a<sep>b")[1] == len(sp)
     assert wv.read(tmp_path / "edited.model").normalizer_spec.add_dummy_prefix is False
+
+
+def test_validate_reports_the_failing_field_and_offset_as_fields_and_cuts_long_values(tmp_path):
+    """``ValidationReport`` (and ``validate --json``) keeps where the file fails as ``field`` and ``offset``,
+    not only inside the message, with the file's real size; a long byte value in the error is cut to its
+    start and its length (before: the padding's every byte, and no offset field)."""
+    data = bytearray(sample("sample-tiny.gguf").read_bytes())
+    report = wv.validate(sample("sample-tiny.gguf"))
+    assert report.ok and report.field is None and report.offset is None
+    data[0x290] = 7  # a byte inside the 26 zero bytes of padding before the tensor data (at 646)
+    bad = tmp_path / "badpad.gguf"
+    bad.write_bytes(bytes(data))
+    r = run("validate", "--json", bad)
+    [report] = json.loads(r.stdout)
+    assert r.returncode == 1 and (report["field"], report["offset"], report["size"]) == ("padding", 646, len(data))
+    assert report["error"].endswith("padding bytes are not zero (found b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00"
+                                    "\\x00\\x00\\x00\\x07\\x... (26 bytes in all))"), report["error"]
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(bytes(data[:300]))
+    report = wv.validate(cut)
+    assert not report.ok and report.size == 300 and report.field and report.offset is not None
+    assert f"{report.field} at byte {report.offset}" in report.error
