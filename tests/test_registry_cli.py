@@ -506,3 +506,12 @@ def test_a_plugin_chunk_type_builds_without_importing_the_plugin(tmp_path):
     counts = _run(tmp_path, env, "-c", "import wvformats as wv\n"
                   "print(wv.parse_file('f.fifu').chunks[2].body.counts.tolist())")
     assert counts.strip() == "[7, 9]"
+
+
+def test_extending_page_documents_every_format_field():
+    """The Format contract table of docs/extending.md has a row for every field of Format, in its order."""
+    import dataclasses
+    import re
+
+    documented = re.findall(r"^\| `(\w+)` \|", _section("The `Format` contract"), re.M)
+    assert documented == [f.name for f in dataclasses.fields(registry.Format)]
