@@ -21,6 +21,7 @@ from construct import (
 )
 from wvformats.schemas.constructs.fasttext import EntryTable
 from wvformats.schemas.identity import FASTTEXT_MAGIC as MAGIC
+from wvformats.schemas.identity import FASTTEXT_VERSIONS
 
 from wvformats.framework import NumpyArray, Valid
 
@@ -92,6 +93,9 @@ fasttext = Struct(
     "new_format" / Computed(this.head == MAGIC) * "(not stored) the file starts with the magic",
     "magic" / If(this.new_format, Const(MAGIC, Int32sl)) * "793712314, in current releases only",
     "version" / If(this.new_format, Int32sl) * "format version (12 today), after the magic",
+    If(this.new_format, Valid("version", (this.version >= FASTTEXT_VERSIONS[0]) & (this.version <= FASTTEXT_VERSIONS[-1]),
+                              f"fastText reads versions {FASTTEXT_VERSIONS[0]} to {FASTTEXT_VERSIONS[-1]}"))
+    * f"a version fastText reads: {FASTTEXT_VERSIONS[0]} to {FASTTEXT_VERSIONS[-1]}",
     "args" / args * "training arguments",
     "dictionary" / dictionary * "words and labels with their counts",
     "quant_input" / If(this.new_format, Int8ul) * "1: the input matrix is quantized (current releases)",

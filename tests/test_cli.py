@@ -73,8 +73,87 @@ def test_a_file_of_another_family_is_named_with_what_can_be_done(tmp_path, args,
     line = one_error_line(r)
     assert r.returncode == 2
     assert f"is a {actual} file" in line and asked in line and hint in line, line
-    assert "end-group tag" not in line and "constant field" not in line and "expected SentencePiece" not in line
+    # what the file is comes first; the error of the format asked for, if any, only after it
+    said = line.partition(f"; read as {asked}: ")[0]
+    assert f"is a {actual} file" in said and hint in said, line
+    assert "end-group tag" not in said and "constant field" not in said and "expected SentencePiece" not in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["glove.txt"]  # nothing written
+
+
+GGUF_VOCAB = Path(__file__).parent / "data" / "gguf" / "ggml-vocab-bert-bge.gguf"
+
+
+def _gensim_file(name: str) -> Path:
+    from gensim.test.utils import datapath
+
+    return Path(datapath(name))
+
+
+def test_what_a_file_is_never_ends_in_a_dangling_semicolon(tmp_path):
+    """Every format's sentence of what a file of it is and what can be done with it ends in a use, also for a
+    format no other format takes and no command serves (GGUF: it said "... is a gguf file (GGUFModel); ")."""
+    from wvformats import api, registry
+
+    for name, fmt in registry.load().items():
+        said = api.what_it_is("f", fmt)
+        assert said.startswith(f"f is a {name} file") and not said.rstrip().endswith(";"), said
+        assert "`wvformats " in said.partition("; ")[2], said
+    commands = [("similar", GGUF_VOCAB, "the"), ("convert", GGUF_VOCAB, tmp_path / "x.vec"),
+                ("sentencepiece", "export", GGUF_VOCAB, tmp_path / "o.json", "--to", "json")]
+    for args in commands:
+        r = run(*args)
+        line = one_error_line(r)
+        assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats inspect FILE` shows" in line, line
+        assert not line.rstrip().endswith(";"), line
+    with pytest.raises(FormatError) as e:
+        wv.read(GGUF_VOCAB, format="sentencepiece")
+    assert "is a gguf file (GGUFModel); `wvformats inspect FILE` shows what it holds; read as sentencepiece: " \
+        in str(e.value)
+
+
+def test_a_format_forced_on_a_file_of_another_kind_says_what_the_file_is_then_its_error():
+    """``-f``/``format=`` naming a format the file is not: what the file is comes first, then the named
+    format's own error with its field and offset (before, only the named format's deepest error)."""
+    r = run("inspect", "-f", "sentencepiece", GGUF_VOCAB)
+    line = one_error_line(r)
+    assert r.returncode == 2
+    said, _, then = line.partition("; read as sentencepiece: ")
+    assert "not a sentencepiece file" in said and "is a gguf file" in said, line
+    assert then == "fields[0] at byte 0: wire type 7 does not exist", line
+    vectors = _gensim_file("euclidean_vectors.bin")
+    r = run("validate", "-f", "fasttext", vectors)
+    assert r.returncode == 1
+    said, _, then = r.stdout.partition("; read as fasttext: ")
+    assert "is a word2vec-binary file (Embeddings); `wvformats convert" in said, r.stdout
+    assert then.startswith("dictionary.size at byte 56: does not satisfy size >= 0"), r.stdout
+    [report] = json.loads(run("validate", "--json", "-f", "fasttext", vectors).stdout)
+    assert (report["field"], report["offset"], report["size"]) == ("dictionary.size", 56, vectors.stat().st_size)
+    for call in (lambda: wv.inspect(vectors, "fasttext"), lambda: wv.read(vectors, "fasttext"),
+                 lambda: wv.parse_file(vectors, "fasttext")):
+        with pytest.raises(FormatError, match=r"is a word2vec-binary file .*; read as fasttext: dictionary.size"):
+            call()
+    r = run("dump", "-f", "fasttext", vectors)
+    assert r.returncode == 2 and "is a word2vec-binary file" in one_error_line(r)
+
+
+def test_a_fasttext_file_of_an_unknown_version_is_named_fasttext(tmp_path):
+    """fastText's magic with version 13: fastText's error naming the versions it reads (fastText itself
+    refuses a version newer than its own), not "no registered format matches"."""
+    import struct
+
+    data = bytearray(_gensim_file("lee_fasttext_new.bin").read_bytes())
+    assert struct.unpack_from("<2i", data) == (793712314, 11)  # (gensim writes version 11)
+    struct.pack_into("<i", data, 4, 13)
+    f = tmp_path / "v13.bin"
+    f.write_bytes(bytes(data))
+    assert wv.sniff(f) == "fasttext"
+    with pytest.raises(FormatError) as e:
+        wv.read(f)
+    assert e.value.format == "fasttext" and e.value.path == "version" and e.value.offset == 4
+    assert "fastText reads versions 1 to 12" in str(e.value) and e.value.found == 13
+    r = run("validate", "--json", f)
+    [report] = json.loads(r.stdout)
+    assert r.returncode == 1 and (report["format"], report["field"], report["offset"]) == ("fasttext", "version", 4)
 
 
 def test_system_errors_are_sentences_with_the_path(tmp_path):
@@ -371,3 +450,25 @@ def test_the_readme_sentencepiece_edits_work_as_shown(tmp_path):
     assert proc.get_piece_size() == len(sp) + 1 and proc.id_to_piece(len(sp)) == "<sep>"
     assert proc.is_unknown(0) and proc.get_score(5) == -2.5 and proc.encode("a<sep>b")[1] == len(sp)
     assert wv.read(tmp_path / "edited.model").normalizer_spec.add_dummy_prefix is False
+
+
+def test_validate_reports_the_failing_field_and_offset_as_fields_and_cuts_long_values(tmp_path):
+    """``ValidationReport`` (and ``validate --json``) keeps where the file fails as ``field`` and ``offset``,
+    not only inside the message, with the file's real size; a long byte value in the error is cut to its
+    start and its length (before: the padding's every byte, and no offset field)."""
+    data = bytearray(sample("sample-tiny.gguf").read_bytes())
+    report = wv.validate(sample("sample-tiny.gguf"))
+    assert report.ok and report.field is None and report.offset is None
+    data[0x290] = 7  # a byte inside the 26 zero bytes of padding before the tensor data (at 646)
+    bad = tmp_path / "badpad.gguf"
+    bad.write_bytes(bytes(data))
+    r = run("validate", "--json", bad)
+    [report] = json.loads(r.stdout)
+    assert r.returncode == 1 and (report["field"], report["offset"], report["size"]) == ("padding", 646, len(data))
+    assert report["error"].endswith("padding bytes are not zero (found b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00"
+                                    "\\x00\\x00\\x00\\x07\\x... (26 bytes in all))"), report["error"]
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(bytes(data[:300]))
+    report = wv.validate(cut)
+    assert not report.ok and report.size == 300 and report.field and report.offset is not None
+    assert f"{report.field} at byte {report.offset}" in report.error

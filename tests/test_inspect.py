@@ -219,3 +219,47 @@ def test_finalfusion_quick_inspect_names_a_chunk_field_that_holds_no_valid_value
         wv.inspect(bad)
     assert e.value.format == "finalfusion" and e.value.offset == at and e.value.found == 99
     assert e.value.path.endswith(".type_id") and e.value.path.startswith("chunks[")
+
+
+_COUNT_OPENS = '''
+import json, os, sys
+from wvformats import api, compression
+
+target, calls = os.path.realpath(sys.argv[2]), {"opens": 0, "detect": 0}
+
+
+def hook(event, args):  # every open of the file, by open(), io.open or os.open
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)) and \\
+            os.path.realpath(os.fsdecode(args[0])) == target:
+        calls["opens"] += 1
+
+
+detect = compression.detect
+
+
+def counted(*args, **kwargs):
+    calls["detect"] += 1
+    return detect(*args, **kwargs)
+
+
+compression.detect = counted
+getattr(api, sys.argv[1])(sys.argv[2])  # (registry and codec imported first: their own files are not counted)
+calls = {"opens": 0, "detect": 0}
+sys.addaudithook(hook)
+getattr(api, sys.argv[1])(sys.argv[2])
+print(json.dumps(calls))
+'''
+
+
+@pytest.mark.parametrize("call", ["sniff", "read", "validate", "inspect"])
+def test_one_call_opens_its_input_once(call):
+    """A plain file is resolved once per call (its kind, compression, first bytes and buffer: one Source):
+    one open of the file for sniff, read, validate and inspect, and no second look for its compression
+    (before: compression.detect ran 3 times and the file was opened 4 times for one read)."""
+    from wvformats.samples import sample_files
+
+    path = next(p for p in sample_files() if p.name == "sample-simple.fifu")
+    out = subprocess.run([sys.executable, "-c", _COUNT_OPENS, call, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"opens": 1, "detect": 0}

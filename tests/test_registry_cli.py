@@ -47,6 +47,31 @@ def test_generated_docs_are_current():
         assert path.read_text(encoding="utf-8") == page(fmt), f"docs/formats/{name}.md is stale"
 
 
+def _types(name):
+    """{field: type} of the layout table of a generated page."""
+    rows = [line.split(" | ") for line in page(registry.get(name)).splitlines() if line.startswith("| ")]
+    return {r[1].strip("`"): r[2] for r in rows if len(r) == 5 and r[1].startswith("`") and r[2] != "check"}
+
+
+def test_generated_docs_show_types_as_people_read_them():
+    """Integers and floats alike as ``u32 le`` / ``f32 le``, arrays with their dtype and shape, conditional
+    fields with their condition (before: ``<Lle`` for a u32, ``NumpyArray |u1 (...)``, ``IfThenElse``)."""
+    fasttext, finalfusion = _types("fasttext"), _types("finalfusion")
+    assert fasttext["args.dim"] == "i32 le" and fasttext["args.t"] == "i64 le"
+    assert fasttext["version"] == "if new_format: i32 le" and fasttext["magic"] == "if new_format: i32 le = 793712314"
+    assert fasttext["input"] == "if quant_input == 1: Struct, else Struct"
+    assert finalfusion["magic"] == "bytes[4] = b'FiFu'" and finalfusion["version"] == "u32 le = 0"
+    assert finalfusion["data"] == "f32 le[rows x cols]" and finalfusion["n_chunks"] == "u32 le"
+    gguf = page(registry.get("gguf"))
+    assert "| u32 le |" in gguf and "| u64 le |" in gguf
+    infinigram = page(registry.get("infini-gram"))
+    assert "u8[_.tok_cnt x _.k]" in infinigram
+    for name in wv.formats():
+        text = page(registry.get(name))
+        for internal in ("<L", "<l", "<Q", "|u1", "NumpyArray", "IfThenElse", "<function", "Renamed", " length='"):
+            assert internal not in text, (name, internal)
+
+
 def test_no_per_element_float_arrays_in_schemas():
     """Bulk data goes through NumpyArray, never Array(n, Float32l)."""
     def walk(c, seen=()):
@@ -395,3 +420,98 @@ def test_write_chooses_among_formats_sharing_an_extension_by_the_object(tmp_path
         err = capsys.readouterr().err
         assert "is a rwkv file (RwkvModel); `wvformats rwkv quantize" in err and "Traceback" not in err
         assert not (tmp_path / dst).exists()
+
+
+# -- plugins: docs/extending.md's worked format, run as written -----------------------------------------------
+
+EXTENDING = ROOT / "docs" / "extending.md"
+_LOADED_HEAVY = ("import json, sys\n"
+                 "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'construct'))\n")
+
+
+def _section(title):
+    """The text of docs/extending.md from the heading ``## title`` to the next heading of that level."""
+    text = EXTENDING.read_text(encoding="utf-8")
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _named_blocks(text):
+    """The page's code blocks: {file name: code} for those introduced by "`name.py`:", and the others in order."""
+    import re
+
+    named = dict(re.findall(r"`(\w+\.py)`[^\n]*:\n\n```python\n(.*?)```", text, re.S))
+    rest = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if b not in named.values()]
+    return named, rest
+
+
+def _plugin_site(tmp_path, modules, entry_points):
+    """A folder on PYTHONPATH holding ``modules`` and the dist-info that pip would leave for a package with
+    these ``wvformats.plugins`` entry points; the environment of a process that sees it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, code in modules.items():
+        (site / name).write_text(code, encoding="utf-8")
+    info = site / "wvplugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wvplugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[wvformats.plugins]\n" + "".join(f"{k} = {v}\n"
+                                                                          for k, v in entry_points.items()))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env.pop("WVFORMATS_PLUGINS", None)
+    return env
+
+
+def _run(tmp_path, env, *args):
+    out = subprocess.run([sys.executable, *map(str, args)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_extending_page_worked_format_runs_as_a_plugin(tmp_path):
+    """The plugin format of docs/extending.md, its blocks as written: installed with its entry point, the
+    usage block runs with no import of the plugin, the commands serve its files, and sniffing them (and
+    any other file) imports neither numpy nor construct: the entry point is the stdlib declaration."""
+    named, (usage,) = _named_blocks(_section("A new format as a plugin"))
+    assert set(named) == {"wvmini_sniff.py", "wvmini.py"}
+    assert 'wvmini = "wvmini_sniff"' in _section("A new format as a plugin")
+    env = _plugin_site(tmp_path, named, {"wvmini": "wvmini_sniff"})
+    _run(tmp_path, env, "-c", usage)
+    sample = next(p for p in sample_files() if p.name == "sample.txt")
+    rc, said, heavy = json.loads(_run(tmp_path, env, "-c", _LOADED_HEAVY.replace("heavy =", "before =") +
+                                      "import contextlib, io\nfrom wvformats import cli\n"
+                                      "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+                                      "    rc = cli.main(['sniff', 'e.wvmi', sys.argv[1]])\n" + _LOADED_HEAVY +
+                                      "print(json.dumps([rc, out.getvalue(), heavy]))", sample))
+    assert rc == 0 and said == f"e.wvmi: wvmini\n{sample}: word2vec-text\n" and heavy == []
+    cli_ = ("-m", "wvformats.cli")
+    info = json.loads(_run(tmp_path, env, *cli_, "inspect", "--json", "e.wvmi"))
+    assert (info["format"], info["words"], info["dim"], info["first_words"]) == ("wvmini", 3, 2, ["king", "queen", "man"])
+    assert "vectors = ndarray <f4 (3, 2)    # row-major f32 matrix, a row per word" in _run(tmp_path, env, *cli_, "dump", "e.wvmi")
+    assert "bytes rebuilt byte-identical" in _run(tmp_path, env, *cli_, "validate", "e.wvmi")
+    _run(tmp_path, env, *cli_, "convert", "e.wvmi", "e.txt")
+    assert (tmp_path / "e.txt").read_text().splitlines()[:2] == ["3 2", "king 0.0 1.0"]
+    rows = json.loads(_run(tmp_path, env, *cli_, "formats", "--json"))
+    assert "wvmini" in next(r for r in rows if r["name"] == "glove")["convert_to"]
+
+
+def test_a_plugin_chunk_type_builds_without_importing_the_plugin(tmp_path):
+    """docs/extending.md's chunk plugin, installed: its usage block without its ``import wvfreq`` builds a file
+    with chunk 100 through the finalfusion codec alone (before: an unchecked-input BuildError, since the
+    plugin was loaded only when the registry was consulted, never before a codec's build)."""
+    named, (usage,) = _named_blocks(_section("A new finalfusion chunk type"))
+    assert "import wvfreq" in usage
+    env = _plugin_site(tmp_path, named, {"wvfreq": "wvfreq"})
+    _run(tmp_path, env, "-c", usage.replace("import wvfreq  # noqa: F401 - registers chunk 100\n", ""))
+    counts = _run(tmp_path, env, "-c", "import wvformats as wv\n"
+                  "print(wv.parse_file('f.fifu').chunks[2].body.counts.tolist())")
+    assert counts.strip() == "[7, 9]"
+
+
+def test_extending_page_documents_every_format_field():
+    """The Format contract table of docs/extending.md has a row for every field of Format, in its order."""
+    import dataclasses
+    import re
+
+    documented = re.findall(r"^\| `(\w+)` \|", _section("The `Format` contract"), re.M)
+    assert documented == [f.name for f in dataclasses.fields(registry.Format)]

@@ -6,19 +6,40 @@ imported by the functions that need them, so that ``sniff`` imports none of them
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
 from . import compression, registry
-from .errors import BuildError, FormatError, MissingFileError, OptionError, UnknownFormatError
-from .fileio import atomic_output, check_target, open_buffer, read_head, same_file
+from .errors import (
+    BuildError,
+    FormatError,
+    MissingFileError,
+    OptionError,
+    UnknownFormatError,
+    WrongFormatError,
+)
+from .fileio import Source, atomic_output, check_target, same_file
 
 PathLike = str | os.PathLike[str]
+# every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
+# bytes, buffer), which is how they share one resolution of a file among themselves
+Input = PathLike | Source
+
+
+@contextlib.contextmanager
+def _source(path: Input) -> Iterator[Source]:
+    """``path`` as a Source: the one given, or a new one closed at the end of the block."""
+    if isinstance(path, Source):
+        yield path
+        return
+    with Source(path) as source:
+        yield source
 
 
 def formats() -> list[str]:
@@ -26,29 +47,31 @@ def formats() -> list[str]:
     return sorted(registry.load())
 
 
-def _refuse_special(p: Path) -> None:
-    """A path that is neither a regular file nor a folder (a FIFO would block the open; a device or socket
-    is no file of any format) is refused before anything opens it."""
-    if p.exists() and not p.is_file() and not p.is_dir():
-        raise FormatError(f"{p} is not a regular file (a pipe, device or socket): read it from a file")
+def _refuse_missing_or_special(source: Source) -> None:
+    """A path that names nothing, or neither a regular file nor a folder (a FIFO would block the open; a
+    device or socket is no file of any format), is refused before anything opens it."""
+    if source.is_special:
+        raise FormatError(f"{source.file} is not a regular file (a pipe, device or socket): read it from a file")
+    if not source.exists:
+        raise MissingFileError(source.file)
 
 
-def sniff(path: PathLike) -> str:
+def sniff(path: Input) -> str:
     """The format of ``path``, from magic bytes or content (the extension is not needed)."""
-    p, _ = compression.split_member(path)
-    _refuse_special(p)
-    if not p.exists():
-        raise MissingFileError(p)
+    with _source(path) as source:
+        return _sniff(source)
+
+
+def _sniff(source: Source) -> str:
+    p = source.file
+    _refuse_missing_or_special(source)
     fmts = registry.sniffers()  # (no codec imported for the families that declare their sniffers)
-    if p.is_dir():
+    if source.is_dir:
         for f in fmts:
             if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
                 return f.name
         raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
-    try:
-        head = read_head(path)
-    except OSError as e:
-        raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
+    head = source.head()
     for test in ("sniff", "resembles"):  # an exact match first; else the format a damaged file is closest to
         for f in fmts:
             if f.is_directory or getattr(f, test) is None:
@@ -60,40 +83,59 @@ def sniff(path: PathLike) -> str:
                 continue
     if not head:
         raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
-    inside = f"{kind}-compressed; decompressed, its " if (kind := compression.detect(path)) else "its "
-    raise UnknownFormatError(f"{path}: no registered format matches its content ({inside}first bytes "
+    inside = f"{kind}-compressed; decompressed, its " if (kind := source.compression) else "its "
+    raise UnknownFormatError(f"{source}: no registered format matches its content ({inside}first bytes "
                              f"{head[:16].hex(' ')}){registry.failed_note()}")
 
 
-def _resolve(path: PathLike, format: str | None) -> registry.Format:
+def _resolve(path: Input, format: str | None) -> registry.Format:
     """The format of ``path`` (given or sniffed), once the path is of the kind it needs: a folder for a
     folder format (infini-gram), a regular file for the others."""
-    if not format:
-        return registry.get(sniff(path))
-    fmt = registry.get(format)
-    _check_kind(path, fmt)
-    return fmt
+    with _source(path) as source:
+        if not format:
+            return registry.get(_sniff(source))
+        fmt = registry.get(format)
+        _check_kind(source, fmt)
+        return fmt
 
 
-def _check_kind(path: PathLike, fmt: registry.Format | registry.Sniffer) -> None:
+def _check_kind(source: Source, fmt: registry.Format | registry.Sniffer) -> None:
     """Refuse a path that is not of the kind ``fmt`` reads: a folder for a folder format, else a file."""
-    p, _ = compression.split_member(path)
-    _refuse_special(p)
-    if not p.exists():
-        raise MissingFileError(p)
-    if fmt.is_directory and p.exists() and not p.is_dir():
-        raise FormatError(f"{p} is a file; {fmt.name} is a folder of files", format=fmt.name)
-    if not fmt.is_directory and p.is_dir():
-        raise FormatError(f"{p} is a directory; {fmt.name} is a single file", format=fmt.name)
+    _refuse_missing_or_special(source)
+    if fmt.is_directory and not source.is_dir:
+        raise FormatError(f"{source.file} is a file; {fmt.name} is a folder of files", format=fmt.name)
+    if not fmt.is_directory and source.is_dir:
+        raise FormatError(f"{source.file} is a directory; {fmt.name} is a single file", format=fmt.name)
 
 
-def parse_file(path: PathLike, format: str | None = None, *, mmap: bool = True, **options: Any) -> Any:
+def parse_file(path: Input, format: str | None = None, *, mmap: bool = True, **options: Any) -> Any:
     """The raw parsed form of a file (construct Containers), as the schema sees it."""
-    fmt = _resolve(path, format)
-    if fmt.is_directory:
-        return fmt.parse(Path(path), **options)
-    buf = open_buffer(path, use_mmap=mmap)
-    return fmt.parse(buf, **options)
+    with _source(path) as source:
+        fmt = _resolve(source, format)
+        if fmt.is_directory:
+            return fmt.parse(Path(source.path), **options)
+        try:
+            return fmt.parse(source.buffer(use_mmap=mmap), **options)
+        except FormatError as e:
+            raise _explained(source, fmt, format, e) from None
+
+
+def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, Any, list[Any]]:
+    """The format of a file, its buffer and the spans of its fields (``framework.walk``), as ``dump`` shows
+    them; a format named that the file is not says what the file is first."""
+    from .framework.walk import walk
+
+    with _source(path) as source:
+        fmt = _resolve(source, format)
+        if fmt.schema is None:
+            raise FormatError(f"{fmt.name} is a folder of files, not one file to dump (inspect and validate it "
+                              "instead)", format=fmt.name)
+        data = source.buffer()
+        try:
+            _, spans = walk(fmt.schema, data, format=fmt.name)
+        except FormatError as e:
+            raise _explained(source, fmt, format, e) from None
+        return fmt, data, spans
 
 
 def writable_formats() -> list[str]:
@@ -108,7 +150,7 @@ def convert_targets(fmt: registry.Format) -> list[str]:
     return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory)
 
 
-def what_it_is(path: PathLike, fmt: registry.Format) -> str:
+def what_it_is(path: Input, fmt: registry.Format) -> str:
     """A sentence naming the format of the file at ``path`` and what can be done with it, for errors that
     meet a file of another kind than the one asked for."""
     from .embeddings import Embeddings
@@ -119,19 +161,25 @@ def what_it_is(path: PathLike, fmt: registry.Format) -> str:
     uses.extend(fmt.commands)
     if not fmt.commands and isinstance(fmt.model, type) and issubclass(fmt.model, Embeddings):
         uses.append("`wvformats similar FILE WORD` looks words up")
+    if not uses:  # (no other format takes its model, and no command of its own)
+        uses.append("`wvformats inspect FILE` shows what it holds")
     return f"{path} is a {fmt.name} file{kind}; " + ", and ".join(uses)
 
 
-def _wrong_kind(path: PathLike, fmt: registry.Format, error: FormatError) -> FormatError:
-    """``error`` (from reading ``path`` as ``fmt``), or, when the file's content says it is of another format,
-    an error saying so and what can be done with it."""
+def _explained(source: Source, fmt: registry.Format, named: str | None, error: FormatError) -> FormatError:
+    """``error`` (from reading ``source`` as ``fmt``) with the read option that gets past it (:func:`hinted`);
+    when the caller named ``fmt`` and the file's content says it is of another format, an error saying so
+    first, and what can be done with it, then ``fmt``'s own error."""
+    if named is None or isinstance(error, WrongFormatError):
+        return hinted(error)
     try:
-        actual = registry.get(sniff(path))
+        actual = registry.get(_sniff(source))
     except FormatError:
-        return error
+        return hinted(error)
     if actual.name == fmt.name or actual.model is fmt.model:  # of the same kind: its own error says more
-        return error
-    return FormatError(f"not a {fmt.name} file: {what_it_is(path, actual)}", format=fmt.name)
+        return hinted(error)
+    return WrongFormatError(f"not a {fmt.name} file: {what_it_is(source, actual)}; read as {fmt.name}: "
+                            f"{error.detail()}", error, format=fmt.name)
 
 
 def hinted(error: FormatError) -> FormatError:
@@ -144,45 +192,43 @@ def hinted(error: FormatError) -> FormatError:
     return error
 
 
-def read(path: PathLike, format: str | None = None, **options: Any) -> Any:
+def read(path: Input, format: str | None = None, **options: Any) -> Any:
     """Read a file into its format's model object (``Embeddings`` for embedding formats).
 
     Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
     ``dtype`` (float32 default; text formats parse their numbers at float64 when it is wider),
     ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
     """
-    fmt = _resolve(path, format)
-    _check_options(fmt, options)
-    use_mmap = options.pop("mmap", None)
-    if fmt.is_directory:
-        return fmt.to_model(fmt.parse(Path(path), **options), **options)
-    try:
-        kind = compression.detect(path)
-        if kind and fmt.stream is not None:  # a compressed text file: read block by block
-            parsed = fmt.stream(compression.line_blocks(path, kind), **options)
-        elif use_mmap is False and fmt.array_views and not kind:
-            parsed = _parse_beside_copy(fmt, path, options)
-        else:
-            buf = open_buffer(path, use_mmap=True if use_mmap is None else bool(use_mmap))
-            parsed = fmt.parse(buf, **options)
-    except FormatError as e:
-        if format is None:
-            raise hinted(e) from None
-        raise hinted(_wrong_kind(path, fmt, e)) from None  # a format named by the caller that the file is not
+    with _source(path) as source:
+        fmt = _resolve(source, format)
+        _check_options(fmt, options)
+        use_mmap = options.pop("mmap", None)
+        if fmt.is_directory:
+            return fmt.to_model(fmt.parse(Path(source.path), **options), **options)
+        try:
+            kind = source.compression
+            if kind and fmt.stream is not None:  # a compressed text file: read block by block
+                parsed = fmt.stream(compression.line_blocks(source.path, kind), **options)
+            elif use_mmap is False and fmt.array_views and not kind:
+                parsed = _parse_beside_copy(fmt, source, options)
+            else:
+                parsed = fmt.parse(source.buffer(use_mmap=True if use_mmap is None else bool(use_mmap)), **options)
+        except FormatError as e:
+            raise _explained(source, fmt, format, e) from None
     return fmt.to_model(parsed, mmap=use_mmap, **options)
 
 
-def _parse_beside_copy(fmt: registry.Format, path: PathLike, options: dict[str, Any]) -> Any:
+def _parse_beside_copy(fmt: registry.Format, source: Source, options: dict[str, Any]) -> Any:
     """The parse of an in-memory copy of the file, for a format whose bulk arrays are views of its buffer:
     the mapped file is parsed while a worker thread reads the file into memory (the words decode while
     the bytes are copied), the arrays are views of the copy, and the mapping is closed."""
     from . import framework
 
-    mapping = open_buffer(path, use_mmap=True)
+    mapping = source.buffer(use_mmap=True)
     if not isinstance(mapping, mmap.mmap):  # an empty file
         return fmt.parse(mapping, **options)
     stream = framework.BufferStream(mapping)
-    stream.beside = framework.background(lambda: open_buffer(path, use_mmap=False))
+    stream.beside = framework.background(lambda: source.buffer(use_mmap=False))
     try:
         parsed = fmt.parse(stream, **options)
     finally:
@@ -323,7 +369,7 @@ class _Growing:
         return getattr(self._file, name)
 
 
-def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format: str | None = None,
+def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: str | None = None,
             overwrite: bool = False, **options: Any) -> str:
     """Read ``src`` and write it to ``dst`` in format ``to`` (or the format ``dst``'s extension names);
     returns the name of the format written.
@@ -340,13 +386,14 @@ def convert(src: PathLike, dst: PathLike, to: str | None = None, *, from_format:
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
     if len(candidates) == 1:
         _check_write_options(candidates[0], write_opts)
-    model = read(src, from_format, **read_opts)
-    try:
-        fmt = _format_for_output(dst, to, model)
-    except BuildError as e:  # a target the model cannot become: say what the source is and what it can become
-        source = registry.get(from_format or sniff(src))
-        raise BuildError(f"cannot convert to {' or '.join(f.name for f in candidates)}: "
-                         f"{what_it_is(src, source)}", format=e.format) from None
+    with _source(src) as source:
+        model = read(source, from_format, **read_opts)
+        try:
+            fmt = _format_for_output(dst, to, model)
+        except BuildError as e:  # a target the model cannot become: say what the source is and what it can become
+            of = registry.get(from_format or _sniff(source))
+            raise BuildError(f"cannot convert to {' or '.join(f.name for f in candidates)}: "
+                             f"{what_it_is(src, of)}", format=e.format) from None
     write(model, dst, fmt.name, overwrite=overwrite, **own, **write_opts)
     return fmt.name
 
@@ -361,7 +408,10 @@ class ValidationReport:
     size: int = 0
     rebuilt_size: int = 0
     first_difference: int | None = None
+    # where the file fails: the field path (``dictionary.entries[3].word``) and its byte offset, of the parse
+    # error, else of the first difference of the rebuild
     field: str | None = None
+    offset: int | None = None
     error: str | None = None
     notes: list[str] = _field(default_factory=list)
     problems: list[str] = _field(default_factory=list)
@@ -388,7 +438,7 @@ class ValidationReport:
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 
 
-def validate(path: PathLike, format: str | None = None, *, full: bool = False,
+def validate(path: Input, format: str | None = None, *, full: bool = False,
              progress: Callable[[int], Any] | None = None, **options: Any) -> ValidationReport:
     """Parse ``path``, rebuild it from the parsed form and compare bytes; ``.ok`` only when identical.
 
@@ -396,11 +446,17 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
     on a sample of the suffix order unless ``full``, calling ``progress`` with the number of suffix pairs
     about to be compared (a bar's ``update``). ``options`` go to the format's parse, as in ``read``
     (infini-gram: ``token_width``, ``version``)."""
-    p = str(path)
-    if not os.access(compression.split_member(path)[0], os.R_OK):
+    with _source(path) as source:
+        return _validate(source, format, full=full, progress=progress, **options)
+
+
+def _validate(source: Source, format: str | None, *, full: bool, progress: Callable[[int], Any] | None,
+              **options: Any) -> ValidationReport:
+    p = str(source)
+    if not os.access(source.file, os.R_OK):
         return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)
     try:
-        fmt = _resolve(path, format)
+        fmt = _resolve(source, format)
     except FormatError as e:
         return ValidationReport(p, format or "?", False, error=str(e), unreadable=True)
     _check_options(fmt, options)
@@ -408,28 +464,32 @@ def validate(path: PathLike, format: str | None = None, *, full: bool = False,
     try:
         if fmt.is_directory:
             extra = {} if progress is None else {"progress": progress}
-            problems = fmt.check(fmt.parse(Path(path), **options), full=full, **extra) if fmt.check else []
+            problems = fmt.check(fmt.parse(Path(source.path), **options), full=full, **extra) if fmt.check else []
             report.problems = problems
             report.ok = not problems
             return report
         from . import framework
 
-        data = open_buffer(path)
+        data = source.buffer()
+        report.size = len(data)
         parsed = fmt.parse(data, **options)
         out = framework.CompareStream(data)  # compared as it is written: the rebuild is never held
         fmt.build(parsed, out)
-        report.size, report.rebuilt_size = len(data), out.size
+        report.rebuilt_size = out.size
         if fmt.check:
             report.problems = fmt.check(parsed)
         first = out.first_difference()
         if first is not None:
-            report.first_difference = first
+            report.first_difference = report.offset = first
             report.field = _field_at(fmt, data, first)
             if "dtype" in (fmt.read_options or ()) and (note := _lost_precision(data, first)):
                 report.notes.append(note)
         report.ok = first is None and not report.problems
     except FormatError as e:
-        report.error = str(hinted(e))
+        error = _explained(source, fmt, format, e)
+        report.error = str(error)
+        at = error.within if isinstance(error, WrongFormatError) else error
+        report.field, report.offset = at.path, at.offset
     return report
 
 
@@ -471,31 +531,42 @@ def _field_at(fmt: registry.Format, data: Any, offset: int) -> str | None:
 INSPECT_HEAD = 8 << 20
 
 
-def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **options: Any) -> dict[str, Any]:
+def inspect(path: Input, format: str | None = None, *, full: bool = False, **options: Any) -> dict[str, Any]:
     """A structure summary: format, size, counts, dimension, first words, the major parts.
 
     Read from the header and a sample of records, in well under a second and bounded memory whatever the
     file's size (a count the file does not state is an estimate, and named so); ``full=True`` parses the
     whole file and adds the offsets of the parts and the statistics that need every record. ``options`` go
     to the format's parse, as in ``read`` (infini-gram: ``token_width``, ``version``)."""
-    if not full:
-        format = format or sniff(path)
-        if (quick := _quick_inspect(path, format, options)) is not None:
-            return quick
-    fmt = _resolve(path, format)
+    with _source(path) as source:
+        if format:  # (a path of the wrong kind is refused before any format's error)
+            _check_kind(source, registry.sniffer(format) or registry.get(format))
+        try:
+            return _inspect(source, format or _sniff(source), full, options)
+        except FormatError as e:
+            if format is None:
+                raise
+            raise _explained(source, registry.get(format), format, e) from None
+
+
+def _inspect(source: Source, name: str, full: bool, options: dict[str, Any]) -> dict[str, Any]:
+    path = source.path
+    if not full and (quick := _quick_inspect(source, name, options)) is not None:
+        return quick
+    fmt = _resolve(source, name)
     _check_options(fmt, options)
     info: dict[str, Any] = {"path": str(path), "format": fmt.name}
     if not full and fmt.inspect_head is not None:
-        quick = _inspect_head(fmt, path, info, options)
+        quick = _inspect_head(fmt, source, info, options)
         if quick is not None:
             info.update(quick)
             return info
     if fmt.is_directory:
         parsed = fmt.parse(Path(path), **options)
     else:
-        data = open_buffer(path)
+        data = source.buffer()
         info["size"] = len(data)
-        if kind := compression.detect(path):
+        if kind := source.compression:
             info["compression"] = kind  # (the size and offsets are those of the decompressed bytes)
         parsed = fmt.parse(data, **options)
         if fmt.schema is not None:
@@ -510,7 +581,7 @@ def inspect(path: PathLike, format: str | None = None, *, full: bool = False, **
     return info
 
 
-def _quick_inspect(path: PathLike, name: str, options: dict[str, Any]) -> dict[str, Any] | None:
+def _quick_inspect(source: Source, name: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """The summary of a format whose sniffer makes one without the codec (no numpy, no construct imported),
     for an uncompressed file and no read option but ``unicode_errors``; None otherwise, or where the sniffer
     leaves the file to the codec."""
@@ -519,27 +590,27 @@ def _quick_inspect(path: PathLike, name: str, options: dict[str, Any]) -> dict[s
     if found is None or found.quick_inspect is None or given - {"unicode_errors"} or \
             options.get("unicode_errors") not in (None, "strict", "replace", "ignore"):
         return None
-    _check_kind(path, found)
-    if compression.detect(path):
+    _check_kind(source, found)
+    if source.compression:
         return None
-    data = open_buffer(path)
+    data = source.buffer()
     quick = found.quick_inspect(data, **options)
-    return None if quick is None else {"path": str(path), "format": name, "size": len(data), **quick}
+    return None if quick is None else {"path": str(source), "format": name, "size": len(data), **quick}
 
 
-def _inspect_head(fmt: registry.Format, path: PathLike, info: dict[str, Any],
+def _inspect_head(fmt: registry.Format, source: Source, info: dict[str, Any],
                   options: dict[str, Any]) -> dict[str, Any] | None:
     """The format's quick summary; None when it cannot be told from the first bytes of a compressed file
     (the caller then reads it all)."""
     assert fmt.inspect_head is not None
     if fmt.is_directory:
-        return fmt.inspect_head(Path(path), complete=True, **options)
-    if kind := compression.detect(path):
+        return fmt.inspect_head(Path(source.path), complete=True, **options)
+    if kind := source.compression:
         info["compression"] = kind
         try:
-            return fmt.inspect_head(read_head(path, INSPECT_HEAD), complete=False, **options)
+            return fmt.inspect_head(source.head(INSPECT_HEAD), complete=False, **options)
         except FormatError:  # (the head cut inside what the summary needs; a real fault shows in the full parse)
             return None
-    data = open_buffer(path)
+    data = source.buffer()
     info["size"] = len(data)
     return fmt.inspect_head(data, complete=True, **options)

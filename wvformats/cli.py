@@ -300,16 +300,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from .fileio import open_buffer
-    from .framework.walk import hexdump, walk
+    from .framework.walk import hexdump
 
-    fmt = api._resolve(args.file, args.format)  # refuses a path of the wrong kind, as every command does
-    if fmt.schema is None:
-        print(f"wvformats: error: {fmt.name} is a folder of files, not one file to dump (inspect and validate "
-              "it instead)", file=sys.stderr)
-        return EXIT_INPUT
-    data = open_buffer(args.file)
-    _, spans = walk(fmt.schema, data, format=fmt.name)
+    fmt, data, spans = api.walk_file(args.file, args.format)
     print(f"# {args.file} [{fmt.name}] {len(data)} bytes")
     for line in hexdump(spans, data, max_bytes=args.bytes, keep=None if args.all else 4):
         print(line)

@@ -52,8 +52,15 @@ def detect(path: str | os.PathLike[str]) -> str | None:
     if not file.is_file():
         return None
     with open(file, "rb") as f:
-        head = f.read(6)
-    return next((name for name, magic in MAGIC if head.startswith(magic)), None)
+        return kind_of(f.read(MAGIC_SIZE))
+
+
+MAGIC_SIZE = max(len(magic) for _, magic in MAGIC)  # the first bytes that tell every compression
+
+
+def kind_of(first: bytes) -> str | None:
+    """The compression whose magic ``first`` (a file's first bytes) starts with, or None."""
+    return next((name for name, magic in MAGIC if first.startswith(magic)), None)
 
 
 def for_output(path: str | os.PathLike[str]) -> str | None:

@@ -43,8 +43,16 @@ class FormatError(Exception):
         return self
 
     def __str__(self) -> str:
+        return self._text(with_format=True)
+
+    def detail(self) -> str:
+        """The message with its field path and offset, without the format's name (for a sentence that
+        names the format itself)."""
+        return self._text(with_format=False)
+
+    def _text(self, *, with_format: bool) -> str:
         where = []
-        if self.format:
+        if self.format and with_format:
             where.append(self.format)
         if self.path:
             where.append(self.path)
@@ -52,10 +60,34 @@ class FormatError(Exception):
             where.append(f"at byte {self.offset}")
         head = ": ".join([" ".join(where)] if where else [])
         text = f"{head}: {self.message}" if head else self.message
-        known = [f"{k} {v!r}" for k, v in (("expected", self.expected), ("found", self.found)) if v is not None]
+        known = [f"{k} {shown(v)}" for k, v in (("expected", self.expected), ("found", self.found))
+                 if v is not None]
         if known:
             text += f" ({', '.join(known)})"
         return text
+
+
+# the most characters of a value an error shows (a padding of 219 bytes is shown by its start and length)
+SHOWN = 48
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut to about ``SHOWN`` characters with the length of what was left out: an error
+    names a long byte string or list without printing all of it."""
+    text = repr(value)
+    if len(text) <= SHOWN:
+        return text
+    size = f"{len(value)} bytes" if isinstance(value, (bytes, bytearray, memoryview)) else f"{len(text)} characters"
+    return f"{text[:SHOWN]}... ({size} in all)"
+
+
+class WrongFormatError(FormatError):
+    """A file read as a format it is not: the message names the format its content has and what can be done
+    with it, then the error of the format asked for, kept as ``within`` (with its field path and offset)."""
+
+    def __init__(self, message: str, within: FormatError, *, format: str | None = None) -> None:
+        super().__init__(message, format=format)
+        self.within = within
 
 
 class TruncatedError(FormatError):

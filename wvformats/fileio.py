@@ -6,6 +6,7 @@ import contextlib
 import errno
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -13,27 +14,131 @@ from typing import IO, Any
 from . import compression
 from .errors import FormatError
 
+HEAD = 65536  # the first bytes the sniffers see
 
-def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
-    """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy uint8
-    array, read straight into uninitialised memory). A compressed file is decompressed into memory."""
-    if kind := compression.detect(path):  # a compressed file cannot be mapped: its bytes, in memory
-        import numpy as np  # (here, not at the top: the command's start-up, sniff, needs no numpy)
 
-        return np.frombuffer(compression.read_all(path, kind), np.uint8)
-    p = Path(path)
-    try:
-        with open(p, "rb", buffering=0) as f:
+class Source:
+    """One input, resolved once: the path as given, the file (an archive, for ``archive.zip::member``) and
+    member, what kind of path it is, its compression, its first bytes and its whole buffer, all from one
+    ``stat`` and at most one open of a plain file. ``sniff``, ``read``, ``validate`` and ``inspect`` take one
+    (or a path, which they make one of) and share it.
+
+    Use it as a context manager (or call :meth:`close`): the file it opened is closed at the end; buffers
+    already handed out (a memory map) stay valid."""
+
+    def __init__(self, path: str | os.PathLike[str] | Source) -> None:
+        if isinstance(path, Source):
+            path = path.path
+        self.path = path
+        self.file, self.member = compression.split_member(path)
+        self._stat: os.stat_result | None | bool = False  # False: not looked at yet; None: no such path
+        self._raw: Any = None
+        self._compression: str | None | bool = False
+        self._heads: dict[int, bytes] = {}
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file this source opened (buffers handed out stay valid)."""
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+
+    def __str__(self) -> str:
+        return os.fspath(self.path)
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def _status(self) -> os.stat_result | None:
+        if self._stat is False:
+            try:
+                self._stat = os.stat(self.file)
+            except OSError:
+                self._stat = None
+        return self._stat  # type: ignore[return-value]
+
+    @property
+    def exists(self) -> bool:
+        return self._status() is not None
+
+    @property
+    def is_dir(self) -> bool:
+        st = self._status()
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    @property
+    def is_file(self) -> bool:
+        st = self._status()
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    @property
+    def is_special(self) -> bool:
+        """A pipe, device or socket: no file of any format (a FIFO would block the open)."""
+        return self.exists and not self.is_file and not self.is_dir
+
+    def _file(self) -> Any:
+        """The file, opened once (unbuffered: reads go straight into their buffers)."""
+        if self._raw is None:
+            try:
+                self._raw = open(self.file, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+            except IsADirectoryError:
+                raise FormatError(f"{self.file} is a directory", path=None) from None
+            except OSError as e:
+                raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
+        return self._raw
+
+    @property
+    def compression(self) -> str | None:
+        """The file's compression (gzip, bzip2, xz, zip, zstd) from its first bytes, or None (and None for a
+        folder or a missing path)."""
+        if self._compression is False:
+            self._compression = None
+            if self.is_file:
+                self._compression = compression.kind_of(self._pread(compression.MAGIC_SIZE))
+        return self._compression  # type: ignore[return-value]
+
+    def _pread(self, n: int, at: int = 0) -> bytes:
+        try:
+            return os.pread(self._file().fileno(), n, at)
+        except OSError as e:
+            raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
+
+    def head(self, n: int = HEAD) -> bytes:
+        """The first ``n`` bytes (decompressed, if the file is compressed)."""
+        if n not in self._heads:
+            kind = self.compression
+            self._heads[n] = compression.head(self.path, kind, n) if kind else self._pread(n)
+        return self._heads[n]
+
+    def buffer(self, *, use_mmap: bool = True) -> Any:
+        """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy
+        uint8 array, read straight into uninitialised memory). A compressed file is decompressed into memory."""
+        if kind := self.compression:  # a compressed file cannot be mapped: its bytes, in memory
+            import numpy as np  # (here, not at the top: the command's start-up, sniff, needs no numpy)
+
+            return np.frombuffer(compression.read_all(self.path, kind), np.uint8)
+        f = self._file()
+        try:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return b""
             if use_mmap:
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            f.seek(0)
             return _read_into_memory(f, size)
-    except IsADirectoryError:
-        raise FormatError(f"{p} is a directory", path=None) from None
-    except OSError as e:
-        raise FormatError(f"cannot read {p}: {e.strerror or e}") from None
+        except OSError as e:
+            raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
+
+
+def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:
+    """The whole file as a buffer (see :meth:`Source.buffer`)."""
+    with Source(path) as source:
+        return source.buffer(use_mmap=use_mmap)
 
 
 def _read_into_memory(f: Any, size: int) -> Any:
@@ -52,12 +157,10 @@ def _read_into_memory(f: Any, size: int) -> Any:
     return buf if got == size else buf[:got]
 
 
-def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
+def read_head(path: str | os.PathLike[str], n: int = HEAD) -> bytes:
     """The first ``n`` bytes of a file (decompressed, if it is compressed)."""
-    if kind := compression.detect(path):
-        return compression.head(path, kind, n)
-    with open(path, "rb") as f:
-        return f.read(n)
+    with Source(path) as source:
+        return source.head(n)
 
 
 def check_target(path: str | os.PathLike[str], *, overwrite: bool) -> Path:

@@ -118,10 +118,12 @@ def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> 
     from . import framework
 
     def parse(buf: Any, **options: Any) -> Any:
+        load_plugins()  # (a plugin may add to the schema: a chunk type, for one)
         wanted = {k: options[k] for k in params if options.get(k) is not None}
         return framework.parse(schema, buf, format=name, **wanted)
 
     def build(obj: Any, stream: Any) -> None:
+        load_plugins()
         framework.build(schema, obj, stream, format=name)
 
     return parse, build
@@ -130,6 +132,9 @@ def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> 
 _FORMATS: dict[str, Format] = {}
 # format name -> (family, sniffer), from the families' ``sniff`` modules; None until read
 _DECLARED: dict[str, tuple[str, Sniffer]] | None = None
+# format name -> (codec module, sniffer), from plugins that declare their formats (``FORMATS`` and ``CODEC``)
+_PLUGIN_DECLARED: dict[str, tuple[str, Sniffer]] = {}
+_PLUGIN_CODECS: list[str] = []  # the ``CODEC`` modules of those plugins not yet imported (:func:`load_plugins`)
 _OLD_STYLE: list[str] = []  # families without a ``sniff`` module: their codec is imported to sniff
 _scanned = _loaded = False
 # codec modules that failed to import, with the error: one broken codec must not take the others down
@@ -145,6 +150,8 @@ def register(fmt: Format, *, replace: bool = False) -> Format:
         family = _declared().get(fmt.name, ("", None))[0]
         if family:  # a format a family declares: its codec registers it first (a plugin's replace= comes after)
             _import_codec(family)
+        if replace and fmt.name in _PLUGIN_DECLARED:  # (likewise a plugin's codec, for a plugin that replaces)
+            _import(_PLUGIN_DECLARED[fmt.name][0], fmt.name, "plugin")
         if fmt.name in _FORMATS and not replace:
             raise ValueError(f"format {fmt.name!r} is already registered")
         _FORMATS[fmt.name] = fmt
@@ -161,6 +168,8 @@ def load() -> dict[str, Format]:
     Plugins are how user formats and finalfusion chunk types reach every process, the ``wvformats`` command
     included, without editing the library: a module that calls :func:`register` or ``register_chunk`` when
     imported, named by an installed package's ``wvformats.plugins`` entry point or in ``WVFORMATS_PLUGINS``.
+    A plugin module may instead declare its formats (see :func:`load_plugins`): then telling a file's
+    format imports only that declaration, and its codec is imported before anything is read or written.
     """
     global _loaded
     with _LOADING:
@@ -168,8 +177,28 @@ def load() -> dict[str, Format]:
             _loaded = True  # (a codec that asks for the registry while it is imported gets it as it is)
             for family in sorted({family for family, _ in _declared().values()}):
                 _import_codec(family)
-            _scan()
+            load_plugins()
     return _FORMATS
+
+
+def load_plugins() -> None:
+    """Every plugin imported, its codec included: what any read, write, build or validation needs first
+    (a plugin may add a chunk type to a built-in format, so every plugin counts, not only those of the format
+    at hand). Cheap once done; :func:`get`, :func:`load` and every ``schema_io`` parse and build call it.
+
+    A plugin module (the entry point's, or one named in ``WVFORMATS_PLUGINS``) is one of two kinds:
+    a *codec* that registers its formats (or chunk types) when imported, imported whenever the registry is
+    first consulted, ``sniff`` included; or a *declaration*, standard library only, whose ``FORMATS`` are
+    :class:`Sniffer` entries (possibly none) and whose ``CODEC`` names the module that registers them:
+    sniffing imports only the declaration, and the codec is imported here."""
+    if not _PLUGIN_CODECS and _scanned:
+        return
+    with _LOADING:
+        _scan()
+        while _PLUGIN_CODECS:  # (each tried once: one that fails is reported once, in LOAD_ERRORS)
+            module = _PLUGIN_CODECS.pop(0)
+            if module not in sys.modules:
+                _import(module, module, "plugin")
 
 
 def sniffers() -> list[Sniffer | Format]:
@@ -179,6 +208,7 @@ def sniffers() -> list[Sniffer | Format]:
     with _LOADING:
         _scan()
         found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
+        found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
         found.update(_FORMATS)
     return sorted(found.values(), key=lambda f: (f.priority, f.name))
 
@@ -194,7 +224,12 @@ def _scan() -> None:
         for family in _OLD_STYLE:
             _import_codec(family)
         for name, module in _plugin_modules():
-            _import(module, name, "plugin")
+            plugin = _import(module, name, "plugin")
+            codec = getattr(plugin, "CODEC", None)
+            if isinstance(codec, str):  # a declaration: its formats' sniffers now, its codec when needed
+                _PLUGIN_CODECS.append(codec)
+                for sniffer in getattr(plugin, "FORMATS", ()):
+                    _PLUGIN_DECLARED[sniffer.name] = (codec, sniffer)
 
 
 def _declared() -> dict[str, tuple[str, Sniffer]]:
@@ -280,7 +315,9 @@ def sniffer(name: str) -> Sniffer | Format | None:
     """The registered format called ``name``, else the sniffer a family declares for it (no codec imported),
     else None."""
     with _LOADING:
-        return _FORMATS.get(name) or _declared().get(name, ("", None))[1]
+        _scan()
+        return _FORMATS.get(name) or _declared().get(name, ("", None))[1] or \
+            _PLUGIN_DECLARED.get(name, ("", None))[1]
 
 
 def get(name: str) -> Format:
@@ -290,6 +327,7 @@ def get(name: str) -> Format:
         _scan()
         if name not in _FORMATS and name in _declared():
             _import_codec(_declared()[name][0])
+    load_plugins()  # (what reads or writes a file of any format: a plugin may extend it)
     if name in _FORMATS:
         return _FORMATS[name]
     formats = load()

@@ -28,6 +28,11 @@ def sniff(head: bytes) -> bool:
             and nwords + nlabels == size)
 
 
-FASTTEXT = Sniffer("fasttext", (".bin", ".ftz"), sniff, priority=5,
+def resembles(head: bytes) -> bool:
+    """fastText's magic with a version it does not read: the fastText schema names the versions it reads."""
+    return len(head) >= 8 and struct.unpack_from("<i", head)[0] == FASTTEXT_MAGIC
+
+
+FASTTEXT = Sniffer("fasttext", (".bin", ".ftz"), sniff, priority=5, resembles=resembles,
                    lookups="similar, analogy (unknown words from subwords)")
 FORMATS = (FASTTEXT,)
