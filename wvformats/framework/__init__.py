@@ -20,43 +20,87 @@ compiled schema keeps every check.
 """
 
 from .chunks import Chunks
-from .fields import AlignTo, CheckedBytes, CheckedString, NumpyArray, ShapeOf, Valid, expression
-from .located import check_length, dotted, fail, warn
-from .records import follow_chain, lockstep_chain, pack_records, prefixed_starts
+from .docs import describe, page, schema_table, write_docs
+from .fields import (
+    AlignTo,
+    Checked,
+    CheckedBytes,
+    CheckedString,
+    EnumField,
+    NumpyArray,
+    SchemaError,
+    ShapeOf,
+    Valid,
+    bound_checks,
+    decode_utf8,
+    encode_utf8,
+    evaluate,
+    explicit_dtype,
+    expression,
+    read_array,
+    write_array,
+)
+from .jsonfield import JSONArray, JSONField, JSONObject, compact
+from .located import check_length, dotted, fail, tell, warn
+from .protobuf import (
+    F,
+    MessageType,
+    ProtoEnum,
+    ProtoMessage,
+    View,
+    decode_scalar,
+    enum_names,
+    known_field,
+    message_fields,
+    wire_type_of,
+)
+from .protowire import (
+    EGROUP,
+    I32,
+    I64,
+    LEN,
+    SGROUP,
+    VARINT,
+    WIRE_NAMES,
+    LazyMessage,
+    Message,
+    build_fields,
+    encode_varint,
+    parse_fields,
+    read_varint,
+    run_message,
+    zigzag_decode,
+    zigzag_encode,
+)
+from .records import WalkPolicy, follow_chain, lockstep_chain, pack_records, prefixed_starts, walk_region
 from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
-from .streams import BufferStream, CompareStream, background, byte_view, release, remaining
+from .streams import BufferStream, CompareStream, background, byte_view, release, remaining, window, zero_copy
 from .strings import StringTable, decode_all, decode_spans
+from .tables import Arrays, Records, Table, Tensors
+from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
 
+# the public API: what a family, a plugin or a schema imports (tests/framework/test_api.py holds every module
+# outside the framework to these names)
 __all__ = [
-    "INTERPRETED_ONLY",
-    "UNCHECKED",
-    "AlignTo",
-    "BufferStream",
-    "CheckedBytes",
-    "CheckedString",
-    "Chunks",
-    "CompareStream",
-    "NumpyArray",
-    "ShapeOf",
-    "StringTable",
-    "Valid",
-    "background",
-    "build",
-    "byte_view",
-    "check_length",
-    "compiled",
-    "decode_all",
-    "decode_spans",
-    "dotted",
-    "expression",
-    "fail",
-    "field_docs",
-    "follow_chain",
-    "lockstep_chain",
-    "pack_records",
-    "parse",
-    "prefixed_starts",
-    "release",
-    "remaining",
-    "warn",
+    # running schemas
+    "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
+    # field constructs
+    "NumpyArray", "AlignTo", "Valid", "EnumField", "CheckedString", "CheckedBytes", "ShapeOf", "JSONField",
+    "JSONObject", "JSONArray", "compact", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
+    # writing a custom construct that stays checked when compiled
+    "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
+    "encode_utf8", "explicit_dtype", "read_array", "write_array",
+    # streams and buffers
+    "BufferStream", "CompareStream", "remaining", "window", "zero_copy", "byte_view", "release", "background",
+    # record tables walked with numpy
+    "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy",
+    "decode_spans", "decode_all",
+    # protobuf
+    "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
+    "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields", "build_fields", "run_message",
+    "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
+    "I32", "WIRE_NAMES",
+    # the annotated walk (dump, validate, inspect) and the docs pages
+    "walk", "walk_into", "walk_parts", "Part", "Span", "covering", "hexdump", "leaves", "short", "field_docs",
+    "describe", "schema_table", "page", "write_docs",
 ]

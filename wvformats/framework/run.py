@@ -14,7 +14,8 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
-from .located import _tell, dotted
+from .fields import require_bound_checks
+from .located import dotted, tell
 from .streams import BufferStream, remaining
 
 
@@ -67,6 +68,7 @@ def parse(
 
     Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
     """
+    require_bound_checks(schema)
     stream = _as_stream(data)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
@@ -99,6 +101,7 @@ def build(
     **params: Any,
 ) -> bytes | None:
     """Build ``obj`` with ``schema`` into ``stream`` (or return bytes); failures become BuildError."""
+    require_bound_checks(schema)
     out = io.BytesIO() if stream is None else stream
     runner = compiled(schema) if compile else schema
     try:
@@ -137,7 +140,7 @@ def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
 
 def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
     path = dotted(getattr(e, "path", None)) or None
-    offset = _tell(stream)
+    offset = tell(stream)
     if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
         # construct has read the field when it compares: name where it starts, and what it holds
         size = _const_size(schema, path)
