@@ -137,15 +137,12 @@ class NumpyArray(Checked):
     def __init__(self, dtype: Any, shape: Sequence[Any] | Any) -> None:
         super().__init__()
         self.dtype = explicit_dtype(dtype)
-        self.shape = tuple(shape) if isinstance(shape, (tuple, list)) else shape
+        self.shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
 
     def _dims(self, context: Any, path: str, offset: int | None) -> tuple[int, ...]:
-        if isinstance(self.shape, tuple):
-            shape = [evaluate(d, context) for d in self.shape]
-        else:
-            shape = evaluate(self.shape, context)
-            if not isinstance(shape, (Sequence, np.ndarray)) or isinstance(shape, (str, bytes)):
-                shape = [shape]  # one dimension
+        shape = [evaluate(d, context) for d in self.shape]
+        if len(shape) == 1 and isinstance(shape[0], (Sequence, np.ndarray)) and not isinstance(shape[0], (str, bytes)):
+            shape = list(shape[0])  # one expression whose value is the whole shape
         return array_dims(shape, path, offset)
 
     def _parse(self, stream: Any, context: Any, path: str) -> np.ndarray:
@@ -280,16 +277,17 @@ def bound_checks(schema: cs.Construct) -> list[str]:
             return
         seen.add(id(con))
         if isinstance(con, cs.Renamed):
-            return visit(con.subcon, f"{where}.{con.name}" if con.name else where)
+            return visit(con.subcon, f"{where}.{con.name}" if where and con.name else con.name or where)
         if isinstance(con, cs.Struct):
-            last = None
+            last: str | None = ""  # the field before: "" none yet, None an unnamed one
             for sub in con.subcons:
                 inner = sub
                 while isinstance(inner, cs.Renamed) and not inner.name:
                     inner = inner.subcon
                 if isinstance(inner, Valid):
                     if inner.field != last:
-                        after = f"field {last!r}" if last else "the start of the struct"
+                        after = f"field {last!r}" if last else "an unnamed field" if last is None else \
+                            "the start of the struct"
                         problems.append(f"{where or 'schema'}: Valid({inner.field!r}, ...) follows {after}: a Valid "
                                         "goes right after the field it checks")
                 else:
