@@ -163,9 +163,9 @@ def ours(label: str, text: str) -> None:
 def check_error(label: str, error: FormatError, format: str) -> None:
     """An error as the fuzz checks want it: naming ``format``, a field path and a byte offset, in our words."""
     assert error.format == format, f"{label}: {error!r} does not name {format}"
+    ours(label, str(error))
     assert error.offset is not None, f"{label}: {error} names no byte offset"
     assert error.path, f"{label}: {error} names no field"
-    ours(label, str(error))
 
 
 def check_mutant(what: Any, data: bytes, label: str = "mutant", *, format: str | None = None,

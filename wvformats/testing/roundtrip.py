@@ -90,14 +90,17 @@ def check_roundtrip(what: Any, obj: Any, *, format: str | None = None, **params:
 
 
 def assert_truncations_fail(schema: Any, data: bytes, *, format: str | None = None, compiled: bool = False,
-                            step: int = 1, **params: Any) -> None:
+                            step: int = 1, whole: bool = False, **params: Any) -> None:
     """Every strict prefix of a valid file raises a FormatError naming the format (never another exception,
-    never a silent short parse)."""
+    never a silent short parse). ``whole=True``: a prefix may also be a whole file of its own (a table that
+    runs to the end of the file, cut between records), when it builds back to exactly its bytes."""
     t = target(schema, format)
     for n in range(0, len(data), step):
         try:
-            framework.parse(t.schema, data[:n], format=t.format, compile=compiled, **params)
+            got = framework.parse(t.schema, data[:n], format=t.format, compile=compiled, **params)
         except FormatError as e:
             assert e.format == t.format, f"{e!r} does not name {t.format}"
+            continue
+        if whole and framework.build(t.schema, got, format=t.format, compile=compiled, **params) == data[:n]:
             continue
         raise AssertionError(f"{t.format}: the first {n} of {len(data)} bytes parse without an error")
