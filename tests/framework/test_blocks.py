@@ -324,3 +324,13 @@ def test_every_registered_schema_binds_its_checks():
         for schema in [fmt.schema, *fmt.schemas.values()]:
             if schema is not None:
                 assert framework.bound_checks(schema) == [], name
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "compiled"])
+def test_a_failed_build_names_the_field_in_both_modes(compiled):
+    """Compiled code carries no field paths (the error said 't at byte 1: expected a str'): the build is run
+    again interpreted, into nothing, to name the field."""
+    schema = cs.Struct("a" / cs.Int8ul, "s" / framework.CheckedString())
+    with pytest.raises(BuildError) as e:
+        framework.build(schema, {"a": 1, "s": 5}, format="t", compile=compiled)
+    assert (e.value.path, e.value.offset, e.value.format) == ("s", 1, "t")
