@@ -72,7 +72,15 @@ from .protowire import (
     zigzag_decode,
     zigzag_encode,
 )
-from .records import WalkPolicy, follow_chain, lockstep_chain, pack_records, prefixed_starts, walk_region
+from .records import (
+    WalkPolicy,
+    follow_chain,
+    lockstep_chain,
+    pack_records,
+    prefixed_starts,
+    selected_rows,
+    walk_region,
+)
 from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
 from .streams import BufferStream, CompareStream, background, byte_view, release, remaining, window, zero_copy
 from .strings import StringTable, decode_all, decode_spans
@@ -93,7 +101,7 @@ __all__ = [
     # streams and buffers
     "BufferStream", "CompareStream", "remaining", "window", "zero_copy", "byte_view", "release", "background",
     # record tables walked with numpy
-    "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy",
+    "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy", "selected_rows",
     "decode_spans", "decode_all",
     # protobuf
     "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
