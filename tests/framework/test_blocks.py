@@ -334,3 +334,13 @@ def test_a_failed_build_names_the_field_in_both_modes(compiled):
     with pytest.raises(BuildError) as e:
         framework.build(schema, {"a": 1, "s": 5}, format="t", compile=compiled)
     assert (e.value.path, e.value.offset, e.value.format) == ("s", 1, "t")
+
+
+def test_docs_pages_describe_the_new_blocks():
+    rows = framework.schema_table(to_end)
+    assert "| 1 | `records` | Table to the end | variable | to the end of the file |" in rows
+    assert "| 0 | `records[i].kind` | u8 enum Kind (1 WORD, 2 LABEL) | 1 | 1 word, 2 label |" in [
+        r.replace("u8le", "u8") for r in rows]
+    rows = framework.schema_table(tensors)
+    assert any("`header` | u64le length, then JSON text of a JSON object" in r for r in rows)
+    assert any("`data` | Tensors listed in header" in r for r in rows)

@@ -70,9 +70,16 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
         if isinstance(inner, Valid):  # a constraint on the field above: no bytes of its own
             rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc} |")
             continue
+        element = inner.subcon if isinstance(inner, Table) else None
+        while isinstance(element, cs.Renamed):
+            element = element.subcon
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
+        elif isinstance(element, cs.Struct):  # a table of records: each record's fields, from its start
+            count = "to the end" if inner.count is None else f"count={expression(inner.count)}"
+            rows.append(f"| {where} | `{path}` | Table {count} | {size} | {doc} |")
+            rows.extend(schema_table(element, prefix=f"{path}[i]."))
         else:
             rows.append(f"| {where} | `{path}` | {describe(inner)} | {size} | {doc} |")
         offset = offset + int(size) if offset is not None and size.isdigit() else None
