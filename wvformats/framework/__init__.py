@@ -19,8 +19,10 @@ Every custom construct emits compiled code that calls back into its checked ``_p
 compiled schema keeps every check.
 """
 
+import importlib
+from typing import Any
+
 from .chunks import Chunks
-from .docs import describe, page, schema_table, write_docs
 from .fields import (
     AlignTo,
     Checked,
@@ -40,38 +42,7 @@ from .fields import (
     read_array,
     write_array,
 )
-from .jsonfield import JSONArray, JSONField, JSONObject, compact
 from .located import check_length, dotted, fail, tell, warn
-from .protobuf import (
-    F,
-    MessageType,
-    ProtoEnum,
-    ProtoMessage,
-    View,
-    decode_scalar,
-    enum_names,
-    known_field,
-    message_fields,
-    wire_type_of,
-)
-from .protowire import (
-    EGROUP,
-    I32,
-    I64,
-    LEN,
-    SGROUP,
-    VARINT,
-    WIRE_NAMES,
-    LazyMessage,
-    Message,
-    build_fields,
-    encode_varint,
-    parse_fields,
-    read_varint,
-    run_message,
-    zigzag_decode,
-    zigzag_encode,
-)
 from .records import (
     WalkPolicy,
     follow_chain,
@@ -84,8 +55,34 @@ from .records import (
 from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
 from .streams import BufferStream, CompareStream, background, byte_view, release, remaining, window, zero_copy
 from .strings import StringTable, decode_all, decode_spans
-from .tables import Arrays, Records, Table, Tensors
 from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
+
+# modules imported on first use of one of their names (``from wvformats.framework import JSONField``), so that
+# importing the framework costs only what most reads use
+_LAZY = {name: module for module, names in {
+    "docs": ("describe", "page", "schema_table", "write_docs"),
+    "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "tables": ("Arrays", "Records", "Table", "Tensors"),
+    "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "enum_names",
+                 "known_field", "message_fields", "wire_type_of"),
+    "protowire": ("EGROUP", "I32", "I64", "LEN", "SGROUP", "VARINT", "WIRE_NAMES", "LazyMessage", "Message",
+                  "build_fields", "encode_varint", "parse_fields", "read_varint", "run_message", "zigzag_decode",
+                  "zigzag_encode"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 # the public API: what a family, a plugin or a schema imports (tests/framework/test_api.py holds every module
 # outside the framework to these names)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import construct as cs
 import numpy as np
@@ -23,10 +24,11 @@ import numpy as np
 from ..errors import FormatError
 from .chunks import Chunks
 from .fields import require_bound_checks
-from .protobuf import MessageType, ProtoMessage, decode_scalar, enum_names, known_field, wire_type_of
-from .protowire import WIRE_NAMES, build_fields, parse_fields
 from .run import _translate
 from .streams import BufferStream
+
+if TYPE_CHECKING:
+    from .protobuf import MessageType, ProtoMessage
 
 
 @dataclass
@@ -93,7 +95,9 @@ def walk_into(con: cs.Construct, stream: Any, context: Any, path: str, doc: str,
     start = stream.tell()
     if isinstance(con, Chunks):
         return _walk_chunks(con, stream, context, path, doc, out)
-    if isinstance(con, ProtoMessage):
+    # (protobuf is imported by the schemas that use it: a construct of it exists only once it is)
+    protobuf = sys.modules.get(f"{__package__}.protobuf")
+    if protobuf is not None and isinstance(con, protobuf.ProtoMessage):
         fields = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
         _walk_message(con.mtype, fields, start, path, out, con)
         out.append(Span(path, start, stream.tell(), fields, doc, con))
@@ -159,6 +163,9 @@ def _walk_message(mtype: MessageType, fields: list[Any], pos: int, path: str, ou
     ``trainer_spec.model_type``; a sub-message's tag and length as ``<field>.(tag, length)``, then its fields;
     numbers ``mtype`` does not name as ``field_<number>``. Each span holds the field's tag and value: the
     bytes protobuf writes for that field alone."""
+    from .protobuf import MessageType, decode_scalar, enum_names, known_field, wire_type_of
+    from .protowire import WIRE_NAMES, build_fields, parse_fields
+
     seen: dict[int, int] = {}
     repeated: dict[str, list[Any]] = {}  # [first start, last end, count, doc, index in out after the last]
     for f in fields:
