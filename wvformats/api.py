@@ -614,3 +614,18 @@ def _inspect_head(fmt: registry.Format, source: Source, info: dict[str, Any],
     data = source.buffer()
     info["size"] = len(data)
     return fmt.inspect_head(data, complete=True, **options)
+
+
+def write_docs(outdir: PathLike) -> list[Path]:
+    """Write the generated page of every registered format, ``<format>.md``, into ``outdir``; returns the
+    paths (``wvformats docs OUTDIR``)."""
+    from .framework.docs import page
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, fmt in sorted(registry.load().items()):
+        path = outdir / f"{name}.md"
+        path.write_text(page(fmt), encoding="utf-8")
+        out.append(path)
+    return out

@@ -386,12 +386,11 @@ def cmd_similar(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from .framework.docs import write_docs
 
     if args.outdir.exists() and not args.outdir.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder (docs writes one page per format "
                                  "into a folder)", str(args.outdir))
-    for path in write_docs(args.outdir):
+    for path in api.write_docs(args.outdir):
         print(path)
     return EXIT_OK
 

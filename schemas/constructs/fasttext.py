@@ -10,9 +10,9 @@ import numpy as np
 
 from ...errors import BuildError, TruncatedError, ValueMismatchError
 from ...framework import check_length, fail, follow_chain
-from ...framework.fields import _Checked, _evaluate
-from ...framework.located import _tell
-from ...framework.streams import _window, release
+from ...framework.fields import Checked, evaluate
+from ...framework.located import tell
+from ...framework.streams import release, window
 from ...framework.strings import decode_spans
 
 TAIL = 9  # i64 count + i8 type after the NUL
@@ -25,7 +25,7 @@ def _gather(u8: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     return u8[at[:, None] + np.arange(width)]
 
 
-class EntryTable(_Checked):
+class EntryTable(Checked):
     """``count`` dictionary entries: the entry's bytes up to a NUL, then its i64 count and i8 type.
 
     Parsed as ``Container(words, counts, types)``, the records found by :func:`_record_spans`. Words decode
@@ -38,12 +38,12 @@ class EntryTable(_Checked):
         self.count = count
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         start = stream.tell()
         if count < 0:
             raise fail(path, start, "negative entry count", ValueMismatchError, found=count)
         check_length(stream, count * (1 + TAIL), path, f"{count} entries")  # each needs a NUL, count, type
-        buf, base = _window(stream)
+        buf, base = window(stream)
         u8 = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
         s, e, pos = _record_spans(u8, buf, start - base, count, path, base)
         # the counts and types after each NUL, gathered a chunk of entries at a time (an index of all the
@@ -65,24 +65,24 @@ class EntryTable(_Checked):
         return cs.Container(words=words, counts=counts, types=types, _escaped=escaped, _start=start)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         words, counts, types = obj["words"], np.asarray(obj["counts"]), np.asarray(obj["types"])
         if not (len(words) == len(counts) == len(types) == count):
-            raise fail(path, _tell(stream), "entry count does not match its header", BuildError,
+            raise fail(path, tell(stream), "entry count does not match its header", BuildError,
                        expected=count, found=(len(words), len(counts), len(types)))
         if not all(isinstance(w, str) for w in words):
             i = next(i for i, w in enumerate(words) if not isinstance(w, str))
-            raise fail(f"{path}.words[{i}]", _tell(stream), "expected a str", BuildError)
+            raise fail(f"{path}.words[{i}]", tell(stream), "expected a str", BuildError)
         if count == 0:
             return obj
         try:
             joined = np.frombuffer(("\0".join(words) + "\0").encode("utf-8", "surrogateescape"), np.uint8)
         except UnicodeEncodeError as e:
-            raise fail(f"{path}.words", _tell(stream), f"cannot encode: {e.reason}", BuildError) from None
+            raise fail(f"{path}.words", tell(stream), f"cannot encode: {e.reason}", BuildError) from None
         nul = np.flatnonzero(joined == 0)
         if len(nul) != count:
             i = next(i for i, w in enumerate(words) if "\0" in w)
-            raise fail(f"{path}.words[{i}]", _tell(stream), "a word holds a NUL, which ends it in the file",
+            raise fail(f"{path}.words[{i}]", tell(stream), "a word holds a NUL, which ends it in the file",
                        BuildError)
         owner = np.zeros(len(joined), np.int64)
         owner[nul[:-1] + 1] = 1

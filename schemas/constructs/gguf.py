@@ -16,10 +16,10 @@ import construct as cs
 import numpy as np
 
 from ...errors import BuildError, TruncatedError, ValueMismatchError
-from ...framework.fields import _Checked, _decode, _encode, _evaluate
-from ...framework.located import _tell, check_length, fail
+from ...framework.fields import Checked, decode_utf8, encode_utf8, evaluate
+from ...framework.located import check_length, fail, tell
 from ...framework.records import follow_chain
-from ...framework.streams import BufferStream, _window, _zero_copy, byte_view, remaining
+from ...framework.streams import BufferStream, byte_view, remaining, window, zero_copy
 from ...framework.strings import decode_spans
 
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
@@ -28,14 +28,14 @@ MAX_DEPTH = 8  # nested arrays deeper than this are refused (llama.cpp refuses a
 
 def _width(version: Any, context: Any) -> struct.Struct:
     """Counts and string lengths: u32 in version 1, u64 from version 2."""
-    return _U32 if int(_evaluate(version, context)) == 1 else _U64
+    return _U32 if int(evaluate(version, context)) == 1 else _U64
 
 
 # ---------------------------------------------------------------------------------------------------------
 # strings
 
 
-class GGUFString(_Checked):
+class GGUFString(Checked):
     """A GGUF string: a length (u32 in version 1, u64 later) and that many UTF-8 bytes, no terminator."""
 
     def __init__(self, version: Any) -> None:
@@ -48,13 +48,13 @@ class GGUFString(_Checked):
         check_length(stream, fmt.size, path, "string length")
         (n,) = fmt.unpack(stream.read(fmt.size))
         check_length(stream, n, path, "string bytes")
-        return _decode(stream.read(n), "strict", path, pos + fmt.size)
+        return decode_utf8(stream.read(n), "strict", path, pos + fmt.size)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> str:
         fmt = _width(self.version, context)
-        raw = _encode(obj, path, stream)
+        raw = encode_utf8(obj, path, stream)
         if len(raw) >> (8 * fmt.size):
-            raise fail(path, _tell(stream), "string too long for its length field", BuildError)
+            raise fail(path, tell(stream), "string too long for its length field", BuildError)
         stream.write(fmt.pack(len(raw)) + raw)
         return obj
 
@@ -256,7 +256,7 @@ def string_starts(buf: Any, pos: int, end: int, count: int, width: int, path: st
 # metadata values
 
 
-class GGUFValue(_Checked):
+class GGUFValue(Checked):
     """A metadata value of ``value_type`` (see ``VALUE_TYPES`` in the schema): a scalar, a string, or an array
     ``u32 element_type, count, elements``, parsed as ``Container(element_type, count, data)`` with ``data`` a
     numpy view (numbers, bools), a :class:`StringArray`, or a list of arrays (nested arrays)."""
@@ -269,7 +269,7 @@ class GGUFValue(_Checked):
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         head = (getattr(context, "_params", None) or {}).get("string_head")
-        return self._value(stream, int(_evaluate(self.value_type, context)), _width(self.version, context),
+        return self._value(stream, int(evaluate(self.value_type, context)), _width(self.version, context),
                            path, 0, head)
 
     def _value(self, stream: Any, kind: int, fmt: struct.Struct, path: str, depth: int,
@@ -291,7 +291,7 @@ class GGUFValue(_Checked):
             check_length(stream, fmt.size, path, "string length")
             (n,) = fmt.unpack(stream.read(fmt.size))
             check_length(stream, n, path, "string bytes")
-            return _decode(stream.read(n), "strict", path, pos + fmt.size)
+            return decode_utf8(stream.read(n), "strict", path, pos + fmt.size)
         if depth >= MAX_DEPTH:
             raise fail(path, pos, f"arrays nested more than {MAX_DEPTH} deep", ValueMismatchError)
         check_length(stream, 4 + fmt.size, path, "array header")
@@ -306,13 +306,13 @@ class GGUFValue(_Checked):
             dtype = np.dtype("?" if ename == "BOOL" else edtype)
             nbytes = count * dtype.itemsize
             check_length(stream, nbytes, data_path, f"array of {count} {ename}")
-            view = _zero_copy(stream, nbytes)
+            view = zero_copy(stream, nbytes)
             if view is None:
                 view = stream.read(nbytes)
             data: Any = np.frombuffer(view, dtype, count)
         elif ename == "STRING":
             check_length(stream, count * fmt.size, data_path, f"{count} strings")
-            buf, base = _window(stream)
+            buf, base = window(stream)
             at = stream.tell() - base
             if head is None:
                 starts, after = string_starts(buf, at, len(buf), count, fmt.size, data_path, base)
@@ -334,26 +334,26 @@ class GGUFValue(_Checked):
         return cs.Container(element_type=element, count=count, data=data)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        self._write(obj, stream, int(_evaluate(self.value_type, context)), _width(self.version, context), path)
+        self._write(obj, stream, int(evaluate(self.value_type, context)), _width(self.version, context), path)
         return obj
 
     def _write(self, obj: Any, stream: Any, kind: int, fmt: struct.Struct, path: str) -> None:
         if kind not in self.types:
-            raise fail(path, _tell(stream), f"unknown value type {kind}", BuildError, found=kind)
+            raise fail(path, tell(stream), f"unknown value type {kind}", BuildError, found=kind)
         name, dtype = self.types[kind]
         if dtype is not None:
             stream.write(_scalar(obj, name, dtype, path, stream))
             return
         if name == "STRING":
-            raw = _encode(obj, path, stream)
+            raw = encode_utf8(obj, path, stream)
             stream.write(fmt.pack(len(raw)) + raw)
             return
         element, data = int(obj["element_type"]), obj["data"]
         if element not in self.types:
-            raise fail(f"{path}.element_type", _tell(stream), f"unknown value type {element}", BuildError)
+            raise fail(f"{path}.element_type", tell(stream), f"unknown value type {element}", BuildError)
         count = len(data)
         if int(obj.get("count", count)) != count:
-            raise fail(f"{path}.count", _tell(stream), "array count does not match its data", BuildError,
+            raise fail(f"{path}.count", tell(stream), "array count does not match its data", BuildError,
                        expected=count, found=obj["count"])
         stream.write(_U32.pack(element) + fmt.pack(count))
         ename, edtype = self.types[element]
@@ -364,7 +364,7 @@ class GGUFValue(_Checked):
                 if arr.size and arr.dtype.kind in "iub" and want.kind in "iu":
                     info = np.iinfo(want)
                     if arr.min() < info.min or arr.max() > info.max:
-                        raise fail(f"{path}.data", _tell(stream), f"values out of range for {ename}", BuildError)
+                        raise fail(f"{path}.data", tell(stream), f"values out of range for {ename}", BuildError)
                 arr = arr.astype(want)
             if arr.size:
                 stream.write(byte_view(np.ascontiguousarray(arr)))
@@ -375,7 +375,7 @@ class GGUFValue(_Checked):
             else:
                 parts = []
                 for i, s in enumerate(data):
-                    b = _encode(s, f"{path}.data[{i}]", stream)
+                    b = encode_utf8(s, f"{path}.data[{i}]", stream)
                     parts += [fmt.pack(len(b)), b]
                 stream.write(b"".join(parts))
         else:
@@ -390,13 +390,13 @@ def _scalar(obj: Any, name: str, dtype: str, path: str, stream: Any) -> bytes:
     if name == "BOOL":
         value = int(obj)
         if not 0 <= value <= 255:
-            raise fail(path, _tell(stream), "a bool is one byte", BuildError, found=obj)
+            raise fail(path, tell(stream), "a bool is one byte", BuildError, found=obj)
         return bytes([value])
     dt = np.dtype(dtype)
     if dt.kind in "iu":
         info = np.iinfo(dt)
         if isinstance(obj, (float, np.floating)) or not info.min <= int(obj) <= info.max:
-            raise fail(path, _tell(stream), f"{obj!r} does not fit {name}", BuildError, found=obj)
+            raise fail(path, tell(stream), f"{obj!r} does not fit {name}", BuildError, found=obj)
     return np.asarray(obj, dt).tobytes()
 
 
@@ -404,7 +404,7 @@ def _scalar(obj: Any, name: str, dtype: str, path: str, stream: Any) -> bytes:
 # tables of entries, the alignment, the data section
 
 
-class Entries(_Checked):
+class Entries(Checked):
     """``count`` entries of ``subcon`` (each at least ``min_size`` bytes: the count is checked against the bytes
     that remain first); errors name the entry (``metadata[3].value``). Each parsed entry keeps where it starts
     (``_offset``) and ends (``_end``), and dumps show each entry's fields."""
@@ -416,7 +416,7 @@ class Entries(_Checked):
         self.min_size = min_size
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         check_length(stream, count * self.min_size, path, f"{count} entries")
         out = cs.ListContainer()
         for i in range(count):
@@ -428,9 +428,9 @@ class Entries(_Checked):
         return out
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         if len(obj) != count:
-            raise fail(path, _tell(stream), "entry count does not match its header", BuildError,
+            raise fail(path, tell(stream), "entry count does not match its header", BuildError,
                        expected=count, found=len(obj))
         for i, item in enumerate(obj):
             self.subcon._build(item, stream, context, f"{path}[{i}]")
@@ -438,7 +438,7 @@ class Entries(_Checked):
 
     def parts(self, entries: Any) -> list[tuple[str, int, int, Any, str]]:
         """Each entry's fields as (sub-path, start, end, value, doc), for annotated dumps."""
-        from ...framework.walk import _walk
+        from ...framework.walk import walk_into
 
         context = getattr(entries, "_context", None)
         stream = getattr(context, "_io", None)
@@ -448,7 +448,7 @@ class Entries(_Checked):
         for i, entry in enumerate(entries):
             spans: list[Any] = []
             stream.seek(entry["_offset"])
-            _walk(self.subcon, stream, context, f"[{i}]", "", spans)
+            walk_into(self.subcon, stream, context, f"[{i}]", "", spans)
             out += [(s.path, s.start, s.end, s.value, s.doc) for s in spans]
         stream.seek(entries[-1]["_end"])
         return out
@@ -457,7 +457,7 @@ class Entries(_Checked):
         raise cs.SizeofError(path=path)
 
 
-class MetadataAlignment(_Checked):
+class MetadataAlignment(Checked):
     """No bytes: the alignment of the data section, ``general.alignment`` from the parsed metadata (a u32),
     else ``default``. One that is not a power of two is refused, naming its entry."""
 
@@ -469,13 +469,13 @@ class MetadataAlignment(_Checked):
         self.flagbuildnone = True
 
     def _find(self, context: Any, stream: Any, path: str, cls: type) -> int:
-        for i, kv in enumerate(_evaluate(self.metadata, context) or ()):
+        for i, kv in enumerate(evaluate(self.metadata, context) or ()):
             if kv["key"] == self.key:
                 value = kv["value"]
                 if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 \
                         and not value & (value - 1):
                     return int(value)
-                raise fail(f"metadata[{i}].value", kv.get("_offset", _tell(stream)),
+                raise fail(f"metadata[{i}].value", kv.get("_offset", tell(stream)),
                            f"{self.key} must be a power of two", cls, found=value)
         return self.default
 
@@ -489,7 +489,7 @@ class MetadataAlignment(_Checked):
         return 0
 
 
-class BytesLeft(_Checked):
+class BytesLeft(Checked):
     """No bytes: whether any bytes follow (parsing); building, the value given."""
 
     def __init__(self) -> None:
@@ -505,7 +505,7 @@ class BytesLeft(_Checked):
         return 0
 
 
-class TensorData(_Checked):
+class TensorData(Checked):
     """The data section to the end of the file, as one u8 view; built from such an array or from a list of
     ``(offset, array)`` pieces, the gaps between them zero bytes."""
 
@@ -513,7 +513,7 @@ class TensorData(_Checked):
         left = remaining(stream)
         if left is None:
             return np.frombuffer(stream.read(), np.uint8)
-        view = _zero_copy(stream, left)
+        view = zero_copy(stream, left)
         return np.frombuffer(view if view is not None else stream.read(left), np.uint8)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:

@@ -13,9 +13,9 @@ import construct as cs
 import numpy as np
 
 from ...errors import BuildError, TruncatedError, ValueMismatchError
-from ...framework.fields import _Checked, _evaluate
-from ...framework.located import _tell, fail
-from ...framework.streams import _window, byte_view
+from ...framework.fields import Checked, evaluate
+from ...framework.located import fail, tell
+from ...framework.streams import byte_view, window
 
 _HEAD = struct.Struct("<III")
 
@@ -31,7 +31,7 @@ def data_size(block: int, dtype: np.dtype, shape: tuple[int, ...]) -> tuple[int,
     return count, count * dtype.itemsize
 
 
-class ParameterRecords(_Checked):
+class ParameterRecords(Checked):
     """Records to the end of the stream; parsed as a list of ``Container(key, data_type, shape, data)``."""
 
     def __init__(self, blocks: dict[int, dict[int, tuple[str, int, np.dtype]]], version: Any) -> None:
@@ -40,14 +40,14 @@ class ParameterRecords(_Checked):
         self.version = version
 
     def _types(self, context: Any, path: str, stream: Any) -> dict[int, tuple[str, int, np.dtype]]:
-        version = int(_evaluate(self.version, context))
+        version = int(evaluate(self.version, context))
         if version not in self.blocks:
-            raise fail(path, _tell(stream), f"unsupported file version {version} (100 or 101)", ValueMismatchError)
+            raise fail(path, tell(stream), f"unsupported file version {version} (100 or 101)", ValueMismatchError)
         return self.blocks[version]
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
         types = self._types(context, path, stream)
-        buf, base = _window(stream)
+        buf, base = window(stream)
         pos = stream.tell() - base
         end = len(buf)
         out = cs.ListContainer()
@@ -114,16 +114,16 @@ class ParameterRecords(_Checked):
             shape = tuple(int(x) for x in rec["shape"])
             data_type = int(rec["data_type"])
             if data_type not in types or not 1 <= len(shape) <= 3:
-                raise fail(where, _tell(stream), "unknown data type or bad dim_count", BuildError)
+                raise fail(where, tell(stream), "unknown data type or bad dim_count", BuildError)
             name, block, dtype = types[data_type]
             key = rec["key"].encode("utf-8")
             try:
                 count, _ = data_size(block, dtype, shape)
             except ValueError as e:
-                raise fail(f"{where}.shape", _tell(stream), str(e), BuildError) from None
+                raise fail(f"{where}.shape", tell(stream), str(e), BuildError) from None
             data = np.ascontiguousarray(rec["data"]).reshape(-1)
             if data.dtype != dtype or data.size != count:
-                raise fail(f"{where}.data", _tell(stream), f"data must be {count} {name} blocks", BuildError,
+                raise fail(f"{where}.data", tell(stream), f"data must be {count} {name} blocks", BuildError,
                            expected=(count, str(dtype)), found=(data.size, str(data.dtype)))
             stream.write(_HEAD.pack(len(shape), len(key), data_type) + struct.pack(f"<{len(shape)}I", *shape) + key)
             stream.write(byte_view(data))

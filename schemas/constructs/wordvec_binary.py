@@ -16,8 +16,8 @@ import construct as cs
 import numpy as np
 
 from ...errors import BuildError, TruncatedError, ValueMismatchError
-from ...framework.fields import _Checked, _evaluate
-from ...framework.located import _tell, fail
+from ...framework.fields import Checked, evaluate
+from ...framework.located import fail, tell
 from ...framework.records import (
     WalkPolicy,
     follow_chain,
@@ -26,11 +26,11 @@ from ...framework.records import (
     prefixed_starts,
     walk_region,
 )
-from ...framework.streams import _window, byte_view, release
+from ...framework.streams import byte_view, release, window
 from .wordvec_rows import _dimension, _limit, _matrix, _matrix_ahead, _params, _table
 
 
-class _BinaryRecords(_Checked):
+class _BinaryRecords(Checked):
     """``count`` records, each a word and ``dim`` little-endian float32 values (Leader's and word2vec's)."""
 
     def __init__(self, count: Any, dim: Any) -> None:
@@ -41,19 +41,19 @@ class _BinaryRecords(_Checked):
     def _start(self, stream: Any, context: Any, path: str) -> tuple[int, int, Any, int, int]:
         """(records to read, dimension, the buffer holding the rest of the stream, the absolute offset of its
         first byte, where the table starts in it), once the header's dimension is checked."""
-        count = _limit(context, int(_evaluate(self.count, context)))
+        count = _limit(context, int(evaluate(self.count, context)))
         dim = _dimension(self.dim, context, path, stream)
-        buf, base = _window(stream)
+        buf, base = window(stream)
         return count, dim, buf, base, stream.tell() - base
 
     def _build_start(self, obj: Any, stream: Any, context: Any, path: str) -> tuple[int, int, Any, np.ndarray]:
         """(records, dimension, the words, the vectors as a checked float32 matrix) of what is to be written,
         once the words are as many as the header says."""
-        count = int(_evaluate(self.count, context))
-        dim = int(_evaluate(self.dim, context))
+        count = int(evaluate(self.count, context))
+        dim = int(evaluate(self.dim, context))
         words = obj["words"]
         if len(words) != count:
-            raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+            raise fail(path, tell(stream), "word count does not match the header", BuildError,
                        expected=count, found=len(words))
         return count, dim, words, _matrix(obj["vectors"], count, dim, path, stream)
 
@@ -86,7 +86,7 @@ class LeaderRecords(_BinaryRecords):
         chunk: list[bytes | memoryview] = []
         for i, w in enumerate(words[done:], done):
             if not isinstance(w, str):
-                raise fail(f"{path}[{i}].word", _tell(stream), "expected a str", BuildError)
+                raise fail(f"{path}[{i}].word", tell(stream), "expected a str", BuildError)
             raw = w.encode("utf-8")
             chunk.append(pack(len(raw)))
             chunk.append(raw)
@@ -285,7 +285,7 @@ class Word2VecRecords(_BinaryRecords):
         count, dim, words, arr = self._build_start(obj, stream, context, path)
         gaps = obj.get("newlines")
         if gaps is not None and len(gaps) != count:
-            raise fail(f"{path}.newlines", _tell(stream), "one newline count per record", BuildError)
+            raise fail(f"{path}.newlines", tell(stream), "one newline count per record", BuildError)
         mv = byte_view(arr)
         rb = 4 * dim
         done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
@@ -307,9 +307,9 @@ class Word2VecRecords(_BinaryRecords):
 def _word_bytes(w: Any, path: str, stream: Any) -> bytes:
     """A word for the space-separated formats: non-empty, no ASCII space, no line break at its ends."""
     if not isinstance(w, str):
-        raise fail(path, _tell(stream), "expected a str", BuildError, found=type(w).__name__)
+        raise fail(path, tell(stream), "expected a str", BuildError, found=type(w).__name__)
     if not w or " " in w or "\n" in w:
-        raise fail(path, _tell(stream), "a word here cannot be empty or hold a space or newline",
+        raise fail(path, tell(stream), "a word here cannot be empty or hold a space or newline",
                    BuildError, found=w)
     return w.encode("utf-8")
 

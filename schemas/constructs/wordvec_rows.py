@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import BuildError, ValueMismatchError
-from ...framework.fields import _evaluate
-from ...framework.located import _tell, fail
+from ...framework.fields import evaluate
+from ...framework.located import fail, tell
 from ...framework.records import selected_rows
 from ...framework.streams import background, release
 from ...framework.strings import decode_spans
@@ -93,9 +93,9 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
 def _dimension(dim: Any, context: Any, path: str, stream: Any) -> int:
     """The header's dimension, refused when absurd (an empty table would otherwise carry it unchecked to
     lookups that allocate ``words x dim``)."""
-    value = int(_evaluate(dim, context))
+    value = int(evaluate(dim, context))
     if value > MAX_DIM:
-        raise fail(path, _tell(stream), f"dimension {value} is larger than 2^24", ValueMismatchError)
+        raise fail(path, tell(stream), f"dimension {value} is larger than 2^24", ValueMismatchError)
     return value
 
 
@@ -140,10 +140,10 @@ def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarra
     if arr.size == 0 and n == 0:
         return np.zeros((0, dim), F32)
     if arr.dtype.kind not in "biuf":
-        raise fail(path, _tell(stream), f"vectors must be numeric, not {arr.dtype}", BuildError)
+        raise fail(path, tell(stream), f"vectors must be numeric, not {arr.dtype}", BuildError)
     arr = np.ascontiguousarray(arr, dtype=F32)  # explicit cast: float64 input never makes a corrupt file
     if arr.shape != (n, dim):
-        raise fail(path, _tell(stream), "vector matrix does not match the header", BuildError,
+        raise fail(path, tell(stream), "vector matrix does not match the header", BuildError,
                    expected=(n, dim), found=arr.shape)
     return arr
 

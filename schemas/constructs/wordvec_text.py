@@ -18,9 +18,9 @@ import construct as cs
 import numpy as np
 
 from ...errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
-from ...framework.fields import _Checked, _evaluate
-from ...framework.located import _tell, fail, warn
-from ...framework.streams import _window, background, release
+from ...framework.fields import Checked, evaluate
+from ...framework.located import fail, tell, warn
+from ...framework.streams import background, release, window
 from ...framework.strings import decode_all, decode_spans
 from .wordvec_binary import _word_bytes
 from .wordvec_lines import STYLE_ROWS, content
@@ -477,7 +477,7 @@ def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, 
     return n
 
 
-class TextRecords(_Checked):
+class TextRecords(Checked):
     """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
 
     ``count=None`` reads to the end (GloVe); ``dim=None`` takes the width from the first line. Trailing
@@ -491,13 +491,13 @@ class TextRecords(_Checked):
         self.dim = dim
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
-        declared = None if self.count is None else int(_evaluate(self.count, context))
+        declared = None if self.count is None else int(evaluate(self.count, context))
         dim = None if self.dim is None else _dimension(self.dim, context, path, stream)
         want = declared
         limit = _params(context).get("limit")
         if limit is not None:
             want = int(limit) if want is None else min(want, int(limit))
-        buf, base = _window(stream)
+        buf, base = window(stream)
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
         pos = stream.tell() - base
@@ -578,12 +578,12 @@ class TextRecords(_Checked):
         words = obj["words"]
         n = len(words)
         if self.count is not None:
-            count = int(_evaluate(self.count, context))
+            count = int(evaluate(self.count, context))
             if count != n:
-                raise fail(path, _tell(stream), "word count does not match the header", BuildError,
+                raise fail(path, tell(stream), "word count does not match the header", BuildError,
                            expected=count, found=n)
         arr = np.asarray(obj["vectors"])
-        dim = int(_evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
+        dim = int(evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
         arr = _matrix(arr, n, dim, path, stream)
         layout = obj.get("layout") or {}
         style = layout.get("style", "repr")
@@ -606,12 +606,12 @@ class TextRecords(_Checked):
         raise cs.SizeofError(path=path)
 
 
-class HeaderLine(_Checked):
+class HeaderLine(Checked):
     """The ASCII line ``"<count> <dim>\\n"`` of word2vec files; any whitespace is tolerated and kept."""
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         pos = stream.tell()
-        buf, base = _window(stream)
+        buf, base = window(stream)
         head = bytes(buf[pos - base : pos - base + 256])  # any buffer (a memoryview has no find)
         nl = head.find(b"\n")
         nl = nl + pos - base if nl >= 0 else -1
@@ -636,7 +636,7 @@ class HeaderLine(_Checked):
         raise cs.SizeofError(path=path)
 
 
-class Trailer(_Checked):
+class Trailer(Checked):
     """Bytes after the last record, kept so the file rebuilds byte-exact (the peers ignore them).
 
     Skipped, and None, when the caller asked for a ``limit`` of rows.

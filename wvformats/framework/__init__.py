@@ -19,44 +19,93 @@ Every custom construct emits compiled code that calls back into its checked ``_p
 compiled schema keeps every check.
 """
 
-from .chunks import Chunks
-from .fields import AlignTo, CheckedBytes, CheckedString, NumpyArray, ShapeOf, Valid, expression
-from .located import check_length, dotted, fail, warn
-from .records import follow_chain, lockstep_chain, pack_records, prefixed_starts
-from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
-from .streams import BufferStream, CompareStream, background, byte_view, release, remaining
-from .strings import StringTable, decode_all, decode_spans
+import importlib
+from typing import Any
 
+from .chunks import Chunks
+from .fields import (
+    AlignTo,
+    Checked,
+    CheckedBytes,
+    CheckedString,
+    EnumField,
+    NumpyArray,
+    SchemaError,
+    ShapeOf,
+    Valid,
+    bound_checks,
+    decode_utf8,
+    encode_utf8,
+    evaluate,
+    explicit_dtype,
+    expression,
+    read_array,
+    write_array,
+)
+from .located import check_length, dotted, fail, tell, warn
+from .records import (
+    WalkPolicy,
+    follow_chain,
+    lockstep_chain,
+    pack_records,
+    prefixed_starts,
+    selected_rows,
+    walk_region,
+)
+from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
+from .streams import BufferStream, CompareStream, background, byte_view, release, remaining, window, zero_copy
+from .strings import StringTable, decode_all, decode_spans
+from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
+
+# modules imported on first use of one of their names (``from wvformats.framework import JSONField``), so that
+# importing the framework costs only what most reads use
+_LAZY = {name: module for module, names in {
+    "docs": ("describe", "page", "schema_table"),
+    "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "tables": ("Arrays", "Records", "Table", "Tensors"),
+    "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "enum_names",
+                 "known_field", "message_fields", "wire_type_of"),
+    "protowire": ("EGROUP", "I32", "I64", "LEN", "SGROUP", "VARINT", "WIRE_NAMES", "LazyMessage", "Message",
+                  "build_fields", "encode_varint", "parse_fields", "read_varint", "run_message", "zigzag_decode",
+                  "zigzag_encode"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+# the public API: what a family, a plugin or a schema imports (tests/framework/test_api.py holds every module
+# outside the framework to these names)
 __all__ = [
-    "INTERPRETED_ONLY",
-    "UNCHECKED",
-    "AlignTo",
-    "BufferStream",
-    "CheckedBytes",
-    "CheckedString",
-    "Chunks",
-    "CompareStream",
-    "NumpyArray",
-    "ShapeOf",
-    "StringTable",
-    "Valid",
-    "background",
-    "build",
-    "byte_view",
-    "check_length",
-    "compiled",
-    "decode_all",
-    "decode_spans",
-    "dotted",
-    "expression",
-    "fail",
-    "field_docs",
-    "follow_chain",
-    "lockstep_chain",
-    "pack_records",
-    "parse",
-    "prefixed_starts",
-    "release",
-    "remaining",
-    "warn",
+    # running schemas
+    "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
+    # field constructs
+    "NumpyArray", "AlignTo", "Valid", "EnumField", "CheckedString", "CheckedBytes", "ShapeOf", "JSONField",
+    "JSONObject", "JSONArray", "compact", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
+    # writing a custom construct that stays checked when compiled
+    "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
+    "encode_utf8", "explicit_dtype", "read_array", "write_array",
+    # streams and buffers
+    "BufferStream", "CompareStream", "remaining", "window", "zero_copy", "byte_view", "release", "background",
+    # record tables walked with numpy
+    "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy", "selected_rows",
+    "decode_spans", "decode_all",
+    # protobuf
+    "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
+    "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields", "build_fields", "run_message",
+    "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
+    "I32", "WIRE_NAMES",
+    # the annotated walk (dump, validate, inspect) and the docs pages
+    "walk", "walk_into", "walk_parts", "Part", "Span", "covering", "hexdump", "leaves", "short", "field_docs",
+    "describe", "schema_table", "page",
 ]

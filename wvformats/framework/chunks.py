@@ -9,12 +9,12 @@ from typing import Any
 import construct as cs
 
 from ..errors import TruncatedError, ValueMismatchError
-from .fields import _Checked, _evaluate
+from .fields import Checked, evaluate
 from .located import check_length, fail
 from .streams import remaining
 
 
-class Chunks(_Checked):
+class Chunks(Checked):
     """Chunks to the end of the stream: ``u32 id``, ``u64 length`` (bytes after the length field), body.
 
     ``types`` maps an id to ``(name, body schema)``; it is read at parse time, so registering a new chunk
@@ -38,7 +38,7 @@ class Chunks(_Checked):
         while True:
             left = remaining(stream)
             if left == 0:
-                listed = int(_evaluate(self.listed, context))
+                listed = int(evaluate(self.listed, context))
                 if len(out) < listed:
                     raise fail(f"{path}[{len(out)}]", stream.tell(),
                                f"the header lists {listed} chunks, the file ends after {len(out)}", TruncatedError)

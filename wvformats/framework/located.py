@@ -45,7 +45,8 @@ def warn(context: Any, path: str | None, offset: int | None, message: str, cls: 
     warnings.warn(cls(str(located)), stacklevel=3)
 
 
-def _tell(stream: Any) -> int | None:
+def tell(stream: Any) -> int | None:
+    """The stream's position, or None when it cannot tell (for the offset of an error)."""
     try:
         return int(stream.tell())
     except Exception:
@@ -56,13 +57,16 @@ def check_length(stream: Any, nbytes: int, path: str, what: str) -> None:
     """Raise TruncatedError unless ``nbytes`` more bytes remain; runs before any allocation."""
     left = remaining(stream)
     if nbytes < 0:
-        raise fail(path, _tell(stream), f"negative length for {what}", ValueMismatchError, found=nbytes)
+        raise fail(path, tell(stream), f"negative length for {what}", ValueMismatchError, found=nbytes)
     if left is not None and nbytes > left:
         raise fail(
             path,
-            _tell(stream),
+            tell(stream),
             f"{what} needs {nbytes} bytes but only {left} remain",
             TruncatedError,
         )
 
 
+
+
+_tell = tell  # the name before the framework's API was declared (see fields.py)

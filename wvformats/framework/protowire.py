@@ -14,9 +14,9 @@ from typing import Any
 import construct as cs
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
-from .fields import _Checked, _evaluate
+from .fields import Checked, evaluate
 from .located import dotted, fail
-from .streams import _window
+from .streams import window
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 WIRE_NAMES = {VARINT: "VARINT", I64: "I64", LEN: "LEN", SGROUP: "SGROUP", EGROUP: "EGROUP", I32: "I32"}
@@ -225,7 +225,7 @@ def run_message(buf: bytes, number: int, starts: Any, run_end: int, path: str) -
     return LazyMessage(buf, number, starts, run_end, rest)
 
 
-class Message(_Checked):
+class Message(Checked):
     """A protobuf message to the end of its stream (or ``length`` bytes): the ordered list of its fields."""
 
     def __init__(self, length: Any = None) -> None:
@@ -233,9 +233,9 @@ class Message(_Checked):
         self.length = length
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
-        buf, base = _window(stream)
+        buf, base = window(stream)
         pos = stream.tell() - base
-        end = len(buf) if self.length is None else pos + int(_evaluate(self.length, context))
+        end = len(buf) if self.length is None else pos + int(evaluate(self.length, context))
         if end > len(buf):
             raise fail(path, base + pos, "message is cut off", TruncatedError)
         fields, pos, _ = parse_fields(buf, pos, end, dotted(path) or "fields", base)

@@ -14,7 +14,8 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
-from .located import _tell, dotted
+from .fields import require_bound_checks
+from .located import dotted, tell
 from .streams import BufferStream, remaining
 
 
@@ -67,6 +68,7 @@ def parse(
 
     Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
     """
+    require_bound_checks(schema)
     stream = _as_stream(data)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
@@ -99,8 +101,26 @@ def build(
     **params: Any,
 ) -> bytes | None:
     """Build ``obj`` with ``schema`` into ``stream`` (or return bytes); failures become BuildError."""
+    require_bound_checks(schema)
     out = io.BytesIO() if stream is None else stream
-    runner = compiled(schema) if compile else schema
+    start = out.tell()
+    try:
+        _build_into(compiled(schema) if compile else schema, obj, out, format, params)
+    except FormatError as e:
+        if not compile:
+            raise
+        error = e
+        # compiled code carries no field paths: build again interpreted, into nothing, to name the field
+        sink = _Sink(start)
+        try:
+            _build_into(schema, obj, sink, format, params)
+        except FormatError as again:
+            error = again
+        raise error from None
+    return out.getvalue() if stream is None else None
+
+
+def _build_into(runner: cs.Construct, obj: Any, out: Any, format: str, params: dict[str, Any]) -> None:
     try:
         runner.build_stream(_strip_private(obj), out, **params)
     except FormatError as e:
@@ -108,7 +128,33 @@ def build(
     except _TRANSLATE as e:
         err = _translate(e, out, format)
         raise BuildError(err.message, format=format, path=err.path, offset=err.offset) from None
-    return out.getvalue() if stream is None else None
+
+
+class _Sink(io.RawIOBase):
+    """A seekable stream that keeps nothing: where a failed build is run again for its error."""
+
+    def __init__(self, pos: int) -> None:
+        super().__init__()
+        self.pos = self.size = pos
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        n = memoryview(b).nbytes
+        self.pos += n
+        self.size = max(self.size, self.pos)
+        return n
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = {0: 0, 1: self.pos, 2: self.size}[whence] + offset
+        return self.pos
 
 
 _CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
@@ -137,7 +183,7 @@ def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
 
 def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
     path = dotted(getattr(e, "path", None)) or None
-    offset = _tell(stream)
+    offset = tell(stream)
     if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
         # construct has read the field when it compares: name where it starts, and what it holds
         size = _const_size(schema, path)

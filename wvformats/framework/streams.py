@@ -177,7 +177,7 @@ def remaining(stream: Any) -> int | None:
         return None
 
 
-def _zero_copy(stream: Any, n: int) -> memoryview | None:
+def zero_copy(stream: Any, n: int) -> memoryview | None:
     """The next ``n`` bytes of a buffer stream as a view (None for other streams); from the stream's
     in-memory copy where it has one (``BufferStream.beside``)."""
     if isinstance(stream, BufferStream):
@@ -194,8 +194,9 @@ def _zero_copy(stream: Any, n: int) -> memoryview | None:
 
 
 
-def _window(stream: Any) -> tuple[Any, int]:
-    """A buffer holding the rest of the stream and the absolute offset of its first byte.
+def window(stream: Any) -> tuple[Any, int]:
+    """A buffer holding the rest of the stream and the absolute offset of its first byte: how a record table
+    walks its bytes with numpy or a tight loop, then seeks the stream to where it ended.
 
     Zero-copy for BufferStream and mmap; other streams are read to the end (and re-seeked by the caller).
     """
@@ -244,3 +245,6 @@ def release(buf: Any, upto: int) -> None:
         if length > 0:
             buf.madvise(mmap.MADV_DONTNEED, 0, length)
 
+
+
+_zero_copy, _window = zero_copy, window  # the names before the framework's API was declared (see fields.py)

@@ -10,10 +10,10 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
-from .fields import _LEN_FORMATS, _Checked, _decode, _encode, _evaluate
-from .located import _tell, check_length, fail
+from .fields import _LEN_FORMATS, Checked, decode_utf8, encode_utf8, evaluate
+from .located import check_length, fail, tell
 from .records import pack_records, prefixed_starts
-from .streams import _window, release
+from .streams import release, window
 
 
 def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word") -> list[str]:
@@ -109,7 +109,7 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
 
 
 
-class StringTable(_Checked):
+class StringTable(Checked):
     """``count`` length-prefixed UTF-8 strings back to back, parsed by one tight, checked loop.
 
     Errors name the index (``words[1234]``) and the byte offset. Parses from a buffer without copying it.
@@ -125,14 +125,14 @@ class StringTable(_Checked):
         self._ifmt = struct.Struct(_LEN_FORMATS[index]) if index else None
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         start = stream.tell()
         width = self._fmt.size
         if count < 0:
             raise fail(path, start, "negative string count", ValueMismatchError, found=count)
         # every string needs at least its length field
         check_length(stream, count * width, path, f"{count} strings")
-        buf, base = _window(stream)
+        buf, base = window(stream)
         unpack = self._fmt.unpack_from
         end = len(buf)
         pos = start - base
@@ -156,7 +156,7 @@ class StringTable(_Checked):
             try:
                 append(str(buf[pos : pos + n], "utf-8"))
             except UnicodeDecodeError:
-                append(_decode(buf[pos : pos + n], "strict", f"{path}[{i}]", base + pos))
+                append(decode_utf8(buf[pos : pos + n], "strict", f"{path}[{i}]", base + pos))
             pos += n
             if iw:
                 indices.append(self._ifmt.unpack_from(buf, pos)[0])
@@ -167,11 +167,11 @@ class StringTable(_Checked):
         return out
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(_evaluate(self.count, context))
+        count = int(evaluate(self.count, context))
         strings = obj["strings"] if self._ifmt else obj
         indices = [int(x) for x in obj["indices"]] if self._ifmt else None
         if len(strings) != count or indices is not None and len(indices) != count:
-            raise fail(path, _tell(stream), "string count does not match its header", BuildError,
+            raise fail(path, tell(stream), "string count does not match its header", BuildError,
                        expected=count, found=len(obj))
         done = 0
         if self._fmt.size == 4 and not self._ifmt:  # vectorised up to a string only the loop can judge
@@ -180,9 +180,9 @@ class StringTable(_Checked):
         limit = 1 << (8 * self._fmt.size)
         parts = []
         for i, s in enumerate(strings[done:], done):
-            raw = _encode(s, f"{path}[{i}]", stream)
+            raw = encode_utf8(s, f"{path}[{i}]", stream)
             if len(raw) >= limit:
-                raise fail(f"{path}[{i}]", _tell(stream), "string too long for its length field", BuildError)
+                raise fail(f"{path}[{i}]", tell(stream), "string too long for its length field", BuildError)
             parts.append(pack(len(raw)))
             parts.append(raw)
             if indices is not None:

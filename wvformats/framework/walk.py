@@ -3,24 +3,32 @@
 Used by ``validate`` (which field covers the first differing byte), ``dump`` (the annotated hex dump) and
 ``inspect`` (offsets of the major parts). It parses like construct's ``Struct`` but records where each
 field starts and ends.
+
+A custom construct whose value holds fields of its own (a record table) shows them through one protocol: a
+method ``parts(value)`` giving a :class:`Part` (or a 5-tuple in its order) for each, its path relative to
+the construct's own (``[3].key``). :func:`walk_parts` gives the parts of a sub-construct parsed again
+from a position, for a table whose elements are construct schemas.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import construct as cs
 import numpy as np
 
 from ..errors import FormatError
 from .chunks import Chunks
-from .protobuf import MessageType, ProtoMessage, decode_scalar, enum_names, known_field, wire_type_of
-from .protowire import WIRE_NAMES, build_fields, parse_fields
+from .fields import require_bound_checks
 from .run import _translate
 from .streams import BufferStream
+
+if TYPE_CHECKING:
+    from .protobuf import MessageType, ProtoMessage
 
 
 @dataclass
@@ -33,6 +41,26 @@ class Span:
     construct: cs.Construct
 
 
+class Part(NamedTuple):
+    """One field inside a custom construct's value, as its ``parts(value)`` gives it for dumps: the path
+    below the construct's own (``[3].key``, ``.header``), the byte range ``[start, end)`` in the file, the
+    value and a short doc."""
+
+    path: str
+    start: int
+    end: int
+    value: Any
+    doc: str
+
+
+def walk_parts(con: cs.Construct, stream: Any, context: Any, path: str) -> list[Part]:
+    """The fields of ``con`` parsed again from the stream's position (the element of a table at its offset),
+    as Parts under ``path`` (``[3]``): what a table's ``parts`` gives for elements that are schemas."""
+    spans: list[Span] = []
+    walk_into(con, stream, context, path, "", spans)
+    return [Part(s.path, s.start, s.end, s.value, s.doc) for s in spans]
+
+
 def _join(path: str, name: str | None) -> str:
     if not name:
         return path
@@ -41,13 +69,14 @@ def _join(path: str, name: str | None) -> str:
 
 def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) -> tuple[Any, list[Span]]:
     """Parse ``data`` with ``schema`` and return (value, spans in file order, parents after children)."""
+    require_bound_checks(schema)
     stream = data if isinstance(data, BufferStream) else BufferStream(data)
     context = cs.Container(_format=format, **params)  # the format names the warnings of doubtful fields
     context._parsing, context._building, context._sizing = True, False, False
     context._params = context
     spans: list[Span] = []
     try:
-        value = _walk(schema, stream, context, "", "", spans)
+        value = walk_into(schema, stream, context, "", "", spans)
     except FormatError as e:
         raise e.located(format=format) from None
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
@@ -56,7 +85,9 @@ def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) ->
     return value, spans
 
 
-def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
+def walk_into(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
+    """Parse ``con`` from the stream in ``context`` as :func:`walk` does, appending the spans of its fields
+    (under ``path``) to ``out``; returns the value."""
     while isinstance(con, cs.Renamed):
         path = _join(path, con.name) if con.name and not path.endswith(con.name) else path
         doc = doc or (con.docs or "")
@@ -64,7 +95,9 @@ def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out
     start = stream.tell()
     if isinstance(con, Chunks):
         return _walk_chunks(con, stream, context, path, doc, out)
-    if isinstance(con, ProtoMessage):
+    # (protobuf is imported by the schemas that use it: a construct of it exists only once it is)
+    protobuf = sys.modules.get(f"{__package__}.protobuf")
+    if protobuf is not None and isinstance(con, protobuf.ProtoMessage):
         fields = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
         _walk_message(con.mtype, fields, start, path, out, con)
         out.append(Span(path, start, stream.tell(), fields, doc, con))
@@ -75,14 +108,14 @@ def _walk(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out
                            _sizing=False, _subcons=con._subcons, _io=stream, _index=context.get("_index"))
         ctx._root = ctx._.get("_root", ctx)
         for sc in con.subcons:
-            sub = _walk(sc, stream, ctx, path, "", out)
+            sub = walk_into(sc, stream, ctx, path, "", out)
             if sc.name:
                 obj[sc.name] = sub
                 ctx[sc.name] = sub
         out.append(Span(path, start, stream.tell(), obj, doc, con))
         return obj
     value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
-    if hasattr(con, "parts"):  # a record table that can say where each record's fields lie
+    if hasattr(con, "parts"):  # a record table that says where each record's fields lie (the Part protocol)
         out += [Span(path + sub, a, b, v, d, con) for sub, a, b, v, d in con.parts(value)]
     out.append(Span(path, start, stream.tell(), value, doc, con))
     return value
@@ -107,7 +140,7 @@ def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, ou
                             "unknown chunk type: kept as raw bytes", con))
             stream.seek(pos + 12 + length)
         else:
-            _walk(entry[1], stream, con.body_context(context, length), f"{where}.body", "", out)
+            walk_into(entry[1], stream, con.body_context(context, length), f"{where}.body", "", out)
         out.append(Span(where, pos, stream.tell(), chunk, "", con))
         pos = stream.tell()
     stream.seek(end)
@@ -130,6 +163,9 @@ def _walk_message(mtype: MessageType, fields: list[Any], pos: int, path: str, ou
     ``trainer_spec.model_type``; a sub-message's tag and length as ``<field>.(tag, length)``, then its fields;
     numbers ``mtype`` does not name as ``field_<number>``. Each span holds the field's tag and value: the
     bytes protobuf writes for that field alone."""
+    from .protobuf import MessageType, decode_scalar, enum_names, known_field, wire_type_of
+    from .protowire import WIRE_NAMES, build_fields, parse_fields
+
     seen: dict[int, int] = {}
     repeated: dict[str, list[Any]] = {}  # [first start, last end, count, doc, index in out after the last]
     for f in fields:
@@ -265,3 +301,6 @@ def _elided(hidden: list[tuple[str, int, Span]]) -> list[str]:
                      for name, (a, b) in first.items())
     start, end = hidden[0][2].start, hidden[-1][2].end
     return [f"{start:08x}-{end - 1:08x}  ...", f"          {what}"]
+
+
+_walk = walk_into  # the name before the framework's API was declared (see fields.py)

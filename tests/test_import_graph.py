@@ -1,0 +1,114 @@
+"""The package's import graph points one way: cli -> api -> families -> schemas -> framework -> errors. Every
+import counts, at the top of a module or inside a function; a module may import its own layer or any below.
+Top-level import statements form no cycle."""
+
+import ast
+from pathlib import Path
+
+import wvformats
+
+ROOT = Path(wvformats.__file__).parent
+LAYERS = ("errors", "framework", "schemas", "families", "api", "cli")
+
+# the modules of the top level that are neither the API nor the command: what the families share (the
+# registry, the Embeddings model, files opened and compressed, progress reporting)
+SHARED = {"registry", "embeddings", "fileio", "compression", "progress"}
+CLI = {"cli", "commands", "samples"}
+
+
+def _modules() -> dict[str, Path]:
+    import wvformats.schemas
+
+    found = {}
+    for base, package in ((ROOT, "wvformats"), (Path(wvformats.schemas.__file__).parent, "wvformats.schemas")):
+        for path in base.rglob("*.py"):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if package == "wvformats" and parts[0] == "schemas":
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")[1:]
+    if not parts:
+        return LAYERS.index("api")  # the package: read, write, convert, ...
+    head = parts[0]
+    if head == "errors":
+        return LAYERS.index("errors")
+    if head in ("framework", "schemas"):
+        return LAYERS.index(head)
+    if head == "families":
+        return LAYERS.index("cli" if parts[-1] == "commands" else "families")
+    if head in SHARED:
+        return LAYERS.index("families")
+    if head in CLI:
+        return LAYERS.index("cli")
+    return LAYERS.index("api")  # api.py, and the public module of each family (wvformats.gguf, ...)
+
+
+def _imports(module: str, path: Path, top_only: bool = False) -> set[str]:
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    nodes = tree.body if top_only else ast.walk(tree)
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("wvformats"):  # each name: a module, or a name of the module ``target``
+                found.update(f"{target}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("wvformats"))
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The module an imported name is (``from .x import y``: y when it is a module, else x)."""
+    while name and name not in modules:
+        name = name.rsplit(".", 1)[0] if "." in name else ""
+    return name or None
+
+
+def test_no_import_points_up_a_layer():
+    modules = _modules()
+    wrong = []
+    for module, path in sorted(modules.items()):
+        for name in _imports(module, path):
+            target = _resolve(name, modules)
+            if target and target != module and layer(target) > layer(module):
+                wrong.append(f"{module} ({LAYERS[layer(module)]}) imports {target} ({LAYERS[layer(target)]})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_top_level_imports_form_no_cycle():
+    modules = _modules()
+    graph = {m: {t for n in _imports(m, p, top_only=True) if (t := _resolve(n, modules)) and t != m}
+             for m, p in modules.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(trail[trail.index(t):] + [m, t])
+                                     if t in trail else f"import cycle through {m} -> {t}")
+            if t not in state:
+                visit(t, [*trail, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_the_layers_are_what_the_docs_say():
+    assert layer("wvformats.cli") > layer("wvformats.api") > layer("wvformats.families.ggml.gguf") \
+        > layer("wvformats.schemas.gguf") > layer("wvformats.framework.fields") > layer("wvformats.errors")
+    assert layer("wvformats.families.ggml.commands") == layer("wvformats.cli")

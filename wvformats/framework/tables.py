@@ -1,0 +1,247 @@
+"""Tables: records of a schema, counted or running to the end of their input, and tensor tables (arrays whose
+dtype, shape and byte range another field lists)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ..errors import BuildError, TruncatedError, ValueMismatchError
+from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, write_array
+from .located import check_length, fail, tell
+from .streams import remaining
+from .walk import Part, walk_parts
+
+
+class Records(cs.ListContainer):
+    """The records of a :class:`Table`; ``offsets[i]`` is where record ``i`` starts, ``offsets[-1]`` where
+    the table ends."""
+
+    offsets: list[int]
+
+
+class Table(Checked):
+    """Records of ``subcon`` back to back: ``count`` of them (an int or ``this`` expression), or, with
+    ``count=None``, records up to the end of the input (``length`` bytes from here, when given).
+
+    construct's ``GreedyRange`` stops silently at a record that does not parse and leaves the rest unread;
+    here every record up to the end must parse, and one that does not is an error naming it
+    (``records[7].key``) and where it fails. ``min_size``: the fewest bytes a record takes (a count is
+    checked against the bytes that remain before any record is read). Parsed as :class:`Records`, a list
+    that keeps each record's offset; ``dump`` shows each record's fields (the ``parts`` protocol).
+    """
+
+    def __init__(self, subcon: cs.Construct, count: Any = None, *, length: Any = None, min_size: int = 1) -> None:
+        super().__init__()
+        self.subcon = subcon
+        self.count = count
+        self.length = length
+        self.min_size = min_size
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Records:
+        start = stream.tell()
+        out = Records()
+        out.offsets = []
+        if self.count is not None:
+            count = int(evaluate(self.count, context))
+            if count < 0:
+                raise fail(path, start, "negative record count", ValueMismatchError, found=count)
+            check_length(stream, count * self.min_size, path, f"{count} records")
+            end = None
+        else:
+            count = None
+            if self.length is not None:
+                n = int(evaluate(self.length, context))
+                check_length(stream, n, path, "the table")
+                end = start + n
+            else:
+                left = remaining(stream)
+                if left is None:
+                    raise fail(path, start, "a table to the end of its input needs a seekable input",
+                               ValueMismatchError)
+                end = start + left
+        i = 0
+        while (i < count) if count is not None else (stream.tell() < end):
+            at = stream.tell()
+            out.offsets.append(at)
+            out.append(self.subcon._parsereport(stream, context, f"{path}[{i}]"))
+            if end is not None and stream.tell() > end:
+                raise fail(f"{path}[{i}]", at, f"the record runs {stream.tell() - end} bytes past the end of "
+                           "the table", TruncatedError)
+            if count is None and stream.tell() == at:
+                raise fail(f"{path}[{i}]", at, "a record that takes no bytes would repeat forever",
+                           ValueMismatchError)
+            i += 1
+        out.offsets.append(stream.tell())
+        out._walked = (stream, context)  # for parts(): records are walked again only for dumps
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if self.count is not None:
+            count = int(evaluate(self.count, context))
+            if len(obj) != count:
+                raise fail(path, tell(stream), "record count does not match its header", BuildError,
+                           expected=count, found=len(obj))
+        start = stream.tell()
+        for i, item in enumerate(obj):
+            self.subcon._build(item, stream, context, f"{path}[{i}]")
+        if self.count is None and self.length is not None:
+            n = evaluate(self.length, context)
+            if n is not None and stream.tell() - start != int(n):
+                raise fail(path, start, "the records do not fill the table's length", BuildError,
+                           expected=int(n), found=stream.tell() - start)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+    def parts(self, records: Any) -> list[Any]:
+        """Each record's fields, for dumps (see :mod:`.walk`)."""
+        stream, context = getattr(records, "_walked", (None, None))
+        if stream is None or not len(records):
+            return []
+        out: list[Any] = []
+        for i, at in enumerate(records.offsets[:-1]):
+            stream.seek(at)
+            out += walk_parts(self.subcon, stream, context, f"[{i}]")
+        stream.seek(records.offsets[-1])
+        return out
+
+
+class Arrays(dict):
+    """The arrays of a :class:`Tensors` field by name; ``spans[name]`` is the absolute byte range of each."""
+
+    spans: dict[str, tuple[int, int]]
+
+
+def _entries(table: Any, skip: tuple[str, ...]) -> list[tuple[str, Any]]:
+    if isinstance(table, Mapping):
+        return [(str(k), v) for k, v in table.items() if k not in skip]
+    return [(str(e["name"]), e) for e in table]
+
+
+class Tensors(Checked):
+    """The data of a tensor table: arrays at byte ranges that another field lists, each with its dtype and
+    shape there (safetensors' JSON header; the tensor infos of other model formats).
+
+    ``table``: an expression giving the entries, a mapping name -> entry or a list of entries with a
+    ``name``. Of an entry, ``dtype``, ``shape`` and ``offsets`` name the keys holding its dtype code, its
+    shape (a list; ``[]`` for a 0-d array) and its ``[begin, end)`` byte range, relative to the start of this
+    field. ``dtypes`` maps a dtype code to a numpy dtype with its byte order spelt out (a type numpy lacks,
+    bfloat16 or float8, as its raw bits: ``"<u2"``, ``"u1"``). ``skip``: names in the table that are not
+    tensors (``__metadata__``). ``length``: the bytes of this field (default: to the end of the input).
+
+    With ``exact=True`` (safetensors' rule) the ranges, in order of begin, tile the field: no gap, no
+    overlap, nothing after; otherwise gaps are allowed (written back as zero bytes) but not overlaps. Each
+    range must hold exactly its shape's elements. Parsed as a dict name -> array in table order (zero-copy
+    views of a buffer or mmap); errors name the tensor (``data.embed``) and the byte offset.
+    """
+
+    def __init__(self, table: Any, dtypes: Mapping[Any, Any], *, dtype: str = "dtype", shape: str = "shape",
+                 offsets: str = "data_offsets", skip: tuple[str, ...] = (), length: Any = None,
+                 exact: bool = True) -> None:
+        super().__init__()
+        self.table = table
+        self.dtypes = {code: explicit_dtype(dt) for code, dt in dtypes.items()}
+        self.keys = (dtype, shape, offsets)
+        self.skip = tuple(skip)
+        self.length = length
+        self.exact = exact
+
+    def layout(self, context: Any, path: str, start: int,
+               size: int | None) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
+        """(name, dtype, shape, begin, end) of each tensor, in order of begin, every range checked."""
+        kd, ks, ko = self.keys
+        out = []
+        for name, entry in _entries(evaluate(self.table, context) or {}, self.skip):
+            where = f"{path}.{name}"
+            if not isinstance(entry, Mapping) or any(k not in entry for k in self.keys):
+                raise fail(where, start, f"tensor {name!r} lacks one of {', '.join(self.keys)}", ValueMismatchError)
+            code = entry[kd]
+            if not isinstance(code, (str, int)) or code not in self.dtypes:
+                raise fail(where, start, f"dtype {code!r} of tensor {name!r} is not one of "
+                           f"{', '.join(map(str, self.dtypes))}", ValueMismatchError, found=code)
+            span = entry[ko]
+            if (not isinstance(span, (list, tuple)) or len(span) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in span)):
+                raise fail(where, start, f"{ko} of tensor {name!r} is not two byte offsets", ValueMismatchError,
+                           found=span)
+            shape = entry[ks]
+            if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) for d in shape):
+                raise fail(where, start, f"{ks} of tensor {name!r} is not a list of integers", ValueMismatchError,
+                           found=shape)
+            dims = array_dims(shape, where, start)
+            begin, end = int(span[0]), int(span[1])
+            nbytes = int(np.prod(dims, dtype=object)) * self.dtypes[code].itemsize
+            if end < begin or end - begin != nbytes:
+                raise fail(where, start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where shape "
+                           f"{list(dims)} of {code} needs {nbytes}", ValueMismatchError)
+            if size is not None and end > size:
+                raise fail(where, start + begin, f"{ko} [{begin}, {end}) run past the {size} bytes of the data",
+                           TruncatedError)
+            out.append((name, self.dtypes[code], dims, begin, end))
+        out.sort(key=lambda t: (t[3], t[4]))
+        at = 0
+        for name, _, _, begin, end in out:
+            if begin < at or (self.exact and begin > at):
+                what = "overlaps the tensor before it" if begin < at else f"leaves a gap of {begin - at} bytes"
+                raise fail(f"{path}.{name}", start + begin, f"tensor {name!r} at [{begin}, {end}) {what}",
+                           ValueMismatchError)
+            at = end
+        if self.exact and size is not None and at != size:
+            raise fail(path, start + at, f"{size - at} bytes after the last tensor belong to none",
+                       ValueMismatchError)
+        return out
+
+    def _size(self, stream: Any, context: Any, path: str) -> int | None:
+        if self.length is not None:
+            n = int(evaluate(self.length, context))
+            check_length(stream, n, path, "the tensor data")
+            return n
+        return remaining(stream)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Arrays:
+        start = stream.tell()
+        size = self._size(stream, context, path)
+        layout = self.layout(context, path, start, size)
+        found = {}
+        for name, dtype, dims, begin, _ in layout:
+            stream.seek(start + begin)
+            found[name] = read_array(stream, dtype, dims, f"{path}.{name}")
+        stream.seek(start + (size if size is not None else max((t[4] for t in layout), default=0)))
+        out = Arrays((name, found[name]) for name, _ in _entries(evaluate(self.table, context) or {}, self.skip))
+        out.spans = {name: (start + begin, start + end) for name, _, _, begin, end in layout}
+        return out
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        start = stream.tell()
+        layout = self.layout(context, path, start, None)
+        missing = {name for name, *_ in layout} ^ set(obj)
+        if missing:
+            raise fail(path, start, f"the arrays and the table differ in {sorted(missing)}", BuildError)
+        at = 0
+        for name, dtype, dims, begin, end in layout:
+            stream.write(bytes(begin - at))  # a gap the table leaves (none when exact)
+            write_array(stream, obj[name], dtype, dims, f"{path}.{name}")
+            at = end
+        if self.length is not None:
+            n = evaluate(self.length, context)
+            if n is not None and int(n) != at:
+                if self.exact or int(n) < at:
+                    raise fail(path, start, "the tensors do not fill the data's length", BuildError,
+                               expected=int(n), found=at)
+                stream.write(bytes(int(n) - at))
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError(path=path)
+
+    def parts(self, arrays: Any) -> list[Part]:
+        """Each tensor as a field of its own, for dumps: ``data.<name>``, in file order."""
+        spans = getattr(arrays, "spans", {})
+        order = sorted(spans, key=lambda name: spans[name])
+        return [Part(f".{name}", *spans[name], arrays[name], f"{arrays[name].dtype.str} {list(arrays[name].shape)}")
+                for name in order]

@@ -1,0 +1,301 @@
+"""hypothesis strategies for valid instances of a schema, derived from its constructs, and the property tests
+of a schema or format as pytest functions.
+
+A value is drawn field by field in file order, each in the context of the fields before it, so that counts,
+shapes, lengths, conditions and switches (``this`` expressions or functions) are evaluated as the parser
+will. An integer field that some expression of the schema reads (a count, a dimension, a flag) is drawn
+small; a :class:`~wvformats.framework.Valid` that a draw does not satisfy discards it (``assume``).
+
+Covered: construct's integers, floats, ``Const``, ``Computed``, ``If``/``IfThenElse``, ``Switch``, ``Array``,
+``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
+``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``, ``CheckedBytes``, ``StringTable``, ``JSONField``,
+``Table``, ``Tensors`` (given a table: :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
+from ``fields={"dotted.path": strategy or function of the context}`` or from a method
+``strategy(context)`` of the construct (which imports hypothesis itself, when called).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import types
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from .. import framework
+from . import require
+from .roundtrip import Target, assert_truncations_fail, check_roundtrip, roundtrip, target
+
+hypothesis = require("hypothesis")
+st = require("hypothesis.strategies")
+hnp = require("hypothesis.extra.numpy")
+
+__all__ = ["json_values", "property_tests", "strategy", "tensor_table"]
+
+
+def referenced_names(schema: cs.Construct) -> set[str]:
+    """The field names that the schema's expressions and functions read (counts, shapes, conditions)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+
+    def scan(v: Any) -> None:
+        if isinstance(v, cs.Construct):
+            if id(v) not in seen:
+                seen.add(id(v))
+                for x in vars(v).values():
+                    scan(x)
+        elif isinstance(v, types.FunctionType):
+            code = [v.__code__]
+            while code:
+                c = code.pop()
+                names.update(c.co_names)
+                code += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        elif isinstance(v, (cs.expr.ExprMixin, cs.expr.Path)):
+            names.update(re.findall(r"\['(\w+)'\]", repr(v)))
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                scan(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                scan(x)
+
+    scan(schema)
+    return names
+
+
+def json_values(max_leaves: int = 8) -> Any:
+    """JSON values: null, booleans, integers, finite floats, text, and arrays and objects of them."""
+    scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**64) | st.floats(allow_nan=False, allow_infinity=False)
+               | st.text(max_size=6))
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                              max_size=3),
+                        max_leaves=max_leaves)
+
+
+def tensor_table(tensors: framework.Tensors, *, names: Any = None, max_tensors: int = 4, max_dim: int = 3,
+                 metadata: Any = None) -> Any:
+    """Tables for a :class:`~wvformats.framework.Tensors` field: entries of its dtypes, with shapes of up to
+    three dimensions (``[]``, 0-d, included) and byte ranges that tile the data in table order; each entry
+    under the key names the field reads. ``metadata``: a strategy of the value kept under its first
+    ``skip`` name (safetensors' ``__metadata__``), when given."""
+    kd, ks, ko = tensors.keys
+    codes = sorted(tensors.dtypes, key=str)
+    names = names if names is not None else st.text(min_size=1, max_size=6).filter(lambda n: n not in tensors.skip)
+
+    @st.composite
+    def table(draw: Any) -> dict[str, Any]:
+        chosen = draw(st.lists(names, max_size=max_tensors, unique=True))
+        out: dict[str, Any] = {}
+        if metadata is not None and tensors.skip:
+            out[tensors.skip[0]] = draw(metadata)
+        at = 0
+        for name in chosen:
+            code = draw(st.sampled_from(codes))
+            shape = draw(st.lists(st.integers(0, max_dim), max_size=3))
+            n = int(np.prod(shape, dtype=np.int64)) * tensors.dtypes[code].itemsize
+            out[name] = {kd: code, ks: shape, ko: [at, at + n]}
+            at += n
+        return out
+
+    return table()
+
+
+class _Draw:
+    """Draws one value of a construct in a context, as :func:`strategy` describes."""
+
+    def __init__(self, fields: dict[str, Any], counts: set[str], small: int, items: int) -> None:
+        self.fields = fields
+        self.counts = counts
+        self.small = small
+        self.items = items
+
+    def given(self, draw: Any, path: str, context: Any) -> Any:
+        f = self.fields[path]
+        return draw(f if isinstance(f, st.SearchStrategy) else f(context))
+
+    def value(self, draw: Any, con: cs.Construct, ctx: Any, path: str) -> Any:
+        if path in self.fields:
+            return self.given(draw, path, ctx)
+        while isinstance(con, cs.Renamed):
+            con = con.subcon
+        name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        if hasattr(con, "strategy"):
+            return draw(con.strategy(ctx))
+        if isinstance(con, cs.Struct):
+            return self.struct(draw, con, ctx, path)
+        if isinstance(con, (cs.FormatField, cs.BytesInteger)):
+            return draw(self.number(con, ctx, name))
+        if isinstance(con, cs.Const):
+            return con.value
+        if isinstance(con, cs.Computed):
+            return framework.evaluate(con.func, ctx)
+        if isinstance(con, cs.IfThenElse):
+            branch = con.thensubcon if framework.evaluate(con.condfunc, ctx) else con.elsesubcon
+            return self.value(draw, branch, ctx, path)
+        if isinstance(con, cs.Switch):
+            key = framework.evaluate(con.keyfunc, ctx)
+            return self.value(draw, con.cases.get(key, con.default), ctx, path)
+        if isinstance(con, cs.Array):
+            n = int(framework.evaluate(con.count, ctx))
+            return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
+        if isinstance(con, cs.Bytes):
+            n = int(framework.evaluate(con.length, ctx))
+            return draw(st.binary(min_size=n, max_size=n))
+        if con is cs.GreedyBytes:
+            return draw(st.binary(max_size=16))
+        if isinstance(con, cs.StringEncoded) and isinstance(con.subcon, cs.Prefixed):
+            return draw(st.text(st.characters(codec=con.encoding), max_size=8))
+        if con is cs.Flag:
+            return draw(st.booleans())
+        if isinstance(con, (cs.Padded, framework.AlignTo, cs.Peek)) or con is cs.Pass or con is cs.Terminated:
+            return None
+        return self.framework_value(draw, con, ctx, path)
+
+    def struct(self, draw: Any, con: cs.Struct, ctx: Any, path: str) -> cs.Container:
+        inner = cs.Container(_=ctx, _params=ctx.get("_params", ctx), _root=ctx.get("_root"), _parsing=False,
+                             _building=True, _sizing=False)
+        if inner._root is None:
+            inner._root = inner
+        obj = cs.Container()
+        for sub in con.subcons:
+            core = sub
+            while isinstance(core, cs.Renamed) and not core.name:
+                core = core.subcon
+            if isinstance(core, framework.Valid):
+                hypothesis.assume(bool(framework.evaluate(core.test, inner)))
+                continue
+            where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
+            v = self.value(draw, sub, inner, where)
+            if sub.name:
+                obj[sub.name] = inner[sub.name] = v
+        return obj
+
+    def number(self, con: Any, ctx: Any, name: str) -> Any:
+        if isinstance(con, cs.BytesInteger):
+            bits, signed = 8 * int(framework.evaluate(con.length, ctx)), con.signed
+        else:
+            code = con.fmtstr[-1]
+            if code in "efd":
+                return st.floats(width={"e": 16, "f": 32, "d": 64}[code], allow_nan=False)
+            bits, signed = 8 * struct.calcsize(con.fmtstr), code.islower()
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        if name in self.counts:  # a count, a size or a flag: small
+            return st.integers(max(lo, 0), min(hi, self.small))
+        return st.integers(lo, hi)
+
+    def framework_value(self, draw: Any, con: Any, ctx: Any, path: str) -> Any:
+        ev = framework.evaluate
+        if isinstance(con, framework.NumpyArray):
+            name = path.rsplit(".", 1)[-1].split("[", 1)[0]
+            small = name in self.counts and con.dtype.kind in "iu"  # a shape or counts: small
+            return draw(hnp.arrays(con.dtype, con._dims(ctx, path, None),
+                                   elements=st.integers(0, self.small) if small else None))
+        if isinstance(con, framework.EnumField):
+            members = st.sampled_from(list(con.enum))
+            if con.unknown == "keep":
+                members = members | self.number(con.subcon, ctx, "")
+            return draw(members)
+        if isinstance(con, framework.CheckedString):
+            return draw(st.text(max_size=8))
+        if isinstance(con, framework.CheckedBytes):
+            n = ev(con.length, ctx)
+            return draw(st.binary(max_size=8) if n is None else st.binary(min_size=int(n), max_size=int(n)))
+        if isinstance(con, framework.StringTable):
+            n = int(ev(con.count, ctx))
+            strings = draw(st.lists(st.text(max_size=6), min_size=n, max_size=n))
+            if con.index:
+                return cs.Container(strings=strings, indices=draw(hnp.arrays(np.uint64, n)))
+            return strings
+        if isinstance(con, framework.JSONField):
+            if con.top is dict:
+                return draw(st.dictionaries(st.text(max_size=6), json_values(), max_size=4))
+            return draw(st.lists(json_values(), max_size=4))
+        if isinstance(con, framework.Table) and con.length is None:
+            n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
+            return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
+        if isinstance(con, framework.Tensors):
+            return {name: draw(hnp.arrays(dtype, dims))
+                    for name, dtype, dims, _, _ in sorted(con.layout(ctx, path, 0, None), key=lambda t: t[0])}
+        if isinstance(con, framework.Chunks):
+            n = max(int(ev(con.listed, ctx)), draw(st.integers(0, 2)))
+            chunks = cs.ListContainer()
+            for i in range(n):
+                chunk_id = draw(st.sampled_from(sorted(con.types)))
+                name, body = con.types[chunk_id]
+                inner = cs.Container(_=ctx, _params=ctx.get("_params", ctx), _root=ctx.get("_root"), chunk_len=None)
+                chunks.append(cs.Container(chunk_id=chunk_id, name=name,
+                                           body=self.value(draw, body, inner, f"{path}[{i}].body")))
+            return chunks
+        raise TypeError(f"no strategy for {type(con).__name__} at {path or 'the top'}: give one as "
+                        f"fields={{{path!r}: strategy}} or define {type(con).__name__}.strategy(context)")
+
+
+def strategy(what: Any, *, format: str | None = None, fields: dict[str, Any] | None = None,
+             params: dict[str, Any] | None = None, small: int = 3, max_items: int = 4) -> Any:
+    """A strategy of values that the schema (or a registered format's schema) builds into a valid file.
+
+    ``fields``: strategies (or functions of the context giving one) for fields by dotted path
+    (``"header"``, ``"dictionary.entries"``), for constructs this module cannot derive or to draw a field
+    as a test wants it. ``params``: the values of the schema's parameters (``this._.tok_cnt``). ``small``:
+    the largest value of an integer that an expression reads (a count); ``max_items``: of a table to the end.
+    """
+    t = target(what, format)
+    draw_one = _Draw(dict(fields or {}), referenced_names(t.schema), small, max_items)
+    root = cs.Container(params or {})
+    root._params = root
+
+    @st.composite
+    def values(draw: Any) -> Any:
+        return draw_one.value(draw, t.schema, root, "")
+
+    return values()
+
+
+def property_tests(what: Any, *, format: str | None = None, samples: Any = (), fields: dict[str, Any] | None = None,
+                   params: dict[str, Any] | None = None, cases: int = 24, truncations: bool = True) -> dict[str, Any]:
+    """The property tests of a schema or registered format as pytest test functions, by name:
+
+    * ``test_roundtrip``: for drawn values, parse of build equals the value and build of parse the bytes, in
+      interpreted and compiled mode (and through a registered format's codec);
+    * ``test_truncations``: every strict prefix of a drawn file fails with the format's own error (or is a
+      whole file of its own: a table to the end cut between records);
+    * ``test_mutants`` (given ``samples``, bytes of valid files): :func:`~wvformats.testing.fuzz`.
+
+    A test module takes them with ``globals().update(property_tests(...))``."""
+    pytest = require("pytest")
+    t: Target = target(what, format)
+    values = strategy(t, fields=fields, params=params)
+    modes = pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "compiled"])
+    tests: dict[str, Any] = {}
+    # drawing a file can be slow on a loaded machine: that is no failure of the format
+    relaxed = hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.too_slow,
+                                                         hypothesis.HealthCheck.data_too_large])
+
+    @relaxed
+    @hypothesis.given(value=values)
+    def test_roundtrip(value: Any) -> None:
+        check_roundtrip(t, value, **(params or {}))
+
+    tests["test_roundtrip"] = test_roundtrip
+
+    if truncations:
+        @modes
+        @relaxed
+        @hypothesis.given(value=values)
+        def test_truncations(compiled: bool, value: Any) -> None:
+            data = roundtrip(t, value, compiled=compiled, **(params or {}))
+            assert_truncations_fail(t, data, compiled=compiled, step=max(1, len(data) // 64), whole=True,
+                                    **(params or {}))
+
+        tests["test_truncations"] = test_truncations
+
+    if samples:
+        from .fuzz import fuzz
+
+        def test_mutants() -> None:
+            assert fuzz(t, samples, cases=cases) >= cases * len(samples)
+
+        tests["test_mutants"] = test_mutants
+    return tests
