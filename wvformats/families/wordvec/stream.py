@@ -27,7 +27,7 @@ _LINE = re.compile(r"\brecords\[(\d+)\]")
 
 
 class _Block:
-    """A block of lines as the text tables read a stream: ``_window`` takes the rest of its bytes (without a
+    """A block of lines as the text tables read a stream: ``window`` takes the rest of its bytes (without a
     copy from its start) and the offset of the first in the decompressed stream. ``read`` does not move:
     the tables read the window, then seek to where they stop."""
 
