@@ -19,3 +19,12 @@ RWKV_VERSIONS = (100, 101)
 
 # GGUF: the 4 magic bytes, then a u32 version
 GGUF_MAGIC = b"GGUF"
+
+# safetensors: no magic; a u64 header length (at most this many bytes, safetensors' MAX_HEADER_SIZE), then
+# a JSON object, so the text starts with "{"
+SAFETENSORS_HEADER_LIMIT = 100_000_000
+SAFETENSORS_HEADER_START = b"{"
+
+# NumPy .npy: the 6 magic bytes, then the format version (major, minor) that numpy writes and reads
+NPY_MAGIC = b"\x93NUMPY"
+NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))

@@ -131,7 +131,9 @@ class Tensors(Checked):
     ``name``. Of an entry, ``dtype``, ``shape`` and ``offsets`` name the keys holding its dtype code, its
     shape (a list; ``[]`` for a 0-d array) and its ``[begin, end)`` byte range, relative to the start of this
     field. ``dtypes`` maps a dtype code to a numpy dtype with its byte order spelt out (a type numpy lacks,
-    bfloat16 or float8, as its raw bits: ``"<u2"``, ``"u1"``). ``skip``: names in the table that are not
+    bfloat16 or float8, as its raw bits: ``"<u2"``, ``"u1"``), or to an int below 8: elements of that many
+    bits packed into bytes (float4, float6), parsed as their raw bytes (``uint8``, the last dimension
+    ``bits / 8`` as long; it must end on a byte). ``skip``: names in the table that are not
     tensors (``__metadata__``). ``length``: the bytes of this field (default: to the end of the input).
 
     With ``exact=True`` (safetensors' rule) the ranges, in order of begin, tile the field: no gap, no
@@ -145,7 +147,9 @@ class Tensors(Checked):
                  exact: bool = True) -> None:
         super().__init__()
         self.table = table
-        self.dtypes = {code: explicit_dtype(dt) for code, dt in dtypes.items()}
+        self.dtypes = {code: explicit_dtype(dt) for code, dt in dtypes.items() if not isinstance(dt, int)}
+        self.bits = {code: int(dt) for code, dt in dtypes.items() if isinstance(dt, int)}
+        self.dtypes.update({code: np.dtype("u1") for code in self.bits})
         self.keys = (dtype, shape, offsets)
         self.skip = tuple(skip)
         self.length = length
@@ -175,6 +179,12 @@ class Tensors(Checked):
                            found=shape)
             dims = array_dims(shape, where, start)
             begin, end = int(span[0]), int(span[1])
+            bits = self.bits.get(code)
+            if bits is not None:  # packed: the raw bytes, the last dimension in bytes
+                if not dims or dims[-1] * bits % 8:
+                    raise fail(where, start + begin, f"shape {list(dims)} of {code} ({bits}-bit elements) does "
+                               "not end its rows on a byte", ValueMismatchError, found=list(dims))
+                dims = (*dims[:-1], dims[-1] * bits // 8)
             nbytes = int(np.prod(dims, dtype=object)) * self.dtypes[code].itemsize
             if end < begin or end - begin != nbytes:
                 raise fail(where, start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where shape "

@@ -1,0 +1,1 @@
+"""The safetensors family: Hugging Face's tensor files (``.safetensors``)."""

@@ -1,0 +1,99 @@
+"""Codec of safetensors files: the schema's parse as a :class:`SafeTensors` model and back, the checks the
+safetensors library makes that the parse leaves, and the header-only summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import construct as cs
+import numpy as np
+
+from ... import framework
+from ...errors import BuildError
+from ...registry import Format, register, schema_io
+from ...schemas import safetensors as schema
+from .model import SafeTensors
+from .sniff import SAFETENSORS
+
+NAME = SAFETENSORS.name
+parse, build = schema_io(NAME, schema.safetensors)
+header_only = cs.Struct("header" / schema.safetensors.header.subcon)  # (the JSONField, without its doc)
+
+
+def problems(header: Any) -> list[str]:
+    """What safetensors refuses in a header that parses: ``__metadata__`` not strings, a tensor entry with
+    keys it does not know."""
+    out = []
+    meta = header.get(schema.METADATA)
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        out.append(f"header.{schema.METADATA} at byte 8: safetensors wants an object of strings")
+    for name, entry in header.items():
+        extra = set(entry) - {"dtype", "shape", "data_offsets"} if isinstance(entry, dict) else set()
+        if name != schema.METADATA and extra:
+            out.append(f"header.{name} at byte 8: keys safetensors does not know: {sorted(extra)}")
+    return out
+
+
+def to_model(parsed: Any, **_: Any) -> SafeTensors:
+    header = parsed["header"]
+    names = [n for n in header if n != schema.METADATA]
+    meta = header.get(schema.METADATA)
+    model = SafeTensors({n: parsed["data"][n] for n in names}, meta if isinstance(meta, dict) else None,
+                        {n: header[n]["dtype"] for n in names}, {n: header[n]["shape"] for n in names}, header)
+    model.problems = problems(header)
+    return model
+
+
+def _unchanged(model: SafeTensors) -> bool:
+    header = model.header
+    if header is None or header.get(schema.METADATA) != model.metadata and \
+            (model.metadata is not None or schema.METADATA in header):
+        return False
+    names = [n for n in header if n != schema.METADATA]
+    return names == list(model.arrays) and all(
+        header[n]["dtype"] == model.dtypes[n] and list(header[n]["shape"]) == list(model.shapes[n])
+        and header[n]["data_offsets"][1] - header[n]["data_offsets"][0] == np.asarray(model.arrays[n]).nbytes
+        for n in names)
+
+
+def from_model(model: Any, **_: Any) -> cs.Container:
+    if not isinstance(model, SafeTensors):
+        raise BuildError(f"expected SafeTensors, got {type(model).__name__}", format=NAME)
+    header = model.header if _unchanged(model) else model.header_dict()
+    return cs.Container(header=header, data=dict(model.arrays))
+
+
+def _summary(header: Any, size: int | None) -> dict[str, Any]:
+    tensors = [(n, e) for n, e in header.items() if n != schema.METADATA and isinstance(e, dict)]
+    dtypes: dict[str, int] = {}
+    for _, e in tensors:
+        dtypes[str(e.get("dtype"))] = dtypes.get(str(e.get("dtype")), 0) + 1
+    out = {"header_bytes": len(header.raw) if getattr(header, "raw", None) is not None else None,
+           "tensors": len(tensors), "dtypes": dtypes, "metadata": header.get(schema.METADATA),
+           "tensor_table": [{"name": n, "dtype": e.get("dtype"), "shape": e.get("shape"),
+                             "data_offsets": e.get("data_offsets")} for n, e in tensors]}
+    if size is not None:
+        out["data_bytes"] = size
+    return out
+
+
+def inspect(parsed: Any) -> dict[str, Any]:
+    return _summary(parsed["header"], sum(a.nbytes for a in parsed["data"].values()))
+
+
+def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
+    """The header alone: the JSON is parsed, the tensor data are not read."""
+    return _summary(framework.parse(header_only, buf, format=NAME)["header"], None)
+
+
+def check(parsed: Any) -> list[str]:
+    return problems(parsed["header"])
+
+
+register(Format(
+    **SAFETENSORS._asdict(), description="safetensors (Hugging Face): u64 header length, JSON header of "
+    "tensor dtypes, shapes and offsets (and __metadata__ strings), then the tensors' bytes",
+    schema=schema.safetensors, parse=parse, build=build, to_model=to_model, from_model=from_model,
+    model=SafeTensors, inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
+    read_options=(),
+))

@@ -1,0 +1,140 @@
+"""A safetensors file as a mapping name -> numpy array (zero-copy views of the file when read), its
+``__metadata__``, its dtype codes, and the conversions of the types numpy lacks to float32."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ...errors import BuildError
+from ...schemas.safetensors import DTYPES, METADATA
+
+NAME = "safetensors"
+
+# numpy dtype -> safetensors code, for arrays given without a code
+CODES = {np.dtype(dt).newbyteorder("<") if np.dtype(dt).itemsize > 1 else np.dtype(dt): code
+         for code, dt in DTYPES.items() if isinstance(dt, str) and code not in ("BF16",) and
+         not code.startswith("F8")}
+# the writer's order: by dtype (the enum's order, last first), then by name
+RANK = {code: i for i, code in enumerate(DTYPES)}
+
+
+def _float8(exp_bits: int, bias: int, kind: str) -> np.ndarray:
+    """The 256 float32 values of a float8 type (``kind``: "ieee" with infinities, "fn" with only 0x7f/0xff
+    NaN, "fnuz" with 0x80 NaN and no -0)."""
+    man_bits = 7 - exp_bits
+    b = np.arange(256)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    e = (b >> man_bits) & ((1 << exp_bits) - 1)
+    m = b & ((1 << man_bits) - 1)
+    value = np.where(e == 0, m / (1 << man_bits) * 2.0 ** (1 - bias),
+                     (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)) * sign
+    top = (1 << exp_bits) - 1
+    if kind == "ieee":
+        value = np.where(e == top, np.where(m == 0, sign * np.inf, np.nan), value)
+    elif kind == "fn":
+        value = np.where((e == top) & (m == (1 << man_bits) - 1), np.nan, value)
+    else:
+        value = np.where(b == 0x80, np.nan, value)
+    return value.astype(np.float32)
+
+
+FLOAT4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+TABLES = {
+    "F8_E5M2": _float8(5, 15, "ieee"),
+    "F8_E4M3": _float8(4, 7, "fn"),
+    "F8_E4M3FNUZ": _float8(4, 8, "fnuz"),
+    "F8_E5M2FNUZ": _float8(5, 16, "fnuz"),
+    "F8_E8M0": np.where(np.arange(256) == 255, np.nan, np.exp2(np.arange(256.0) - 127)).astype(np.float32),
+}
+
+
+def to_float32(raw: np.ndarray, code: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The values of a tensor stored as ``code`` (its raw array as read) as float32, in ``shape``."""
+    if code == "BF16":
+        return (np.asarray(raw, "<u2").astype("<u4") << 16).view("<f4").reshape(shape)
+    if code in TABLES:
+        return TABLES[code][raw].reshape(shape)
+    if code == "F4":
+        nibbles = np.stack([raw & 0x0F, raw >> 4], axis=-1)  # the first value in the low nibble
+        return FLOAT4[nibbles].reshape(shape)
+    if code.startswith("F6"):
+        raise ValueError(f"{code} tensors are read as raw bytes only")
+    return np.asarray(raw).astype(np.float32).reshape(shape)
+
+
+class SafeTensors(Mapping):
+    """Tensors by name, in the header's order: ``st["w"]`` is the array as stored (a raw ``uint16`` view for
+    BF16, ``uint8`` for float8 and the packed float4/float6 bytes), ``st.to_numpy("w")`` its values as
+    float32. ``metadata``: the ``__metadata__`` strings (None when the file has none); ``dtypes`` and
+    ``shapes``: each tensor's code and shape as the header gives them.
+
+    ``SafeTensors.from_arrays({"w": array}, metadata, dtypes={"w": "BF16"})`` makes one to write; written,
+    its layout is ``safetensors.save``'s (by dtype, then name) and its bytes are that library's. A file read
+    and written back unchanged keeps its header's bytes."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None = None,
+                 dtypes: Mapping[str, str] | None = None, shapes: Mapping[str, tuple[int, ...]] | None = None,
+                 header: Any = None) -> None:
+        self.arrays = dict(arrays)
+        self.metadata = dict(metadata) if metadata is not None else None
+        self.dtypes = {name: (dtypes or {}).get(name) or _code(name, a) for name, a in self.arrays.items()}
+        self.shapes = {name: tuple((shapes or {}).get(name, np.shape(a))) for name, a in self.arrays.items()}
+        self.header = header  # the parsed header (its bytes kept) while the tensors are the file's
+        self.problems: list[str] = []
+
+    from_arrays = classmethod(lambda cls, arrays, metadata=None, dtypes=None: cls(arrays, metadata, dtypes))
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    def __repr__(self) -> str:
+        return f"SafeTensors({len(self)} tensors, metadata={self.metadata!r})"
+
+    def to_numpy(self, name: str, dtype: Any = np.float32) -> np.ndarray:
+        """The tensor's values as ``dtype`` (BF16, float8 and float4 decoded through float32)."""
+        code = self.dtypes[name]
+        if isinstance(DTYPES[code], str) and code != "BF16" and not code.startswith("F8"):
+            return np.asarray(self.arrays[name]).astype(dtype)
+        return to_float32(self.arrays[name], code, self.shapes[name]).astype(dtype, copy=False)
+
+    def check(self) -> list[str]:
+        """What the safetensors library refuses that the parse let through."""
+        return list(self.problems)
+
+    def header_dict(self) -> dict[str, Any]:
+        """The header this model is written with: ``__metadata__`` first, then the tensors in
+        ``safetensors.save``'s layout (dtype as the enum orders it, last first, then name)."""
+        header: dict[str, Any] = {}
+        if self.metadata is not None:
+            bad = [k for k, v in self.metadata.items() if not (isinstance(k, str) and isinstance(v, str))]
+            if bad:
+                raise BuildError(f"__metadata__ holds strings only; {bad[0]!r} is not", format=NAME,
+                                 path=f"header.{METADATA}")
+            header[METADATA] = dict(self.metadata)
+        at = 0
+        for name in sorted(self.arrays, key=lambda n: (-RANK[self.dtypes[n]], n)):
+            if name == METADATA:
+                raise BuildError(f"a tensor cannot be named {METADATA}", format=NAME, path="header")
+            nbytes = np.asarray(self.arrays[name]).nbytes
+            header[name] = {"dtype": self.dtypes[name], "shape": list(self.shapes[name]),
+                            "data_offsets": [at, at + nbytes]}
+            at += nbytes
+        return header
+
+
+def _code(name: str, array: Any) -> str:
+    dt = np.asarray(array).dtype
+    code = CODES.get(dt.newbyteorder("<") if dt.itemsize > 1 else dt)
+    if code is None:
+        raise BuildError(f"tensor {name!r}: numpy {dt} has no safetensors dtype (give its code in dtypes=)",
+                         format=NAME, path=f"data.{name}")
+    return code
