@@ -16,6 +16,7 @@ from ``fields={"dotted.path": strategy or function of the context}`` or from a m
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import types
@@ -93,8 +94,13 @@ def tensor_table(tensors: framework.Tensors, *, names: Any = None, max_tensors: 
         at = 0
         for name in chosen:
             code = draw(st.sampled_from(codes))
-            shape = draw(st.lists(st.integers(0, max_dim), max_size=3))
-            n = int(np.prod(shape, dtype=np.int64)) * tensors.dtypes[code].itemsize
+            bits = tensors.bits.get(code)
+            shape = draw(st.lists(st.integers(0, max_dim), min_size=bits is not None, max_size=3))
+            if bits is not None:  # packed: rows that end on a byte
+                shape[-1] *= 8 // math.gcd(bits, 8)
+                n = int(np.prod(shape, dtype=np.int64)) * bits // 8
+            else:
+                n = int(np.prod(shape, dtype=np.int64)) * tensors.dtypes[code].itemsize
             out[name] = {kd: code, ks: shape, ko: [at, at + n]}
             at += n
         return out
