@@ -28,3 +28,8 @@ SAFETENSORS_HEADER_START = b"{"
 # NumPy .npy: the 6 magic bytes, then the format version (major, minor) that numpy writes and reads
 NPY_MAGIC = b"\x93NUMPY"
 NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))
+
+# NumPy .npz: a zip archive (its local file header's magic) of .npy members, read whole as one format rather
+# than opened as a compressed file
+ZIP_LOCAL_MAGIC = b"PK\x03\x04"
+NPZ_MEMBER_SUFFIX = b".npy"

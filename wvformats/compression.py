@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import FormatError, OptionError
+from .schemas.identity import NPZ_MEMBER_SUFFIX, ZIP_LOCAL_MAGIC
 
 # (name, magic bytes at offset 0); the suffix a written file of each gets
 MAGIC = (
@@ -61,6 +62,16 @@ MAGIC_SIZE = max(len(magic) for _, magic in MAGIC)  # the first bytes that tell 
 def kind_of(first: bytes) -> str | None:
     """The compression whose magic ``first`` (a file's first bytes) starts with, or None."""
     return next((name for name, magic in MAGIC if first.startswith(magic)), None)
+
+
+ARCHIVE_HEAD = 30 + 256  # a zip's first local header and the start of its member's name
+
+
+def is_format_archive(first: bytes) -> bool:
+    """A zip archive that is a format of its own, read whole rather than opened as a compressed file:
+    NumPy's ``.npz``, whose first member (named at byte 30 of its local header) is a ``.npy`` file."""
+    n = int.from_bytes(first[26:28], "little")
+    return first[:4] == ZIP_LOCAL_MAGIC and first[30:30 + n].endswith(NPZ_MEMBER_SUFFIX)
 
 
 def for_output(path: str | os.PathLike[str]) -> str | None:

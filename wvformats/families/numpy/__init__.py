@@ -1,0 +1,1 @@
+"""The NumPy family: ``.npy`` arrays and ``.npz`` archives of them."""
