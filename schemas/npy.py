@@ -12,7 +12,6 @@ structured one). An object array (``'|O'``) is a pickle: refused here.
 from construct import Const, GreedyBytes, Int8ul, Struct, this
 from wvformats.schemas.constructs.npy import NpyData, NpyHeader
 from wvformats.schemas.identity import NPY_MAGIC as MAGIC
-from wvformats.schemas.identity import NPY_VERSIONS as VERSIONS
 
 from wvformats.framework import Valid
 

@@ -10,9 +10,9 @@ name. A key appears once; NaN is not JSON.
 """
 
 from construct import Struct, this
+from wvformats.schemas.identity import SAFETENSORS_HEADER_LIMIT as HEADER_LIMIT
 
 from wvformats.framework import JSONField, Tensors
-from wvformats.schemas.identity import SAFETENSORS_HEADER_LIMIT as HEADER_LIMIT
 
 METADATA = "__metadata__"
 ALIGNMENT = 8  # of the buffer's start: the JSON is padded with spaces to it

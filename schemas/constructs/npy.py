@@ -146,6 +146,15 @@ class NpyHeader(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
 
+    def strategy(self, context: Any) -> Any:
+        """Header dicts of the dtypes numpy.save writes (scalars, strings, dates, a structured one)."""
+        from hypothesis import strategies as st
+
+        descrs = st.sampled_from(["<f4", "<f8", "<f2", ">i4", "|u1", "|b1", "<c16", "<U3", "|S2", "<M8[s]",
+                                  "|V4", [("a", "<i2"), ("b", "|S3")]])
+        shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
+        return st.fixed_dictionaries({"descr": descrs, "fortran_order": st.booleans(), "shape": shapes})
+
 
 class NpyData(Checked):
     """The array the header describes: its bytes in C order, or Fortran order (the last axis first) where
@@ -177,7 +186,10 @@ class NpyData(Checked):
         raise cs.SizeofError(path=path)
 
     def strategy(self, context: Any) -> Any:
-        from hypothesis.extra import numpy as hnp
+        """Arrays of any bytes (every dtype: void and structured ones too)."""
+        from hypothesis import strategies as st
 
         dtype, stored, fortran = self._layout(context, "data", 0)
-        return hnp.arrays(dtype, stored[::-1] if fortran else stored)
+        n = int(np.prod(stored, dtype=np.int64)) * dtype.itemsize
+        arrays = st.binary(min_size=n, max_size=n).map(lambda b: np.frombuffer(b, dtype).reshape(stored).copy())
+        return arrays.map(lambda a: a.T) if fortran else arrays

@@ -9,7 +9,6 @@ import pytest
 from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
-from wvformats import framework
 from wvformats.errors import FormatError
 from wvformats.families.safetensors.codec import check, parse
 from wvformats.families.safetensors.model import SafeTensors

@@ -92,6 +92,7 @@ register(Format(
 # .npz
 
 SUFFIX = ".npy"
+DEFLATE_RATIO = 1032  # deflate's largest expansion: a member claiming more is refused before inflating
 
 
 class NpzArrays(dict):
@@ -126,7 +127,7 @@ def parse_npz(buf: Any, **_: Any) -> cs.Container:
     try:
         archive = zipfile.ZipFile(stream)
         infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OSError, EOFError) as e:
         raise _fail(f"not a readable zip archive: {e}") from None
     members = []
     for i, info in enumerate(infos):
@@ -139,9 +140,12 @@ def parse_npz(buf: Any, **_: Any) -> cs.Container:
                 raise _fail(f"member {info.filename!r} runs past the archive", start, where)
             data = memoryview(buf)[start:start + info.file_size]
         elif info.compress_type == zipfile.ZIP_DEFLATED:
+            if info.file_size > DEFLATE_RATIO * info.compress_size + 1024:
+                raise _fail(f"member {info.filename!r} claims {info.file_size} bytes from {info.compress_size} "
+                            "deflated ones, more than deflate can give", info.header_offset, where)
             try:
                 data = archive.read(info)
-            except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError) as e:
+            except (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, OSError, EOFError) as e:
                 raise _fail(f"member {info.filename!r} does not inflate: {e}", start, where) from None
         else:
             raise _fail(f"member {info.filename!r}: compression {info.compress_type} (npz members are stored "

@@ -1,0 +1,240 @@
+"""NumPy .npy and .npz: numpy itself as the oracle (numpy.save/savez/savez_compressed output read as
+numpy.load reads it and written back byte for byte), numpy's own old test files, gensim's KeyedVectors.save,
+object arrays refused, zero-copy reads, hostile headers, and the property tests."""
+
+import io
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wvformats as wv
+from wvformats.errors import FormatError
+from wvformats.families.numpy.codec import NpzArrays, parse, parse_npz
+from wvformats.testing import property_tests
+from wvformats.testing.fuzz import mutants, ours, run_bounded
+
+NUMPY_DATA = Path(np.__file__).parent / "lib" / "tests" / "data"  # files older numpys and Python 2 wrote
+
+ARRAYS = {
+    "f4": np.arange(12, dtype=np.float32).reshape(3, 4), "f8_big_endian": np.arange(3, dtype=">f8"),
+    "f2": np.array([1.5, np.inf], np.float16), "longdouble": np.array([1 / 3], np.longdouble),
+    "c8": np.array([1 + 2j], np.complex64), "c16": np.array([3j], np.complex128),
+    "bool": np.array([True, False]), "i1": np.array([-1], np.int8), "u8": np.array([2**64 - 1], np.uint64),
+    "unicode": np.array(["a", "héllo"]), "bytes": np.array([b"ab", b"c"]), "void": np.zeros(2, "V3"),
+    "datetime": np.array(["2024-01-02"], "M8[D]"), "timedelta": np.array([5], "m8[ms]"),
+    "structured": np.zeros(2, [("x", "<i4"), ("y", "|S3"), ("z", "<f8", (2,))]),
+    "nested": np.zeros(1, [("p", [("a", "u1"), ("b", ">i2")])]),
+    "scalar": np.array(2.5), "empty": np.zeros((0, 3), np.int32),
+    "fortran": np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)),
+    "strided": np.arange(10, dtype=np.float32)[::2],
+}
+
+
+def saved(array, **kw):
+    buf = io.BytesIO()
+    np.save(buf, array, **kw)
+    return buf.getvalue()
+
+
+def put(tmp_path, data, name):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(ARRAYS))
+def test_every_dtype_numpy_writes_reads_as_numpy_loads_it_and_writes_back_identical(tmp_path, name):
+    data = saved(ARRAYS[name])
+    path = put(tmp_path, data, f"{name}.npy")
+    assert wv.sniff(path) == "npy"
+    got = wv.read(path)
+    want = np.load(path)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+    assert wv.validate(path).ok
+    out = tmp_path / f"again-{name}.npy"
+    wv.write(np.array(ARRAYS[name], order="K"), out)
+    assert out.read_bytes() == data
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_each_version_is_read_and_kept(tmp_path, version):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, ARRAYS["structured"], version=version)
+    path = put(tmp_path, buf.getvalue(), "v.npy")
+    assert wv.inspect(path)["version"] == f"{version[0]}.{version[1]}"
+    assert wv.read(path).tobytes() == ARRAYS["structured"].tobytes()
+    assert wv.validate(path).ok
+
+
+def test_a_field_name_outside_latin1_is_written_as_numpy_does_in_version_3(tmp_path):
+    array = np.zeros(2, [("ä€", "<i4")])
+    with pytest.warns(UserWarning, match="3.0"):  # numpy says the file needs numpy 1.17 or later
+        data = saved(array)
+    assert data[6:8] == b"\x03\x00"
+    out = tmp_path / "u.npy"
+    wv.write(array, out)
+    assert out.read_bytes() == data
+
+
+def test_old_numpy_and_python2_files(tmp_path):
+    for name in ("python3.npy", "win64python2.npy"):  # the latter's header says (2L,): Python 2's longs
+        path = NUMPY_DATA / name
+        assert np.array_equal(wv.read(path), np.load(path))
+        assert wv.validate(path).ok
+
+
+def test_a_header_padded_to_16_as_numpy_before_1_9_did_is_kept(tmp_path):
+    text = b"{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }"
+    pad = 16 - (10 + len(text) + 1) % 16
+    header = text + b" " * pad + b"\n"
+    data = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + np.arange(3, dtype="<i2").tobytes()
+    path = put(tmp_path, data, "old.npy")
+    assert np.array_equal(wv.read(path), np.load(path))
+    assert wv.validate(path).ok
+
+
+@pytest.mark.parametrize("name", ["py3-objarr.npy", "py2-objarr.npy", "py2-np0-objarr.npy"])
+def test_object_arrays_are_refused_never_unpickled(name):
+    with pytest.raises(FormatError) as e:
+        wv.read(NUMPY_DATA / name)
+    assert (e.value.format, e.value.path, e.value.offset) == ("npy", "header.descr", 10)
+    assert "pickle" in str(e.value)
+
+
+def test_writing_an_object_array_is_refused(tmp_path):
+    with pytest.raises(FormatError):
+        wv.write(np.array([1, "a"], dtype=object), tmp_path / "o.npy")
+
+
+def _header(text, version=b"\x01\x00"):
+    raw = text.encode("latin-1")
+    return b"\x93NUMPY" + version + struct.pack("<H", len(raw)) + raw
+
+
+HOSTILE = {
+    "not_a_dict": (_header("[1, 2]\n"), "header"),
+    "missing_key": (_header("{'descr': '<f4', 'shape': (1,)}\n"), "header"),
+    "extra_key": (_header("{'descr': '<f4', 'fortran_order': False, 'shape': (), 'x': 1}\n"), "header"),
+    "negative_shape": (_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}\n"), "header.shape"),
+    "call": (_header("{'descr': __import__('os').system('x'), 'fortran_order': False, 'shape': ()}\n"), "header"),
+    "bad_descr": (_header("{'descr': '<q9', 'fortran_order': False, 'shape': ()}\n"), "header.descr"),
+    "fortran_not_bool": (_header("{'descr': '<f4', 'fortran_order': 1, 'shape': ()}\n"), "header.fortran_order"),
+    "array_past_end": (_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000,)}\n") + bytes(8),
+                       "data"),
+    "huge_shape": (_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2**62, 2**62)}\n"), "header"),
+    "too_long_header": (b"\x93NUMPY\x02\x00" + struct.pack("<I", 10**9), "header"),
+    "version_4": (b"\x93NUMPY\x04\x00" + bytes(8), "major"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_headers_fail_at_a_field(case):
+    data, field = HOSTILE[case]
+    with pytest.raises((ValueError, SyntaxError, EOFError, OverflowError)):  # numpy refuses each too
+        np.load(io.BytesIO(data), allow_pickle=False)
+    with pytest.raises(FormatError) as e:
+        parse(data)
+    assert e.value.path == field and e.value.offset is not None
+
+
+def test_read_is_a_zero_copy_view_of_the_map(tmp_path):
+    path = put(tmp_path, saved(np.arange(4096, dtype=np.float32)), "m.npy")
+    a = wv.read(path, mmap=True)
+    assert not a.flags.owndata and not a.flags.writeable
+    assert np.array_equal(a, np.load(path, mmap_mode="r"))
+
+
+def test_inspect_reads_the_header_only(tmp_path):
+    data = saved(np.ones((1000, 4), np.float32))
+    info = wv.inspect(put(tmp_path, data[:128], "cut.npy"))  # the header without the array
+    assert (info["shape"], info["dtype"], info["data_bytes"]) == ([1000, 4], "float32", 16000)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# .npz
+
+NPZ_ARRAYS = {"w": np.arange(6.0).reshape(2, 3), "words": np.array(["a", "b"]), "f": ARRAYS["fortran"],
+              "s": ARRAYS["structured"], "z": np.array(1)}
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_npz_reads_as_numpy_loads_it_and_writes_back_identical(tmp_path, save):
+    path = tmp_path / "a.npz"
+    save(path, **NPZ_ARRAYS)
+    assert wv.sniff(path) == "npz"
+    model = wv.read(path)
+    with np.load(path) as want:
+        assert list(model) == list(want.files)
+        for name in want.files:
+            assert model[name].dtype == want[name].dtype and model[name].tobytes() == want[name].tobytes()
+    assert wv.validate(path).ok
+    out = tmp_path / "again.npz"
+    wv.write(model, out)
+    assert out.read_bytes() == path.read_bytes()
+    assert np.array_equal(wv.read(f"{path}::w.npy"), NPZ_ARRAYS["w"])  # one member, as a .npy
+
+
+def test_stored_members_are_views_of_the_archive(tmp_path):
+    path = tmp_path / "v.npz"
+    np.savez(path, big=np.arange(10000, dtype=np.float32))
+    big = wv.read(path, mmap=True)["big"]
+    assert not big.flags.owndata and np.array_equal(big, np.arange(10000, dtype=np.float32))
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_written_from_arrays_loads_in_numpy(tmp_path, compressed):
+    out = tmp_path / "n.npz"
+    wv.write(NpzArrays(NPZ_ARRAYS, compressed=compressed), out)
+    with zipfile.ZipFile(out) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED}
+    with np.load(out) as back:
+        for name, array in NPZ_ARRAYS.items():
+            assert np.array_equal(back[name], array)
+    assert wv.validate(out).ok
+
+
+def test_npz_object_member_and_damage_are_located(tmp_path):
+    path = tmp_path / "o.npz"
+    np.savez(path, ok=np.ones(2), obj=np.array([{}], dtype=object))
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert e.value.format == "npz" and e.value.path == "members[1].header.descr" and e.value.offset > 0
+    data = bytearray((tmp_path / "o.npz").read_bytes())
+    with pytest.raises(FormatError):
+        parse_npz(bytes(data[: len(data) // 2]))
+
+
+def test_gensim_keyedvectors_save_writes_npy_we_read(tmp_path):
+    gensim_models = pytest.importorskip("gensim.models")
+    kv = gensim_models.KeyedVectors(vector_size=4)
+    kv.add_vectors(["king", "queen", "man"], np.arange(12, dtype=np.float32).reshape(3, 4))
+    kv.save(str(tmp_path / "kv.model"), separately=["vectors"])
+    npy = tmp_path / "kv.model.vectors.npy"
+    assert wv.sniff(npy) == "npy"
+    assert np.array_equal(wv.read(npy), kv.vectors)
+    assert wv.validate(npy).ok
+
+
+SAMPLES = [saved(ARRAYS["f4"]), saved(ARRAYS["structured"]), saved(ARRAYS["fortran"])]
+globals().update(property_tests("npy", samples=SAMPLES))
+
+
+def test_npz_mutants_fail_in_our_words():
+    # the .npz format is a zip archive read by zipfile, with no schema of its own: its mutants go through the
+    # codec and the API's checks (each works or fails with the npz format's own error, within the bounds)
+    buf, zbuf = io.BytesIO(), io.BytesIO()
+    np.savez(buf, a=np.arange(4.0), b=np.array(["x"]))
+    np.savez_compressed(zbuf, a=np.arange(4.0))
+    seen = 0
+    for sample in (buf.getvalue(), zbuf.getvalue()):
+        for data, label in mutants(sample, cases=48):
+            result = run_bounded(label, lambda data=data: parse_npz(data))
+            if isinstance(result, FormatError):
+                assert result.format == "npz" and result.path, label
+                ours(label, str(result))
+            seen += 1
+    assert seen == 96
