@@ -33,3 +33,4 @@ NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))
 # than opened as a compressed file
 ZIP_LOCAL_MAGIC = b"PK\x03\x04"
 NPZ_MEMBER_SUFFIX = b".npy"
+NPZ_SUFFIX = ".npz"

@@ -73,6 +73,8 @@ def test_hostile_lengths_do_not_allocate(path):
 def test_in_memory_reads_equal_mmap_reads_and_are_writable(path):
     """mmap=False reads the file into memory (an uninitialised numpy buffer): the same model as the
     zero-copy read, with bulk arrays that can be written without touching the file."""
+    from collections.abc import Mapping
+
     import numpy as np
 
     import wvformats as wv
@@ -88,6 +90,14 @@ def test_in_memory_reads_equal_mmap_reads_and_are_writable(path):
     elif hasattr(a, "tensors"):
         assert list(a.tensors) == list(b.tensors)
         assert all(np.array_equal(a.tensors[k].blocks, b.tensors[k].blocks) for k in a.tensors)
+    elif isinstance(a, (np.ndarray, dict, Mapping)):  # an array (npy), arrays by name (safetensors, npz)
+        arrays_a, arrays_b = ({"": a}, {"": b}) if isinstance(a, np.ndarray) else (a, b)
+        assert list(arrays_a) == list(arrays_b)
+        assert all(arrays_a[k].tobytes() == arrays_b[k].tobytes() for k in arrays_a)
+        for array in arrays_b.values():
+            if array.size:
+                array.reshape(-1).view(np.uint8)[0] ^= 1
+        assert path.read_bytes() == before
     else:
         assert a.piece_strings == b.piece_strings
 

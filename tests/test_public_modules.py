@@ -16,7 +16,8 @@ from wvformats.samples import sample_dir
 
 SAMPLES_DIR = sample_dir()
 
-FAMILY_MODULES = ("fasttext", "finalfusion", "gguf", "infinigram", "rwkv", "sentencepiece", "wordvec")
+FAMILY_MODULES = ("fasttext", "finalfusion", "gguf", "infinigram", "npy", "rwkv", "safetensors", "sentencepiece",
+                  "wordvec")
 
 
 @pytest.mark.parametrize("name", FAMILY_MODULES)
@@ -45,6 +46,9 @@ def test_every_registered_models_class_is_public():
     ("infinigram", "sample-index", "InfiniGramIndex"),
     ("wordvec", "sample.bin", "Embeddings"),
     ("wordvec", "sample-bucket.fifu", "Embeddings"),
+    ("safetensors", "sample-tiny.safetensors", "SafeTensors"),
+    ("npy", "sample.npy", "ndarray"),
+    ("npy", "sample.npz", "NpzArrays"),
 ])
 def test_a_sample_reads_into_its_family_modules_class(module, sample, cls):
     assert isinstance(wv.read(SAMPLES_DIR / sample), getattr(importlib.import_module(f"wvformats.{module}"), cls))

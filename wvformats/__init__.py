@@ -27,7 +27,8 @@ __version__ = "0.1.0"
 
 
 # the public module of each format family, imported when first asked for (each needs numpy)
-_FAMILY_MODULES = ("fasttext", "finalfusion", "gguf", "infinigram", "rwkv", "sentencepiece", "wordvec")
+_FAMILY_MODULES = ("fasttext", "finalfusion", "gguf", "infinigram", "npy", "rwkv", "safetensors", "sentencepiece",
+                   "wordvec")
 
 
 def __getattr__(name: str) -> object:

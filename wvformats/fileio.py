@@ -101,7 +101,7 @@ class Source:
             if self.is_file:
                 self._compression = compression.kind_of(self._pread(compression.MAGIC_SIZE))
                 if (self._compression == "zip" and self.member is None
-                        and compression.is_format_archive(self._pread(compression.ARCHIVE_HEAD))):
+                        and compression.is_format_archive(self._pread(compression.ARCHIVE_HEAD), self.file)):
                     self._compression = None  # (an .npz: the npz format reads the archive)
         return self._compression  # type: ignore[return-value]
 

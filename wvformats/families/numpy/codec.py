@@ -115,9 +115,10 @@ def _fail(message: str, offset: int | None = None, path: str = "archive") -> For
 def _local_extra(buf: Any, info: zipfile.ZipInfo) -> tuple[int, bytes]:
     """Where a member's data start, and its local header's extra field."""
     at = info.header_offset
-    head = bytes(buf[at:at + 30])
+    head = bytes(buf[at:at + 30]) if at >= 0 else b""
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
-        raise _fail(f"member {info.filename!r}: no local header at byte {at}", at)
+        raise _fail(f"member {info.filename!r}: no local header at byte {at}, where the central directory "
+                    "puts it", max(at, 0))
     n, m = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
     return at + 30 + n + m, bytes(buf[at + 30 + n:at + 30 + n + m])
 
