@@ -128,7 +128,8 @@ def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, 
     with _source(path) as source:
         fmt = _resolve(source, format)
         if fmt.schema is None:
-            raise FormatError(f"{fmt.name} is a folder of files, not one file to dump (inspect and validate it "
+            what = "a folder of files" if fmt.is_directory else "read by a library, not by a schema"
+            raise FormatError(f"{fmt.name} is {what}: it has no fields to dump (inspect and validate it "
                               "instead)", format=fmt.name)
         data = source.buffer()
         try:

@@ -252,6 +252,6 @@ def npz_check(parsed: Any) -> list[str]:
 register(Format(
     **NPZ._asdict(), description="NumPy .npz: a zip archive of .npy members (numpy.savez: stored; "
     "numpy.savez_compressed: deflated)", schema=None, parse=parse_npz, build=build_npz, to_model=npz_to_model,
-    from_model=npz_from_model, model=NpzArrays, writes=(dict,), inspect=npz_inspect, check=npz_check,
+    from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, check=npz_check,
     read_options=(),
 ))
