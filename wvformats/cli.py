@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="multiply rows by their stored norms (finalfusion to word-vector formats)")
     s.add_argument("--dedupe", action="store_true",
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
+    s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",
+                   help="GGUF output from safetensors: the ggml type (Q8_0, Q4_K, F16, ...) of the float tensors "
+                        "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),
@@ -347,6 +350,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["normalize"] = args.normalize
     if args.dedupe:
         options["deduplicate"] = True
+    if args.tensor_type:
+        options["type"] = args.tensor_type
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
     if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
         options["progress"] = spinner.bar.update

@@ -12,6 +12,7 @@ from ... import framework
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import safetensors as schema
+from ..ggml.gguf import GGUFModel
 from .model import SafeTensors
 from .sniff import SAFETENSORS
 
@@ -57,8 +58,12 @@ def _unchanged(model: SafeTensors) -> bool:
 
 
 def from_model(model: Any, **_: Any) -> cs.Container:
+    if isinstance(model, GGUFModel):  # (convert: dequantized, F16/BF16 kept, the metadata as strings)
+        from .convert import from_gguf
+
+        model = from_gguf(model)
     if not isinstance(model, SafeTensors):
-        raise BuildError(f"expected SafeTensors, got {type(model).__name__}", format=NAME)
+        raise BuildError(f"expected SafeTensors or GGUFModel, got {type(model).__name__}", format=NAME)
     header = model.header if _unchanged(model) else model.header_dict()
     return cs.Container(header=header, data=dict(model.arrays))
 
@@ -94,6 +99,6 @@ register(Format(
     **SAFETENSORS._asdict(), description="safetensors (Hugging Face): u64 header length, JSON header of "
     "tensor dtypes, shapes and offsets (and __metadata__ strings), then the tensors' bytes",
     schema=schema.safetensors, parse=parse, build=build, to_model=to_model, from_model=from_model,
-    model=SafeTensors, inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
+    model=SafeTensors, writes=(GGUFModel,), inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
     read_options=(),
 ))

@@ -1,0 +1,90 @@
+"""GGUF <-> safetensors through ``wv.convert`` and the command, gguf-py (its writer, reader and quantizers)
+and the safetensors library as the oracles."""
+
+import json
+
+import numpy as np
+import pytest
+
+import wvformats as wv
+from wvformats import cli
+from wvformats.errors import BuildError
+from wvformats.families.safetensors.model import SafeTensors
+
+gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
+from gguf import GGMLQuantizationType as T  # noqa: E402
+from gguf import quants as gq  # noqa: E402
+from safetensors.numpy import load_file, save_file  # noqa: E402
+
+RNG = np.random.default_rng(7)
+F32 = RNG.standard_normal((4, 64)).astype(np.float32)
+F16 = RNG.standard_normal((3, 32)).astype(np.float16)
+Q8 = RNG.standard_normal((2, 64)).astype(np.float32)
+
+
+@pytest.fixture
+def gguf_file(tmp_path):
+    """A GGUF written by gguf-py: F32, F16 and Q8_0 tensors, string, integer and array metadata."""
+    path = tmp_path / "m.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("general.name", "tiny")
+    w.add_uint32("llama.block_count", 2)
+    w.add_array("tokenizer.ggml.tokens", ["<s>", "é"])
+    w.add_tensor("tok.weight", F32)
+    w.add_tensor("h.weight", F16)
+    w.add_tensor("q.weight", gq.quantize(Q8, T.Q8_0), raw_dtype=T.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_gguf_to_safetensors_dequantizes_and_keeps_f16(tmp_path, gguf_file):
+    out = tmp_path / "m.safetensors"
+    assert wv.convert(gguf_file, out) == "safetensors"
+    got = load_file(out)  # the safetensors library reads what we wrote
+    assert got["tok.weight"].dtype == np.float32 and np.array_equal(got["tok.weight"], F32)
+    assert got["h.weight"].dtype == np.float16 and np.array_equal(got["h.weight"], F16)
+    want_q = gq.dequantize(gq.quantize(Q8, T.Q8_0), T.Q8_0)  # gguf-py's own dequantization
+    assert got["q.weight"].dtype == np.float32 and np.array_equal(got["q.weight"], want_q)
+    meta = wv.read(out).metadata
+    assert meta["general.name"] == "tiny" and meta["llama.block_count"] == "2"
+    assert json.loads(meta["tokenizer.ggml.tokens"]) == ["<s>", "é"]
+    assert wv.validate(out).ok
+
+
+@pytest.mark.parametrize("kind", ["Q8_0", "Q4_0", "F16"])
+def test_safetensors_to_gguf_quantizes_bit_exactly_as_gguf_py(tmp_path, kind):
+    src = tmp_path / "s.safetensors"
+    norm = np.ones(64, np.float32)
+    save_file({"w": F32, "norm": norm, "ids": np.arange(3, dtype=np.int32)}, src, metadata={"k": "v"})
+    out = tmp_path / "s.gguf"
+    assert cli.main(["convert", str(src), str(out), "--type", kind]) == 0
+    reader = gguf.GGUFReader(out)
+    tensors = {t.name: t for t in reader.tensors}
+    assert tensors["w"].tensor_type == T[kind]
+    assert bytes(tensors["w"].data.tobytes()) == gq.quantize(F32, T[kind]).tobytes()
+    assert tensors["norm"].tensor_type == T.F32 and np.array_equal(tensors["norm"].data, norm)  # 1-D kept
+    assert tensors["ids"].tensor_type == T.I32
+    assert reader.fields["k"].contents() == "v"
+    assert wv.validate(out).ok
+
+
+def test_bf16_stays_bf16_both_ways(tmp_path):
+    bits = (F32.view(np.uint32) >> 16).astype(np.uint16)
+    st = SafeTensors({"b": bits}, dtypes={"b": "BF16"})
+    out = tmp_path / "b.gguf"
+    wv.write(st, out)
+    t = gguf.GGUFReader(out).tensors[0]
+    assert t.tensor_type == T.BF16 and t.data.tobytes() == bits.tobytes()
+    back = tmp_path / "b.safetensors"
+    wv.convert(out, back)
+    again = wv.read(back)
+    assert again.dtypes["b"] == "BF16" and again["b"].tobytes() == bits.tobytes()
+
+
+def test_a_type_gguf_lacks_is_refused(tmp_path):
+    with pytest.raises(BuildError, match="U8"):
+        wv.write(SafeTensors({"u": np.zeros(4, np.uint8)}), tmp_path / "u.gguf")
+    assert not (tmp_path / "u.gguf").exists()
