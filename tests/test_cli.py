@@ -59,7 +59,7 @@ def test_real_binary_files_still_sniff_as_binary():
 
 @pytest.mark.parametrize("args,asked,actual,hint", [
     (["convert", "glove.txt", "x.model", "--to", "sentencepiece"], "sentencepiece", "glove",
-     "wvformats convert FILE OUT --to fasttext|finalfusion|leader|word2vec-binary|word2vec-text"),
+     "wvformats convert FILE OUT --to fasttext|finalfusion|leader|npz-embeddings|word2vec-binary|word2vec-text"),
     (["convert", sample("sample-bpe.model"), "bpe.txt"], "word2vec-text", "sentencepiece",
      "wvformats sentencepiece export FILE OUT --to hf|tsv|json"),
     (["sentencepiece", "export", "glove.txt", "out.json", "--to", "json"], "sentencepiece", "glove",
@@ -103,12 +103,15 @@ def test_what_a_file_is_never_ends_in_a_dangling_semicolon(tmp_path):
     for args in commands:
         r = run(*args)
         line = one_error_line(r)
-        assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats inspect FILE` shows" in line, line
+        assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors` " \
+            "converts it" in line, line
         assert not line.rstrip().endswith(";"), line
     with pytest.raises(FormatError) as e:
         wv.read(GGUF_VOCAB, format="sentencepiece")
-    assert "is a gguf file (GGUFModel); `wvformats inspect FILE` shows what it holds; read as sentencepiece: " \
-        in str(e.value)
+    assert "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors` converts it; read as " \
+        "sentencepiece: " in str(e.value)
+    # a format no other format takes and no command serves (npz) says what inspect shows
+    assert api.what_it_is("f", registry.get("npz")).endswith("`wvformats inspect FILE` shows what it holds")
 
 
 def test_a_format_forced_on_a_file_of_another_kind_says_what_the_file_is_then_its_error():
@@ -269,7 +272,9 @@ def test_options_say_their_choices():
 
 def test_formats_is_a_table_of_what_each_format_can_do():
     rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
-    assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "word2vec-binary", "word2vec-text"]
+    assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "npz-embeddings", "word2vec-binary",
+                                           "word2vec-text"]
+    assert rows["gguf"]["convert_to"] == ["safetensors"] and rows["safetensors"]["convert_to"] == ["gguf"]
     assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
     assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
     assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"

@@ -404,7 +404,7 @@ def test_write_chooses_among_formats_sharing_an_extension_by_the_object(tmp_path
         assert f"cannot write a RwkvModel as {e.value.format};" in str(e.value)
         assert not (tmp_path / name).exists()
     with pytest.raises(wv.BuildError, match="Embeddings can be written as: fasttext, finalfusion, glove, leader, "
-                                            "word2vec-binary, word2vec-text$"):
+                                            "npz-embeddings, word2vec-binary, word2vec-text$"):
         wv.write(emb, tmp_path / "e.bin", "rwkv")
     with pytest.raises(wv.BuildError, match="cannot write a dict as fasttext or rwkv or word2vec-binary; a dict can be "
                                             "written as no format"):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import wvformats as wv
+from wvformats import cli
 from wvformats.errors import FormatError
 from wvformats.families.numpy.codec import NpzArrays, parse, parse_npz
 from wvformats.testing import property_tests
@@ -238,3 +239,45 @@ def test_npz_mutants_fail_in_our_words():
                 ours(label, str(result))
             seen += 1
     assert seen == 96
+
+
+# ---------------------------------------------------------------------------------------------------------
+# word embeddings as an .npz (words.npy, then vectors.npy)
+
+
+def test_embeddings_npz_from_gensim_vectors_reads_as_embeddings(tmp_path):
+    gensim_models = pytest.importorskip("gensim.models")
+    kv = gensim_models.KeyedVectors(vector_size=3)
+    kv.add_vectors(["king", "queen", "naïve"], np.arange(9, dtype=np.float32).reshape(3, 3))
+    path = tmp_path / "kv.npz"
+    np.savez(path, words=np.array(kv.index_to_key), vectors=kv.vectors)  # what a gensim user writes
+    assert wv.sniff(path) == "npz-embeddings"
+    emb = wv.read(path)
+    assert emb.words == kv.index_to_key and np.array_equal(emb.vectors, kv.vectors)
+    out = tmp_path / "again.npz"
+    wv.write(emb, out)
+    assert out.read_bytes() == path.read_bytes()  # read and unchanged: the archive as it was
+    assert wv.validate(path).ok
+
+
+def test_word_vectors_convert_to_npz_and_back_unchanged(tmp_path):
+    from wvformats.samples import sample_dir
+
+    src = sample_dir() / "sample.txt"
+    npz = tmp_path / "e.npz"
+    assert cli.main(["convert", str(src), str(npz)]) == 0
+    with np.load(npz) as z:
+        emb = wv.read(src)
+        assert z.files == ["words", "vectors"] and z["words"].tolist() == emb.words
+        assert np.array_equal(z["vectors"], emb.vectors)
+    back = tmp_path / "back.txt"
+    assert cli.main(["convert", str(npz), str(back)]) == 0
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_an_npz_of_other_arrays_is_not_embeddings(tmp_path):
+    path = tmp_path / "x.npz"
+    np.savez(path, words=np.array(["a"]), vectors=np.zeros((2, 2)))  # two rows, one word
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert e.value.format == "npz-embeddings" and "one word" in str(e.value)

@@ -14,11 +14,12 @@ import construct as cs
 import numpy as np
 
 from ... import framework
+from ...embeddings import Embeddings
 from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas.constructs.npy import numpy_spelling
-from .sniff import NPY, NPZ
+from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
 parse, build = schema_io(NPY.name, schema.npy)
 header_only = cs.Struct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
@@ -254,4 +255,49 @@ register(Format(
     "numpy.savez_compressed: deflated)", schema=None, parse=parse_npz, build=build_npz, to_model=npz_to_model,
     from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, check=npz_check,
     read_options=(),
+))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# word embeddings as an .npz: ``words.npy`` (a unicode array), then ``vectors.npy`` (the matrix)
+
+EMBEDDING_MEMBERS = ("words", "vectors")
+
+
+def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
+    arrays = npz_to_model(parsed)
+    if tuple(arrays) != EMBEDDING_MEMBERS:
+        raise FormatError(f"an embeddings .npz holds words.npy then vectors.npy; this one holds {list(arrays)}",
+                          format=EMBEDDINGS_NPZ.name, path="members", offset=0)
+    words, vectors = arrays["words"], arrays["vectors"]
+    if words.ndim != 1 or words.dtype.kind != "U" or vectors.ndim != 2 or len(words) != len(vectors):
+        raise FormatError(f"words {words.dtype} {words.shape} and vectors {vectors.dtype} {vectors.shape}: one "
+                          "word (a string) per row of a matrix", format=EMBEDDINGS_NPZ.name, path="members",
+                          offset=0)
+    return Embeddings(words.tolist(), vectors, extra={"npz": arrays})
+
+
+def embeddings_from_model(emb: Any, *, compressed: bool | None = None) -> cs.Container:
+    if not isinstance(emb, Embeddings):
+        raise BuildError(f"expected Embeddings, got {type(emb).__name__}", format=EMBEDDINGS_NPZ.name)
+    kept = emb.extra.get("npz")
+    words = np.array(emb.words, dtype=str) if emb.words else np.zeros(0, "<U1")
+    arrays = NpzArrays({"words": words, "vectors": emb.vectors})
+    if isinstance(kept, NpzArrays) and kept["words"].tolist() == emb.words and \
+            np.array_equal(kept["vectors"], emb.vectors) and kept["vectors"].dtype == emb.vectors.dtype:
+        arrays = kept  # (read and unchanged: the archive's entries and bytes as they were)
+    return npz_from_model(arrays, compressed=compressed)
+
+
+def embeddings_inspect(parsed: Any) -> dict[str, Any]:
+    emb = embeddings_to_model(parsed)
+    return {"words": len(emb.words), "dim": int(emb.vectors.shape[1]), "dtype": str(emb.vectors.dtype),
+            "first_words": emb.words[:5], **npz_inspect(parsed)}
+
+
+register(Format(
+    **EMBEDDINGS_NPZ._asdict(), description="word embeddings as a NumPy .npz: words.npy (unicode strings) then "
+    "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=None,
+    parse=parse_npz, build=build_npz, to_model=embeddings_to_model, from_model=embeddings_from_model,
+    model=Embeddings, inspect=embeddings_inspect, check=npz_check, read_options=(),
 ))
