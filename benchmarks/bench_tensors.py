@@ -1,0 +1,107 @@
+"""safetensors and NumPy .npy: wvformats vs the safetensors library and numpy, in one run.
+
+    python3 benchmarks/bench_tensors.py [--mb 1024] [--repeat 3] [--gguf-mb 256]
+
+Files are written once to benchmarks/data/ (by safetensors.numpy.save_file, numpy.save and gguf-py). Each row
+is a fresh process with its imports done in the setup and the file read through once (warm cache); the rows
+take turns, and the ratio is the median of the per-turn ratios.
+
+1. Open a safetensors file of ``--mb`` MB (16 F32 tensors) and sum one tensor: wv.read(...)[name] vs
+   safetensors.safe_open(...).get_tensor(name) (numpy framework).
+2. Load every tensor into memory: wv.read(path, mmap=False) vs safetensors.numpy.load_file(path).
+3. Open a .npy of ``--mb`` MB and read its shape and first row: wv.read vs numpy.load(mmap_mode="r").
+4. GGUF (``--gguf-mb`` MB of Q8_0, written by gguf-py) to safetensors F32: wv.convert vs gguf-py's reader,
+   gguf.quants.dequantize and safetensors.numpy.save_file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import floor_read, measure_turns, summary, table, warm  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+TENSORS = 16
+
+
+def make_files(mb: int, gguf_mb: int) -> tuple[Path, Path, Path]:
+    DATA.mkdir(exist_ok=True)
+    st, npy, gg = DATA / f"bench-{mb}mb.safetensors", DATA / f"bench-{mb}mb.npy", DATA / f"bench-q8-{gguf_mb}mb.gguf"
+    rows = mb * (1 << 20) // (TENSORS * 4 * 1024)
+    if not st.exists():
+        from safetensors.numpy import save_file
+
+        rng = np.random.default_rng(0)
+        save_file({f"layer.{i}.weight": rng.standard_normal((rows, 1024), np.float32) for i in range(TENSORS)}, st)
+    if not npy.exists():
+        np.save(npy, np.random.default_rng(1).standard_normal((rows * TENSORS, 1024), np.float32))
+    if not gg.exists():
+        import gguf
+        from gguf import quants as gq
+
+        w = gguf.GGUFWriter(str(gg), "llama")
+        per = gguf_mb * (1 << 20) // 8 // 34 * 32  # values per tensor (Q8_0: 34 bytes per 32 values)
+        rng = np.random.default_rng(2)
+        for i in range(8):
+            values = rng.standard_normal((per // 4096, 4096), np.float32)
+            w.add_tensor(f"blk.{i}.weight", gq.quantize(values, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+    return st, npy, gg
+
+
+def run(rows: list[tuple[str, str, str]], title: str, base: str, repeat: int) -> None:
+    turns = measure_turns(rows, repeat)
+    print(table(title, [(name, summary(turns[name])) for name, _, _ in rows], base, turns))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mb", type=int, default=1024)
+    p.add_argument("--gguf-mb", type=int, default=256)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    st, npy, gg = make_files(args.mb, args.gguf_mb)
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n")
+    s, n, name = str(st), str(npy), "layer.7.weight"
+    wv = "import numpy as np\nimport wvformats as wv\nwv.formats()\n"
+    run([("safetensors.safe_open + get_tensor + sum",
+          f"import numpy as np\nfrom safetensors import safe_open\n{warm(s)}",
+          f"with safe_open({s!r}, 'np') as f:\n    total = float(f.get_tensor({name!r}).sum())"),
+         ("wvformats: read + [name] + sum", f"{wv}{warm(s)}", f"total = float(wv.read({s!r})[{name!r}].sum())")],
+        f"Open a {st.stat().st_size / 1e6:.0f} MB safetensors file and sum one tensor",
+        "safetensors.safe_open + get_tensor + sum", args.repeat)
+    run([("raw read (floor)", *floor_read(s)),
+         ("safetensors.numpy.load_file", f"from safetensors.numpy import load_file\n{warm(s)}",
+          f"tensors = load_file({s!r})"),
+         ("wvformats: read(mmap=False)", f"{wv}{warm(s)}", f"tensors = dict(wv.read({s!r}, mmap=False))")],
+        "Load every tensor into memory", "safetensors.numpy.load_file", args.repeat)
+    run([("numpy.load(mmap_mode='r')", f"import numpy as np\n{warm(n)}",
+          f"a = np.load({n!r}, mmap_mode='r')\nshape, row = a.shape, float(a[0].sum())"),
+         ("wvformats: read", f"{wv}{warm(n)}", f"a = wv.read({n!r})\nshape, row = a.shape, float(a[0].sum())")],
+        f"Open a {npy.stat().st_size / 1e6:.0f} MB .npy and read its first row", "numpy.load(mmap_mode='r')",
+        args.repeat)
+    out = DATA / "converted.safetensors"
+    g = str(gg)
+    run([("gguf-py dequantize + safetensors save_file",
+          f"import gguf, numpy as np\nfrom gguf import quants as gq\nfrom safetensors.numpy import save_file\n{warm(g)}",
+          f"r = gguf.GGUFReader({g!r})\n"
+          "save_file({t.name: gq.dequantize(t.data, t.tensor_type).reshape([int(d) for d in reversed(t.shape)])"
+          f" for t in r.tensors}}, {str(out)!r})"),
+         ("wvformats: convert", f"{wv}{warm(g)}", f"wv.convert({g!r}, {str(out)!r}, overwrite=True)")],
+        f"GGUF ({gg.stat().st_size / 1e6:.0f} MB of Q8_0) to safetensors F32",
+        "gguf-py dequantize + safetensors save_file", args.repeat)
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
+
+
+if __name__ == "__main__":
+    main()
