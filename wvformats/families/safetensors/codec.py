@@ -47,8 +47,7 @@ def to_model(parsed: Any, **_: Any) -> SafeTensors:
 
 def _unchanged(model: SafeTensors) -> bool:
     header = model.header
-    if header is None or header.get(schema.METADATA) != model.metadata and \
-            (model.metadata is not None or schema.METADATA in header):
+    if header is None or header.get(schema.METADATA) != model.metadata:
         return False
     names = [n for n in header if n != schema.METADATA]
     return names == list(model.arrays) and all(

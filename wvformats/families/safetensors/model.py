@@ -85,7 +85,12 @@ class SafeTensors(Mapping):
         self.header = header  # the parsed header (its bytes kept) while the tensors are the file's
         self.problems: list[str] = []
 
-    from_arrays = classmethod(lambda cls, arrays, metadata=None, dtypes=None: cls(arrays, metadata, dtypes))
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any], metadata: Mapping[str, str] | None = None,
+                    dtypes: Mapping[str, str] | None = None) -> SafeTensors:
+        """Tensors to write: numpy arrays by name (their codes from their dtypes, or ``dtypes[name]`` for raw
+        BF16 / float8 bits), and ``__metadata__`` strings."""
+        return cls(arrays, metadata, dtypes)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
