@@ -61,7 +61,39 @@ def make_files(mb: int, gguf_mb: int) -> tuple[Path, Path, Path]:
 
 def run(rows: list[tuple[str, str, str]], title: str, base: str, repeat: int) -> None:
     turns = measure_turns(rows, repeat)
-    print(table(title, [(name, summary(turns[name])) for name, _, _ in rows], base, turns))
+    print(table(title, [(name, summary(turns[name])) for name, _, _ in rows], base, turns), flush=True)
+
+
+def tables(st: Path, npy: Path, gg: Path) -> dict[str, tuple[list[tuple[str, str, str]], str, str]]:
+    """Each table's rows (name, setup, timed), title and base row, by the name ``--only`` takes."""
+    s, n, g, name = str(st), str(npy), str(gg), "layer.7.weight"
+    out = str(DATA / "converted.safetensors")
+    wv = "import numpy as np\nimport wvformats as wv\nwv.formats()\n"
+    safe_open = "safetensors.safe_open + get_tensor + sum"
+    return {
+        "open": ([(safe_open, f"import numpy as np\nfrom safetensors import safe_open\n{warm(s)}",
+                   f"with safe_open({s!r}, 'np') as f:\n    total = float(f.get_tensor({name!r}).sum())"),
+                  ("wvformats: read + [name] + sum", f"{wv}{warm(s)}",
+                   f"total = float(wv.read({s!r})[{name!r}].sum())")],
+                 f"Open a {st.stat().st_size / 1e6:.0f} MB safetensors file and sum one tensor", safe_open),
+        "load": ([("raw read (floor)", *floor_read(s)),
+                  ("safetensors.numpy.load_file", f"from safetensors.numpy import load_file\n{warm(s)}",
+                   f"tensors = load_file({s!r})"),
+                  ("wvformats: read(mmap=False)", f"{wv}{warm(s)}", f"tensors = dict(wv.read({s!r}, mmap=False))")],
+                 "Load every tensor into memory", "safetensors.numpy.load_file"),
+        "npy": ([("numpy.load(mmap_mode='r')", f"import numpy as np\n{warm(n)}",
+                  f"a = np.load({n!r}, mmap_mode='r')\nshape, row = a.shape, float(a[0].sum())"),
+                 ("wvformats: read", f"{wv}{warm(n)}", f"a = wv.read({n!r})\nshape, row = a.shape, float(a[0].sum())")],
+                f"Open a {npy.stat().st_size / 1e6:.0f} MB .npy and read its first row", "numpy.load(mmap_mode='r')"),
+        "gguf": ([("gguf-py dequantize + safetensors save_file",
+                   "import gguf, numpy as np\nfrom gguf import quants as gq\nfrom safetensors.numpy import save_file\n"
+                   f"{warm(g)}",
+                   f"r = gguf.GGUFReader({g!r})\nsave_file({{t.name: gq.dequantize(t.data, t.tensor_type).reshape("
+                   f"[int(d) for d in reversed(t.shape)]) for t in r.tensors}}, {out!r})"),
+                  ("wvformats: convert", f"{wv}{warm(g)}", f"wv.convert({g!r}, {out!r}, overwrite=True)")],
+                 f"GGUF ({gg.stat().st_size / 1e6:.0f} MB of Q8_0) to safetensors F32",
+                 "gguf-py dequantize + safetensors save_file"),
+    }
 
 
 def main() -> None:
@@ -69,37 +101,13 @@ def main() -> None:
     p.add_argument("--mb", type=int, default=1024)
     p.add_argument("--gguf-mb", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--only", choices=["open", "load", "npy", "gguf"], action="append",
+                   help="run only this table (repeat the option for several)")
     args = p.parse_args()
-    st, npy, gg = make_files(args.mb, args.gguf_mb)
-    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n")
-    s, n, name = str(st), str(npy), "layer.7.weight"
-    wv = "import numpy as np\nimport wvformats as wv\nwv.formats()\n"
-    run([("safetensors.safe_open + get_tensor + sum",
-          f"import numpy as np\nfrom safetensors import safe_open\n{warm(s)}",
-          f"with safe_open({s!r}, 'np') as f:\n    total = float(f.get_tensor({name!r}).sum())"),
-         ("wvformats: read + [name] + sum", f"{wv}{warm(s)}", f"total = float(wv.read({s!r})[{name!r}].sum())")],
-        f"Open a {st.stat().st_size / 1e6:.0f} MB safetensors file and sum one tensor",
-        "safetensors.safe_open + get_tensor + sum", args.repeat)
-    run([("raw read (floor)", *floor_read(s)),
-         ("safetensors.numpy.load_file", f"from safetensors.numpy import load_file\n{warm(s)}",
-          f"tensors = load_file({s!r})"),
-         ("wvformats: read(mmap=False)", f"{wv}{warm(s)}", f"tensors = dict(wv.read({s!r}, mmap=False))")],
-        "Load every tensor into memory", "safetensors.numpy.load_file", args.repeat)
-    run([("numpy.load(mmap_mode='r')", f"import numpy as np\n{warm(n)}",
-          f"a = np.load({n!r}, mmap_mode='r')\nshape, row = a.shape, float(a[0].sum())"),
-         ("wvformats: read", f"{wv}{warm(n)}", f"a = wv.read({n!r})\nshape, row = a.shape, float(a[0].sum())")],
-        f"Open a {npy.stat().st_size / 1e6:.0f} MB .npy and read its first row", "numpy.load(mmap_mode='r')",
-        args.repeat)
-    out = DATA / "converted.safetensors"
-    g = str(gg)
-    run([("gguf-py dequantize + safetensors save_file",
-          f"import gguf, numpy as np\nfrom gguf import quants as gq\nfrom safetensors.numpy import save_file\n{warm(g)}",
-          f"r = gguf.GGUFReader({g!r})\n"
-          "save_file({t.name: gq.dequantize(t.data, t.tensor_type).reshape([int(d) for d in reversed(t.shape)])"
-          f" for t in r.tensors}}, {str(out)!r})"),
-         ("wvformats: convert", f"{wv}{warm(g)}", f"wv.convert({g!r}, {str(out)!r}, overwrite=True)")],
-        f"GGUF ({gg.stat().st_size / 1e6:.0f} MB of Q8_0) to safetensors F32",
-        "gguf-py dequantize + safetensors save_file", args.repeat)
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n", flush=True)
+    for key, (rows, title, base) in tables(*make_files(args.mb, args.gguf_mb)).items():
+        if args.only is None or key in args.only:
+            run(rows, title, base, args.repeat)
     print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
 
 
