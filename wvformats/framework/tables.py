@@ -174,7 +174,7 @@ class Tensors(Checked):
                 raise fail(where, start, f"{ko} of tensor {name!r} is not two byte offsets", ValueMismatchError,
                            found=span)
             shape = entry[ks]
-            if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) for d in shape):
+            if not isinstance(shape, (list, tuple)) or not all(type(d) is int for d in shape):  # (not 1.0, not True)
                 raise fail(where, start, f"{ks} of tensor {name!r} is not a list of integers", ValueMismatchError,
                            found=shape)
             dims = array_dims(shape, where, start)

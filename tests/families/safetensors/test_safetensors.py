@@ -169,6 +169,7 @@ REFUSED = {  # name: (file, the field our error names)
     "header_too_large": (struct.pack("<Q", 100_000_001) + b"{}", "header"),
     "header_past_end": (struct.pack("<Q", 50) + b"{}", "header"),
     "not_an_object": (_file(b"[1, 2]"), "header"),
+    "float_dimension": (_file({"a": {"dtype": "U8", "shape": [1.0], "data_offsets": [0, 1]}}, b"\0"), "data.a"),
     "float4_half_byte": (_file({"a": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}, bytes(2)), "data.a"),
 }
 
@@ -202,6 +203,13 @@ def test_metadata_that_is_not_strings_is_a_check_failure(tmp_path):
     assert not wv.validate(write(tmp_path, data)).ok
 
 
+def test_a_key_of_its_own_in_a_tensor_entry_is_taken_as_the_library_takes_it(tmp_path):
+    data = _file({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "note": "x"}}, b"\7")
+    assert load(data)["a"].tolist() == [7]
+    assert check(parse(data)) == []
+    assert wv.validate(write(tmp_path, data)).ok
+
+
 def test_inspect_reads_the_header_only(tmp_path):
     data = save({"w": np.ones((4, 2), np.float32), "b": np.zeros(3, np.int8)}, metadata={"k": "v"})
     cut = data[:8 + struct.unpack("<Q", data[:8])[0]]  # the header without a byte of the tensors
@@ -213,6 +221,8 @@ def test_inspect_reads_the_header_only(tmp_path):
 def test_sniff_wants_a_tensor_table(tmp_path):
     assert wv.sniff(write(tmp_path, save({"a": np.ones(1, np.float32)}))) == "safetensors"
     assert sniff_safetensors(save({}))
+    assert sniff_safetensors(struct.pack("<Q", 4) + b" {} ")  # the library reads it too
+    assert load(struct.pack("<Q", 4) + b" {} ") == {}
     for other in (struct.pack("<Q", 11) + b"[1,2,3,4,5]", struct.pack("<Q", 4) + b"{12}",
                   struct.pack("<Q", 200_000_000) + b'{"a":', b"hello world 1 2 3\n"):
         assert not sniff_safetensors(other)
