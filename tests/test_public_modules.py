@@ -48,6 +48,8 @@ def test_every_registered_models_class_is_public():
     ("wordvec", "sample-bucket.fifu", "Embeddings"),
     ("safetensors", "sample-tiny.safetensors", "SafeTensors"),
     ("npy", "sample.npy", "ndarray"),
+    ("npy", "sample.npz", "NpzArrays"),
+    ("wordvec", "sample-embeddings.npz", "Embeddings"),
 ])
 def test_a_sample_reads_into_its_family_modules_class(module, sample, cls):
     assert isinstance(wv.read(SAMPLES_DIR / sample), getattr(importlib.import_module(f"wvformats.{module}"), cls))

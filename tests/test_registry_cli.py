@@ -340,6 +340,10 @@ def test_dump_fields_tile_every_sample(path, capsys):
     from wvformats.framework.walk import leaves, walk
 
     fmt = registry.get(wv.sniff(path))
+    if fmt.schema is None:  # (an .npz: its zip is read by zipfile) dump says it has no fields to show
+        assert cli.main(["dump", str(path)]) == 2
+        assert "has no fields to dump" in capsys.readouterr().err
+        return
     data = open_buffer(path)
     _, spans = walk(fmt.schema, data, format=fmt.name)
     at = 0

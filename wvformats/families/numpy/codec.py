@@ -4,6 +4,7 @@ a stored one as zero-copy views of the archive; written back member by member as
 
 from __future__ import annotations
 
+import functools
 import time
 import zipfile
 import zlib
@@ -109,53 +110,59 @@ class NpzArrays(dict):
         self.versions: dict[str, Any] = {}  # member name -> its parsed .npy (header bytes kept)
 
 
-def _fail(message: str, offset: int | None = None, path: str = "archive") -> FormatError:
-    return FormatError(message, format=NPZ.name, path=path, offset=offset)
+def _fail(message: str, offset: int | None = None, path: str = "archive", format: str = NPZ.name) -> FormatError:
+    return FormatError(message, format=format, path=path, offset=offset)
 
 
-def _local_extra(buf: Any, info: zipfile.ZipInfo) -> tuple[int, bytes]:
+def _local_extra(buf: Any, info: zipfile.ZipInfo, format: str) -> tuple[int, bytes]:
     """Where a member's data start, and its local header's extra field."""
     at = info.header_offset
     head = bytes(buf[at:at + 30]) if at >= 0 else b""
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
         raise _fail(f"member {info.filename!r}: no local header at byte {at}, where the central directory "
-                    "puts it", max(at, 0))
+                    "puts it", max(at, 0), format=format)
     n, m = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
     return at + 30 + n + m, bytes(buf[at + 30 + n:at + 30 + n + m])
 
 
-def parse_npz(buf: Any, **_: Any) -> cs.Container:
+def parse_npz(buf: Any, *, format: str = NPZ.name, **_: Any) -> cs.Container:
+    """The archive's members, each parsed as a .npy; errors carry ``format`` (npz, or npz-embeddings)."""
     stream = framework.BufferStream(buf)
     try:
         archive = zipfile.ZipFile(stream)
         infos = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OSError, EOFError) as e:
-        raise _fail(f"not a readable zip archive: {e}") from None
+        raise _fail(f"not a readable zip archive: {e}", format=format) from None
     members = []
     for i, info in enumerate(infos):
         where = f"members[{i}]"
         if not info.filename.endswith(SUFFIX):
-            raise _fail(f"member {info.filename!r} is not a .npy file", info.header_offset, where)
-        start, extra = _local_extra(buf, info)
+            raise _fail(f"member {info.filename!r} is not a .npy file", info.header_offset, where, format=format)
+        start, extra = _local_extra(buf, info, format)
         if info.compress_type == zipfile.ZIP_STORED:
             if start + info.file_size > len(buf) or info.compress_size != info.file_size:
-                raise _fail(f"member {info.filename!r} runs past the archive", start, where)
+                raise _fail(f"member {info.filename!r} runs past the archive", start, where, format=format)
             data = memoryview(buf)[start:start + info.file_size]
         elif info.compress_type == zipfile.ZIP_DEFLATED:
             if info.file_size > DEFLATE_RATIO * info.compress_size + 1024:
                 raise _fail(f"member {info.filename!r} claims {info.file_size} bytes from {info.compress_size} "
-                            "deflated ones, more than deflate can give", info.header_offset, where)
-            try:
-                data = archive.read(info)
+                            "deflated ones, more than deflate can give", info.header_offset, where, format=format)
+            try:  # (into a bytearray: the arrays of an inflated member are writable)
+                data = bytearray(info.file_size)
+                with archive.open(info) as member_file:
+                    got = member_file.readinto(data)
+                    if got != info.file_size or member_file.read(1):
+                        raise zipfile.BadZipFile(f"{got} bytes where the archive says {info.file_size}")
             except (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, OSError, EOFError) as e:
-                raise _fail(f"member {info.filename!r} does not inflate: {e}", start, where) from None
+                raise _fail(f"member {info.filename!r} does not inflate: {e}", start, where, format=format) from None
         else:
             raise _fail(f"member {info.filename!r}: compression {info.compress_type} (npz members are stored "
-                        "or deflated)", info.header_offset, where)
+                        "or deflated)", info.header_offset, where, format=format)
         try:
             member = parse(data)
         except FormatError as e:
-            raise _fail(f"member {info.filename!r}: {e}", start + (e.offset or 0), f"{where}.{e.path}") from None
+            raise _fail(f"member {info.filename!r}: {e}", start + (e.offset or 0), f"{where}.{e.path}",
+                        format=format) from None
         members.append(cs.Container(info=info, zip64=_has_zip64(extra),
                                     npy=member))
     return cs.Container(members=members, comment=archive.comment)
@@ -298,6 +305,6 @@ def embeddings_inspect(parsed: Any) -> dict[str, Any]:
 register(Format(
     **EMBEDDINGS_NPZ._asdict(), description="word embeddings as a NumPy .npz: words.npy (unicode strings) then "
     "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=None,
-    parse=parse_npz, build=build_npz, to_model=embeddings_to_model, from_model=embeddings_from_model,
+    parse=functools.partial(parse_npz, format=EMBEDDINGS_NPZ.name), build=build_npz, to_model=embeddings_to_model, from_model=embeddings_from_model,
     model=Embeddings, inspect=embeddings_inspect, check=npz_check, read_options=(),
 ))
