@@ -1,0 +1,148 @@
+"""fastText models to and from embeddings of other formats (finalfusion's above all), keeping what fastText
+looks up: the n-gram bucket rows, hashed the same way in both (finalfusion's fastText vocabulary uses
+fastText's hash, the same n-grams and the same bucket count).
+
+Into finalfusion, a word's row is fastText's ``get_word_vector`` (the mean of its own input row and its
+n-gram rows) and the bucket rows follow the words. Back into fastText, each word's own input row is solved
+from its vector so that fastText's mean gives the vector again: ``count * vector - sum(n-gram rows)``,
+then corrected against fastText's float32 sums until they give the vector bit for bit or no closer.
+"""
+
+from __future__ import annotations
+
+import struct
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import construct as cs
+import numpy as np
+
+from ...embeddings import Embeddings, unnormalized
+from ...errors import BuildError, FormatError
+from ...schemas import fasttext as schema
+from ..finalfusion.lookups import composed_batch
+from . import subwords
+from .model import EOS
+from .sniff import FASTTEXT
+
+if TYPE_CHECKING:
+    from .model import FastText
+
+NAME = FASTTEXT.name
+_T = struct.unpack("<q", struct.pack("<d", 1e-4))[0]  # fastText's default sampling threshold, as stored
+# finalfusion vocabularies fastText's bucket table cannot hold, and why
+_NO_FASTTEXT_FORM = {
+    "bucket_subword_vocab": "finalfusion's own n-gram hash (FNV-1a-64 into 2^bucket_exp buckets)",
+    "explicit_subword_vocab": "an explicit n-gram table (fastText hashes every n-gram into buckets)",
+    "floret_subword_vocab": "floret's MurmurHash3 buckets",
+}
+_SOLVE_ROUNDS = 4  # corrections of the words' own rows against fastText's sums (2 reach the fixed point on
+# the models tried)
+
+
+def bucket_rows(m: FastText) -> np.ndarray:
+    """The model's n-gram rows as finalfusion's fastText vocabulary addresses them, bucket ``b`` at row ``b``:
+    a view of a dense matrix, reconstructed from a quantized one. A pruned model's (its prune index keeps
+    some buckets) are all ``bucket`` rows, the pruned ones zero: fastText skips a pruned n-gram, and a zero
+    row adds nothing to finalfusion's sum, whose unit vector is fastText's mean's. finalfusion has no prune
+    index, so a warning line says how large the storage grows."""
+    n, bucket = m.nwords, int(m.args["bucket"])
+    if not m.buckets.pruned:
+        return m.input.rows(np.arange(n, n + bucket)) if m.input.quantized else m.input.part["data"][n:]
+    keys = m.buckets.keys
+    if len(keys) and (int(keys.min()) < 0 or int(keys.max()) >= bucket):
+        bad = int(keys.min()) if int(keys.min()) < 0 else int(keys.max())
+        raise FormatError(f"a prune index entry names n-gram bucket {bad}, outside the model's {bucket}",
+                          format=NAME, path="dictionary.pruneidx")
+    out = np.zeros((bucket, m.input.shape[1]), "<f4")
+    out[keys] = m.input.rows(m.buckets.values + n)
+    warnings.warn(f"a pruned fastText model to finalfusion: its {len(keys)} kept n-gram rows are written among "
+                  f"all {bucket} buckets, the pruned ones as zero rows (finalfusion has no prune index): "
+                  f"{out.nbytes / 1e6:.1f} MB of storage", UserWarning, stacklevel=2)
+    return out
+
+
+def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
+    """Embeddings -> an unsupervised fastText model whose ``get_word_vector`` gives each word its vector
+    (rows multiplied by their stored norms unless ``unnormalize=False``). A fastText subword vocabulary
+    (finalfusion's, or a fastText model's) is kept: its bucket, minn and maxn, and the bucket rows, so that
+    words outside the vocabulary get the vectors they had; the words' own rows are solved so that fastText's
+    means give their vectors (within an ulp or two of their float32 sums). Other subword vocabularies have no
+    fastText form: the words are written without n-grams (maxn 0), with a warning line saying so."""
+    if isinstance(obj, tuple):
+        obj = Embeddings(*obj)
+    if not isinstance(obj, Embeddings):
+        raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
+    obj.check_parts(NAME)
+    if obj.duplicates:
+        raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
+                         f"word", format=NAME, path="dictionary.entries.words")
+    vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab") or {}
+    vectors = np.ascontiguousarray(unnormalized(obj, unnormalize, NAME).vectors, "<f4")
+    n, dim = vectors.shape
+    words = list(obj.words)
+    bucket = minn = maxn = 0
+    inputs = vectors
+    if vocab_type == "fasttext_subword_vocab":
+        from ..finalfusion.codec import subword_matrix
+
+        bucket, minn, maxn = int(fields["buckets"]), int(fields["min_n"]), int(fields["max_n"])
+        sub = subword_matrix(obj)
+        if sub is None or sub.shape != (bucket, dim):
+            raise BuildError(f"a fastText subword vocabulary of {bucket} buckets needs {bucket} subword rows of "
+                             f"{dim} values (extra['subword_vectors'])", format=NAME, path="input")
+        inputs = np.concatenate([vectors, np.asarray(sub, "<f4")])
+        inputs[:n] = _own_rows(words, vectors, inputs, minn, maxn, bucket)
+    elif vocab_type in _NO_FASTTEXT_FORM:
+        warnings.warn(f"finalfusion to fastText: the vocabulary's subwords ({_NO_FASTTEXT_FORM[vocab_type]}) have "
+                      "no fastText form; written without n-grams (maxn 0): fastText gives words outside the "
+                      "vocabulary zeros", UserWarning, stacklevel=2)
+    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2, bucket=bucket,
+                        minn=minn, maxn=maxn, lrUpdateRate=100, t=_T)
+    entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
+    dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
+                              pruneidx=np.zeros((0, 2), "<i4"))
+    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
+                        dictionary=dictionary, quant_input=0, input=cs.Container(m=len(inputs), n=dim, data=inputs),
+                        qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+
+
+def _own_rows(words: list[str], vectors: np.ndarray, inputs: np.ndarray, minn: int, maxn: int,
+              bucket: int) -> np.ndarray:
+    """Each word's own input row, such that fastText's mean of it and the word's n-gram rows (``inputs``
+    after the words) is the word's vector: ``count * vector - sum(n-gram rows)`` in float64, then corrected
+    value by value (each column of a mean depends on that column only) against fastText's own float32 sums,
+    keeping the closer of each correction."""
+    n = len(words)
+    rows, owner = subwords.subword_rows(words, minn, maxn, subwords.Buckets(n, bucket, None))
+    if EOS in words:  # fastText gives </s> no n-grams: its vector is its own row
+        keep = owner != words.index(EOS)
+        rows, owner = rows[keep], owner[keep]
+    counts = np.bincount(owner, minlength=n) + 1
+    grams = np.zeros((n, inputs.shape[1]), np.float64)
+    np.add.at(grams, owner, inputs[rows].astype(np.float64))
+    want = vectors.astype(np.float64)
+    own = (want * counts[:, None] - grams).astype("<f4")
+    # each word's own row first, then its n-grams: the order fastText sums them in
+    order = np.argsort(np.concatenate([np.arange(n), owner]), kind="stable")
+    all_rows = np.concatenate([np.arange(n), rows])[order]
+    all_owner = np.concatenate([np.arange(n), owner])[order]
+    data = inputs.copy()
+
+    def means(candidate: np.ndarray) -> np.ndarray:
+        data[:n] = candidate
+        return composed_batch(all_rows, all_owner, n, data, mean=True)[0]
+
+    got = means(own)
+    for _ in range(_SOLVE_ROUNDS):
+        off = got != vectors
+        if not off.any():
+            break
+        step = (own + (want - got) * counts[:, None]).astype("<f4")
+        tried = means(np.where(off, step, own))
+        better = np.abs(tried.astype(np.float64) - want) < np.abs(got.astype(np.float64) - want)
+        if not better.any():
+            break
+        own = np.where(better, step, own)
+        got = np.where(better, tried, got)
+    return own
