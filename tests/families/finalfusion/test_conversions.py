@@ -161,6 +161,19 @@ def test_finalfusion_to_fasttext_keeps_the_subword_vocabulary_and_ngram_rows(tmp
     assert (_ulps(a, c) == 0).mean() > 0.95
 
 
+def test_words_solved_a_block_at_a_time_give_the_same_model(tmp_path, monkeypatch):
+    """The words' own rows are solved a block of words at a time (bounded memory): blocks of 37 words give
+    the file that one block gives."""
+    from wvformats.families.fasttext import convert
+
+    fifu = tmp_path / "lee.fifu"
+    wv.convert(LEE, fifu, normalize=False)
+    wv.convert(fifu, tmp_path / "one.bin", to="fasttext")
+    monkeypatch.setattr(convert, "_SOLVE_BLOCK", 37 * 10)  # dim 10
+    wv.convert(fifu, tmp_path / "many.bin", to="fasttext")
+    assert (tmp_path / "many.bin").read_bytes() == (tmp_path / "one.bin").read_bytes()
+
+
 @pytest.mark.parametrize("kind", ["bucket", "explicit"])
 def test_finalfusion_vocabularies_fasttext_cannot_hold_are_written_without_ngrams_with_a_warning(tmp_path, kind):
     """finalfusion's own hash (bucket vocabulary) and explicit n-gram tables have no fastText form: one
