@@ -234,6 +234,31 @@ def _pruned_lookups_equal_fasttexts(src, out):
     np.testing.assert_allclose(got, _unit(want), rtol=0, atol=1e-6)
 
 
+def test_one_character_ngrams_differ_and_say_so_both_ways(tmp_path):
+    """With minn 1, fastText leaves out the n-grams '<' and '>' that finalfusion's fastText vocabulary takes:
+    unknown words' vectors differ (finalfusion-python against the fasttext module), and each direction of
+    the conversion says so in one warning line."""
+    p = wv.parse_file(DATA / "trained" / "skipgram.bin")
+    p.args.minn = 1
+    src = tmp_path / "minn1.bin"
+    with open(src, "wb") as f:
+        wv.registry.get("fasttext").build(p, f)
+    out = tmp_path / "minn1.fifu"
+    said = _converted(src, out, normalize=False)
+    assert len(said) == 1 and "minn 1" in said[0] and "'<' and '>'" in said[0]
+    peer = ff.load_finalfusion(str(out))
+    answer = ask(src, words=["zzqx"])
+    fasttext_sum = f32(answer["words"][0]).astype(np.float64) * len(answer["subwords"][0])
+    brackets = [peer.vocab.subword_indexer("<"), peer.vocab.subword_indexer(">")]
+    storage = np.asarray(peer.storage)
+    got = peer.embedding("zzqx")
+    assert not np.allclose(got, _unit(fasttext_sum), rtol=0, atol=1e-6)
+    with_brackets = fasttext_sum + storage[len(peer.vocab.words) + np.array(brackets)].sum(axis=0)
+    np.testing.assert_allclose(got, _unit(with_brackets), rtol=0, atol=1e-6)
+    said = _converted(out, tmp_path / "back.bin", to="fasttext")
+    assert len(said) == 1 and "fastText's lookups leave out the n-grams '<' and '>'" in said[0]
+
+
 def test_pruned_fasttext_model_keeps_its_subwords(tmp_path):
     """A pruned model (sup-softmax.ftz: 336 of 2,000 buckets kept) became a simple vocabulary: unknown words
     had no vector where fastText gives one. Now all its buckets are written, the pruned ones zero (fastText

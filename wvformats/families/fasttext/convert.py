@@ -38,6 +38,7 @@ _NO_FASTTEXT_FORM = {
     "explicit_subword_vocab": "an explicit n-gram table (fastText hashes every n-gram into buckets)",
     "floret_subword_vocab": "floret's MurmurHash3 buckets",
 }
+_I32_MAX = (1 << 31) - 1  # fastText's args are i32
 _SOLVE_BLOCK = 1 << 18  # values of the words solved at once (with ~16 n-gram rows each: ~32 MB of float64)
 # corrections of the words' own rows against fastText's sums: two Newton steps, two to the neighbouring float32
 # (on gensim's lee_fasttext_new.bin: 65% of the values bit for bit before, 96% after; more rounds gain nothing)
@@ -51,6 +52,8 @@ def bucket_rows(m: FastText) -> np.ndarray:
     row adds nothing to finalfusion's sum, whose unit vector is fastText's mean's. finalfusion has no prune
     index, so a warning line says how large the storage grows."""
     n, bucket = m.nwords, int(m.args["bucket"])
+    _warn_short_ngrams(int(m.args["minn"]), int(m.args["maxn"]), "fastText model to finalfusion",
+                       "finalfusion's lookups add")
     if not m.buckets.pruned:
         return m.input.rows(np.arange(n, n + bucket)) if m.input.quantized else m.input.part["data"][n:]
     keys = m.buckets.keys
@@ -64,6 +67,16 @@ def bucket_rows(m: FastText) -> np.ndarray:
                   f"all {bucket} buckets, the pruned ones as zero rows (finalfusion has no prune index): "
                   f"{out.nbytes / 1e6:.1f} MB of storage", UserWarning, stacklevel=2)
     return out
+
+
+def _warn_short_ngrams(minn: int, maxn: int, what: str, differ: str) -> None:
+    """One warning line when n-grams of one character are taken (minn <= 1): fastText leaves out those that
+    are its brackets, ``<`` and ``>``, which finalfusion's fastText vocabulary takes (the two agree from
+    minn 2 on), so unknown words' vectors differ by those two rows."""
+    if minn <= 1 <= maxn:
+        warnings.warn(f"{what}: with n-grams of one character (minn {minn}), {differ} the n-grams '<' and '>' "
+                      "(finalfusion takes them, fastText does not): unknown words' vectors differ by those two "
+                      "rows", UserWarning, stacklevel=3)
 
 
 def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
@@ -91,6 +104,10 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
         from ..finalfusion.codec import subword_matrix
 
         bucket, minn, maxn = int(fields["buckets"]), int(fields["min_n"]), int(fields["max_n"])
+        if max(bucket, minn, maxn) > _I32_MAX:
+            raise BuildError(f"fastText holds at most {_I32_MAX} buckets and n-grams that long (i32); this vocabulary "
+                             f"has {bucket} buckets, n-grams of {minn} to {maxn}", format=NAME, path="args")
+        _warn_short_ngrams(minn, maxn, "finalfusion to fastText", "fastText's lookups leave out")
         sub = subword_matrix(obj)
         if sub is None or sub.shape != (bucket, dim):
             raise BuildError(f"a fastText subword vocabulary of {bucket} buckets needs {bucket} subword rows of "
