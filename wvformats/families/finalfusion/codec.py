@@ -261,13 +261,13 @@ def _is_head(part: np.ndarray, whole: Any) -> bool:
             and part.strides == whole.strides and len(part) <= len(whole))
 
 
-def subword_matrix(obj: Embeddings, n: int | None = None) -> np.ndarray | None:
-    """The subword rows of embeddings with a subword vocabulary (the storage rows after the ``n`` words,
-    default ``len(obj.words)``): as read (a view), reconstructed from a quantized array, or None."""
+def subword_matrix(obj: Embeddings) -> np.ndarray | None:
+    """The subword rows of embeddings with a subword vocabulary (the storage rows after the words): as read
+    (a view), reconstructed from a quantized array, or None."""
     sub = obj.extra.get("subword_vectors")
     q = obj.extra.get("quantized")
     if sub is None and q is not None:
-        sub = reconstruct(q, slice(len(obj.words) if n is None else n, None))
+        sub = reconstruct(q, slice(len(obj.words), None))
     return sub
 
 
@@ -300,14 +300,19 @@ def _dense_storage(obj: Embeddings, vectors: np.ndarray) -> cs.Container:
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-NORMALIZED = "rows L2-normalised, their norms kept in the NdNorms chunk"
+_NORMALIZED = "rows L2-normalised, their norms kept in the NdNorms chunk"
+
+
+def _lengths(rows: np.ndarray) -> np.ndarray:
+    """The L2 norm of each row, taken in float64 and rounded to float32 once: ``unit * length`` in float32
+    then gives each value back within an ulp (85% of the values of gensim's lee_fasttext_new.bin and 95% of
+    normally distributed ones bit for bit)."""
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)).astype("<f4")
 
 
 def _unit(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows L2-normalised (a zero row stays zero) and their lengths, each length taken in float64 and rounded
-    once: ``unit * length`` in float32 gives each input value back within an ulp (85% of the values of
-    gensim's lee_fasttext_new.bin and 95% of normally distributed ones bit for bit)."""
-    lengths = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)).astype("<f4")
+    """Rows L2-normalised (a zero row stays zero) and their lengths."""
+    lengths = _lengths(vectors)
     unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4", copy=False)
     return unit, lengths
 
@@ -317,12 +322,12 @@ def _normalized_quantized(q: Any, n: int) -> tuple[Any, np.ndarray]:
     lengths: the array's own norms (one f32 per row, added when it has none) are divided by each word row's
     length, so that the codes and centroids stay as they are; subword rows are left as they are."""
     before = reconstruct(q, slice(0, n))
-    lengths = np.sqrt(np.einsum("ij,ij->i", before, before, dtype=np.float64)).astype("<f4")
+    lengths = _lengths(before)
     rows = len(q["codes"])
     scale = np.asarray(q["norms"], "<f4").copy() if q["use_norms"] else np.ones(rows, "<f4")
     scale[:n] = scale[:n] / np.where(lengths > 0, lengths, 1)
     unit = cs.Container(q, use_norms=1, norms=scale)
-    warn_if_changed("normalize", NORMALIZED, before, reconstruct(unit, slice(0, n)))
+    warn_if_changed("normalize", _NORMALIZED, before, reconstruct(unit, slice(0, n)))
     return unit, lengths
 
 
@@ -380,7 +385,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
         vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
         if normalize:
             unit, lengths = _unit(vectors)
-            warn_if_changed("normalize", NORMALIZED, vectors, unit)
+            warn_if_changed("normalize", _NORMALIZED, vectors, unit)
             vectors = unit
         storage = _dense_storage(obj, vectors)
     if lengths is not None:  # norms already held stay the factor back to the input's rows
