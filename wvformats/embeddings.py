@@ -34,7 +34,7 @@ def unnormalized(obj: Embeddings, unnormalize: bool | None, format: str) -> Embe
     the lengths the rows had before they were L2-normalised) when there are norms, the default; the rows as
     stored with ``unnormalize=False``; ``unnormalize=True`` refuses embeddings without norms. A
     ValuesChangedWarning line says when the values change (float32 products: each value within an ulp of
-    the row it was normalised from)."""
+    the dense row it was normalised from, 2 from a quantized one)."""
     if unnormalize is False or obj.norms is None:
         if unnormalize:
             raise BuildError("unnormalize needs norms, and these embeddings have none", format=format)
