@@ -84,8 +84,9 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
     (rows multiplied by their stored norms unless ``unnormalize=False``). A fastText subword vocabulary
     (finalfusion's, or a fastText model's) is kept: its bucket, minn and maxn, and the bucket rows, so that
     words outside the vocabulary get the vectors they had; the words' own rows are solved so that fastText's
-    means give their vectors (within 2 ulps of each vector's largest value, most bit for bit). Other subword vocabularies have no
-    fastText form: the words are written without n-grams (maxn 0), with a warning line saying so."""
+    means give their vectors (within 2 ulps of each vector's largest value, most bit for bit). Other subword
+    vocabularies have no fastText form: the words are written without n-grams (maxn 0), with a warning line
+    saying so."""
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
