@@ -136,14 +136,16 @@ def test_finalfusion_to_fasttext_keeps_the_subword_vocabulary_and_ngram_rows(tmp
     unknown word zeros. Now the fastText vocabulary's bucket, minn, maxn and n-gram rows are carried over:
     the fasttext module gives every unknown word the original model's vector bit for bit, and each word
     its vector within 2 ulps of the row's largest value (the words' own rows are solved from the vectors
-    that finalfusion keeps, fastText's means: most come back bit for bit)."""
+    that finalfusion keeps, fastText's means: most come back bit for bit, and a warning line says how far the
+    others are)."""
     fifu, back = tmp_path / "lee.fifu", tmp_path / "back.bin"
     assert cli.main(["convert", str(LEE), str(fifu)]) == 0
     assert cli.main(["convert", str(fifu), str(back), "--to", "fasttext"]) == 0
     info = wv.inspect(back)
     assert (info["bucket"], info["minn"], info["maxn"]) == (1000, 3, 6)
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 2 and "normalize" in err[0] and err[1].startswith("wvformats: warning: unnormalize")
+    assert len(err) == 3 and "normalize" in err[0] and err[1].startswith("wvformats: warning: unnormalize")
+    assert err[2].startswith("wvformats: warning: fastText: each word's own input row solved") and "2.38e-07" in err[2]
     words = wv.read(LEE).words
     theirs, ours = ask(LEE, words=OOV + words), ask(back, words=OOV + words)
     assert ours["words"][: len(OOV)] == theirs["words"][: len(OOV)]  # the bits of the unknown words' vectors
@@ -155,7 +157,8 @@ def test_finalfusion_to_fasttext_keeps_the_subword_vocabulary_and_ngram_rows(tmp
     # the rows as finalfusion stored them (normalize=False both ways): more words bit for bit
     raw, raw_back = tmp_path / "raw.fifu", tmp_path / "raw.bin"
     wv.convert(LEE, raw, normalize=False)
-    assert not _converted(raw, raw_back, to="fasttext")
+    said = _converted(raw, raw_back, to="fasttext")
+    assert len(said) == 1 and said[0].startswith("fastText: each word's own input row solved")
     c = f32(ask(raw_back, words=words)["words"])
     assert (np.abs(a - c) <= 2 * np.spacing(np.abs(a).max(axis=1, keepdims=True))).all()
     assert (_ulps(a, c) == 0).mean() > 0.95
@@ -168,9 +171,9 @@ def test_words_solved_a_block_at_a_time_give_the_same_model(tmp_path, monkeypatc
 
     fifu = tmp_path / "lee.fifu"
     wv.convert(LEE, fifu, normalize=False)
-    wv.convert(fifu, tmp_path / "one.bin", to="fasttext")
+    assert len(_converted(fifu, tmp_path / "one.bin", to="fasttext")) == 1
     monkeypatch.setattr(convert, "_SOLVE_BLOCK", 37 * 10)  # dim 10
-    wv.convert(fifu, tmp_path / "many.bin", to="fasttext")
+    assert len(_converted(fifu, tmp_path / "many.bin", to="fasttext")) == 1  # one line for all the blocks
     assert (tmp_path / "many.bin").read_bytes() == (tmp_path / "one.bin").read_bytes()
 
 
@@ -256,7 +259,7 @@ def test_one_character_ngrams_differ_and_say_so_both_ways(tmp_path):
     with_brackets = fasttext_sum + storage[len(peer.vocab.words) + np.array(brackets)].sum(axis=0)
     np.testing.assert_allclose(got, _unit(with_brackets), rtol=0, atol=1e-6)
     said = _converted(out, tmp_path / "back.bin", to="fasttext")
-    assert len(said) == 1 and "fastText's lookups leave out the n-grams '<' and '>'" in said[0]
+    assert len(said) == 2 and "fastText's lookups leave out the n-grams '<' and '>'" in said[0]
 
 
 def test_pruned_fasttext_model_keeps_its_subwords(tmp_path):

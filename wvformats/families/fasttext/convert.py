@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, unnormalized
+from ...embeddings import Embeddings, unnormalized, warn_if_changed
 from ...errors import BuildError, FormatError
 from ...schemas import fasttext as schema
 from ..finalfusion.lookups import composed_batch
@@ -133,8 +133,10 @@ def _own_rows(words: list[str], vectors: np.ndarray, inputs: np.ndarray, minn: i
     """Write into ``inputs`` each word's own input row, such that fastText's mean of it and the word's n-gram
     rows (``inputs`` after the words) is the word's vector: ``count * vector - sum(n-gram rows)`` in float64,
     then corrected value by value (each column of a mean depends on that column only) against fastText's own
-    float32 sums, keeping the closer of each correction. A block of words at a time (bounded memory)."""
+    float32 sums, keeping the closer of each correction. A block of words at a time (bounded memory). A
+    warning line says how far fastText's means are from the vectors where they are not them bit for bit."""
     n, dim = len(words), inputs.shape[1]
+    means = np.empty_like(vectors)
     block = max(1, _SOLVE_BLOCK // max(dim, 1))
     buckets = subwords.Buckets(n, bucket, None)
     for a in range(0, n, block):
@@ -143,12 +145,14 @@ def _own_rows(words: list[str], vectors: np.ndarray, inputs: np.ndarray, minn: i
         if EOS in chunk:  # fastText gives </s> no n-grams: its vector is its own row
             keep = owner != chunk.index(EOS)
             rows, owner = rows[keep], owner[keep]
-        _solve(inputs, vectors[a : a + block], a, rows, owner)
+        means[a : a + block] = _solve(inputs, vectors[a : a + block], a, rows, owner)
+    warn_if_changed("fastText", "each word's own input row solved so that fastText's mean of it and its n-gram "
+                    "rows gives the word's vector (float32 sums)", vectors, means)
 
 
-def _solve(inputs: np.ndarray, vectors: np.ndarray, first: int, rows: np.ndarray, owner: np.ndarray) -> None:
+def _solve(inputs: np.ndarray, vectors: np.ndarray, first: int, rows: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """:func:`_own_rows` for the words ``first, first + 1, ...`` of ``vectors``, whose n-gram rows are
-    ``rows`` (``owner``: the index of each one's word in ``vectors``, grouped by word)."""
+    ``rows`` (``owner``: the index of each one's word in ``vectors``, grouped by word); fastText's means."""
     n = len(vectors)
     per_word = np.bincount(owner, minlength=n)  # each word's n-gram rows
     counts = (per_word + 1)[:, None]  # and its own
@@ -182,3 +186,4 @@ def _solve(inputs: np.ndarray, vectors: np.ndarray, first: int, rows: np.ndarray
         own = np.where(better, step, own)
         got = np.where(better, tried, got)
     inputs[first : first + n] = own
+    return got
