@@ -114,10 +114,10 @@ class FastText(Embeddings):
         makers: dict[str, Any] = {}
         if self.input.quantized:
             makers["quantized"] = lambda: finalfusion_quantized(self)
-        if not self.buckets.pruned and int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
-            makers["subword_vectors"] = lambda: self.input.rows(
-                np.arange(nwords, self.input.shape[0])) if self.input.quantized else \
-                self.input.part["data"][nwords:]
+        if int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
+            from .convert import bucket_rows  # (a pruned model's pruned buckets as zero rows)
+
+            makers["subword_vectors"] = lambda: bucket_rows(self)
             self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
                 "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
         self.extra = _Extra(self.extra, **makers)

@@ -261,20 +261,33 @@ def _is_head(part: np.ndarray, whole: Any) -> bool:
             and part.strides == whole.strides and len(part) <= len(whole))
 
 
-def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool) -> cs.Container:
-    """Dense word rows plus the subword rows that were read; the quantized array that was read while the
-    word rows are still the ones it reconstructs (``vectors`` None: never reconstructed, so still its rows;
-    an edited matrix is written dense)."""
+def subword_matrix(obj: Embeddings) -> np.ndarray | None:
+    """The subword rows of embeddings with a subword vocabulary (the storage rows after the words): as read
+    (a view), reconstructed from a quantized array, or None."""
+    sub = obj.extra.get("subword_vectors")
     q = obj.extra.get("quantized")
-    if q is not None and not normalized:
-        if vectors is None or (len(q["codes"]) >= len(vectors) and np.array_equal(
-                reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True)):
-            return cs.Container(chunk_id=4, name="quantized_array", body=q)
-    assert vectors is not None  # only a lazy quantized model is written without its rows
+    if sub is None and q is not None:
+        sub = reconstruct(q, slice(len(obj.words), None))
+    return sub
+
+
+def _quantized_kept(obj: Embeddings) -> Any:
+    """The quantized array the embeddings were read with, while their word rows are still the ones it
+    reconstructs (never reconstructed, or equal); None otherwise (an edited matrix is written dense)."""
+    q = obj.extra.get("quantized")
+    if q is None or obj.lazy:
+        return q
+    vectors = np.asarray(obj.vectors)
+    if len(q["codes"]) >= len(vectors) and np.array_equal(
+            reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True):
+        return q
+    return None
+
+
+def _dense_storage(obj: Embeddings, vectors: np.ndarray) -> cs.Container:
+    """Dense word rows plus, for a subword vocabulary, the subword rows that were read."""
     if obj.extra.get("vocab_type") in _SUBWORD_IDS:
-        sub = obj.extra.get("subword_vectors")
-        if sub is None and q is not None:
-            sub = reconstruct(q, slice(len(vectors), None))
+        sub = subword_matrix(obj)
         if sub is None or sub.shape[1:] != vectors.shape[1:]:
             raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
                              format=NAME, path="chunks.storage")
@@ -287,16 +300,69 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
         rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) -> cs.Container:
-    """Embeddings -> [Metadata] Vocab Storage [NdNorms], the rows as they are.
+_NORMALIZED = "rows L2-normalised, their norms kept in the NdNorms chunk"
+
+
+def _lengths(rows: np.ndarray) -> np.ndarray:
+    """The L2 norm of each row, taken in float64 and rounded to float32 once: ``unit * length`` in float32
+    then gives each value back within an ulp (85% of the values of gensim's lee_fasttext_new.bin and 95% of
+    normally distributed ones bit for bit)."""
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)).astype("<f4")
+
+
+def _unit(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows L2-normalised (a zero row stays zero) and their lengths."""
+    lengths = _lengths(vectors)
+    unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4", copy=False)
+    return unit, lengths
+
+
+def _normalized_quantized(q: Any, n: int) -> tuple[Any, np.ndarray]:
+    """A quantized array whose first ``n`` rows (the words) reconstruct L2-normalised, and those rows'
+    lengths: the array's own norms (one f32 per row, added when it has none) are divided by each word row's
+    length, so that the codes and centroids stay as they are; subword rows are left as they are."""
+    before = reconstruct(q, slice(0, n))
+    lengths = _lengths(before)
+    rows = len(q["codes"])
+    scale = np.asarray(q["norms"], "<f4").copy() if q["use_norms"] else np.ones(rows, "<f4")
+    scale[:n] = scale[:n] / np.where(lengths > 0, lengths, 1)
+    unit = cs.Container(q, use_norms=1, norms=scale)
+    warn_if_changed("normalize", _NORMALIZED, before, reconstruct(unit, slice(0, n)))
+    return unit, lengths
+
+
+def _deduplicated(obj: Embeddings) -> Embeddings:
+    """The first row of each word (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
+    n-gram rows follow the words and are the same whichever words are dropped."""
+    out = obj.deduplicated()
+    vocab_type = obj.extra.get("vocab_type")
+    if out is obj or vocab_type not in _SUBWORD_IDS or vocab_type == "floret_subword_vocab":
+        return out
+    sub = subword_matrix(obj)
+    if sub is not None:
+        out.extra.update(vocab_type=vocab_type, vocab=obj.extra["vocab"], subword_vectors=sub)
+    return out
+
+
+def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+
+    ``normalize``: by default, embeddings of another format (word2vec, GloVe, a fastText model, ...) are
+    written as finalfusion's tools write and expect them: word rows L2-normalised, their lengths in an NdNorms
+    chunk (finalfusion-rust's ``read_word2vec_binary`` and ``read_fasttext``, finalfusion-utils' ``convert``),
+    with one warning line saying the values changed and by how much; a word-vector writer multiplies them back
+    (:func:`~wvformats.embeddings.unnormalized`), each value within an ulp of the original. Embeddings read from
+    a finalfusion file keep their rows as read. ``normalize=True`` normalises those too; ``normalize=False``
+    writes any rows as they are (a bit-exact round trip, which finalfusion's similarity queries misread unless
+    the rows have unit length). Subword rows are never normalised (finalfusion's convention), and a quantized
+    array stays quantized: its per-row norms take the normalisation.
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
     n-grams with their settings), their subword rows, their quantized storage (while the word rows are
-    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back.
-    Word-vector input gets a simple vocab. ``normalize=True`` L2-normalises the word rows and keeps the
-    norms they had in an NdNorms chunk, as the reference converters do (with a warning when values
-    change). A vocabulary holds each word once: embeddings that repeat a word are refused unless
-    ``deduplicate=True`` keeps the first row of each.
+    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back; a
+    fastText model keeps its subword vocabulary and bucket rows. Word-vector input gets a simple vocab. A
+    vocabulary holds each word once: embeddings that repeat a word are refused unless ``deduplicate=True``
+    keeps the first row of each (and the subword vocabulary).
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
@@ -304,20 +370,27 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
     obj.check_parts(NAME)
     if deduplicate:
-        obj = obj.deduplicated()
-    norms = obj.norms
-    # rows still a read quantized array's are not made: the array is written back as it is
-    keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
-    vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
-    if normalize:
-        assert vectors is not None
-        lengths = np.linalg.norm(vectors, axis=1).astype("<f4")
-        unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4")
-        warn_if_changed("normalize", "rows L2-normalised, their norms kept in the NdNorms chunk", vectors, unit)
-        # norms already held stay the factor back to the input's rows
-        norms, vectors = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4"), unit
-    storage = _storage_chunk(obj, vectors, normalize)
-    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj), "storage": storage, "norms": None}
+        obj = _deduplicated(obj)
+    # (a vocabulary or metadata the format cannot hold is refused before the rows are computed)
+    vocab, metadata = _vocab_chunk(obj), _metadata_chunk(obj)
+    if normalize is None:  # finalfusion's convention for rows from elsewhere; a finalfusion file's rows as read
+        normalize = obj.extra.get("layout") is None
+    norms, lengths = obj.norms, None
+    q = _quantized_kept(obj)
+    if q is not None:  # rows still a read quantized array's are not made: the array is written, rescaled or not
+        if normalize:
+            q, lengths = _normalized_quantized(q, len(obj.words))
+        storage = cs.Container(chunk_id=4, name="quantized_array", body=q)
+    else:
+        vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
+        if normalize:
+            unit, lengths = _unit(vectors)
+            warn_if_changed("normalize", _NORMALIZED, vectors, unit)
+            vectors = unit
+        storage = _dense_storage(obj, vectors)
+    if lengths is not None:  # norms already held stay the factor back to the input's rows
+        norms = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4")
+    built = {"metadata": metadata, "vocab": vocab, "storage": storage, "norms": None}
     if norms is not None:
         built["norms"] = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4")))
