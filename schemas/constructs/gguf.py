@@ -369,8 +369,8 @@ class GGUFValue(Checked):
             if arr.size:
                 stream.write(byte_view(np.ascontiguousarray(arr)))
         elif ename == "STRING":
-            raw = data.raw if isinstance(data, StringArray) else None
-            if raw is not None and fmt.size == 8:
+            raw = data.raw if isinstance(data, StringArray) and data._width == fmt.size else None
+            if raw is not None:  # (as read, with lengths of this version's width)
                 stream.write(raw)
             else:
                 parts = []

@@ -2,15 +2,19 @@
 (issue 27: items 6, 9 and 12), with gguf-py and llama.cpp's own vocabulary files as oracles."""
 
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_gguf import problems, tensor_file, v1_file
+from wvformats.schemas import gguf as schema
 
 import wvformats as wv
+from wvformats import framework
+from wvformats.errors import ValueMismatchError
+from wvformats.families.ggml import codec
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
 
@@ -35,3 +39,78 @@ def test_validate_json_of_a_truncated_gguf_reports_its_size(tmp_path):
     assert report["size"] == 5000 and report["ok"] is False
     assert report["error"].startswith("gguf metadata[14].value.data at byte 641")
     assert wv.validate(cut).size == 5000
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6: check() reports what llama.cpp's gguf_init refuses (ggml's gguf.cpp), to_numpy refuses what numpy cannot hold
+
+
+def test_version_1_is_reported_as_llama_cpp_and_gguf_py_refuse_it(tmp_path):
+    """llama.cpp: "GGUFv1 is no longer supported"; gguf-py's reader refuses it too. check() passed it. The fix
+    it names (model.version = 3) writes a file gguf-py reads, its strings' u32 lengths widened to u64 (they
+    were copied as read)."""
+    path = tmp_path / "v1.gguf"
+    path.write_bytes(v1_file())
+    with pytest.raises(ValueError, match="version 1"):
+        gguf.GGUFReader(path)
+    model = wv.read(path)
+    assert model.check() == ["header.version at byte 4: GGUFv1 is no longer supported (llama.cpp and gguf-py "
+                             "read versions 2 and 3); set model.version = 3 and write the model again"]
+    assert not wv.validate(path).ok and _cli("validate", path).returncode == 1
+    model.version = 3
+    wv.write(model, tmp_path / "v3.gguf")
+    reader = gguf.GGUFReader(tmp_path / "v3.gguf")
+    assert reader.fields["tokenizer.ggml.tokens"].contents() == ["a", "bc"]
+    assert reader.tensors[0].data.tolist() == list(range(32))
+    assert wv.read(tmp_path / "v3.gguf").check() == []
+
+
+def test_tensor_names_of_64_bytes_and_more_are_reported():
+    """GGML_MAX_NAME is 64: llama.cpp refuses a name of 64 bytes or more (UTF-8 bytes, not characters)."""
+    name63, name64 = "x" * 63, "é" * 32
+    assert problems(tensor_file([(name63, [32], 0, 0)], 128)) == []
+    found = problems(tensor_file([(name63, [32], 0, 0), (name64, [32], 0, 128)], 256))
+    assert found == [f"tensor_infos[1].name (the info at byte {24 + 8 + 63 + 4 + 8 + 12}): {name64!r} is 64 "
+                     "bytes, llama.cpp refuses names of 64 bytes and more (GGML_MAX_NAME)"]
+
+
+@pytest.mark.parametrize("dims, says", [
+    ([1810447050202939648, 0], "ne[1] = 0 in (1810447050202939648, 0): llama.cpp divides INT64_MAX by it"),
+    ([32, 1, 0], "ne[2] = 0 in (32, 1, 0): llama.cpp divides INT64_MAX by it"),
+    ([0, 2**62, 4], "numpy cannot describe an array of shape (4, 4611686018427387904, 0)"),
+    ([2**40, 2**23], "the element count of (1099511627776, 8388608) goes beyond INT64_MAX at ne[1]"),
+    ([2**63, 1], "a dimension above INT64_MAX in (9223372036854775808, 1)"),
+], ids=["zero beside huge", "zero", "numpy strides", "count", "negative"])
+def test_dimensions_llama_cpp_refuses_are_reported_and_to_numpy_refuses_them(dims, says):
+    """A zero dimension beside a huge one read, check() said nothing, and to_numpy returned an array of shape
+    (0, 1810447050202939648) that numpy cannot even cast (astype: "array is too big"). Now check() names the
+    tensor info and to_numpy raises the library's error there."""
+    data = tensor_file([("a", dims, 0, 0)], 64)
+    (found,) = problems(data)
+    assert found.startswith(f"tensor_infos[0].dims (the info at byte 24): {says}"), found
+    model = codec.gguf_to_model(framework.parse(schema.gguf, data, format="gguf"))
+    with pytest.raises(ValueMismatchError) as info:
+        model.tensors["a"].to_numpy()
+    e = info.value
+    assert e.format == "gguf" and e.path == "tensor_infos[0].dims" and e.offset == 24 and says in str(e)
+
+
+def test_a_zero_row_tensor_llama_cpp_takes_reads_as_an_empty_array():
+    """ne[0] = 0 passes llama.cpp's checks (nothing divides by it): an empty array of its shape, no problem."""
+    data = tensor_file([("a", [0, 3], 0, 0)], 64)
+    assert problems(data) == []
+    model = codec.gguf_to_model(framework.parse(schema.gguf, data, format="gguf"))
+    arr = model.tensors["a"].to_numpy()
+    assert arr.shape == (3, 0) and arr.astype(np.float64).shape == (3, 0)
+
+
+def test_arrays_longer_than_llama_cpp_reads_are_reported():
+    """GGUF_MAX_ARRAY_ELEMENTS (2^30): a longer array is refused. (A metadata value set in memory: a file
+    holding one is a GiB.)"""
+    from wvformats.families.ggml.gguf import GGUFModel
+
+    model = GGUFModel({"general.architecture": "llama"})
+    model.metadata.set("big", np.broadcast_to(np.uint8(0), (2**30 + 1,)), type="ARRAY", element_type="UINT8")
+    model.metadata.set("fine", np.broadcast_to(np.uint8(0), (2**30,)), type="ARRAY", element_type="UINT8")
+    assert model.check() == ["metadata[1].value.count: big has 1073741825 elements, llama.cpp reads at most "
+                             "1073741824 (GGUF_MAX_ARRAY_ELEMENTS)"]

@@ -11,10 +11,18 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...errors import TruncatedError
+from ...errors import TruncatedError, ValueMismatchError
 from ...schemas.constructs.gguf import StringArray
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
-from ...schemas.gguf import DEFAULT_ALIGNMENT, MAX_DIMS, VALUE_TYPES
+from ...schemas.gguf import (
+    DEFAULT_ALIGNMENT,
+    INT64_MAX,
+    MAX_ARRAY_ELEMENTS,
+    MAX_DIMS,
+    MAX_NAME,
+    SUPPORTED_VERSIONS,
+    VALUE_TYPES,
+)
 from . import quants
 
 TYPE_IDS = {name: i for i, name in GGUF_TYPES.items()}
@@ -52,7 +60,12 @@ class GGUFTensor:
 
     def to_numpy(self) -> np.ndarray:
         """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape; a tensor read
-        from a file whose data section does not hold its blocks is a TruncatedError at its tensor info."""
+        from a file whose data section does not hold its blocks is a TruncatedError at its tensor info, one whose
+        dimensions llama.cpp refuses or numpy cannot describe a ValueMismatchError there."""
+        if (problem := dims_problem(self.ggml_shape)) is not None:
+            path, offset = self._where or (f"tensor {self.name}", None)
+            raise ValueMismatchError(f"{self.name}: {problem}", format="gguf", path=f"{path}.dims", offset=offset,
+                                     found=self.ggml_shape)
         block = LAYOUTS[self.type][0]
         if len(self.blocks) * block != self.n_elements:
             path, offset = self._where or (f"tensor {self.name}", None)
@@ -61,6 +74,31 @@ class GGUFTensor:
                                  f"{len(self.blocks)} there (check() says why)", format="gguf", path=path,
                                  offset=offset)
         return quants.dequantize(self.blocks, self.type).reshape(self.shape)
+
+
+def dims_problem(ggml_shape: tuple[int, ...]) -> str | None:
+    """Why llama.cpp's gguf_init refuses (or crashes on) a tensor of these dimensions, or numpy cannot describe
+    its array; None when neither. llama.cpp reads the dimensions as int64, then checks that the element count
+    is representable by dividing INT64_MAX by each of ne[1], ne[2], ne[3] in turn (a zero there is a division by
+    zero); numpy's strides of an array of a zero dimension still multiply the others."""
+    if any(d > INT64_MAX for d in ggml_shape):
+        return f"a dimension above INT64_MAX in {ggml_shape} (llama.cpp reads it as a negative int64)"
+    ne = [*ggml_shape, *[1] * (MAX_DIMS - len(ggml_shape))]
+    product = ne[0]
+    for k, d in enumerate(ne[1:], 1):
+        if d == 0:
+            return (f"ne[{k}] = 0 in {ggml_shape}: llama.cpp divides INT64_MAX by it to check the element count "
+                    "(a division by zero: a crash)")
+        if INT64_MAX // d <= product:
+            return (f"the element count of {ggml_shape} goes beyond INT64_MAX at ne[{k}] (llama.cpp counts them "
+                    "in an int64)")
+        product *= d
+    wide = 8  # bytes of the widest value (float64, int64): every view and cast of the array must have int64 strides
+    for d in ggml_shape:
+        wide *= max(int(d), 1)
+    if wide > INT64_MAX:
+        return f"numpy cannot describe an array of shape {tuple(reversed(ggml_shape))} (its strides overflow int64)"
+    return None
 
 
 def _infer_type(value: Any) -> tuple[int, int | None]:
@@ -174,6 +212,15 @@ class Metadata(MutableMapping):
         return f"Metadata({len(self)} keys)"
 
 
+def _count_problem(kv: Any) -> str | None:
+    """Why llama.cpp refuses an array of this many elements, or None."""
+    value = kv["value"]
+    if kv["value_type"] == VALUE_IDS["ARRAY"] and isinstance(value, Mapping) and \
+            int(value.get("count", 0)) > MAX_ARRAY_ELEMENTS:
+        return f"{value['count']} elements, llama.cpp reads at most {MAX_ARRAY_ELEMENTS} (GGUF_MAX_ARRAY_ELEMENTS)"
+    return None
+
+
 def _align(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment
 
@@ -220,6 +267,9 @@ class GGUFModel:
         """What would make llama.cpp refuse or misread the file, each with its field path and byte offset."""
         out = [f"{path} at byte {offset}: {text}" if offset is not None else f"{path}: {text}"
                for path, offset, text in self.problems]
+        if self.version not in SUPPORTED_VERSIONS:
+            out.append(f"header.version at byte 4: GGUFv{self.version} is no longer supported (llama.cpp and "
+                       "gguf-py read versions 2 and 3); set model.version = 3 and write the model again")
         for i, key, offset in self.metadata.duplicates:
             out.append(f"metadata[{i}].key at byte {offset}: duplicate key {key}")
         for n, (key, kv) in enumerate(self.metadata._kv.items()):
@@ -232,6 +282,8 @@ class GGUFModel:
                 out.append(f"{where}.value{at}: {key} holds nested arrays (llama.cpp refuses them)")
             if kv["value_type"] == 7 and not isinstance(value, bool):
                 out.append(f"{where}.value{at}: {key} is a bool of value {value}, not 0 or 1")
+            if (problem := _count_problem(kv)) is not None:
+                out.append(f"{where}.value.count{at}: {key} has {problem}")
             if key == "general.alignment" and kv["value_type"] != VALUE_IDS["UINT32"]:
                 out.append(f"{where}.value_type{at}: general.alignment must be a UINT32, not "
                            f"{self.metadata.type(key)}")
@@ -251,18 +303,21 @@ class GGUFModel:
             if t.type not in TYPE_IDS:
                 out.append(f"{where('type')}: unknown ggml type {t.type}")
                 continue
+            size = len(t.name.encode("utf-8", "surrogateescape"))
+            if size >= MAX_NAME:
+                out.append(f"{where('name')}: {t.name!r} is {size} bytes, llama.cpp refuses names of {MAX_NAME} "
+                           "bytes and more (GGML_MAX_NAME)")
             if len(t.ggml_shape) > MAX_DIMS:
                 out.append(f"{where('n_dims')}: {len(t.ggml_shape)} dimensions, llama.cpp allows {MAX_DIMS}")
-            if any(d >= 1 << 63 for d in t.ggml_shape):
-                out.append(f"{where('dims')}: a dimension above INT64_MAX")
-            elif t.n_elements >= 1 << 63:
-                out.append(f"{where('dims')}: {t.ggml_shape} has {t.n_elements} elements, beyond INT64_MAX")
+            if (problem := dims_problem(t.ggml_shape)) is not None:
+                out.append(f"{where('dims')}: {problem}")
+                continue
             block, dtype = LAYOUTS[t.type]
             if not t.ggml_shape or t.ggml_shape[0] % block:
                 out.append(f"{where('dims')}: ne[0] = {t.ggml_shape[0] if t.ggml_shape else 0} is not a multiple "
                            f"of {t.type}'s block size {block}")
                 continue
-            nbytes = t.n_elements // block * dtype.itemsize
+            nbytes = t.n_elements // block * dtype.itemsize  # (< 2^64: dims_problem bounds 8 bytes a value)
             if t.offset % alignment:
                 out.append(f"{where('offset')}: {t.offset} is not a multiple of the alignment {alignment}")
             if data_size is not None and t.offset + nbytes > data_size:
