@@ -134,6 +134,56 @@ def _infer_type(value: Any) -> tuple[int, int | None]:
     return VALUE_IDS["ARRAY"], by_dtype[arr.dtype.newbyteorder("<").str]
 
 
+def _mistyped(key: str, type_name: str, value: Any, what: str) -> TypeError:
+    return TypeError(f"{key} is a GGUF {type_name} key: {value!r} ({type(value).__name__}) is no {what} "
+                     "(set(key, value, type=...) gives it another type)")
+
+
+def _values(key: str, type_name: str, value: Any) -> Any:
+    """The elements of an array value: a list, tuple or numpy array (a string is no array of strings)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray, StringArray)):
+        raise _mistyped(key, type_name, value, "array")
+    return value
+
+
+def _check_value(key: str, kind: int, value: Any, type_name: str) -> None:
+    """Refuse a value (a scalar, or an array's elements as numpy) that a key of GGUF type ``kind`` cannot hold,
+    naming the key, its type and the value: when it is set, not when the file is written."""
+    name, dtype = VALUE_TYPES[kind]
+    if isinstance(value, np.ndarray):  # an array's elements
+        if value.size == 0:
+            return
+        ok = {"BOOL": "b", "STRING": "U"}.get(name, "iuf" if name.startswith("FLOAT") else "iu")
+        if value.dtype.kind not in ok and not (name == "BOOL" and value.dtype.kind in "iu" and
+                                              ((value == 0) | (value == 1)).all()):
+            raise _mistyped(key, type_name, value.flat[0].item() if value.dtype.kind != "O" else value.flat[0],
+                            name)
+        if ok == "iu" and value.dtype.kind != "b":
+            _fits(key, type_name, name, dtype, int(value.min()), int(value.max()))
+        return
+    if name == "STRING":
+        good = isinstance(value, str)
+    elif name == "BOOL":
+        good = isinstance(value, (bool, np.bool_)) or isinstance(value, (int, np.integer)) and value in (0, 1)
+    elif isinstance(value, (bool, np.bool_)):
+        good = False
+    elif name.startswith("FLOAT"):
+        good = isinstance(value, (int, float, np.integer, np.floating))
+    else:
+        good = isinstance(value, (int, np.integer))
+        if good:
+            _fits(key, type_name, name, dtype, int(value), int(value))
+    if not good:
+        raise _mistyped(key, type_name, value, name)
+
+
+def _fits(key: str, type_name: str, name: str, dtype: str, low: int, high: int) -> None:
+    info = np.iinfo(np.dtype(dtype))
+    if low < info.min or high > info.max:
+        raise ValueError(f"{key} is a GGUF {type_name} key: {low if low < info.min else high} does not fit "
+                         f"{name} ({info.min} to {info.max})")
+
+
 def _plain(value: Any) -> Any:
     """A parsed metadata value as users see it: arrays as their data (nested: a list of those)."""
     if isinstance(value, Mapping) and "element_type" in value:
@@ -174,10 +224,26 @@ class Metadata(MutableMapping):
             element = old["value"]["element_type"] if kind == 9 else None
         else:
             kind, element = _infer_type(value)
+        if kind not in VALUE_TYPES or kind == 9 and element not in VALUE_TYPES:
+            raise ValueError(f"{key}: unknown GGUF value type {kind if kind not in VALUE_TYPES else element}")
         if kind == 9:
-            data = value if isinstance(value, StringArray) else (
-                StringArray(list(value)) if element == VALUE_IDS["STRING"] else np.asarray(value))
+            if element == VALUE_IDS["STRING"]:
+                data = value if isinstance(value, StringArray) else StringArray(_values(key, "ARRAY[STRING]", value))
+                if data._strings is not None and (bad := next((x for x in data._strings if not isinstance(x, str)),
+                                                              None)) is not None:
+                    raise _mistyped(key, "ARRAY[STRING]", bad, "STRING")
+            else:
+                type_name = f"ARRAY[{VALUE_TYPES[element][0]}]"
+                try:
+                    data = np.asarray(_values(key, type_name, value))
+                except ValueError:  # (ragged: lists of unequal lengths)
+                    raise _mistyped(key, type_name, value, "flat array") from None
+                if data.ndim != 1:
+                    raise _mistyped(key, type_name, value, "flat array")
+                _check_value(key, element, data, type_name)
             value = cs.Container(element_type=element, count=len(data), data=data)
+        else:
+            _check_value(key, kind, value, VALUE_TYPES[kind][0])
         self._kv[key] = cs.Container(key=key, value_type=kind, value=value)
 
     def __delitem__(self, key: str) -> None:
