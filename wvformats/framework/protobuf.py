@@ -19,7 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
-from .protowire import I32, I64, LEN, VARINT, Message, parse_fields, zigzag_decode
+from .protowire import (
+    I32,
+    I64,
+    LEN,
+    VARINT,
+    Field,
+    Message,
+    build_fields,
+    parse_fields,
+    zigzag_decode,
+    zigzag_encode,
+)
 
 SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
            "fixed64", "sint32", "sint64"}
@@ -125,6 +136,51 @@ def decode_scalar(kind: str, wire_field: Any) -> Any:
     if kind in ("sint32", "sint64"):
         return zigzag_decode(v & (0xFFFFFFFF if kind == "sint32" else (1 << 64) - 1))
     return v  # uint64: a varint is at most 64 bits
+
+
+def encode_scalar(kind: str, value: Any) -> Any:
+    """The wire value of a scalar as protobuf writes it: strings as UTF-8, floats as their 32 (``bytes`` of 4:
+    those raw bits, NaN payloads kept) or 64 bits, int32/int64/enum negatives sign-extended to 64 bits (ten
+    varint bytes), bools as 0 or 1."""
+    if kind == "string":
+        return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+    if kind == "bytes":
+        return bytes(value)
+    if kind in ("float", "double"):
+        width = 4 if kind == "float" else 8
+        if isinstance(value, (bytes, bytearray)) and len(value) == width:
+            return bytes(value)
+        return struct.pack("<f" if width == 4 else "<d", value)
+    if kind in ("fixed32", "fixed64"):
+        return int(value).to_bytes(4 if kind == "fixed32" else 8, "little")
+    if kind == "bool":
+        return int(bool(value))
+    if kind in ("sint32", "sint64"):
+        return zigzag_encode(int(value))
+    return int(value) & ((1 << 64) - 1)  # int32, int64, enum (negatives: two's complement in 64 bits), uint*
+
+
+def encode_message(mtype: MessageType, values: dict[str, Any]) -> list[Field]:
+    """The wire fields of a message of type ``mtype`` from its values by field name, in field-number order as
+    protobuf writes them: a repeated field from a list, a sub-message from a dict of its values (or its
+    encoded bytes), a scalar by its type (:func:`encode_scalar`). A name the type does not have is refused."""
+    by_name = {f.name: f for f in mtype.fields}
+    if unknown := sorted(set(values) - set(by_name)):
+        raise ValueError(f"{mtype.name} has no field {', '.join(map(repr, unknown))}")
+    out = []
+    for spec in sorted((by_name[n] for n in values), key=lambda f: f.number):
+        value = values[spec.name]
+        for item in value if spec.label == "repeated" else [value]:
+            if isinstance(spec.type, MessageType):
+                if not isinstance(item, (bytes, bytearray)):
+                    body = bytearray()
+                    build_fields(encode_message(spec.type, item), body)
+                    item = body
+                encoded: Any = bytes(item)
+            else:
+                encoded = encode_scalar(spec.type, item)
+            out.append(Field(number=spec.number, wire_type=wire_type_of(spec.type), value=encoded))
+    return out
 
 
 def message_fields(data: bytes, path: str, format: str) -> list[Any]:
