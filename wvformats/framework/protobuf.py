@@ -24,9 +24,8 @@ from .protowire import (
     I64,
     LEN,
     VARINT,
-    Field,
     Message,
-    build_fields,
+    encode_varint,
     parse_fields,
     zigzag_decode,
     zigzag_encode,
@@ -80,9 +79,13 @@ class MessageType:
     extensions: tuple[int, int] | None = None
     reserved: tuple[int, ...] = ()
     by_number: dict[int, F] = field(init=False)
+    # for encoding: name -> (number, tag bytes, type, repeated, wire type)
+    plan: dict[str, tuple[int, bytes, Any, bool, int]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_number = {f.number: f for f in self.fields}
+        self.plan = {f.name: (f.number, encode_varint(f.number << 3 | wire_type_of(f.type)), f.type,
+                              f.label == "repeated", wire_type_of(f.type)) for f in self.fields}
 
 
 def enum_names(enum: Any) -> dict[int, str]:
@@ -160,27 +163,43 @@ def encode_scalar(kind: str, value: Any) -> Any:
     return int(value) & ((1 << 64) - 1)  # int32, int64, enum (negatives: two's complement in 64 bits), uint*
 
 
-def encode_message(mtype: MessageType, values: dict[str, Any]) -> list[Field]:
-    """The wire fields of a message of type ``mtype`` from its values by field name, in field-number order as
-    protobuf writes them: a repeated field from a list, a sub-message from a dict of its values (or its
-    encoded bytes), a scalar by its type (:func:`encode_scalar`). A name the type does not have is refused."""
-    by_name = {f.name: f for f in mtype.fields}
-    if unknown := sorted(set(values) - set(by_name)):
-        raise ValueError(f"{mtype.name} has no field {', '.join(map(repr, unknown))}")
-    out = []
-    for spec in sorted((by_name[n] for n in values), key=lambda f: f.number):
-        value = values[spec.name]
-        for item in value if spec.label == "repeated" else [value]:
-            if isinstance(spec.type, MessageType):
-                if not isinstance(item, (bytes, bytearray)):
+def encode_message(mtype: MessageType, values: dict[str, Any]) -> bytes:
+    """A message of type ``mtype`` serialized from its values by field name, in field-number order as protobuf
+    writes it: a repeated field from a list, a sub-message from a dict of its values (or its encoded bytes), a
+    scalar by its type (:func:`encode_scalar`). A name the type does not have is refused."""
+    out = bytearray()
+    _encode_into(mtype, values, out)
+    return bytes(out)
+
+
+def _encode_into(mtype: MessageType, values: dict[str, Any], out: bytearray) -> None:
+    plan = mtype.plan
+    try:
+        names = sorted(values, key=lambda n: plan[n][0])
+    except KeyError:
+        unknown = sorted(set(values) - set(plan))
+        raise ValueError(f"{mtype.name} has no field {', '.join(map(repr, unknown))}") from None
+    for name in names:
+        _, tag, kind, repeated, wire = plan[name]
+        value = values[name]
+        for item in value if repeated else (value,):
+            out += tag
+            if isinstance(kind, MessageType):
+                if isinstance(item, (bytes, bytearray)):
+                    body = item
+                else:
                     body = bytearray()
-                    build_fields(encode_message(spec.type, item), body)
-                    item = body
-                encoded: Any = bytes(item)
+                    _encode_into(kind, item, body)
+                out += encode_varint(len(body))
+                out += body
+                continue
+            encoded = encode_scalar(kind, item)
+            if isinstance(encoded, bytes):
+                if wire == LEN:
+                    out += encode_varint(len(encoded))
+                out += encoded
             else:
-                encoded = encode_scalar(spec.type, item)
-            out.append(Field(number=spec.number, wire_type=wire_type_of(spec.type), value=encoded))
-    return out
+                out += encode_varint(encoded)
 
 
 def message_fields(data: bytes, path: str, format: str) -> list[Any]:

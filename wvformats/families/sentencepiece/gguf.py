@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ...framework.protobuf import encode_message
-from ...framework.protowire import build_fields
 from ...schemas.sentencepiece import ModelProto, ModelType, PieceType
 from ..ggml.gguf import GGUFModel, Metadata
 from ..ggml.gguf_records import StringArray
@@ -81,7 +80,7 @@ def from_gguf(model: GGUFModel, *, warn: bool = True) -> SentencePieceModel:
     tokens = meta.get("tokenizer.ggml.tokens")
     if tokens is None:
         raise ValueError("the GGUF has no tokenizer.ggml.tokens")
-    pieces = list(tokens)
+    pieces = tokens.tolist() if isinstance(tokens, StringArray) else list(tokens)
     n = len(pieces)
     scores = _column(meta, "scores", n, np.zeros(n, "<f4"), "<f4")
     gguf_types = _column(meta, "token_type", n, np.ones(n, np.int32), np.int64)
@@ -112,19 +111,17 @@ def from_gguf(model: GGUFModel, *, warn: bool = True) -> SentencePieceModel:
         raise ValueError(f"sentencepiece cannot load this vocabulary: tokenizer.ggml.tokens"
                          f"{f'[{i}]' if i is not None else ''}: {text}")
     raw = scores.tobytes()  # (each score's bits as read: a NaN payload stays)
-    fields = encode_message(ModelProto, {
+    data = encode_message(ModelProto, {
         "pieces": [{"piece": p, "score": raw[4 * i : 4 * i + 4], **({"type": t} if t != PieceType.NORMAL else {})}
                    for i, (p, t) in enumerate(zip(pieces, types.tolist(), strict=True))],
         "trainer_spec": trainer, "normalizer_spec": normalizer})
-    out = bytearray()
-    build_fields(fields, out)
     if warn:
         dropped = [k for k in meta if not k.startswith("tokenizer.ggml.") or k[15:] not in _TOKENIZER_KEYS]
         if dropped or model.tensors:
             warnings.warn(f"GGUF to SentencePiece: the tokenizer only ({len(dropped)} other metadata keys, e.g. "
                           f"{dropped[0] if dropped else '-'}, and {len(model.tensors)} tensors not written)",
                           UserWarning, stacklevel=2)
-    return SentencePieceModel(parse_model_fields(bytes(out)))
+    return SentencePieceModel(parse_model_fields(data))
 
 
 def _column(meta: Metadata, name: str, n: int, default: np.ndarray, dtype: Any) -> np.ndarray:

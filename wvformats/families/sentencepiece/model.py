@@ -361,14 +361,11 @@ def __getattr__(name: str) -> Any:
 
 def _piece_message(piece: str, score: float, type_id: int) -> bytes:
     from ...framework.protobuf import encode_message
-    from ...framework.protowire import build_fields
 
     values: dict[str, Any] = {"piece": piece, "score": score}
     if type_id != PieceType.NORMAL:  # the default: sentencepiece omits it
         values["type"] = type_id
-    out = bytearray()
-    build_fields(encode_message(SentencePiece, values), out)
-    return bytes(out)
+    return encode_message(SentencePiece, values)
 
 
 _TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}
