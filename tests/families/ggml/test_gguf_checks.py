@@ -2,6 +2,7 @@
 (issue 27: items 6, 9 and 12), with gguf-py and llama.cpp's own vocabulary files as oracles."""
 
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,23 @@ def test_values_of_the_key_type_are_taken_and_written_as_gguf_py_reads_them(tmp_
     assert fields["llama.attention.layer_norm_rms_epsilon"].contents() == 1.0
     assert fields["tokenizer.ggml.scores"].contents()[:3] == [0.0, 1.5, 0.0]
     assert [t.name for t in fields["tokenizer.ggml.scores"].types] == ["ARRAY", "FLOAT32"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# found by the fuzz test's new calls (tests/test_fuzz.py: every metadata value touched)
+
+
+def test_a_bad_string_in_an_array_decoded_late_names_the_format(tmp_path):
+    """A token list is decoded when first used, after the read: its invalid UTF-8 was a ValueMismatchError
+    without a format."""
+    from test_gguf import header, s8
+
+    data = header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 2) + s8("ok") + struct.pack("<Q", 2) + b"\xff\xfe"
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(data)
+    tokens = wv.read(path).metadata["k"]
+    for decode in (tokens.tolist, lambda: tokens.head(2)):
+        with pytest.raises(ValueMismatchError) as info:
+            decode()
+        e = info.value
+        assert (e.format, e.path, e.offset) == ("gguf", "metadata[0].value.data[1]", 67), str(e)
