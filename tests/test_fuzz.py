@@ -80,6 +80,10 @@ def _touch_gguf(path: Path) -> None:
     for tensor in model.tensors.values():
         tensor.to_numpy().astype(np.float64)
     model.check()
+    try:  # its SentencePiece vocabulary as a tokenizer.model: written, or refused saying why
+        wv.sentencepiece.from_gguf(model, warn=False).check()
+    except ValueError as e:
+        assert str(e).startswith(("tokenizer.ggml.", "the GGUF", "sentencepiece cannot load")), repr(e)
 
 
 def _touch_rwkv(path: Path) -> None:
@@ -92,7 +96,8 @@ def _touch_rwkv(path: Path) -> None:
 
 # what is done with a model beyond read, validate and inspect: (name, call) per format
 MODEL_CALLS = {
-    "gguf": [("dump", lambda p: _dump(p, "gguf")), ("to_numpy, metadata values, check", _touch_gguf)],
+    "gguf": [("dump", lambda p: _dump(p, "gguf")), ("to_numpy, metadata values, check, to SentencePiece",
+                                                     _touch_gguf)],
     "rwkv": [("dump", lambda p: _dump(p, "rwkv")), ("to_numpy, check", _touch_rwkv)],
 }
 

@@ -218,3 +218,20 @@ def test_inspect_gives_the_piece_count_when_the_trainer_spec_has_no_vocab_size(t
     path.write_bytes(_mutant(lambda p: p.trainer_spec.ClearField("vocab_size")))
     assert spm.SentencePieceProcessor(model_file=str(path)).vocab_size() == 1000
     assert wv.inspect(path)["vocab_size"] == 1000 and wv.inspect(path, full=True)["vocab_size"] == 1000
+
+
+@pytest.mark.parametrize("key, value, kind", [
+    ("tokenizer.ggml.tokens", np.arange(32000, dtype=np.int32), "INT32"),
+    ("tokenizer.ggml.scores", ["x"] * 32000, "STRING"),
+    ("tokenizer.ggml.bos_token_id", "1", "STRING"),
+    ("tokenizer.ggml.add_space_prefix", "false", "STRING"),
+])
+def test_tokenizer_keys_of_another_type_are_refused_by_name(key, value, kind):
+    """A token list of numbers reached the piece checks as ints (AttributeError), scores of text numpy's
+    "could not convert string to float", a bos id "1" was taken as 1 and add_space_prefix "false" as true."""
+    model = wv.read(SPM_VOCABS["llama-spm"])
+    model.metadata.set(key, value, type="ARRAY" if isinstance(value, (list, np.ndarray)) else kind,
+                       element_type=kind if isinstance(value, (list, np.ndarray)) else None)
+    with pytest.raises(ValueError) as info:
+        wv.sentencepiece.from_gguf(model, warn=False)
+    assert str(info.value).startswith(f"{key} is {model.metadata.type(key)}, llama.cpp reads "), str(info.value)

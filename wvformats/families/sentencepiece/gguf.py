@@ -33,6 +33,13 @@ _FROM_GGUF = {0: PieceType.NORMAL, 1: PieceType.NORMAL, 2: PieceType.UNUSED, 3: 
 # TrainerSpec id and piece fields, their GGUF key, and sentencepiece's defaults
 _SPECIAL = (("unk", "unknown_token_id", 0, "<unk>"), ("bos", "bos_token_id", 1, "<s>"),
             ("eos", "eos_token_id", 2, "</s>"), ("pad", "padding_token_id", -1, "<pad>"))
+_INTEGERS = {"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64"}
+# the value types the keys read here must have
+_KEY_TYPES = {"tokenizer.ggml.tokens": {"ARRAY[STRING]"},
+              "tokenizer.ggml.scores": {f"ARRAY[{t}]" for t in ("FLOAT32", "FLOAT64", *_INTEGERS)},
+              "tokenizer.ggml.token_type": {f"ARRAY[{t}]" for t in _INTEGERS},
+              "tokenizer.ggml.add_space_prefix": {"BOOL"}, "tokenizer.ggml.remove_extra_whitespaces": {"BOOL"},
+              **{f"tokenizer.ggml.{key}": _INTEGERS for _, key, _, _ in _SPECIAL}}
 _TOKENIZER_KEYS = ("model", "pre", "tokens", "scores", "token_type", "add_space_prefix",
                    "remove_extra_whitespaces", *(key for _, key, _, _ in _SPECIAL))
 
@@ -77,6 +84,9 @@ def from_gguf(model: GGUFModel, *, warn: bool = True) -> SentencePieceModel:
         raise ValueError(f"the GGUF holds a {kind!r} vocabulary, not SentencePiece's (tokenizer.ggml.model "
                          "'llama'): only that one becomes a tokenizer.model" if kind is not None else
                          "the GGUF has no tokenizer (no tokenizer.ggml.model key)")
+    for key, kinds in _KEY_TYPES.items():
+        if key in meta and meta.type(key) not in kinds:
+            raise ValueError(f"{key} is {meta.type(key)}, llama.cpp reads {' or '.join(sorted(kinds))}")
     tokens = meta.get("tokenizer.ggml.tokens")
     if tokens is None:
         raise ValueError("the GGUF has no tokenizer.ggml.tokens")
