@@ -203,13 +203,14 @@ def test_check_reports_what_sentencepiece_refuses_in_its_words(case, tmp_path):
     assert _cli("validate", path).returncode == 1
 
 
-def test_unk_id_on_another_piece_is_reported():
+def test_unk_id_on_another_piece_is_reported(tmp_path):
     """sentencepiece loads it (the UNKNOWN piece is its unk id; the trainer spec's field is not read), but the
     two say different things: tools that read the field (a converter) take another piece."""
     data = _mutant(_spec("trainer_spec", unk_id=5))
     assert spm.SentencePieceProcessor(model_proto=data).unk_id() == 0
-    model = wv.sentencepiece.SentencePieceModel(wv.sentencepiece.parse_model_fields(data))
-    assert model.check() == ["trainer_spec.unk_id: 5, but the UNKNOWN piece is id 0 (sentencepiece takes the "
+    path = tmp_path / "m.model"
+    path.write_bytes(data)
+    assert wv.read(path).check() == ["trainer_spec.unk_id: 5, but the UNKNOWN piece is id 0 (sentencepiece takes the "
                              "piece; tools that read the field take another)"]
 
 

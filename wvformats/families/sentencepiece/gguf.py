@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ...framework.protobuf import encode_message
+from ...schemas.constructs.gguf import StringArray
 from ...schemas.sentencepiece import ModelProto, ModelType, PieceType
 from ..ggml.gguf import GGUFModel, Metadata
-from ..ggml.gguf_records import StringArray
 from .model import SentencePieceModel, check_pieces, parse_model_fields
 
 # sentencepiece piece type -> GGUF token_type as llama.cpp's converter sets it (from IsUnknown, IsControl,

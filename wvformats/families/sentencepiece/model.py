@@ -348,15 +348,6 @@ def _charsmap_problem(blob: bytes) -> str | None:
     return None
 
 
-def __getattr__(name: str) -> Any:
-    """``from_gguf`` and ``to_gguf`` (the GGUF bridge, :mod:`.gguf`), imported when first asked for."""
-    if name in ("from_gguf", "to_gguf"):
-        from . import gguf
-
-        return getattr(gguf, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # -- editing: every field that is not touched keeps its exact bytes ------------------------------------------
 
 def _piece_message(piece: str, score: float, type_id: int) -> bytes:
