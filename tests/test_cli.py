@@ -270,7 +270,8 @@ def test_options_say_their_choices():
 def test_formats_is_a_table_of_what_each_format_can_do():
     rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
     assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "word2vec-binary", "word2vec-text"]
-    assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
+    assert rows["sentencepiece"]["convert_to"] == ["gguf"] and rows["sentencepiece"]["write"]  # the tokenizer bridge
+    assert rows["gguf"]["convert_to"] == ["sentencepiece"]
     assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
     assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"
     lines = run("formats").stdout.splitlines()
