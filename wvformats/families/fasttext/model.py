@@ -17,6 +17,10 @@ from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
+from .heap import pop_heap as _pop_heap
+from .heap import push_heap as _push_heap
+from .heap import sort_heap as _sort_heap
+from .predict import predict_lines
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -259,13 +263,8 @@ class FastText(Embeddings):
             raise ValueError("predict needs a supervised model (this one has no labels)")
         single = isinstance(text, str)
         lines = [text] if single else list(text)
-        rows, owner = self._line_rows(lines)
-        hidden, _ = self._mean_rows(rows, owner, len(lines))
         k = len(self.labels) if k < 0 else min(k, len(self.labels))
-        if self.loss == "hs":
-            ids, probs = _columns([self._hs_predict(h, k, threshold) for h in hidden])
-        else:
-            ids, probs = _k_best_all(self._scores(hidden), k, threshold)
+        ids, probs = predict_lines(self, lines, k, threshold)
         labels = self.labels
         found = [tuple([labels[i] for i in row]) for row in ids]
         return (found[0], probs[0]) if single else (found, probs)
@@ -288,37 +287,6 @@ class FastText(Embeddings):
             out = np.exp(out - out.max(axis=1, keepdims=True))
             return out / out.sum(axis=1, keepdims=True, dtype=np.float32)
         return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
-
-    def _hs_predict(self, hidden: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
-        tree = self._tree()
-        osz = len(self.labels)
-        heap: list[tuple[float, int]] = []
-        w = self.output
-        wo = w.part["data"] if not w.quantized else None
-        f32 = np.float32
-        log_threshold = _std_log(f32(threshold))
-
-        def dfs(node: int, score: np.float32) -> None:
-            if score < log_threshold:
-                return
-            if len(heap) == k and score < heap[0][0]:
-                return
-            left, right = tree[node]
-            if left == -1 and right == -1:
-                heap.append((float(score), node))
-                _push_heap(heap)
-                if len(heap) > k:
-                    _pop_heap(heap, len(heap))
-                    heap.pop()
-                return
-            row = wo[node - osz] if wo is not None else w.rows(np.array([node - osz]))[0]
-            f = f32(np.dot(row, hidden))
-            f = f32(1.0 / (1 + np.exp(-np.float64(f))))
-            dfs(left, f32(score + _std_log(f32(1.0 - np.float64(f)))))
-            dfs(right, f32(score + _std_log(f)))
-
-        dfs(2 * osz - 2, f32(0.0))
-        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
 
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
@@ -419,10 +387,6 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x < -MAX_SIGMOID, np.float32(0), np.where(x > MAX_SIGMOID, np.float32(1), out))
 
 
-def _std_log(x: Any) -> np.float32:
-    return np.float32(np.log(np.float64(x) + 1e-5))
-
-
 def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
     """:func:`_k_best` of every row of ``p`` (lines x labels), found for all rows at once: each row's label
     ids and their probabilities (float64). A row where the threshold cuts or ties reach the k-th place
@@ -469,47 +433,3 @@ def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
                 heap.pop()
         return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
     return [(int(ok[i]), float(np.exp(scores[i]))) for i in order[:k]]
-
-
-# libstdc++'s heap algorithms with fastText's comparePairs (a greater score first): a min-heap of scores
-def _less(a: tuple[float, int], b: tuple[float, int]) -> bool:
-    return a[0] > b[0]
-
-
-def _sift_up(heap: list, hole: int, top: int, value: tuple[float, int]) -> None:
-    parent = (hole - 1) // 2
-    while hole > top and _less(heap[parent], value):
-        heap[hole] = heap[parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    heap[hole] = value
-
-
-def _push_heap(heap: list) -> None:
-    _sift_up(heap, len(heap) - 1, 0, heap[-1])
-
-
-def _pop_heap(heap: list, n: int) -> None:
-    """std::pop_heap over heap[:n]: the top goes to n - 1."""
-    value = heap[n - 1]
-    heap[n - 1] = heap[0]
-    hole, length = 0, n - 1
-    child = hole
-    while child < (length - 1) // 2:
-        child = 2 * (child + 1)
-        if _less(heap[child], heap[child - 1]):
-            child -= 1
-        heap[hole] = heap[child]
-        hole = child
-    if length % 2 == 0 and child == (length - 2) // 2:
-        child = 2 * (child + 1)
-        heap[hole] = heap[child - 1]
-        hole = child - 1
-    _sift_up(heap, hole, 0, value)
-
-
-def _sort_heap(heap: list) -> list:
-    heap = list(heap)
-    for n in range(len(heap), 1, -1):
-        _pop_heap(heap, n)
-    return heap

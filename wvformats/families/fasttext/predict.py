@@ -1,0 +1,442 @@
+"""fastText's ``predict`` at per-line speed: what a line costs is paid once per token, not per call.
+
+A line's input rows (``Dictionary::getLine``) are the rows of its tokens, and a token's rows never change:
+they are kept per token (:class:`Lines`), computed on first sight by a scalar path for one line (each
+n-gram's row kept too, so a new word costs a few dict lookups) or by the vectorised one for the new tokens of
+a batch. The rows are summed in fastText's order from the input matrix (a quantized one reconstructed once,
+when it is small: :data:`TABLE_BYTES`). Hierarchical softmax (``lid.176.ftz``'s loss) is evaluated for every
+node of the tree at once (:func:`hs_predict`): the same float32 operations as ``HierarchicalSoftmaxLoss::dfs``
+on every node, then the k best leaves, with the depth-first search replayed only where its pruning or its
+heap could decide differently. ``expf`` and ``log`` are the C library's, as fastText calls them (:func:`expf`,
+:func:`std_log`).
+
+Caches, each bounded: the token -> rows dict (at most :data:`MAX_TOKENS` tokens, cleared when full; about
+0.3 KB a token of a few n-grams), the n-gram -> row dict (:data:`MAX_NGRAMS`, cleared when full; about 0.1 KB
+an n-gram), a pruned model's bucket -> row dict (one entry per kept bucket: 4.7 MB for ``lid.176.ftz``'s
+42,765) and the reconstructed quantized input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`:
+3.2 MB for ``lid.176.ftz``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..finalfusion.lookups import composed_batch, fasttext_hash, sum_rows
+from .heap import pop_heap, push_heap, sort_heap
+from .subwords import WORD_NGRAM_PRIME, token_hashes
+
+if TYPE_CHECKING:
+    from .model import FastText
+
+MAX_TOKENS = 1 << 17  # token -> rows entries kept
+MAX_NGRAMS = 1 << 18  # n-gram -> row entries kept
+TABLE_BYTES = 64 << 20  # a quantized input matrix up to this size is reconstructed once, whole
+_CHUNK = 512  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
+_MASK64 = (1 << 64) - 1
+_EOS = "</s>"
+_LABEL = "__label__"
+
+
+# -- the C library's expf and log, as fastText calls them --------------------------------------------------
+
+def _libm() -> Any:
+    name = ctypes.util.find_library("m")
+    try:
+        lib = ctypes.CDLL(name)
+        lib.expf.restype, lib.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+        return lib
+    except (OSError, TypeError, AttributeError):  # no C math library to load: numpy's values, unchecked
+        return None
+
+
+_LIBM = _libm()
+_expf1 = _LIBM.expf if _LIBM is not None else lambda x: float(np.float32(np.exp(np.float32(x))))
+_F32 = struct.Struct("<f")
+
+
+def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
+    """A Python float rounded to float32."""
+    return _unpack(_pack(x))[0]
+
+# numpy's float64 exp and log (SIMD, a few ulp) are rounded to float32 and kept where a nudge of the value by
+# more than both functions' errors rounds the same; the rest (about 2% for exp, fewer for log) are the
+# C library's own. glibc's expf is within 2^-33 of exp in double before its last rounding; numpy's exp and
+# log within 2^-50.
+_EXP_SLACK, _LOG_SLACK = 2.0**-30, 2.0**-46
+# one value: its float32 rounding is settled when it is further than 2^-7 float32 ulps from a boundary, a
+# float32 ulp being 2^29 double ulps of the same binade (math.ulp of the value itself: below a power of two
+# the smaller one)
+_SETTLED = (0.5 - 2.0**-7) * 2.0**29
+
+
+def _unsettled(v: np.ndarray, slack: float) -> np.ndarray:
+    lo, hi = (v * (1 - slack)).astype(np.float32), (v * (1 + slack)).astype(np.float32)
+    return np.flatnonzero(lo != hi)
+
+
+def expf(x: np.ndarray) -> np.ndarray:
+    """``std::exp`` of float32 values (the C library's ``expf``), as float32."""
+    x = np.asarray(x, np.float32)
+    v = np.exp(x.astype(np.float64))
+    out = v.astype(np.float32)
+    if _LIBM is not None:
+        for i in _unsettled(v.reshape(-1), _EXP_SLACK).tolist():
+            out.reshape(-1)[i] = _LIBM.expf(float(x.reshape(-1)[i]))
+    return out
+
+
+def std_log(x: np.ndarray) -> np.ndarray:
+    """fastText's ``Loss::std_log`` of float32 values: ``log(x + 1e-5)`` in double, as float32."""
+    d = np.asarray(x, np.float32).astype(np.float64) + 1e-5
+    v = np.log(d)
+    out = v.astype(np.float32)
+    flat, dflat = out.reshape(-1), d.reshape(-1)
+    for i in _unsettled(v.reshape(-1), _LOG_SLACK).tolist():
+        flat[i] = math.log(dflat[i])
+    return out
+
+
+def _sigmoid_hs(dots: np.ndarray) -> np.ndarray:
+    """``1. / (1 + std::exp(-f))`` of float32 dots: expf, the sum in float32, the quotient in double."""
+    s = expf(-dots) + np.float32(1)
+    return (1.0 / s.astype(np.float64)).astype(np.float32)
+
+
+def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -> tuple[list[list[int]],
+                                                                                      list[np.ndarray]]:
+    """fastText's ``predict`` of each line (k >= 0): label ids, best first, and their probabilities. A line
+    without input rows predicts nothing (``FastText::predict`` returns at once)."""
+    from .model import _k_best_all
+
+    if "_predict" not in m.__dict__:  # made on the first call: the caches above
+        m._predict = (Lines(m), Tree(m) if m.loss == "hs" else None)
+    rows, tree = m._predict
+    hidden, found = rows.hidden(lines)
+    if tree and len(lines) == 1:
+        ids, probs = hs_predict_one(tree, hidden[0], k, threshold) if found[0] else ([], [])
+        return [ids], [np.array(probs, np.float64)]
+    ids, probs = hs_predict(tree, hidden, k, threshold) if tree else _k_best_all(m._scores(hidden), k, threshold)
+    for i in np.flatnonzero(~found).tolist():
+        ids[i], probs[i] = [], np.zeros(0)
+    return ids, probs
+
+
+# -- a line's input rows -------------------------------------------------------------------------------------
+
+class Lines:
+    """Input rows of supervised lines as ``Dictionary::getLine`` makes them, kept per token."""
+
+    def __init__(self, m: FastText) -> None:
+        a = m.args
+        self.m = m
+        self.minn, self.maxn, self.wordngrams = int(a["minn"]), int(a["maxn"]), int(a["wordNgrams"])
+        self.bucket, self.nwords = int(a["bucket"]), m.nwords
+        b = m.buckets
+        self.kept = dict(zip(b.keys.tolist(), b.values.tolist(), strict=True)) if b.pruned else None
+        self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
+        self.ngrams: dict[str, int] = {}  # n-gram -> its row (-1: pruned away)
+        inp = m.input
+        self.table = inp.part["data"] if not inp.quantized else (
+            inp.rows(np.arange(inp.shape[0])) if inp.shape[0] * inp.shape[1] * 4 <= TABLE_BYTES else None)
+        m._ids([])  # the word index
+
+    def _bucket_row(self, h: int) -> int:
+        """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
+        if self.kept is None:
+            return self.nwords + h
+        r = self.kept.get(h)
+        return -1 if r is None else self.nwords + r
+
+    def _ngram_rows(self, token: str) -> list[int]:
+        """``computeSubwords("<" + token + ">")``, one character at a time (a token of UTF-8 text)."""
+        s, memo, out = f"<{token}>", self.ngrams, []
+        size, minn, maxn = len(s), self.minn, self.maxn
+        for i in range(size):
+            for n in range(max(minn, 1), min(maxn, size - i) + 1):
+                if n == 1 and (i == 0 or i + 1 == size):
+                    continue
+                g = s[i : i + n]
+                r = memo.get(g)
+                if r is None:
+                    if len(memo) >= MAX_NGRAMS:
+                        memo.clear()
+                    r = memo[g] = self._bucket_row(fasttext_hash(g) % self.bucket)
+                if r >= 0:
+                    out.append(r)
+        return out
+
+    def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
+        """A token's rows and hash (None for a label), computed and kept."""
+        m = self.m
+        wid = m._raw_index.get(token, -1)
+        if wid >= m.nwords or wid < 0 and token.startswith(_LABEL):
+            got = None
+        elif wid >= 0:
+            rows = m._rows_of([token], np.array([wid]))[0].tolist() if self.maxn > 0 else [wid]
+            got = (tuple(rows), _hash(token))
+        elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:
+            got = ((), _hash(token))
+        elif _escaped(token):  # bytes that are not UTF-8: the vectorised cut, which counts them as fastText does
+            got = (tuple(m._rows_of([token], np.array([-1]))[0].tolist()), _hash(token))
+        else:
+            got = (tuple(self._ngram_rows(token)), fasttext_hash(token))
+        if len(self.tokens) >= MAX_TOKENS:
+            self.tokens.clear()
+        self.tokens[token] = got
+        return got
+
+    def _prefetch(self, tokens: set[str]) -> None:
+        """The rows of tokens not yet kept, vectorised over all of them at once."""
+        m = self.m
+        new = [t for t in tokens if t not in self.tokens]
+        if len(new) < 64 or self.maxn <= 0:
+            return  # the scalar path costs less than the vectorised one's fixed cost
+        ids = m._ids(new)
+        words = [i for i, (t, w) in enumerate(zip(new, ids.tolist(), strict=True))
+                 if 0 <= w < m.nwords or w < 0 and not t.startswith(_LABEL)]
+        if len(self.tokens) + len(words) >= MAX_TOKENS:
+            self.tokens.clear()
+        toks = [new[i] for i in words]
+        rows, owner = m._rows_of(toks, ids[words])
+        bounds = np.searchsorted(owner, np.arange(len(toks) + 1)).tolist()
+        flat = rows.tolist()
+        for i, t in enumerate(toks):
+            self.tokens[t] = (tuple(flat[bounds[i] : bounds[i + 1]]), _hash(t))
+        for i in set(range(len(new))) - set(words):
+            self.tokens[new[i]] = None
+
+    def rows(self, line: str) -> list[int]:
+        """The input rows of one line: each word's rows (labels left out), then the word n-grams."""
+        get = self.tokens.get
+        out: list[int] = []
+        hashes: list[int] = []
+        for t in self.m._tokens(line):
+            got = get(t, 0)
+            if got == 0:
+                got = self._token(t)
+            if got is not None:
+                out.extend(got[0])
+                hashes.append(got[1])
+        n = self.wordngrams
+        if n > 1 and self.bucket > 0:
+            # addWordNgrams: int32 token hashes sign-extended to u64, chained h * 116049371 + hash
+            signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
+            for i in range(len(signed)):
+                h = signed[i] & _MASK64
+                for j in range(i + 1, min(len(signed), i + n)):
+                    h = (h * WORD_NGRAM_PRIME + signed[j]) & _MASK64
+                    r = self._bucket_row(h % self.bucket)
+                    if r >= 0:
+                        out.append(r)
+        return out
+
+    def input_rows(self, at: np.ndarray) -> np.ndarray:
+        return self.table[at] if self.table is not None else self.m.input.rows(at)
+
+    def hidden(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
+        lines have any row."""
+        if len(lines) == 1:
+            rows = self.rows(lines[0])
+            if not rows:
+                return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
+            # row after row onto +0.0 (a reduction along a matrix's first axis adds whole rows in order)
+            h = np.add.reduce(self.input_rows(np.array(rows, np.intp)), axis=0, initial=np.float32(0)) \
+                if self.m.dim > 1 else sum_rows(self.input_rows(np.array(rows, np.intp)))
+            h *= np.float32(1.0 / len(rows))
+            return h[None], np.ones(1, bool)
+        self._prefetch({t for line in lines for t in self.m._tokens(line)})
+        per_line = [self.rows(line) for line in lines]
+        counts = np.fromiter(map(len, per_line), np.int64, len(per_line))
+        flat = np.fromiter((r for rows in per_line for r in rows), np.int64, int(counts.sum()))
+        owner = np.repeat(np.arange(len(lines)), counts)
+        if self.table is not None:
+            return composed_batch(flat, owner, len(lines), self.table, mean=True)
+        needed, at = np.unique(flat, return_inverse=True)
+        return composed_batch(at.reshape(-1), owner, len(lines), self.m.input.rows(needed), mean=True)
+
+
+def _escaped(token: str) -> bool:
+    """Whether a token holds bytes that are not UTF-8 (read as surrogate escapes)."""
+    return not token.isascii() and any("\udc80" <= c <= "\udcff" for c in token)
+
+
+def _hash(token: str) -> int:
+    """``Dictionary::hash`` of a whole token, of the bytes it was read from."""
+    return int(token_hashes([token])[0]) if _escaped(token) else fasttext_hash(token)
+
+
+# -- hierarchical softmax ------------------------------------------------------------------------------------
+
+class Tree:
+    """The Huffman tree of a hierarchical-softmax model laid out for evaluating every node at once."""
+
+    def __init__(self, m: FastText) -> None:
+        tree = m._tree()
+        self.children = tree
+        osz = self.osz = len(m.labels)
+        inner = osz - 1
+        w = m.output
+        rows = w.rows(np.arange(inner), scaled=False) if w.quantized else np.asarray(w.part["data"][:inner])
+        self.wt = np.ascontiguousarray(rows.T, np.float32)  # dim x inner nodes
+        self.norms = w._norms[w.part["norm_codes"][:inner]].astype(np.float32) if w.quantized and \
+            w._norms is not None else None
+        # each node's term: a left child takes its parent's log(1 - f), a right child its log(f); terms are
+        # columns of [log(1 - f) of the inner nodes, log(f) of the inner nodes, 0]
+        nodes = 2 * osz - 1
+        parent, term = np.full(nodes, -1), np.full(nodes, 2 * inner)
+        for node, (left, right) in enumerate(tree):
+            if left >= 0:
+                parent[left], term[left] = node, node - osz
+                parent[right], term[right] = node, inner + node - osz
+        depth = np.zeros(nodes, np.int64)
+        root = nodes - 1
+        for node in range(root - 1, -1, -1):  # parents come after their children
+            depth[node] = depth[parent[node]] + 1
+        self.depth = int(depth.max()) if nodes > 1 else 0
+        # path[d, v]: the term of v's ancestor at depth d + 1 (v itself at its own depth), the zero column past
+        path = np.full((max(self.depth, 1), nodes), 2 * inner)
+        for v in range(nodes):
+            u = v
+            while u != root:
+                path[depth[u] - 1, v] = term[u]
+                u = parent[u]
+        self.path = path
+        self.levels = [np.flatnonzero(depth == d) for d in range(1, self.depth + 1)]
+        self.parent, self.term = parent, term
+
+    def terms(self, hidden: np.ndarray) -> np.ndarray:
+        """Each line's node terms (lines x 2 * inner + 1): log(1 - f) and log(f) of each inner node, then 0."""
+        # dotRow: a float32 running sum over the dimensions (numpy reduces a non-contiguous axis in order)
+        dots = np.add.reduce(hidden[:, :, None] * self.wt[None], axis=1)
+        if self.norms is not None:
+            dots *= self.norms
+        f = _sigmoid_hs(dots)
+        one_minus = (1.0 - f.astype(np.float64)).astype(np.float32)  # std_log takes a float
+        return np.concatenate([std_log(one_minus), std_log(f), np.zeros((len(hidden), 1), np.float32)], axis=1)
+
+    def scores(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's score (its path's terms summed from the root in float32) and the least score on the
+        way to it, root excepted (lines x nodes)."""
+        if len(terms) == 1:
+            running = np.cumsum(terms[0][self.path], axis=0, dtype=np.float32)
+            return running[-1:], running.min(axis=0)[None]
+        score = np.zeros((len(terms), len(self.parent)), np.float32)
+        least = np.full_like(score, np.inf)
+        for nodes in self.levels:
+            parents = self.parent[nodes]
+            score[:, nodes] = score[:, parents] + terms[:, self.term[nodes]]
+            least[:, nodes] = np.minimum(least[:, parents], score[:, nodes])
+        return score, least
+
+
+def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
+    """``HierarchicalSoftmaxLoss::predict`` of each hidden vector: the label ids of each, best first, and
+    their probabilities (``std::exp`` of the scores, as the Python module gives them)."""
+    osz = tree.osz
+    log_threshold = np.float32(std_log(np.full(1, threshold, np.float32))[0])
+    kk = min(k, osz)
+    if 0 < log_threshold or kk <= 0:  # the root's score 0 is below the threshold: nothing
+        return [[] for _ in range(len(hidden))], [np.zeros(0) for _ in range(len(hidden))]
+    ids: list[list[int]] = []
+    scores: list[np.ndarray] = []
+    for at in range(0, len(hidden), _CHUNK):
+        score, least = tree.scores(tree.terms(hidden[at : at + _CHUNK]))
+        leaf, low = score[:, :osz], least[:, :osz]
+        ranked = np.where(low >= log_threshold, leaf, -np.inf)  # a leaf is reached when no node on its way is below
+        order = np.argsort(-ranked, axis=1, kind="stable")[:, : kk + 1]
+        top = np.take_along_axis(ranked, order, axis=1)
+        n = np.isfinite(top[:, :kk]).sum(axis=1)  # leaves found (fewer than k when the threshold cuts)
+        kth = np.take_along_axis(top, np.maximum(n - 1, 0)[:, None], axis=1)
+        chosen = np.arange(kk)[None] < n[:, None]
+        # the depth-first search keeps these leaves when no ancestor of one is below the k-th best score (its
+        # heap never prunes them) and no two of the k + 1 best tie (their order is then its heap's)
+        pruned = (chosen & (np.take_along_axis(low, order[:, :kk], axis=1) < kth)).any(axis=1)
+        tied = ((top[:, 1:] == top[:, :-1]) & np.isfinite(top[:, 1:])).any(axis=1)
+        for r, (row_ids, row_top, count) in enumerate(zip(order.tolist(), top, n.tolist(), strict=True)):
+            if pruned[r] or tied[r]:
+                found = _dfs(tree, score[r], kk, float(log_threshold))
+                ids.append([i for i, _ in found])
+                scores.append(np.array([s for _, s in found], np.float32))
+            else:
+                ids.append(row_ids[:count])
+                scores.append(row_top[:count])
+    flat = expf(np.concatenate(scores)) if scores else np.zeros(0, np.float32)
+    bounds = np.cumsum([0] + [len(s) for s in scores]).tolist()
+    return ids, [flat[bounds[i] : bounds[i + 1]].astype(np.float64) for i in range(len(scores))]
+
+
+def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[int], list[float]]:
+    """:func:`hs_predict` of one hidden vector, as ``HierarchicalSoftmaxLoss::dfs`` runs: only the nodes it
+    visits are evaluated, in Python floats rounded to float32 after each operation as fastText's floats are
+    (a float32 sum, product or quotient computed in double and rounded is the float32 one)."""
+    dots = np.add.reduce(tree.wt * hidden[:, None], axis=0)
+    if tree.norms is not None:
+        dots *= tree.norms
+    d = dots.tolist()
+    lt = _r32(math.log(_r32(threshold) + 1e-5))
+    if 0 < lt or k <= 0:
+        return [], []
+    children, osz, log, exp, ulp, expf1 = tree.children, tree.osz, math.log, math.exp, math.ulp, _expf1
+    pack, unpack = _F32.pack, _F32.unpack  # unpack(pack(x))[0]: x rounded to float32 (inlined: per node)
+    heap: list[tuple[float, int]] = []
+    stack = [(len(children) - 1, 0.0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, score = pop()
+        if score < lt or len(heap) == k and score < heap[0][0]:
+            continue
+        left, right = children[node]
+        if left == -1:
+            if k == 1:  # a heap of one: the better score stays (ties keep the one found first)
+                if not heap or heap[0][0] < score:
+                    heap[:] = [(score, node)]
+            else:
+                heap.append((score, node))
+                push_heap(heap)
+                if len(heap) > k:
+                    pop_heap(heap, len(heap))
+                    heap.pop()
+            continue
+        x = -d[node - osz]
+        if not -80.0 < x < 80.0:  # near expf's overflow or its subnormal results: the C library's own
+            v = e = expf1(x)
+        else:
+            v = exp(x)
+            e = unpack(pack(v))[0]
+            if abs(v - e) > _SETTLED * ulp(v):  # near a rounding boundary of float32: the C library's own
+                e = expf1(x)
+        f = unpack(pack(1.0 / unpack(pack(1.0 + e))[0]))[0]
+        push((right, unpack(pack(score + unpack(pack(log(f + 1e-5)))[0]))[0]))
+        push((left, unpack(pack(score + unpack(pack(log(unpack(pack(1.0 - f))[0] + 1e-5)))[0]))[0]))
+    found = sort_heap(heap)
+    return [i for _, i in found], [expf1(s) for s, _ in found]
+
+
+def _dfs(tree: Tree, score: np.ndarray, k: int, log_threshold: float) -> list[tuple[int, float]]:
+    """``HierarchicalSoftmaxLoss::dfs`` over the nodes' scores: (leaf, score) of the k best it keeps, in the
+    order its heap sorts them."""
+    s = score.tolist()
+    heap: list[tuple[float, int]] = []
+    stack = [len(s) - 1]
+    while stack:
+        node = stack.pop()
+        if s[node] < log_threshold or len(heap) == k and s[node] < heap[0][0]:
+            continue
+        left, right = tree.children[node]
+        if left == -1 and right == -1:
+            heap.append((s[node], node))
+            push_heap(heap)
+            if len(heap) > k:
+                pop_heap(heap, len(heap))
+                heap.pop()
+            continue
+        stack += [right, left]  # the left subtree first
+    return [(i, sc) for sc, i in sort_heap(heap)]
