@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 MAX_TOKENS = 1 << 17  # token -> rows entries kept
 MAX_NGRAMS = 1 << 18  # n-gram -> row entries kept
 TABLE_BYTES = 64 << 20  # a quantized input matrix up to this size is reconstructed once, whole
-_CHUNK = 512  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
+_CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
 _EOS = "</s>"
 _LABEL = "__label__"
@@ -65,30 +65,38 @@ def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
     """A Python float rounded to float32."""
     return _unpack(_pack(x))[0]
 
-# numpy's float64 exp and log (SIMD, a few ulp) are rounded to float32 and kept where a nudge of the value by
-# more than both functions' errors rounds the same; the rest (about 2% for exp, fewer for log) are the
-# C library's own. glibc's expf is within 2^-33 of exp in double before its last rounding; numpy's exp and
-# log within 2^-50.
-_EXP_SLACK, _LOG_SLACK = 2.0**-30, 2.0**-46
+# numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
+# value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
+# C library's own. glibc's expf is within 2^-33 of exp (relative, 2^19 double ulps) before its last rounding;
+# numpy's exp and log within 4 double ulps of the C library's.
+_EXP_SLACK, _LOG_SLACK = 1 << 21, 1 << 4
 # one value: its float32 rounding is settled when it is further than 2^-7 float32 ulps from a boundary, a
 # float32 ulp being 2^29 double ulps of the same binade (math.ulp of the value itself: below a power of two
 # the smaller one)
 _SETTLED = (0.5 - 2.0**-7) * 2.0**29
 
 
-def _unsettled(v: np.ndarray, slack: float) -> np.ndarray:
-    lo, hi = (v * (1 - slack)).astype(np.float32), (v * (1 + slack)).astype(np.float32)
-    return np.flatnonzero(lo != hi)
+def _unsettled(v: np.ndarray, slack: int) -> np.ndarray:
+    """Where float64 values ``v`` lie within ``slack`` double ulps of a float32 rounding boundary (the 29
+    mantissa bits float32 drops near 2^28), or outside float32's normal range, where another function's
+    value that close could round otherwise. Indices into ``v.reshape(-1)``."""
+    bits = v.reshape(-1).view(np.uint64)
+    near = ((bits & np.uint64((1 << 29) - 1)) - np.uint64((1 << 28) - slack)) < np.uint64(2 * slack)
+    exponent = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    outside = (exponent - np.uint64(1023 - 126)) >= np.uint64(253)  # (wraps below 2^-126)
+    return np.flatnonzero(near | outside)
 
 
 def expf(x: np.ndarray) -> np.ndarray:
     """``std::exp`` of float32 values (the C library's ``expf``), as float32."""
     x = np.asarray(x, np.float32)
     v = np.exp(x.astype(np.float64))
-    out = v.astype(np.float32)
+    with np.errstate(over="ignore"):  # past float32's range: inf, and the check below asks the C library
+        out = v.astype(np.float32)
     if _LIBM is not None:
-        for i in _unsettled(v.reshape(-1), _EXP_SLACK).tolist():
-            out.reshape(-1)[i] = _LIBM.expf(float(x.reshape(-1)[i]))
+        at = _unsettled(v.reshape(-1), _EXP_SLACK)
+        if len(at):
+            out.reshape(-1)[at] = list(map(_LIBM.expf, x.reshape(-1)[at].tolist()))
     return out
 
 
@@ -97,9 +105,9 @@ def std_log(x: np.ndarray) -> np.ndarray:
     d = np.asarray(x, np.float32).astype(np.float64) + 1e-5
     v = np.log(d)
     out = v.astype(np.float32)
-    flat, dflat = out.reshape(-1), d.reshape(-1)
-    for i in _unsettled(v.reshape(-1), _LOG_SLACK).tolist():
-        flat[i] = math.log(dflat[i])
+    at = _unsettled(v.reshape(-1), _LOG_SLACK)
+    if len(at):
+        out.reshape(-1)[at] = list(map(math.log, d.reshape(-1)[at].tolist()))
     return out
 
 
@@ -173,56 +181,64 @@ class Lines:
         return out
 
     def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
-        """A token's rows and hash (None for a label), computed and kept."""
+        """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""
         m = self.m
         wid = m._raw_index.get(token, -1)
         if wid >= m.nwords or wid < 0 and token.startswith(_LABEL):
             got = None
         elif wid >= 0:
-            rows = m._rows_of([token], np.array([wid]))[0].tolist() if self.maxn > 0 else [wid]
-            got = (tuple(rows), _hash(token))
+            got = (tuple(m._rows_of([token], np.array([wid]))[0].tolist()) if self.maxn > 0 else (wid,),
+                   self._hash(token))
         elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:
-            got = ((), _hash(token))
+            got = ((), self._hash(token))
         elif _escaped(token):  # bytes that are not UTF-8: the vectorised cut, which counts them as fastText does
-            got = (tuple(m._rows_of([token], np.array([-1]))[0].tolist()), _hash(token))
+            got = (tuple(m._rows_of([token], np.array([-1]))[0].tolist()), self._hash(token))
         else:
-            got = (tuple(self._ngram_rows(token)), fasttext_hash(token))
+            got = (tuple(self._ngram_rows(token)), self._hash(token))
         if len(self.tokens) >= MAX_TOKENS:
             self.tokens.clear()
         self.tokens[token] = got
         return got
 
+    def _hash(self, token: str) -> int:
+        """``Dictionary::hash`` of a whole token (of the bytes it was read from), which only word n-grams use."""
+        if self.wordngrams <= 1:
+            return 0
+        return int(token_hashes([token])[0]) if _escaped(token) else fasttext_hash(token)
+
     def _prefetch(self, tokens: set[str]) -> None:
-        """The rows of tokens not yet kept, vectorised over all of them at once."""
+        """The rows of tokens not yet kept, vectorised over all of them at once (as many as the cache holds)."""
         m = self.m
         new = [t for t in tokens if t not in self.tokens]
         if len(new) < 64 or self.maxn <= 0:
             return  # the scalar path costs less than the vectorised one's fixed cost
-        ids = m._ids(new)
-        words = [i for i, (t, w) in enumerate(zip(new, ids.tolist(), strict=True))
-                 if 0 <= w < m.nwords or w < 0 and not t.startswith(_LABEL)]
-        if len(self.tokens) + len(words) >= MAX_TOKENS:
+        if len(self.tokens) + len(new) > MAX_TOKENS:
             self.tokens.clear()
-        toks = [new[i] for i in words]
+            new = new[:MAX_TOKENS]
+        ids = m._ids(new)
+        labels = [i for i, (t, w) in enumerate(zip(new, ids.tolist(), strict=True))
+                  if w >= m.nwords or w < 0 and t.startswith(_LABEL)]
+        for i in labels:
+            self.tokens[new[i]] = None
+        words = np.delete(np.arange(len(new)), labels)
+        toks = [new[i] for i in words.tolist()]
         rows, owner = m._rows_of(toks, ids[words])
         bounds = np.searchsorted(owner, np.arange(len(toks) + 1)).tolist()
         flat = rows.tolist()
         for i, t in enumerate(toks):
-            self.tokens[t] = (tuple(flat[bounds[i] : bounds[i + 1]]), _hash(t))
-        for i in set(range(len(new))) - set(words):
-            self.tokens[new[i]] = None
+            self.tokens[t] = (tuple(flat[bounds[i] : bounds[i + 1]]), self._hash(t))
 
-    def rows(self, line: str) -> list[int]:
-        """The input rows of one line: each word's rows (labels left out), then the word n-grams."""
+    def rows(self, tokens: list[str]) -> list[int]:
+        """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams."""
         get = self.tokens.get
         out: list[int] = []
         hashes: list[int] = []
-        for t in self.m._tokens(line):
+        for t in tokens:
             got = get(t, 0)
             if got == 0:
                 got = self._token(t)
             if got is not None:
-                out.extend(got[0])
+                out += got[0]
                 hashes.append(got[1])
         n = self.wordngrams
         if n > 1 and self.bucket > 0:
@@ -244,7 +260,7 @@ class Lines:
         """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
         lines have any row."""
         if len(lines) == 1:
-            rows = self.rows(lines[0])
+            rows = self.rows(self.m._tokens(lines[0]))
             if not rows:
                 return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
             # row after row onto +0.0 (a reduction along a matrix's first axis adds whole rows in order)
@@ -252,8 +268,9 @@ class Lines:
                 if self.m.dim > 1 else sum_rows(self.input_rows(np.array(rows, np.intp)))
             h *= np.float32(1.0 / len(rows))
             return h[None], np.ones(1, bool)
-        self._prefetch({t for line in lines for t in self.m._tokens(line)})
-        per_line = [self.rows(line) for line in lines]
+        tokens = list(map(self.m._tokens, lines))
+        self._prefetch({t for ts in tokens for t in ts})
+        per_line = list(map(self.rows, tokens))
         counts = np.fromiter(map(len, per_line), np.int64, len(per_line))
         flat = np.fromiter((r for rows in per_line for r in rows), np.int64, int(counts.sum()))
         owner = np.repeat(np.arange(len(lines)), counts)
@@ -265,12 +282,13 @@ class Lines:
 
 def _escaped(token: str) -> bool:
     """Whether a token holds bytes that are not UTF-8 (read as surrogate escapes)."""
-    return not token.isascii() and any("\udc80" <= c <= "\udcff" for c in token)
-
-
-def _hash(token: str) -> int:
-    """``Dictionary::hash`` of a whole token, of the bytes it was read from."""
-    return int(token_hashes([token])[0]) if _escaped(token) else fasttext_hash(token)
+    if token.isascii():
+        return False
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 # -- hierarchical softmax ------------------------------------------------------------------------------------
@@ -319,8 +337,13 @@ class Tree:
         if self.norms is not None:
             dots *= self.norms
         f = _sigmoid_hs(dots)
-        one_minus = (1.0 - f.astype(np.float64)).astype(np.float32)  # std_log takes a float
-        return np.concatenate([std_log(one_minus), std_log(f), np.zeros((len(hidden), 1), np.float32)], axis=1)
+        inner = dots.shape[1]
+        both = np.empty((len(hidden), 2 * inner), np.float32)
+        both[:, :inner] = 1.0 - f.astype(np.float64)  # std_log takes a float
+        both[:, inner:] = f
+        out = np.zeros((len(hidden), 2 * inner + 1), np.float32)
+        out[:, :-1] = std_log(both)
+        return out
 
     def scores(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each node's score (its path's terms summed from the root in float32) and the least score on the
@@ -346,12 +369,17 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
     if 0 < log_threshold or kk <= 0:  # the root's score 0 is below the threshold: nothing
         return [[] for _ in range(len(hidden))], [np.zeros(0) for _ in range(len(hidden))]
     ids: list[list[int]] = []
-    scores: list[np.ndarray] = []
+    probs: list[np.ndarray] = []
     for at in range(0, len(hidden), _CHUNK):
         score, least = tree.scores(tree.terms(hidden[at : at + _CHUNK]))
         leaf, low = score[:, :osz], least[:, :osz]
         ranked = np.where(low >= log_threshold, leaf, -np.inf)  # a leaf is reached when no node on its way is below
-        order = np.argsort(-ranked, axis=1, kind="stable")[:, : kk + 1]
+        if kk + 1 < osz:  # the k + 1 best, then in order
+            best = np.argpartition(-ranked, kk, axis=1)[:, : kk + 1]
+            order = np.take_along_axis(best, np.argsort(-np.take_along_axis(ranked, best, axis=1), axis=1,
+                                                        kind="stable"), axis=1)
+        else:
+            order = np.argsort(-ranked, axis=1, kind="stable")
         top = np.take_along_axis(ranked, order, axis=1)
         n = np.isfinite(top[:, :kk]).sum(axis=1)  # leaves found (fewer than k when the threshold cuts)
         kth = np.take_along_axis(top, np.maximum(n - 1, 0)[:, None], axis=1)
@@ -360,17 +388,17 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
         # heap never prunes them) and no two of the k + 1 best tie (their order is then its heap's)
         pruned = (chosen & (np.take_along_axis(low, order[:, :kk], axis=1) < kth)).any(axis=1)
         tied = ((top[:, 1:] == top[:, :-1]) & np.isfinite(top[:, 1:])).any(axis=1)
-        for r, (row_ids, row_top, count) in enumerate(zip(order.tolist(), top, n.tolist(), strict=True)):
-            if pruned[r] or tied[r]:
+        p = expf(np.where(chosen, top[:, :kk], 0)).astype(np.float64)
+        for r, (row, count, replay) in enumerate(zip(order[:, :kk].tolist(), n.tolist(), (pruned | tied).tolist(),
+                                                     strict=True)):
+            if replay:
                 found = _dfs(tree, score[r], kk, float(log_threshold))
                 ids.append([i for i, _ in found])
-                scores.append(np.array([s for _, s in found], np.float32))
+                probs.append(expf(np.array([s for _, s in found], np.float32)).astype(np.float64))
             else:
-                ids.append(row_ids[:count])
-                scores.append(row_top[:count])
-    flat = expf(np.concatenate(scores)) if scores else np.zeros(0, np.float32)
-    bounds = np.cumsum([0] + [len(s) for s in scores]).tolist()
-    return ids, [flat[bounds[i] : bounds[i + 1]].astype(np.float64) for i in range(len(scores))]
+                ids.append(row[:count])
+                probs.append(p[r, :count])
+    return ids, probs
 
 
 def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[int], list[float]]:
