@@ -263,9 +263,7 @@ class Lines:
             rows = self.rows(self.m._tokens(lines[0]))
             if not rows:
                 return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
-            # row after row onto +0.0 (a reduction along a matrix's first axis adds whole rows in order)
-            h = np.add.reduce(self.input_rows(np.array(rows, np.intp)), axis=0, initial=np.float32(0)) \
-                if self.m.dim > 1 else sum_rows(self.input_rows(np.array(rows, np.intp)))
+            h = sum_rows(self.input_rows(np.array(rows, np.intp)))
             h *= np.float32(1.0 / len(rows))
             return h[None], np.ones(1, bool)
         tokens = list(map(self.m._tokens, lines))
