@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..finalfusion.lookups import composed_batch, fasttext_hash, sum_rows
+from ..finalfusion.lookups import composed_batch, fasttext_hash, fasttext_hash_many, sum_rows
+from . import subwords
 from .heap import pop_heap, push_heap, sort_heap
 from .subwords import WORD_NGRAM_PRIME, token_hashes
 
@@ -147,7 +148,13 @@ class Lines:
         self.minn, self.maxn, self.wordngrams = int(a["minn"]), int(a["maxn"]), int(a["wordNgrams"])
         self.bucket, self.nwords = int(a["bucket"]), m.nwords
         b = m.buckets
-        self.kept = dict(zip(b.keys.tolist(), b.values.tolist(), strict=True)) if b.pruned else None
+        # a pruned model's bucket -> input row (-1: pruned away), one int32 per bucket; read one at a time
+        # through a memoryview (a Python int, as fast as a dict's)
+        self.kept: Any = None
+        if b.pruned:
+            table = np.full(self.bucket, -1, np.int32)
+            table[b.keys] = b.values + self.nwords
+            self.table_rows, self.kept = table, memoryview(table)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
         self.ngrams: dict[str, int] = {}  # n-gram -> its row (-1: pruned away)
         inp = m.input
@@ -157,10 +164,7 @@ class Lines:
 
     def _bucket_row(self, h: int) -> int:
         """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
-        if self.kept is None:
-            return self.nwords + h
-        r = self.kept.get(h)
-        return -1 if r is None else self.nwords + r
+        return self.nwords + h if self.kept is None else self.kept[h]
 
     def _ngram_rows(self, token: str) -> list[int]:
         """``computeSubwords("<" + token + ">")``, one character at a time (a token of UTF-8 text)."""
@@ -186,15 +190,12 @@ class Lines:
         wid = m._raw_index.get(token, -1)
         if wid >= m.nwords or wid < 0 and token.startswith(_LABEL):
             got = None
-        elif wid >= 0:
-            got = (tuple(m._rows_of([token], np.array([wid]))[0].tolist()) if self.maxn > 0 else (wid,),
-                   self._hash(token))
-        elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:
-            got = ((), self._hash(token))
+        elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
+            got = ((wid,) if wid >= 0 else (), self._hash(token))
         elif _escaped(token):  # bytes that are not UTF-8: the vectorised cut, which counts them as fastText does
-            got = (tuple(m._rows_of([token], np.array([-1]))[0].tolist()), self._hash(token))
-        else:
-            got = (tuple(self._ngram_rows(token)), self._hash(token))
+            got = (tuple(m._rows_of([token], np.array([wid]))[0].tolist()), self._hash(token))
+        else:  # a word's own row (getSubwords), then its n-grams (computeSubwords)
+            got = ((wid,) * (wid >= 0) + tuple(self._ngram_rows(token)), self._hash(token))
         if len(self.tokens) >= MAX_TOKENS:
             self.tokens.clear()
         self.tokens[token] = got
@@ -215,18 +216,25 @@ class Lines:
         if len(self.tokens) + len(new) > MAX_TOKENS:
             self.tokens.clear()
             new = new[:MAX_TOKENS]
-        ids = m._ids(new)
-        labels = [i for i, (t, w) in enumerate(zip(new, ids.tolist(), strict=True))
-                  if w >= m.nwords or w < 0 and t.startswith(_LABEL)]
-        for i in labels:
-            self.tokens[new[i]] = None
-        words = np.delete(np.arange(len(new)), labels)
-        toks = [new[i] for i in words.tolist()]
-        rows, owner = m._rows_of(toks, ids[words])
+        ids = m._ids(new).tolist()
+        toks, own = [], []
+        for t, w in zip(new, ids, strict=True):
+            if w >= m.nwords or w < 0 and t.startswith(_LABEL):
+                self.tokens[t] = None
+            elif t == _EOS:
+                self.tokens[t] = ((w,) if w >= 0 else (), self._hash(t))
+            else:
+                toks.append(t)
+                own.append((w,) if w >= 0 else ())
+        # every n-gram of every new word at once (computeSubwords), through the bucket table
+        blob, starts, lengths, owner = subwords.char_ngrams(toks, self.minn, self.maxn)
+        hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
+        rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
+        kept = rows >= 0
+        flat, owner = rows[kept].tolist(), owner[kept]
         bounds = np.searchsorted(owner, np.arange(len(toks) + 1)).tolist()
-        flat = rows.tolist()
         for i, t in enumerate(toks):
-            self.tokens[t] = (tuple(flat[bounds[i] : bounds[i + 1]]), self._hash(t))
+            self.tokens[t] = (own[i] + tuple(flat[bounds[i] : bounds[i + 1]]), self._hash(t))
 
     def rows(self, tokens: list[str]) -> list[int]:
         """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams."""
