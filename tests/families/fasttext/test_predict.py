@@ -87,8 +87,12 @@ def test_lid_predict_equals_the_peer_bit_for_bit(lid, k, threshold):
         assert_same((batch[0][i], batch[1][i]), theirs[i], line)
 
 
-def test_trained_hs_predict_equals_the_peer_bit_for_bit():
-    path = TRAINED / "sup-hs.bin"
+@pytest.mark.parametrize("name", ["sup-hs.bin", "sup-softmax.bin", "sup-ova.bin", "sup-ns.bin", "sup-softmax.ftz",
+                                  "sup-plain.ftz", "many-ova.ftz", "sup-dsub3.ftz", "sup-ngrams.ftz"])
+def test_trained_predict_equals_the_peer_bit_for_bit(name):
+    """Every loss: softmax's exp in double and its sum label after label, the sigmoid table's and the
+    probabilities' expf, std_log's log: the peer's float32 values, not a few ulps off."""
+    path = TRAINED / name
     m = wv.read(path)
     lines = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "w1 w2 w3 w4 w5 w6 w7 w8",
              "__label__pos moon", "cat\vdog\fsun\rmoon __label__zz", "zzqx yyq"]

@@ -20,7 +20,7 @@ from . import subwords
 from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
-from .predict import predict_lines
+from .predict import exp_to_float, expf, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -283,9 +283,9 @@ class FastText(Embeddings):
 
     def _scores(self, hidden: np.ndarray) -> np.ndarray:
         out = self._dot(hidden).astype(np.float32)
-        if self.loss == "softmax":
-            out = np.exp(out - out.max(axis=1, keepdims=True))
-            return out / out.sum(axis=1, keepdims=True, dtype=np.float32)
+        if self.loss == "softmax":  # SoftmaxLoss::computeOutput: exp in double, the sum label after label
+            out = exp_to_float(out - out.max(axis=1, keepdims=True))
+            return out / np.cumsum(out, axis=1, dtype=np.float32)[:, -1:]
         return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
 
     def _tree(self) -> list[tuple[int, int]]:
@@ -372,9 +372,10 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str
     return shown
 
 
-_SIGMOID_TABLE = np.array([1.0 / (1.0 + np.exp(-np.float64(np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE
-                                                            - MAX_SIGMOID)))
-                           for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+# Loss's t_sigmoid_: 1.0 / (1.0 + std::exp(-x)) with x a float (expf), in double, stored as float
+_SIGMOID_X = np.array([np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE - MAX_SIGMOID
+                       for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+_SIGMOID_TABLE = (1.0 / (1.0 + expf(-_SIGMOID_X).astype(np.float64))).astype(np.float32)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -393,7 +394,7 @@ def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]
     goes through :func:`_k_best`."""
     if not len(p) or k == 0:
         return [[] for _ in range(len(p))], [np.zeros(0) for _ in range(len(p))]
-    scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
+    scores = std_log(p)
     if k + 1 < p.shape[1]:  # the k + 1 best of each row, then in order (their ties go to _k_best below)
         best = np.argpartition(-scores, k, axis=1)[:, : k + 1]
         order = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1), axis=1)
@@ -402,7 +403,7 @@ def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]
     top = np.take_along_axis(scores, order, axis=1)
     probs = np.take_along_axis(p, order, axis=1)
     exact = (top[:, 1:] == top[:, :-1]).any(axis=1) | (probs[:, :k] < np.float32(threshold)).any(axis=1)
-    ids, out_p = order[:, :k].tolist(), list(np.exp(top[:, :k]).astype(np.float64))
+    ids, out_p = order[:, :k].tolist(), list(expf(top[:, :k]).astype(np.float64))
     for r in np.flatnonzero(exact).tolist():
         (ids[r],), (out_p[r],) = _columns([_k_best(p[r], k, threshold)])
     return ids, out_p
@@ -418,7 +419,7 @@ def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
     Python module gives them (exp of that score). Equal scores come out in the order fastText's heap
     leaves them: where ties reach the k-th place, its heap is replayed."""
     ok = np.flatnonzero(p >= np.float32(threshold))
-    scores = np.log(p[ok].astype(np.float64) + 1e-5).astype(np.float32)
+    scores = std_log(p[ok])
     order = np.argsort(-scores, kind="stable")
     top = scores[order[: k + 1]]
     if len(np.unique(top)) < len(top):  # ties among the best: the order is the heap's
@@ -431,5 +432,5 @@ def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
             if len(heap) > k:
                 _pop_heap(heap, len(heap))
                 heap.pop()
-        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
-    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order[:k]]
+        return [(i, float(expf(np.float32(s)))) for s, i in _sort_heap(heap)]
+    return [(int(ok[i]), float(expf(scores[i]))) for i in order[:k]]

@@ -69,7 +69,7 @@ def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
 # numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
 # value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
 # C library's own. glibc's expf is within 2^-33 of exp (relative, 2^19 double ulps) before its last rounding;
-# numpy's exp and log within 4 double ulps of the C library's.
+# numpy's exp and log within 4 double ulps of the C library's double exp and log.
 _EXP_SLACK, _LOG_SLACK = 1 << 21, 1 << 4
 # one value: its float32 rounding is settled when it is further than 2^-7 float32 ulps from a boundary, a
 # float32 ulp being 2^29 double ulps of the same binade (math.ulp of the value itself: below a power of two
@@ -99,6 +99,25 @@ def expf(x: np.ndarray) -> np.ndarray:
         if len(at):
             out.reshape(-1)[at] = list(map(_LIBM.expf, x.reshape(-1)[at].tolist()))
     return out
+
+
+def exp_to_float(x: np.ndarray) -> np.ndarray:
+    """C's double ``exp`` of float32 values stored back as float32 (fastText's unqualified ``exp(float)``)."""
+    d = np.asarray(x, np.float32).astype(np.float64)
+    v = np.exp(d)
+    with np.errstate(over="ignore"):
+        out = v.astype(np.float32)
+    at = _unsettled(v, _LOG_SLACK)
+    if len(at):
+        out.reshape(-1)[at] = [_exp_or_inf(t) for t in d.reshape(-1)[at].tolist()]
+    return out
+
+
+def _exp_or_inf(t: float) -> float:
+    try:
+        return math.exp(t)
+    except OverflowError:
+        return math.inf
 
 
 def std_log(x: np.ndarray) -> np.ndarray:
