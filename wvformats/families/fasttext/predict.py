@@ -24,6 +24,7 @@ import ctypes.util
 import math
 import struct
 from collections.abc import Sequence
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 MAX_TOKENS = 1 << 17  # token -> rows entries kept
 MAX_NGRAMS = 1 << 18  # n-gram -> row entries kept
-TABLE_BYTES = 64 << 20  # a quantized input matrix up to this size is reconstructed once, whole
+TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
 _EOS = "</s>"
@@ -227,10 +228,11 @@ class Lines:
         return int(token_hashes([token])[0]) if _escaped(token) else fasttext_hash(token)
 
     def _prefetch(self, tokens: set[str]) -> None:
-        """The rows of tokens not yet kept, vectorised over all of them at once (as many as the cache holds)."""
+        """The rows (and hashes) of tokens not yet kept, vectorised over all of them at once (as many as the
+        cache holds)."""
         m = self.m
         new = [t for t in tokens if t not in self.tokens]
-        if len(new) < 64 or self.maxn <= 0:
+        if len(new) < 64:
             return  # the scalar path costs less than the vectorised one's fixed cost
         if len(self.tokens) + len(new) > MAX_TOKENS:
             self.tokens.clear()
@@ -240,23 +242,26 @@ class Lines:
         for t, w in zip(new, ids, strict=True):
             if w >= m.nwords or w < 0 and t.startswith(_LABEL):
                 self.tokens[t] = None
-            elif t == _EOS:
-                self.tokens[t] = ((w,) if w >= 0 else (), self._hash(t))
             else:
                 toks.append(t)
                 own.append((w,) if w >= 0 else ())
-        # every n-gram of every new word at once (computeSubwords), through the bucket table
-        blob, starts, lengths, owner = subwords.char_ngrams(toks, self.minn, self.maxn)
-        hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
-        rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
-        kept = rows >= 0
-        flat, owner = rows[kept].tolist(), owner[kept]
-        bounds = np.searchsorted(owner, np.arange(len(toks) + 1)).tolist()
-        for i, t in enumerate(toks):
-            self.tokens[t] = (own[i] + tuple(flat[bounds[i] : bounds[i + 1]]), self._hash(t))
+        hashes = subwords.token_hashes(toks).tolist() if self.wordngrams > 1 else repeat(0)
+        grams: list[tuple[int, ...]] = [()] * len(toks)
+        if self.maxn > 0 and self.bucket > 0:  # every n-gram of every new word at once (computeSubwords)
+            words = [i for i, t in enumerate(toks) if t != _EOS]
+            blob, starts, lengths, owner = subwords.char_ngrams([toks[i] for i in words], self.minn, self.maxn)
+            hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
+            rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
+            kept = rows >= 0
+            flat, owner = rows[kept].tolist(), owner[kept]
+            bounds = np.searchsorted(owner, np.arange(len(words) + 1)).tolist()
+            for k, i in enumerate(words):
+                grams[i] = tuple(flat[bounds[k] : bounds[k + 1]])
+        for t, mine, ng, h in zip(toks, own, grams, hashes):
+            self.tokens[t] = (mine + ng, h)
 
-    def rows(self, tokens: list[str]) -> list[int]:
-        """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams."""
+    def words(self, tokens: list[str]) -> tuple[list[int], list[int]]:
+        """The input rows of one line's words (labels left out) and their hashes (with word n-grams)."""
         get = self.tokens.get
         out: list[int] = []
         hashes: list[int] = []
@@ -267,9 +272,14 @@ class Lines:
             if got is not None:
                 out += got[0]
                 hashes.append(got[1])
+        return out, hashes
+
+    def rows(self, tokens: list[str]) -> list[int]:
+        """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams
+        (``addWordNgrams``: int32 token hashes sign-extended to u64, chained h * 116049371 + hash)."""
+        out, hashes = self.words(tokens)
         n = self.wordngrams
         if n > 1 and self.bucket > 0:
-            # addWordNgrams: int32 token hashes sign-extended to u64, chained h * 116049371 + hash
             signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
             for i in range(len(signed)):
                 h = signed[i] & _MASK64
@@ -293,12 +303,26 @@ class Lines:
             h = sum_rows(self.input_rows(np.array(rows, np.intp)))
             h *= np.float32(1.0 / len(rows))
             return h[None], np.ones(1, bool)
+        if self.maxn <= 0 or self.bucket <= 0:  # a word is its own row: the model's vectorised lookup is faster
+            rows, owner = self.m._line_rows(lines)
+            return self.m._mean_rows(rows, owner, len(lines))
         tokens = list(map(self.m._tokens, lines))
-        self._prefetch({t for ts in tokens for t in ts})
-        per_line = list(map(self.rows, tokens))
-        counts = np.fromiter(map(len, per_line), np.int64, len(per_line))
-        flat = np.fromiter((r for rows in per_line for r in rows), np.int64, int(counts.sum()))
-        owner = np.repeat(np.arange(len(lines)), counts)
+        flat_tokens = list(chain.from_iterable(tokens))
+        self._prefetch(set(flat_tokens))
+        got = list(map(self.tokens.get, flat_tokens, repeat(0)))  # (a C-level pass; 0: not kept yet)
+        for i in [i for i, g in enumerate(got) if g == 0]:
+            got[i] = self._token(flat_tokens[i])
+        line_of = np.repeat(np.arange(len(lines)), np.fromiter(map(len, tokens), np.int64, len(tokens)))
+        words = [g for g in got if g is not None]
+        word_line = line_of[np.fromiter((g is not None for g in got), bool, len(got))]
+        counts = np.fromiter((len(g[0]) for g in words), np.int64, len(words))
+        flat = np.fromiter(chain.from_iterable(g[0] for g in words), np.int64, int(counts.sum()))
+        owner = np.repeat(word_line, counts)
+        if self.wordngrams > 1 and self.bucket > 0:  # every line's word n-grams at once, after its words' rows
+            hashes = np.fromiter((g[1] for g in words), np.uint32, len(words))
+            extra, extra_owner = subwords.word_ngram_rows(hashes, word_line, self.wordngrams, self.m.buckets)
+            order = np.argsort(np.concatenate([owner, extra_owner]), kind="stable")
+            flat, owner = np.concatenate([flat, extra])[order], np.concatenate([owner, extra_owner])[order]
         if self.table is not None:
             return composed_batch(flat, owner, len(lines), self.table, mean=True)
         needed, at = np.unique(flat, return_inverse=True)
