@@ -144,12 +144,13 @@ def predict_part(calls: int, repeat: int) -> None:
     p = str(lid_model())
     sentences, short = lid_lines(max(calls, 10_000))
     files = {}
-    for name, lines in (("sentences", sentences[:calls]), ("short", short[:calls]), ("list", sentences[:10_000])):
-        files[name] = DATA / f"lid-{name}.json"
+    for name, lines in (("sentences", sentences[:calls]), ("short", short[:calls]), ("list", sentences[:10_000]),
+                        ("sentences, each ten times", sentences[: calls // 10] * 10)):
+        files[name] = DATA / f"lid-{name.split(',')[0]}{'-x10' if ',' in name else ''}.json"
         files[name].write_text(json.dumps(lines))
     ours = f"import wvformats as wv\nm = wv.read({p!r})\nm.predict('hello')"
     peer = f"import fasttext\nm = fasttext.load_model({p!r})\nm.predict('hello')"
-    for kind in ("short", "sentences"):
+    for kind in ("short", "sentences", "sentences, each ten times"):
         runs = per_call_turns([
             ("wvformats predict(line)", ours, files[kind], "m.predict(x)"),
             ("fasttext predict(line)", peer, files[kind], "m.predict(x)"),
