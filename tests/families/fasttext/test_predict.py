@@ -123,20 +123,19 @@ def test_expf_and_std_log_are_the_c_librarys():
 
 
 def test_line_caches_are_bounded_and_change_nothing(lid, monkeypatch):
-    """The token and n-gram caches are cleared when full; the predictions stay the same."""
+    """The token cache is cleared when full; the predictions stay the same."""
     from wvformats.families.fasttext import predict
 
     m = wv.read(lid)
     lines = mixed_lines(m, 200, seed=1)
     expected = m.predict(lines, k=2)
     monkeypatch.setattr(predict, "MAX_TOKENS", 50)
-    monkeypatch.setattr(predict, "MAX_NGRAMS", 100)
     small = wv.read(lid)
     for i, line in enumerate(lines):
         got = small.predict(line, k=2)
         assert list(got[0]) == list(expected[0][i]) and np.array_equal(got[1], expected[1][i])
         rows = small._predict[0]
-        assert len(rows.tokens) <= 50 and len(rows.ngrams) <= 100
+        assert len(rows.tokens) <= 50
     batch = small.predict(lines, k=2)
     assert batch[0] == expected[0] and all(map(np.array_equal, batch[1], expected[1]))
 
@@ -154,3 +153,17 @@ def test_a_big_quantized_input_is_not_reconstructed_whole(lid, monkeypatch):
     expected = whole.predict(lines, k=3)
     assert whole._predict[0].table is not None
     assert labels == expected[0] and all(map(np.array_equal, probs, expected[1]))
+
+
+def test_one_lines_subwords_equal_the_vectorised_cut(lid):
+    """The scalar computeSubwords (one line) cuts and hashes what the vectorised one does, bytes that are
+    not UTF-8 (read as surrogate escapes: each counts as a character unless it continues one) included."""
+    from wvformats.families.fasttext import predict
+
+    m = wv.read(lid)
+    rows = predict.Lines(m)
+    words = ["hello", "été", "日本語", "a", "", "caf\udce9", "\udc80x\udcbf", "x\udcc3", "😀ok", "</s>x", "Ελλάδα"]
+    for w in words:
+        assert rows._ngram_rows(w) == m._rows_of([w], np.array([-1]))[0].tolist(), repr(w)
+    line = " ".join(words)
+    assert m.predict(line, k=3)[0] == m.predict([line, "x"], k=3)[0][0]

@@ -1,20 +1,20 @@
 """fastText's ``predict`` at per-line speed: what a line costs is paid once per token, not per call.
 
 A line's input rows (``Dictionary::getLine``) are the rows of its tokens, and a token's rows never change:
-they are kept per token (:class:`Lines`), computed on first sight by a scalar path for one line (each
-n-gram's row kept too, so a new word costs a few dict lookups) or by the vectorised one for the new tokens of
-a batch. The rows are summed in fastText's order from the input matrix (a quantized one reconstructed once,
-when it is small: :data:`TABLE_BYTES`). Hierarchical softmax (``lid.176.ftz``'s loss) is evaluated for every
-node of the tree at once (:func:`hs_predict`): the same float32 operations as ``HierarchicalSoftmaxLoss::dfs``
-on every node, then the k best leaves, with the depth-first search replayed only where its pruning or its
-heap could decide differently. ``expf`` and ``log`` are the C library's, as fastText calls them (:func:`expf`,
-:func:`std_log`).
+they are kept per token (:class:`Lines`), computed on first sight by a scalar path for one line (fastText's
+``computeSubwords`` on the token's bytes, each n-gram's hash carried on from its prefix's) or by the
+vectorised one for the new tokens of a batch. The rows are summed in fastText's order from the input matrix
+(a quantized one reconstructed once, when it is small: :data:`TABLE_BYTES`). Hierarchical softmax
+(``lid.176.ftz``'s loss) runs fastText's depth-first search in Python floats rounded to float32 for one line
+(:func:`hs_predict_one`) and evaluates every node of the tree at once for a batch (:func:`hs_predict`), the
+search replayed only where its pruning or its heap could decide differently. ``expf``, ``exp`` and ``log``
+are the C library's, as fastText calls them (:func:`expf`, :func:`exp_to_float`, :func:`std_log`): the
+labels and probabilities are the peer's to the bit.
 
-Caches, each bounded: the token -> rows dict (at most :data:`MAX_TOKENS` tokens, cleared when full; about
-0.3 KB a token of a few n-grams), the n-gram -> row dict (:data:`MAX_NGRAMS`, cleared when full; about 0.1 KB
-an n-gram), a pruned model's bucket -> row dict (one entry per kept bucket: 4.7 MB for ``lid.176.ftz``'s
-42,765) and the reconstructed quantized input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`:
-3.2 MB for ``lid.176.ftz``).
+Caches, each bounded: the token -> (rows, hash) dict (at most :data:`MAX_TOKENS` tokens, cleared when full;
+about 0.3 KB a token of 20 rows: ~40 MB at most, 3 MB after 10,000 lines of text), a pruned model's
+bucket -> row table (one int32 per bucket: 8 MB for ``lid.176.ftz``'s 2M) and the reconstructed quantized
+input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`: 3.2 MB for ``lid.176.ftz``).
 """
 
 from __future__ import annotations
@@ -29,19 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..finalfusion.lookups import composed_batch, fasttext_hash, fasttext_hash_many, sum_rows
+from ..finalfusion.lookups import composed_batch, fasttext_hash_many, sum_rows
 from . import subwords
 from .heap import pop_heap, push_heap, sort_heap
-from .subwords import WORD_NGRAM_PRIME, token_hashes
+from .subwords import WORD_NGRAM_PRIME
 
 if TYPE_CHECKING:
     from .model import FastText
 
 MAX_TOKENS = 1 << 17  # token -> rows entries kept
-MAX_NGRAMS = 1 << 18  # n-gram -> row entries kept
 TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
+_FNV_OFFSET, _FNV_PRIME = 2166136261, 16777619
+_SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # Dictionary::hash's int8_t bytes, as uint32
 _EOS = "</s>"
 _LABEL = "__label__"
 
@@ -176,7 +177,6 @@ class Lines:
             table[b.keys] = b.values + self.nwords
             self.table_rows, self.kept = table, memoryview(table)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
-        self.ngrams: dict[str, int] = {}  # n-gram -> its row (-1: pruned away)
         inp = m.input
         self.table = inp.part["data"] if not inp.quantized else (
             inp.rows(np.arange(inp.shape[0])) if inp.shape[0] * inp.shape[1] * 4 <= TABLE_BYTES else None)
@@ -187,21 +187,27 @@ class Lines:
         return self.nwords + h if self.kept is None else self.kept[h]
 
     def _ngram_rows(self, token: str) -> list[int]:
-        """``computeSubwords("<" + token + ">")``, one character at a time (a token of UTF-8 text)."""
-        s, memo, out = f"<{token}>", self.ngrams, []
-        size, minn, maxn = len(s), self.minn, self.maxn
+        """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it: from each
+        character's lead byte, n-grams of 1..maxn characters, each hash carried on from the one before
+        (FNV-1a over a prefix is the state the longer n-gram starts from)."""
+        b = f"<{token}>".encode("utf-8", "surrogateescape")
+        size, minn, maxn, bucket, kept, nwords = len(b), self.minn, self.maxn, self.bucket, self.kept, self.nwords
+        out: list[int] = []
         for i in range(size):
-            for n in range(max(minn, 1), min(maxn, size - i) + 1):
-                if n == 1 and (i == 0 or i + 1 == size):
-                    continue
-                g = s[i : i + n]
-                r = memo.get(g)
-                if r is None:
-                    if len(memo) >= MAX_NGRAMS:
-                        memo.clear()
-                    r = memo[g] = self._bucket_row(fasttext_hash(g) % self.bucket)
-                if r >= 0:
-                    out.append(r)
+            if b[i] & 0xC0 == 0x80:  # a continuation byte starts no n-gram
+                continue
+            h, j, n = _FNV_OFFSET, i, 1
+            while j < size and n <= maxn:
+                h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
+                j += 1
+                while j < size and b[j] & 0xC0 == 0x80:
+                    h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
+                    j += 1
+                if n >= minn and not (n == 1 and (i == 0 or j == size)):
+                    r = nwords + h % bucket if kept is None else kept[h % bucket]
+                    if r >= 0:
+                        out.append(r)
+                n += 1
         return out
 
     def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
@@ -212,8 +218,6 @@ class Lines:
             got = None
         elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
             got = ((wid,) if wid >= 0 else (), self._hash(token))
-        elif _escaped(token):  # bytes that are not UTF-8: the vectorised cut, which counts them as fastText does
-            got = (tuple(m._rows_of([token], np.array([wid]))[0].tolist()), self._hash(token))
         else:  # a word's own row (getSubwords), then its n-grams (computeSubwords)
             got = ((wid,) * (wid >= 0) + tuple(self._ngram_rows(token)), self._hash(token))
         if len(self.tokens) >= MAX_TOKENS:
@@ -225,7 +229,10 @@ class Lines:
         """``Dictionary::hash`` of a whole token (of the bytes it was read from), which only word n-grams use."""
         if self.wordngrams <= 1:
             return 0
-        return int(token_hashes([token])[0]) if _escaped(token) else fasttext_hash(token)
+        h = _FNV_OFFSET
+        for byte in token.encode("utf-8", "surrogateescape"):
+            h = ((h ^ _SIGNED[byte]) * _FNV_PRIME) & 0xFFFFFFFF
+        return h
 
     def _prefetch(self, tokens: set[str]) -> None:
         """The rows (and hashes) of tokens not yet kept, vectorised over all of them at once (as many as the
@@ -245,7 +252,7 @@ class Lines:
             else:
                 toks.append(t)
                 own.append((w,) if w >= 0 else ())
-        hashes = subwords.token_hashes(toks).tolist() if self.wordngrams > 1 else repeat(0)
+        hashes = subwords.token_hashes(toks).tolist() if self.wordngrams > 1 else [0] * len(toks)
         grams: list[tuple[int, ...]] = [()] * len(toks)
         if self.maxn > 0 and self.bucket > 0:  # every n-gram of every new word at once (computeSubwords)
             words = [i for i, t in enumerate(toks) if t != _EOS]
@@ -257,7 +264,7 @@ class Lines:
             bounds = np.searchsorted(owner, np.arange(len(words) + 1)).tolist()
             for k, i in enumerate(words):
                 grams[i] = tuple(flat[bounds[k] : bounds[k + 1]])
-        for t, mine, ng, h in zip(toks, own, grams, hashes):
+        for t, mine, ng, h in zip(toks, own, grams, hashes, strict=True):
             self.tokens[t] = (mine + ng, h)
 
     def words(self, tokens: list[str]) -> tuple[list[int], list[int]]:
@@ -327,17 +334,6 @@ class Lines:
             return composed_batch(flat, owner, len(lines), self.table, mean=True)
         needed, at = np.unique(flat, return_inverse=True)
         return composed_batch(at.reshape(-1), owner, len(lines), self.m.input.rows(needed), mean=True)
-
-
-def _escaped(token: str) -> bool:
-    """Whether a token holds bytes that are not UTF-8 (read as surrogate escapes)."""
-    if token.isascii():
-        return False
-    try:
-        token.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 # -- hierarchical softmax ------------------------------------------------------------------------------------
