@@ -396,13 +396,16 @@ class Tree:
         if len(terms) == 1:
             running = np.cumsum(terms[0][self.path], axis=0, dtype=np.float32)
             return running[-1:], running.min(axis=0)[None]
-        score = np.zeros((len(terms), len(self.parent)), np.float32)
+        # node-major while going down the levels: a level's parents and terms are whole rows
+        by_node = np.ascontiguousarray(terms.T)
+        score = np.zeros((len(self.parent), len(terms)), np.float32)
         least = np.full_like(score, np.inf)
         for nodes in self.levels:
             parents = self.parent[nodes]
-            score[:, nodes] = score[:, parents] + terms[:, self.term[nodes]]
-            least[:, nodes] = np.minimum(least[:, parents], score[:, nodes])
-        return score, least
+            here = score[parents] + by_node[self.term[nodes]]
+            score[nodes] = here
+            least[nodes] = np.minimum(least[parents], here)
+        return np.ascontiguousarray(score.T), np.ascontiguousarray(least.T)
 
 
 def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
@@ -419,7 +422,12 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
         score, least = tree.scores(tree.terms(hidden[at : at + _CHUNK]))
         leaf, low = score[:, :osz], least[:, :osz]
         ranked = np.where(low >= log_threshold, leaf, -np.inf)  # a leaf is reached when no node on its way is below
-        if kk + 1 < osz:  # the k + 1 best, then in order
+        if kk == 1 and osz > 2:  # the best two: two passes of argmax
+            first = np.argmax(ranked, axis=1)
+            rest = ranked.copy()
+            rest[np.arange(len(rest)), first] = -np.inf
+            order = np.stack([first, np.argmax(rest, axis=1)], axis=1)
+        elif kk + 1 < osz:  # the k + 1 best, then in order
             best = np.argpartition(-ranked, kk, axis=1)[:, : kk + 1]
             order = np.take_along_axis(best, np.argsort(-np.take_along_axis(ranked, best, axis=1), axis=1,
                                                         kind="stable"), axis=1)
@@ -434,15 +442,17 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
         pruned = (chosen & (np.take_along_axis(low, order[:, :kk], axis=1) < kth)).any(axis=1)
         tied = ((top[:, 1:] == top[:, :-1]) & np.isfinite(top[:, 1:])).any(axis=1)
         p = expf(np.where(chosen, top[:, :kk], 0)).astype(np.float64)
-        for r, (row, count, replay) in enumerate(zip(order[:, :kk].tolist(), n.tolist(), (pruned | tied).tolist(),
-                                                     strict=True)):
-            if replay:
-                found = _dfs(tree, score[r], kk, float(log_threshold))
-                ids.append([i for i, _ in found])
-                probs.append(expf(np.array([s for _, s in found], np.float32)).astype(np.float64))
-            else:
-                ids.append(row[:count])
-                probs.append(p[r, :count])
+        first = len(ids)
+        if (n == kk).all():
+            ids += order[:, :kk].tolist()
+            probs += list(p)
+        else:
+            ids += [row[:count] for row, count in zip(order[:, :kk].tolist(), n.tolist(), strict=True)]
+            probs += [p[r, :count] for r, count in enumerate(n.tolist())]
+        for r in np.flatnonzero(pruned | tied).tolist():
+            found = _dfs(tree, score[r], kk, float(log_threshold))
+            ids[first + r] = [i for i, _ in found]
+            probs[first + r] = expf(np.array([s for _, s in found], np.float32)).astype(np.float64)
     return ids, probs
 
 

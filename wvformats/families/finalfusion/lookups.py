@@ -374,11 +374,18 @@ def fasttext_hash_many(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray
         return h
     signed = blob.view(np.int8).astype(np.int32).view(np.uint32)  # each byte sign-extended, as int8_t
     prime = np.uint32(_FNV32_PRIME)
-    for j in range(int(lengths.max())):
-        live = np.flatnonzero(lengths > j)
-        if len(live) == len(h):
-            h ^= signed[starts + j]
-            h *= prime
-        else:
-            h[live] = (h[live] ^ signed[starts[live] + j]) * prime
+    longest = int(lengths.max())
+    if longest < 256:  # longest first (a radix sort of one byte): the strings with a j-th byte are a prefix
+        order = np.argsort((255 - lengths).astype(np.uint8), kind="stable")
+        at = np.asarray(starts, np.int64)[order]
+        live = np.searchsorted(-np.asarray(lengths, np.int64)[order], -np.arange(longest), "left").tolist()
+        for j, c in enumerate(live):
+            h[:c] ^= signed[at[:c] + j]
+            h[:c] *= prime
+        out = np.empty_like(h)
+        out[order] = h
+        return out
+    for j in range(longest):
+        live_at = np.flatnonzero(lengths > j)
+        h[live_at] = (h[live_at] ^ signed[starts[live_at] + j]) * prime
     return h
