@@ -24,7 +24,8 @@ import ctypes.util
 import math
 import struct
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from operator import add, is_not, itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +42,7 @@ MAX_TOKENS = 1 << 17  # token -> rows entries kept
 TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
+first = itemgetter(0)
 _FNV_OFFSET, _FNV_PRIME = 2166136261, 16777619
 _SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # Dictionary::hash's int8_t bytes, as uint32
 _EOS = "</s>"
@@ -244,28 +246,23 @@ class Lines:
         if len(self.tokens) + len(new) > MAX_TOKENS:
             self.tokens.clear()
             new = new[:MAX_TOKENS]
-        ids = m._ids(new).tolist()
-        toks, own = [], []
-        for t, w in zip(new, ids, strict=True):
-            if w >= m.nwords or w < 0 and t.startswith(_LABEL):
-                self.tokens[t] = None
-            else:
-                toks.append(t)
-                own.append((w,) if w >= 0 else ())
-        hashes = subwords.token_hashes(toks).tolist() if self.wordngrams > 1 else [0] * len(toks)
-        grams: list[tuple[int, ...]] = [()] * len(toks)
-        if self.maxn > 0 and self.bucket > 0:  # every n-gram of every new word at once (computeSubwords)
-            words = [i for i, t in enumerate(toks) if t != _EOS]
-            blob, starts, lengths, owner = subwords.char_ngrams([toks[i] for i in words], self.minn, self.maxn)
-            hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
-            rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
-            kept = rows >= 0
-            flat, owner = rows[kept].tolist(), owner[kept]
-            bounds = np.searchsorted(owner, np.arange(len(words) + 1)).tolist()
-            for k, i in enumerate(words):
-                grams[i] = tuple(flat[bounds[k] : bounds[k + 1]])
-        for t, mine, ng, h in zip(toks, own, grams, hashes, strict=True):
-            self.tokens[t] = (mine + ng, h)
+        ids = m._ids(new)
+        starts_label = np.fromiter(map(methodcaller("startswith", _LABEL), new), bool, len(new))
+        label = (ids >= m.nwords) | (ids < 0) & starts_label
+        self.tokens.update(dict.fromkeys(compress(new, label)))  # labels: None
+        words = [t for t in compress(new, ~label) if t != _EOS]  # (</s> has no n-grams: the scalar path)
+        wids = m._ids(words).tolist()
+        # every n-gram of every new word at once (computeSubwords), through the bucket table
+        blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
+        hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
+        rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
+        kept = rows >= 0
+        flat = rows[kept].tolist()
+        bounds = np.searchsorted(owner[kept], np.arange(len(words) + 1)).tolist()
+        grams = [tuple(flat[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+        own = [(w,) if w >= 0 else () for w in wids]  # a word's own row first (getSubwords)
+        hashes = subwords.token_hashes(words).tolist() if self.wordngrams > 1 else [0] * len(words)
+        self.tokens.update(zip(words, zip(map(add, own, grams), hashes, strict=True), strict=True))
 
     def words(self, tokens: list[str]) -> tuple[list[int], list[int]]:
         """The input rows of one line's words (labels left out) and their hashes (with word n-grams)."""
@@ -320,13 +317,13 @@ class Lines:
         for i in [i for i, g in enumerate(got) if g == 0]:
             got[i] = self._token(flat_tokens[i])
         line_of = np.repeat(np.arange(len(lines)), np.fromiter(map(len, tokens), np.int64, len(tokens)))
-        words = [g for g in got if g is not None]
-        word_line = line_of[np.fromiter((g is not None for g in got), bool, len(got))]
-        counts = np.fromiter((len(g[0]) for g in words), np.int64, len(words))
-        flat = np.fromiter(chain.from_iterable(g[0] for g in words), np.int64, int(counts.sum()))
+        words = list(filter(None, got))  # (labels are None; C-level passes below)
+        word_line = line_of[np.fromiter(map(is_not, got, repeat(None)), bool, len(got))]
+        counts = np.fromiter(map(len, map(first, words)), np.int64, len(words))
+        flat = np.fromiter(chain.from_iterable(map(first, words)), np.int64, int(counts.sum()))
         owner = np.repeat(word_line, counts)
         if self.wordngrams > 1 and self.bucket > 0:  # every line's word n-grams at once, after its words' rows
-            hashes = np.fromiter((g[1] for g in words), np.uint32, len(words))
+            hashes = np.fromiter(map(itemgetter(1), words), np.uint32, len(words))
             extra, extra_owner = subwords.word_ngram_rows(hashes, word_line, self.wordngrams, self.m.buckets)
             order = np.argsort(np.concatenate([owner, extra_owner]), kind="stable")
             flat, owner = np.concatenate([flat, extra])[order], np.concatenate([owner, extra_owner])[order]
