@@ -2,7 +2,7 @@
 ``most_similar`` / ``analogy`` of one query, and opening a vocabulary GGUF with its token list; peers side by
 side in one run.
 
-    python3 benchmarks/bench_latency.py [--parts predict,finalfusion,gguf] [--calls 2000] [--repeat 3]
+    python3 benchmarks/bench_latency.py [--parts predict,finalfusion,queries,gguf] [--calls 2000] [--repeat 3]
 
 Every row runs in fresh processes, the rows of a part in turns (one process of each row per turn, ``--repeat``
 turns), so that the machine's load moves all rows of a turn alike; ratios are medians of per-turn ratios.
@@ -218,6 +218,9 @@ def finalfusion_part(calls: int, repeat: int, words: int, dim: int) -> None:
             print(per_call_table(f"finalfusion OOV embedding(w), {p.name}: {len(json.loads(items.read_text()))} "
                                  f"real words, {label}", runs,
                                  [("wvformats embedding(w)", "finalfusion-python embedding(w)")]))
+
+
+def queries_part(calls: int, repeat: int, words: int, dim: int) -> None:
     p = ff_models(words, dim)["bucket"]
     rng = np.random.default_rng(5)
     queries = DATA / "ff-queries.json"
@@ -226,8 +229,8 @@ def finalfusion_part(calls: int, repeat: int, words: int, dim: int) -> None:
                     "m = KeyedVectors(src.dim)\nm.add_vectors(list(src.words), src.vectors)\nm.fill_norms()\n"
                     "m.most_similar('w1x', topn=10)")
     runs = per_call_turns([
-        ("wvformats most_similar", f"import wvformats as wv\nm = wv.read({str(p)!r})\nm.most_similar('w1x', 10)",
-         queries, "m.most_similar(x[0], 10)"),
+        ("wvformats most_similar", f"import wvformats as wv\nm = wv.read({str(p)!r})\nm.most_similar('w1x', topn=10)",
+         queries, "m.most_similar(x[0], topn=10)"),
         ("finalfusion-python word_similarity", f"import finalfusion as ff\nm = ff.load_finalfusion({str(p)!r})\n"
          "m.word_similarity('w1x', 10)", queries, "m.word_similarity(x[0], 10)"),
         ("gensim most_similar", gensim_setup, queries, "m.most_similar(x[0], topn=10)"),
@@ -273,7 +276,7 @@ def gguf_part(repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="predict,finalfusion,gguf")
+    ap.add_argument("--parts", default="predict,finalfusion,queries,gguf")
     ap.add_argument("--calls", type=int, default=2000, help="calls per per-call row (>= 1000)")
     ap.add_argument("--repeat", type=int, default=3, help="turns")
     ap.add_argument("--ff-words", type=int, default=50_000)
@@ -285,6 +288,8 @@ def main() -> None:
         predict_part(args.calls, args.repeat)
     if "finalfusion" in parts:
         finalfusion_part(args.calls, args.repeat, args.ff_words, args.ff_dim)
+    if "queries" in parts:
+        queries_part(args.calls, args.repeat, args.ff_words, args.ff_dim)
     if "gguf" in parts:
         gguf_part(args.repeat)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
