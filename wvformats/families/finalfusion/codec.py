@@ -210,7 +210,7 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
         extra["oov_batch"] = oov_batch
     if rows_of is not None:
         extra["subword_indices"] = rows_of
-        extra["oov"] = lambda word: lookups.composed(rows_of, storage_rows, word)
+        extra["oov"] = lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1]))
     return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
                       metadata=metadata, extra=extra)
 
