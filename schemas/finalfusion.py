@@ -6,11 +6,15 @@ included. (The published spec gives the wrong subword-vocab field order and quan
 follows finalfusion-rust and finalfusion-python 0.7.1.)
 """
 
+from enum import IntEnum
+
 from construct import Const, If, Int32ul, Int64ul, Struct, this
 from wvformats.schemas.identity import FINALFUSION_MAGIC as MAGIC
 from wvformats.schemas.identity import FINALFUSION_VERSION as VERSION
 
 from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable, Valid
+
+F32 = 10  # finalfusion's type id of float32 (its TypeId)
 
 simple_vocab = Struct(
     "n_words" / Int64ul * "number of words",
@@ -60,7 +64,7 @@ explicit_subword_vocab = Struct(
 ndarray = Struct(
     "rows" / Int64ul * "rows: word rows first, then subword rows",
     "cols" / Int32ul * "dimensionality",
-    "type_id" / Const(10, Int32ul) * "10 = f32",
+    "type_id" / Const(F32, Int32ul) * "10 = f32",
     "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
     "data" / NumpyArray("<f4", (this.rows, this.cols)) * "row-major f32 matrix",
 )
@@ -93,34 +97,64 @@ metadata = Struct(
 
 nd_norms = Struct(
     "n_norms" / Int64ul * "number of words (not storage rows)",
-    "type_id" / Const(10, Int32ul) * "10 = f32",
+    "type_id" / Const(F32, Int32ul) * "10 = f32",
     "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
     "norms" / NumpyArray("<f4", this.n_norms) * "the L2 norm each word row had before normalisation",
 )
 
+
+
+class ChunkId(IntEnum):
+    """finalfusion's chunk type ids (finalfusion-rust's ``ChunkIdentifier``)."""
+
+    SIMPLE_VOCAB = 1
+    NDARRAY = 2
+    BUCKET_SUBWORD_VOCAB = 3
+    QUANTIZED_ARRAY = 4
+    METADATA = 5
+    ND_NORMS = 6
+    FASTTEXT_SUBWORD_VOCAB = 7
+    EXPLICIT_SUBWORD_VOCAB = 8
+    FLORET_SUBWORD_VOCAB = 9
+
+
 # Chunk id -> (name, body). Users register new chunk types here (see wvformats.finalfusion.register_chunk);
 # ids not listed here are kept as raw bytes.
 CHUNK_TYPES = {
-    1: ("simple_vocab", simple_vocab),
-    2: ("ndarray", ndarray),
-    3: ("bucket_subword_vocab", bucket_subword_vocab),
-    4: ("quantized_array", quantized_array),
-    5: ("metadata", metadata),
-    6: ("nd_norms", nd_norms),
-    7: ("fasttext_subword_vocab", fasttext_subword_vocab),
-    8: ("explicit_subword_vocab", explicit_subword_vocab),
-    9: ("floret_subword_vocab", floret_subword_vocab),
+    ChunkId.SIMPLE_VOCAB: ("simple_vocab", simple_vocab),
+    ChunkId.NDARRAY: ("ndarray", ndarray),
+    ChunkId.BUCKET_SUBWORD_VOCAB: ("bucket_subword_vocab", bucket_subword_vocab),
+    ChunkId.QUANTIZED_ARRAY: ("quantized_array", quantized_array),
+    ChunkId.METADATA: ("metadata", metadata),
+    ChunkId.ND_NORMS: ("nd_norms", nd_norms),
+    ChunkId.FASTTEXT_SUBWORD_VOCAB: ("fasttext_subword_vocab", fasttext_subword_vocab),
+    ChunkId.EXPLICIT_SUBWORD_VOCAB: ("explicit_subword_vocab", explicit_subword_vocab),
+    ChunkId.FLORET_SUBWORD_VOCAB: ("floret_subword_vocab", floret_subword_vocab),
 }
+# the chunks that hold the vocabulary and the storage: a file has one of each
+VOCAB_CHUNKS = (ChunkId.SIMPLE_VOCAB, ChunkId.BUCKET_SUBWORD_VOCAB, ChunkId.FASTTEXT_SUBWORD_VOCAB,
+                ChunkId.EXPLICIT_SUBWORD_VOCAB, ChunkId.FLORET_SUBWORD_VOCAB)
+STORAGE_CHUNKS = (ChunkId.NDARRAY, ChunkId.QUANTIZED_ARRAY)
 
 # finalfusion-python 0.7.1 writes explicit vocab lengths 8 bytes short per n-gram; read by content and
 # write the same length back so its files rebuild byte-exact (inspect reports it)
 LENGTH_QUIRKS = {8: lambda body: 8 * body.n_ngrams}
 
-finalfusion = Struct(
+header = Struct(
     "magic" / Const(MAGIC) * 'b"FiFu"',
     "version" / Const(VERSION, Int32ul) * "format version 0 (readers reject others)",
     "n_chunks" / Int32ul * "number of chunk ids that follow",
     "chunk_ids" / NumpyArray("<u4", this.n_chunks) * "chunk ids in file order",
+)
+
+# what frames every chunk (the framework's Chunks reads and writes it)
+chunk_header = Struct(
+    "chunk_id" / Int32ul * "the chunk's type (CHUNK_TYPES)",
+    "length" / Int64ul * "bytes after this field: the body, padding included",
+)
+
+finalfusion = Struct(
+    *header.subcons,
     "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks, quirks=LENGTH_QUIRKS)
     * "to the end of the file (at least n_chunks): u32 id, u64 length, body",
 )

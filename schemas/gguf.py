@@ -24,6 +24,14 @@ from wvformats.framework import AlignTo, NumpyArray, Valid
 
 DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4  # GGML_MAX_DIMS
+# What llama.cpp's gguf_init refuses beyond the layout (ggml's gguf.cpp): version 1 ("GGUFv1 is no longer
+# supported"), tensor names of GGML_MAX_NAME bytes or more (the name is kept NUL-terminated in 64 bytes),
+# arrays of more elements than GGUF_MAX_ARRAY_ELEMENTS, dimensions and element counts that are not int64
+# (and strings over GGUF_MAX_STRING_LENGTH, 1 GiB, which check() does not look for)
+SUPPORTED_VERSIONS = (2, 3)
+MAX_NAME = 64  # GGML_MAX_NAME
+MAX_ARRAY_ELEMENTS = 1 << 30  # GGUF_MAX_ARRAY_ELEMENTS
+INT64_MAX = (1 << 63) - 1
 
 # value_type -> (gguf-py's name, numpy dtype of a scalar; None for strings and arrays)
 VALUE_TYPES = {

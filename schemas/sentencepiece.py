@@ -37,6 +37,13 @@ PIECE_TYPES = {t.value: t.name for t in PieceType}
 MODEL_TYPES = {t.value: t.name for t in ModelType}
 
 EXTENSIONS = (200, (1 << 29) - 1)  # every message but Sample: extensions 200 to max
+# sentencepiece's loader (model_interface.cc, InitializePieces) refuses a piece of this many bytes or more
+# (kMaxPieceSize), an empty one or one with a NUL (0.2.2 on), the same text twice, a second UNKNOWN piece or
+# none, BYTE pieces other than the 256 "<0xXX>" (X uppercase hex) or without byte_fallback, and byte_fallback
+# without all 256; normalizer.cc a precompiled_charsmap whose trie size is not a multiple of 1024 bytes
+MAX_PIECE_BYTES = 8000
+BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
+CHARSMAP_TRIE_UNIT = 1024
 
 SentencePiece = MessageType("SentencePiece", [
     F(1, "piece", "string", default="", doc="the piece's text, UTF-8; sentencepiece refuses empty pieces (and, since 0.2.2, NUL)"),

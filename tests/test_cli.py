@@ -103,13 +103,15 @@ def test_what_a_file_is_never_ends_in_a_dangling_semicolon(tmp_path):
     for args in commands:
         r = run(*args)
         line = one_error_line(r)
-        assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors` " \
+        # (GGUF converts to safetensors and to sentencepiece, its tokenizer: the uses named)
+        assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to " \
+            "safetensors|sentencepiece` " \
             "converts it" in line, line
         assert not line.rstrip().endswith(";"), line
     with pytest.raises(FormatError) as e:
         wv.read(GGUF_VOCAB, format="sentencepiece")
-    assert "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors` converts it; read as " \
-        "sentencepiece: " in str(e.value)
+    assert "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors|sentencepiece` converts it; " \
+        "read as sentencepiece: " in str(e.value)
     # a format no other format takes and no command serves (npz) says what inspect shows
     assert api.what_it_is("f", registry.get("npz")).endswith("`wvformats inspect FILE` shows what it holds")
 
@@ -274,8 +276,8 @@ def test_formats_is_a_table_of_what_each_format_can_do():
     rows = {r["name"]: r for r in json.loads(run("formats", "--json").stdout)}
     assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "npz-embeddings", "word2vec-binary",
                                            "word2vec-text"]
-    assert rows["gguf"]["convert_to"] == ["safetensors"] and rows["safetensors"]["convert_to"] == ["gguf"]
-    assert rows["sentencepiece"]["convert_to"] == [] and rows["sentencepiece"]["write"]
+    assert rows["sentencepiece"]["convert_to"] == ["gguf"] and rows["sentencepiece"]["write"]  # the tokenizer bridge
+    assert rows["gguf"]["convert_to"] == ["safetensors", "sentencepiece"] and rows["safetensors"]["convert_to"] == ["gguf"]
     assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
     assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"
     lines = run("formats").stdout.splitlines()

@@ -59,12 +59,57 @@ def _call(label: str, fn):
     return run_bounded(label, fn, Limits(TIME_LIMIT, MEMORY_LIMIT))
 
 
+def _dump(path: Path, fmt: str) -> None:
+    """What ``wvformats dump`` prints: every field's span walked, the hex lines made."""
+    from wvformats.fileio import open_buffer
+    from wvformats.framework.walk import hexdump, walk
+
+    data = open_buffer(path)
+    _, spans = walk(wv.registry.get(fmt).schema, data, format=fmt)
+    for _ in hexdump(spans, data, max_bytes=16, keep=4):
+        pass
+
+
+def _touch_gguf(path: Path) -> None:
+    """Every metadata value decoded (string arrays in full), every tensor dequantized and copied, check()."""
+    model = wv.read(path, "gguf")
+    for key in model.metadata:
+        value = model.metadata[key]
+        if hasattr(value, "tolist"):
+            value.tolist()
+    for tensor in model.tensors.values():
+        tensor.to_numpy().astype(np.float64)
+    model.check()
+    try:  # its SentencePiece vocabulary as a tokenizer.model: written, or refused saying why
+        wv.sentencepiece.from_gguf(model, warn=False).check()
+    except ValueError as e:
+        assert str(e).startswith(("tokenizer.ggml.", "the GGUF", "sentencepiece cannot load")), repr(e)
+
+
+def _touch_rwkv(path: Path) -> None:
+    """Every tensor dequantized and copied, check()."""
+    model = wv.read(path, "rwkv")
+    for tensor in model.tensors.values():
+        tensor.to_numpy().astype(np.float64)
+    model.check()
+
+
+# what is done with a model beyond read, validate and inspect: (name, call) per format
+MODEL_CALLS = {
+    "gguf": [("dump", lambda p: _dump(p, "gguf")), ("to_numpy, metadata values, check, to SentencePiece",
+                                                     _touch_gguf)],
+    "rwkv": [("dump", lambda p: _dump(p, "rwkv")), ("to_numpy, check", _touch_rwkv)],
+}
+
+
 def check_mutant(path: Path, fmt: str, label: str, *, in_memory: bool = False) -> None:
-    """read, validate and inspect ``path`` as ``fmt``: each works or fails with our error for ``fmt``."""
+    """read, validate and inspect ``path`` as ``fmt`` (and what MODEL_CALLS names for it): each works or fails
+    with our error for ``fmt``."""
     calls = [("read", lambda: wv.read(path, fmt)), ("validate", lambda: wv.validate(path, fmt)),
              ("inspect", lambda: wv.inspect(path, fmt))]
     if in_memory:
         calls.append(("read(mmap=False)", lambda: wv.read(path, fmt, mmap=False)))
+    calls += [(name, lambda call=call: call(path)) for name, call in MODEL_CALLS.get(fmt, [])]
     for name, fn in calls:
         where = f"{label}: {name}"
         got = _call(where, fn)

@@ -322,6 +322,7 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
 
         obj = Embeddings(*obj)
     fmt = _format_for_output(path, format, obj)
+    options = _norm_options(fmt, options)
     _check_write_options(fmt, options)
     parsed = fmt.from_model(obj, **options)
     if fmt.is_directory:
@@ -350,6 +351,22 @@ def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if unknown := sorted(k for k in options if k not in takes):
         raise OptionError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(takes) or 'none'})")
+
+
+def _norm_options(fmt: registry.Format, options: dict[str, Any]) -> dict[str, Any]:
+    """``normalize=False`` (keep the numbers as stored, bit for bit) to a writer of a format without norms is
+    its ``unnormalize=False``: finalfusion rows are written as stored, not multiplied by their norms."""
+    if options.get("normalize") is not False:
+        return options
+    import inspect as inspect_module
+
+    takes = inspect_module.signature(fmt.from_model).parameters
+    if "normalize" in takes or "unnormalize" not in takes:
+        return options
+    if options.get("unnormalize"):
+        raise OptionError("normalize=False (--no-normalize) keeps the rows as stored; unnormalize=True "
+                          "(--unnormalize) multiplies them by their norms: give one of them")
+    return {**{k: v for k, v in options.items() if k != "normalize"}, "unnormalize": False}
 
 
 class _Growing:
@@ -386,7 +403,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
     if len(candidates) == 1:
-        _check_write_options(candidates[0], write_opts)
+        _check_write_options(candidates[0], _norm_options(candidates[0], write_opts))
     with _source(src) as source:
         model = read(source, from_format, **read_opts)
         try:

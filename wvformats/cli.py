@@ -103,10 +103,13 @@ def _parser() -> argparse.ArgumentParser:
                         "significant digits (0.12346, fastText's), repr16 repr as numpy before 2.3 spelt it "
                         "(1234567.0 where numpy now writes 1.234567e+06); default: repr")
     s.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
-                   help="finalfusion output: L2-normalise the rows, their norms kept in an NdNorms chunk, as "
-                        "finalfusion's converters do (default: the rows as they are, bit for bit)")
+                   help="finalfusion output: L2-normalise the word rows, their norms kept in an NdNorms chunk, as "
+                        "finalfusion's converters do (the default for input of another format; a finalfusion "
+                        "file's rows are kept as read); --no-normalize keeps every number as stored, bit for bit, "
+                        "both ways: rows not normalised into finalfusion, nor multiplied by their norms out of it")
     s.add_argument("--unnormalize", action="store_true",
-                   help="multiply rows by their stored norms (finalfusion to word-vector formats)")
+                   help="finalfusion to other formats: multiply the rows by their stored norms (the default when "
+                        "the file has norms; with this flag, an error when it has none)")
     s.add_argument("--dedupe", action="store_true",
                    help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
     s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",

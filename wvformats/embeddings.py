@@ -29,6 +29,22 @@ def warn_if_changed(option: str, how: str, before: np.ndarray, after: np.ndarray
     warnings.warn(f"{option}: {how}; values changed by up to {largest:.3g}", ValuesChangedWarning, stacklevel=4)
 
 
+def unnormalized(obj: Embeddings, unnormalize: bool | None, format: str) -> Embeddings:
+    """The embeddings a format without norms gets: the rows times their stored norms (finalfusion's NdNorms,
+    the lengths the rows had before they were L2-normalised) when there are norms, the default; the rows as
+    stored with ``unnormalize=False``; ``unnormalize=True`` refuses embeddings without norms. A
+    ValuesChangedWarning line says when the values change (float32 products: each value within an ulp of
+    the dense row it was normalised from, 2 from a quantized one)."""
+    if unnormalize is False or obj.norms is None:
+        if unnormalize:
+            raise BuildError("unnormalize needs norms, and these embeddings have none", format=format)
+        return obj
+    vectors = np.asarray(obj.vectors, np.float32)
+    scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
+    warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
+    return Embeddings(obj.words, scaled, metadata=obj.metadata, extra=obj.extra)
+
+
 def count_duplicates(words: Sequence[str]) -> int:
     """How many of ``words`` equal an earlier one: the strings' hashes are sorted in numpy, and only words
     whose hash occurs twice are compared (about half the time of building the word index)."""

@@ -8,14 +8,17 @@
     blocks = gguf.quantize(values, "Q8_0")           # bit-exact with ggml's quantizers
     values = gguf.dequantize(blocks, "Q8_0")
     sp = gguf.to_sentencepiece(m)                    # the tokenizer.model a llama (SPM) vocabulary holds
+    v = gguf.from_sentencepiece(sp)                  # a vocabulary-only GGUF, as llama.cpp's converter writes it
 
 ``LAYOUTS`` gives each ggml block type's values per block and numpy block dtype, ``GGUF_TYPES`` GGUF's type
 ids.
 """
 
-from .families.ggml.gguf import GGUFModel, GGUFTensor, Metadata, sentencepiece_metadata, to_sentencepiece
+from .families.ggml.gguf import GGUFModel, GGUFTensor, Metadata
 from .families.ggml.quants import dequantize, quantize
+from .families.sentencepiece.gguf import from_gguf as to_sentencepiece
+from .families.sentencepiece.gguf import to_gguf as from_sentencepiece
 from .schemas.ggml import GGUF_TYPES, LAYOUTS
 
-__all__ = ["GGUF_TYPES", "LAYOUTS", "GGUFModel", "GGUFTensor", "Metadata", "dequantize", "quantize",
-           "sentencepiece_metadata", "to_sentencepiece"]
+__all__ = ["GGUF_TYPES", "LAYOUTS", "GGUFModel", "GGUFTensor", "Metadata", "dequantize", "from_sentencepiece",
+           "quantize", "to_sentencepiece"]

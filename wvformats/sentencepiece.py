@@ -5,15 +5,19 @@
     sp = wv.read("tokenizer.model")                  # an spm.SentencePieceModel
     sp2 = spm.add_piece(sp, "<sep>", type="USER_DEFINED")   # edits return a new model
     spm.to_hf_tokenizer(sp2)                         # a tokenizer.json as a dict
+    sp2.check()                                      # what SentencePieceProcessor refuses
+    spm.from_gguf(wv.read("model.gguf"))             # a GGUF's SentencePiece vocabulary; spm.to_gguf(sp) back
 
 Every edit keeps the bytes it does not touch.
 """
 
+from .families.sentencepiece.gguf import from_gguf, to_gguf
 from .families.sentencepiece.model import (
     CharsMap,
     InexactExportWarning,
     SentencePieceModel,
     add_piece,
+    check_pieces,
     merge,
     remove_piece,
     set_normalizer,
@@ -23,5 +27,5 @@ from .families.sentencepiece.model import (
     to_tsv,
 )
 
-__all__ = ["CharsMap", "InexactExportWarning", "SentencePieceModel", "add_piece", "merge", "remove_piece",
-           "set_normalizer", "set_piece", "to_hf_tokenizer", "to_json", "to_tsv"]
+__all__ = ["CharsMap", "InexactExportWarning", "SentencePieceModel", "add_piece", "check_pieces", "from_gguf", "merge",
+           "remove_piece", "set_normalizer", "set_piece", "to_gguf", "to_hf_tokenizer", "to_json", "to_tsv"]

@@ -15,7 +15,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...errors import BuildError, TruncatedError, ValueMismatchError
+from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from ...framework.fields import Checked, decode_utf8, encode_utf8, evaluate
 from ...framework.located import check_length, fail, tell
 from ...framework.records import follow_chain
@@ -103,8 +103,7 @@ class StringArray(Sequence):
         """The first ``n`` strings, decoding only those."""
         if self._strings is not None or self._starts is None:
             return self.tolist()[:n]
-        k = min(n, len(self._starts))
-        return decode_spans(self._buf, self._starts[:k], self._ends(0, k), "strict", self._path, self._base, field="")
+        return self._decode(min(n, len(self._starts)))
 
     def tolist(self) -> list[str]:
         """All strings, decoded (once, in one pass; a bad one is named with its index and offset)."""
@@ -112,9 +111,17 @@ class StringArray(Sequence):
             self._strings = self._packed()
         if self._strings is None:
             assert self._starts is not None
-            self._strings = decode_spans(self._buf, self._starts, self._ends(0, len(self._starts)), "strict",
-                                         self._path, self._base, field="")
+            self._strings = self._decode(len(self._starts))
         return self._strings
+
+    def _decode(self, stop: int) -> list[str]:
+        """Strings 0 to ``stop - 1`` decoded; a bad one is GGUF's error naming its index and offset."""
+        assert self._starts is not None
+        try:
+            return decode_spans(self._buf, self._starts[:stop], self._ends(0, stop), "strict", self._path, self._base,
+                                field="")
+        except FormatError as e:
+            raise e.located(format="gguf") from None
 
     def _packed(self) -> list[str] | None:
         """The strings decoded in one piece: every length field but its last byte (a zero for lengths under
@@ -369,8 +376,8 @@ class GGUFValue(Checked):
             if arr.size:
                 stream.write(byte_view(np.ascontiguousarray(arr)))
         elif ename == "STRING":
-            raw = data.raw if isinstance(data, StringArray) else None
-            if raw is not None and fmt.size == 8:
+            raw = data.raw if isinstance(data, StringArray) and data._width == fmt.size else None
+            if raw is not None:  # (as read, with lengths of this version's width)
                 stream.write(raw)
             else:
                 parts = []

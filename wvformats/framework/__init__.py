@@ -63,8 +63,8 @@ _LAZY = {name: module for module, names in {
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
     "tables": ("Arrays", "Records", "Table", "Tensors"),
-    "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "enum_names",
-                 "known_field", "message_fields", "wire_type_of"),
+    "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "encode_message",
+                 "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of"),
     "protowire": ("EGROUP", "I32", "I64", "LEN", "SGROUP", "VARINT", "WIRE_NAMES", "LazyMessage", "Message",
                   "build_fields", "encode_varint", "parse_fields", "read_varint", "run_message", "zigzag_decode",
                   "zigzag_encode"),
@@ -102,7 +102,8 @@ __all__ = [
     "decode_spans", "decode_all",
     # protobuf
     "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
-    "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields", "build_fields", "run_message",
+    "encode_message", "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields",
+    "build_fields", "run_message",
     "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
     "I32", "WIRE_NAMES",
     # the annotated walk (dump, validate, inspect) and the docs pages

@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
-from .protowire import I32, I64, LEN, VARINT, Message, parse_fields, zigzag_decode
+from .protowire import (
+    I32,
+    I64,
+    LEN,
+    VARINT,
+    Message,
+    encode_varint,
+    parse_fields,
+    zigzag_decode,
+    zigzag_encode,
+)
 
 SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
            "fixed64", "sint32", "sint64"}
@@ -69,9 +79,13 @@ class MessageType:
     extensions: tuple[int, int] | None = None
     reserved: tuple[int, ...] = ()
     by_number: dict[int, F] = field(init=False)
+    # for encoding: name -> (number, tag bytes, type, repeated, wire type)
+    plan: dict[str, tuple[int, bytes, Any, bool, int]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_number = {f.number: f for f in self.fields}
+        self.plan = {f.name: (f.number, encode_varint(f.number << 3 | wire_type_of(f.type)), f.type,
+                              f.label == "repeated", wire_type_of(f.type)) for f in self.fields}
 
 
 def enum_names(enum: Any) -> dict[int, str]:
@@ -125,6 +139,67 @@ def decode_scalar(kind: str, wire_field: Any) -> Any:
     if kind in ("sint32", "sint64"):
         return zigzag_decode(v & (0xFFFFFFFF if kind == "sint32" else (1 << 64) - 1))
     return v  # uint64: a varint is at most 64 bits
+
+
+def encode_scalar(kind: str, value: Any) -> Any:
+    """The wire value of a scalar as protobuf writes it: strings as UTF-8, floats as their 32 (``bytes`` of 4:
+    those raw bits, NaN payloads kept) or 64 bits, int32/int64/enum negatives sign-extended to 64 bits (ten
+    varint bytes), bools as 0 or 1."""
+    if kind == "string":
+        return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+    if kind == "bytes":
+        return bytes(value)
+    if kind in ("float", "double"):
+        width = 4 if kind == "float" else 8
+        if isinstance(value, (bytes, bytearray)) and len(value) == width:
+            return bytes(value)
+        return struct.pack("<f" if width == 4 else "<d", value)
+    if kind in ("fixed32", "fixed64"):
+        return int(value).to_bytes(4 if kind == "fixed32" else 8, "little")
+    if kind == "bool":
+        return int(bool(value))
+    if kind in ("sint32", "sint64"):
+        return zigzag_encode(int(value))
+    return int(value) & ((1 << 64) - 1)  # int32, int64, enum (negatives: two's complement in 64 bits), uint*
+
+
+def encode_message(mtype: MessageType, values: dict[str, Any]) -> bytes:
+    """A message of type ``mtype`` serialized from its values by field name, in field-number order as protobuf
+    writes it: a repeated field from a list, a sub-message from a dict of its values (or its encoded bytes), a
+    scalar by its type (:func:`encode_scalar`). A name the type does not have is refused."""
+    out = bytearray()
+    _encode_into(mtype, values, out)
+    return bytes(out)
+
+
+def _encode_into(mtype: MessageType, values: dict[str, Any], out: bytearray) -> None:
+    plan = mtype.plan
+    try:
+        names = sorted(values, key=lambda n: plan[n][0])
+    except KeyError:
+        unknown = sorted(set(values) - set(plan))
+        raise ValueError(f"{mtype.name} has no field {', '.join(map(repr, unknown))}") from None
+    for name in names:
+        _, tag, kind, repeated, wire = plan[name]
+        value = values[name]
+        for item in value if repeated else (value,):
+            out += tag
+            if isinstance(kind, MessageType):
+                if isinstance(item, (bytes, bytearray)):
+                    body = item
+                else:
+                    body = bytearray()
+                    _encode_into(kind, item, body)
+                out += encode_varint(len(body))
+                out += body
+                continue
+            encoded = encode_scalar(kind, item)
+            if isinstance(encoded, bytes):
+                if wire == LEN:
+                    out += encode_varint(len(encoded))
+                out += encoded
+            else:
+                out += encode_varint(encoded)
 
 
 def message_fields(data: bytes, path: str, format: str) -> list[Any]:

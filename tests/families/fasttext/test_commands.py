@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import gensim
-import numpy as np
 import pytest
 
 DATA = Path(__file__).parents[2] / "data" / "fasttext" / "trained"
@@ -62,15 +61,12 @@ def test_predict_prints_what_fasttext_predicts(tmp_path, name, k, threshold):
     text.write_text("\n".join(LINES) + "\n")
     args = [str(model), str(text), "-k", str(k), "--threshold", str(threshold)]
     assert wvformats("predict", *args).splitlines() == [" ".join(labels) for labels, _ in want]
-    got = [line.split(" ") if line else [] for line in wvformats("predict", *args, "--prob").splitlines()]
-    assert [g[0::2] for g in got] == [labels for labels, _ in want]
-    for g, (_, probs) in zip(got, want, strict=True):  # printed as fastText's program prints them: %g
-        assert g[1::2] == [f"{float(x):g}" for x in g[1::2]]
-        np.testing.assert_allclose([float(x) for x in g[1::2]], probs, rtol=6e-6)  # (6 digits)
+    got = wvformats("predict", *args, "--prob").splitlines()
+    # fastText's program prints each probability as a float with %g (6 digits); ours are its bits
+    assert got == [" ".join(f"{lab} {p:g}" for lab, p in zip(labels, probs, strict=True)) for labels, probs in want]
     # standard input, and a last line without its newline, read alike
     stdin_args = [str(model), "-", "-k", str(k), "--threshold", str(threshold), "--prob"]
-    from_stdin = wvformats("predict", *stdin_args, stdin="\n".join(LINES)).splitlines()
-    assert [line.split(" ") if line else [] for line in from_stdin] == got
+    assert wvformats("predict", *stdin_args, stdin="\n".join(LINES)).splitlines() == got
 
 
 @pytest.mark.parametrize("model", [DATA / "skipgram.bin", DATA / "sup-softmax.ftz", GENSIM / "lee_fasttext_new.bin"])

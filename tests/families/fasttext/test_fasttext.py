@@ -88,7 +88,7 @@ def test_sniffer_keeps_off_other_formats(tmp_path):
     (word-vector files written here, and the bundled samples of every format)."""
     emb = wv.Embeddings(["a", "b"], np.ones((2, 5), np.float32))
     for fmt in ("word2vec-binary", "word2vec-text", "glove", "leader", "finalfusion"):
-        wv.write(emb, tmp_path / "x", fmt)
+        wv.write(emb, tmp_path / "x", fmt, **({"normalize": False} if fmt == "finalfusion" else {}))
         assert wv.sniff(tmp_path / "x") == fmt
     samples = Path(wv.__file__).parent / "sample_files"
     for path in (p for p in samples.iterdir() if p.is_file()):
@@ -423,26 +423,25 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
 @pytest.mark.parametrize("name", ["skipgram.bin", "cbow.bin", "sup-softmax.ftz", "sup-ngrams.ftz"])
 def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name):
     """finalfusion with fastText's subword vocabulary and the bucket rows (quantized input with character
-    n-grams reconstructed, with a warning saying why): in-vocabulary words give fastText's vectors exactly,
-    unknown words the unit vector of fastText's (the finalfusion convention), read by wvformats and by
-    finalfusion-python. A pruned model (no bucket table to hash into) converts its words only."""
+    n-grams reconstructed, with a warning saying why): in-vocabulary words give fastText's vectors exactly
+    (normalize=False: the rows as they are), unknown words the unit vector of fastText's (the finalfusion
+    convention), read by wvformats and by finalfusion-python. A pruned model (sup-softmax.ftz) has all its
+    buckets written, the pruned ones as zero rows, with a warning line of the size."""
     ff = pytest.importorskip("finalfusion")
     m = wv.read(trained / name)
     out = tmp_path / "m.fifu"
-    if m.input.quantized:
-        with pytest.warns(UserWarning, match="written dense: its words' vectors are means"):
-            wv.convert(trained / name, out)
-    else:
-        wv.convert(trained / name, out)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        wv.convert(trained / name, out, normalize=False)
+    said = [str(w.message) for w in seen]
+    assert any("written dense: its words' vectors are means" in x for x in said) == m.input.quantized
+    assert any("pruned ones as zero rows" in x for x in said) == m.buckets.pruned
+    assert len(said) == m.input.quantized + m.buckets.pruned
     peer = ff.load_finalfusion(str(out))
     oov = ["zzqx", "héllo", "runnin"]
     back = wv.read(out)
-    if m.buckets.pruned or int(m.args.maxn) == 0:
-        assert back.extra["vocab_type"] == "simple_vocab"
-        assert back.norms is None  # convert keeps the numbers unless asked to normalise
-        assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
-        return
     assert back.extra["vocab_type"] == "fasttext_subword_vocab"
+    assert back.norms is None  # normalize=False: no norms
     assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
     assert np.array([peer.embedding(w) for w in m.words]).tobytes() == np.asarray(m.vectors).tobytes()
     want = m.embedding_batch(oov)[0]
@@ -464,8 +463,8 @@ def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_
     m = wv.read(trained / name)
     out = tmp_path / "m.fifu"
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # mapped: nothing to warn about
-        wv.convert(trained / name, out)
+        warnings.simplefilter("error")  # mapped (and the rows as they are): nothing to warn about
+        wv.convert(trained / name, out, normalize=False)
     parsed = bytes_roundtrip(wv.registry.get("finalfusion").schema, out.read_bytes(), format="finalfusion",
                              compiled=compiled)
     assert [c.name for c in parsed.chunks] == ["metadata", "simple_vocab", "quantized_array"]
@@ -491,10 +490,11 @@ def test_convert_command_says_when_quantized_input_is_written_dense(trained, tmp
     array (as inspect shows)."""
     from wvformats import cli
 
-    assert cli.main(["convert", str(trained / "sup-ngrams.ftz"), str(tmp_path / "n.fifu")]) == 0
+    assert cli.main(["convert", str(trained / "sup-ngrams.ftz"), str(tmp_path / "n.fifu"), "--no-normalize"]) == 0
     err = capsys.readouterr().err
     assert err.count("wvformats: warning: fastText quantized input to finalfusion: written dense") == 1
-    assert cli.main(["convert", str(trained / "sup-dsub3.ftz"), str(tmp_path / "q.fifu")]) == 0
+    assert err.count("warning") == 1
+    assert cli.main(["convert", str(trained / "sup-dsub3.ftz"), str(tmp_path / "q.fifu"), "--no-normalize"]) == 0
     assert "warning" not in capsys.readouterr().err
     assert cli.main(["inspect", str(tmp_path / "q.fifu"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["quantized"] == {"subquantizers": 8, "centroids": 256,
@@ -513,7 +513,7 @@ def test_quantized_finalfusion_storage_differs_from_fasttext_only_in_the_sign_of
     with open(tmp_path / "z.ftz", "wb") as f:
         codec.build(p, f)
     m = wv.read(tmp_path / "z.ftz")
-    wv.write(m, tmp_path / "z.fifu")
+    wv.write(m, tmp_path / "z.fifu", normalize=False)
     word = m.words[0]
     fasttext_vector = f32(ask(tmp_path / "z.ftz", words=[word])["words"][0])
     finalfusion_vector = ff.load_finalfusion(str(tmp_path / "z.fifu")).embedding(word)

@@ -176,7 +176,7 @@ def test_user_chunk_type_registered_without_editing_the_library(tmp_path):
 
 def test_truncations_and_hostile_lengths(tmp_path):
     p = tmp_path / "x.fifu"
-    wv.write(wv.Embeddings(["ab", "c"], np.ones((2, 3)), metadata={"k": "v"}), p)
+    wv.write(wv.Embeddings(["ab", "c"], np.ones((2, 3)), metadata={"k": "v"}), p, normalize=False)
     data = p.read_bytes()
     assert_truncations_fail(schema.finalfusion, data, format="finalfusion", compiled=False)
     with pytest.raises(TruncatedError):
@@ -391,7 +391,7 @@ def test_mmap_read_is_a_zero_copy_view(tmp_path):
 
 def test_legacy_trailing_norms_not_listed_in_header(tmp_path):
     p = tmp_path / "x.fifu"
-    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2)), norms=np.ones(2, "<f4")), p)
+    wv.write(wv.Embeddings(["a", "b"], np.ones((2, 2)), norms=np.ones(2, "<f4")), p, normalize=False)
     parsed = wv.parse_file(p)
     legacy = tmp_path / "legacy.fifu"
     # old writers listed [1, 2] in the header and appended an NdNorms chunk anyway
@@ -510,19 +510,28 @@ def test_fasttext_vocab_without_buckets_is_refused_as_finalfusion_python_refuses
 
 
 def test_convert_round_trip_with_unnormalize(tmp_path):
+    """Out of finalfusion the rows are multiplied by their norms by default, as --unnormalize asks (which
+    refuses a file without norms); normalize=False (--no-normalize) writes the unit rows as stored."""
     src = tmp_path / "v.txt"
     m = np.array([[3, 4], [1, 0], [0, 0]], np.float32)
     wv.write(wv.Embeddings(["a", "b", "c"], m), src)
     fifu = tmp_path / "v.fifu"
     with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
-        wv.convert(src, fifu, normalize=True)
-    back = tmp_path / "back.txt"
-    with pytest.warns(wv.ValuesChangedWarning, match="unnormalize"):
-        wv.convert(fifu, back, unnormalize=True)
-    assert np.allclose(wv.read(back).vectors, m, atol=1e-6)
+        wv.convert(src, fifu)
+    for options in ({"unnormalize": True}, {}):
+        back = tmp_path / f"back{len(options)}.txt"
+        with pytest.warns(wv.ValuesChangedWarning, match="unnormalize"):
+            wv.convert(fifu, back, **options)
+        assert np.array_equal(wv.read(back).vectors, m)
     plain = tmp_path / "plain.txt"
-    wv.convert(fifu, plain)
+    wv.convert(fifu, plain, normalize=False)
     assert np.allclose(wv.read(plain).vectors, [[0.6, 0.8], [1, 0], [0, 0]], atol=1e-6)
+    with pytest.raises(wv.OptionError, match="give one of them"):
+        wv.convert(fifu, tmp_path / "both.txt", normalize=False, unnormalize=True)
+    raw = tmp_path / "raw.fifu"
+    wv.convert(src, raw, normalize=False)
+    with pytest.raises(BuildError, match="unnormalize needs norms"):
+        wv.convert(raw, tmp_path / "none.txt", unnormalize=True)
 
 
 def test_murmur3_x64_128_smhasher_verification_value():
@@ -1001,7 +1010,7 @@ def test_metadata_keeps_the_bytes_it_was_read_with_until_it_is_edited(tmp_path):
     again = tmp_path / "again.fifu"
     toml = b"# written by hand\nname = 'x'  # a comment\n"
     hand = _fifu(tmp_path / "hand.fifu", cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml)),
-                 *codec.from_model(wv.Embeddings(words, m)).chunks)
+                 *codec.from_model(wv.Embeddings(words, m), normalize=False).chunks)
     wv.write(wv.read(hand), again)
     assert again.read_bytes() == hand.read_bytes()
     emb = wv.read(p)
@@ -1119,37 +1128,52 @@ def _gensim_bin(path, rng):
     return kv.vectors
 
 
-def test_convert_keeps_the_numbers_both_ways_unless_asked_to_normalise(tmp_path, capsys):
-    """convert x.bin x.fifu then x.fifu y.bin gives gensim's vectors bit for bit, silently (before, the rows
-    were normalised by default: a largest change of 9.3, and 4.8e-7 with --unnormalize); finalfusion-python
-    reads the .fifu's rows as they were. --normalize (normalize=True) normalises and keeps the norms, as
-    finalfusion-python's and -utils' converters do, and says so in one warning line, as --unnormalize does."""
+def _ulps(a, b):
+    """How many float32 steps apart each pair of values is."""
+    return np.abs(np.asarray(a, np.float32).view(np.int32).astype(np.int64) - np.asarray(b, np.float32).view(np.int32))
+
+
+def test_convert_normalises_by_default_and_keeps_the_numbers_with_no_normalize(tmp_path, capsys):
+    """convert x.bin x.fifu writes what finalfusion's own converters write: unit rows and their norms in NdNorms
+    (finalfusion-python reads both), with one warning line; convert x.fifu y.bin multiplies them back, with one
+    line, each value within an ulp of gensim's (most bit for bit). --no-normalize (normalize=False) keeps every
+    number both ways: the .fifu holds gensim's rows and no norms, and y.bin is gensim's file byte for byte,
+    silently. (Before: the default was the raw rows, which finalfusion-python's similarities misread.)"""
     rng = np.random.default_rng(9)
     x = tmp_path / "x.bin"
     m = _gensim_bin(x, rng)
     bits = m.view(np.uint32)
-    assert cli.main(["convert", str(x), str(tmp_path / "x.fifu")]) == 0
-    assert cli.main(["convert", str(tmp_path / "x.fifu"), str(tmp_path / "y.bin")]) == 0
-    assert "warning" not in capsys.readouterr().err
-    assert np.array_equal(wv.read(tmp_path / "y.bin").vectors.view(np.uint32), bits)
-    assert (tmp_path / "y.bin").read_bytes() == x.read_bytes()
-    peer = ff.load_finalfusion(str(tmp_path / "x.fifu"))
-    assert np.array_equal(np.asarray(peer.storage).view(np.uint32), bits) and peer.norms is None
-
     n = tmp_path / "n.fifu"
-    assert cli.main(["convert", str(x), str(n), "--normalize"]) == 0
+    assert cli.main(["convert", str(x), str(n)]) == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("wvformats: warning: normalize") and "changed" in err[0]
     peer = ff.load_finalfusion(str(n))
     assert np.allclose(np.linalg.norm(peer.storage, axis=1), 1, atol=1e-6)
     assert np.allclose(peer.norms, np.linalg.norm(m, axis=1), rtol=1e-6)
-    assert cli.main(["convert", str(n), str(tmp_path / "unit.bin")]) == 0  # the file's unit rows, as stored
-    assert "warning" not in capsys.readouterr().err
-    assert np.array_equal(wv.read(tmp_path / "unit.bin").vectors, np.asarray(peer.storage))
-    assert cli.main(["convert", str(n), str(tmp_path / "back.bin"), "--unnormalize"]) == 0
+    assert cli.main(["convert", str(n), str(tmp_path / "back.bin")]) == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("wvformats: warning: unnormalize") and "changed" in err[0]
-    assert np.allclose(wv.read(tmp_path / "back.bin").vectors, m, rtol=1e-6, atol=1e-6)
+    back = wv.read(tmp_path / "back.bin").vectors
+    assert _ulps(back, m).max() <= 1 and (_ulps(back, m) == 0).mean() > 0.9
+    assert cli.main(["convert", str(n), str(tmp_path / "again.bin"), "--unnormalize"]) == 0  # the same, asked
+    assert (tmp_path / "again.bin").read_bytes() == (tmp_path / "back.bin").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["convert", str(n), str(tmp_path / "unit.bin"), "--no-normalize"]) == 0  # rows as stored
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "unit.bin").vectors, np.asarray(peer.storage))
     with pytest.warns(wv.ValuesChangedWarning, match="normalize"):
-        wv.convert(x, tmp_path / "api.fifu", normalize=True)
+        wv.convert(x, tmp_path / "api.fifu")
     assert (tmp_path / "api.fifu").read_bytes() == n.read_bytes()
+
+    raw = tmp_path / "raw.fifu"
+    assert cli.main(["convert", str(x), str(raw), "--no-normalize"]) == 0
+    assert cli.main(["convert", str(raw), str(tmp_path / "y.bin"), "--no-normalize"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert np.array_equal(wv.read(tmp_path / "y.bin").vectors.view(np.uint32), bits)
+    assert (tmp_path / "y.bin").read_bytes() == x.read_bytes()
+    peer = ff.load_finalfusion(str(raw))
+    assert np.array_equal(np.asarray(peer.storage).view(np.uint32), bits) and peer.norms is None
+    assert cli.main(["convert", str(raw), str(tmp_path / "z.bin")]) == 0  # no norms: nothing to multiply
+    assert (tmp_path / "z.bin").read_bytes() == x.read_bytes()
+    assert cli.main(["convert", str(raw), str(tmp_path / "both.bin"), "--no-normalize", "--unnormalize"]) == 2
+    assert "give one of them" in capsys.readouterr().err

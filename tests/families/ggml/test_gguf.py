@@ -471,10 +471,10 @@ def sentencepiece_says(model_path, code):
 
 @pytest.mark.parametrize("name", ["botchan_en_unigram_1000.model", "botchan_en_bpe_1000.model"])
 def test_sentencepiece_model_to_gguf_keys_as_the_converter_writes_them(name, tmp_path):
-    from wvformats.families.ggml.gguf import sentencepiece_metadata
+    to_gguf = wv.sentencepiece.to_gguf
 
     path = SP_DATA / name
-    meta = sentencepiece_metadata(wv.read(path, format="sentencepiece"))
+    meta = to_gguf(wv.read(path, format="sentencepiece")).metadata
     # convert_hf_to_gguf.py: piece, score, and the type from IsUnknown / IsControl / IsUnused / IsByte
     want = sentencepiece_says(path, "[[sp.IdToPiece(i), sp.GetScore(i), 2 if sp.IsUnknown(i) else 3 if "
                                     "sp.IsControl(i) else 5 if sp.IsUnused(i) else 6 if sp.IsByte(i) else 1] "
@@ -494,11 +494,11 @@ def test_sentencepiece_model_to_gguf_keys_as_the_converter_writes_them(name, tmp
 
 
 def test_real_llama_gguf_vocabulary_back_to_a_tokenizer_model(tmp_path):
-    from wvformats.families.ggml.gguf import to_sentencepiece
+    from_gguf = wv.sentencepiece.from_gguf
 
     model = wv.read(DATA / "ggml-vocab-llama-spm.gguf")
     out = tmp_path / "tokenizer.model"
-    wv.write(to_sentencepiece(model), out, format="sentencepiece")
+    wv.write(from_gguf(model, warn=False), out, format="sentencepiece")
     got = sentencepiece_says(out, "[sp.GetPieceSize(), [sp.IdToPiece(i) for i in range(sp.GetPieceSize())], "
                                   "[sp.GetScore(i) for i in range(sp.GetPieceSize())], "
                                   "sp.encode('Hello world'), sp.bos_id(), sp.eos_id(), sp.unk_id(), "

@@ -605,3 +605,43 @@ def test_header_size_problems_quote_rwkv_cpp_and_the_fix(tmp_path, field, value,
     assert any(p.startswith(says) for p in model.check()), model.check()
     setattr(model, field, 4 if field == "n_layer" else {"n_vocab": 256, "n_embed": 128}[field])
     assert model.check() == []
+
+
+def test_check_reports_an_out_of_range_header_type_over_removed_q4_2_tensors(tmp_path):
+    """Issue 27, 9b: a version 100 Q4_2 file whose header data_type a fuzz campaign set to 65536
+    (tests/data/rwkv/README.md) made check() raise KeyError: 'Q4_2' (the fix it proposed looked the tensors'
+    type up among the version 101 ids). check() reports: the header type, then the tensors rwkv.cpp refuses,
+    each with a fix that does not name the removed type as a header type."""
+    path = REAL.parent / "rwkv-v100-q4_2-mutated.bin"
+    model = wv.read(path)
+    assert (model.version, model.data_type) == (100, 65536)
+    problems = model.check()
+    assert problems == [
+        "header data_type 65536: rwkv.cpp refuses it: Model data type out of range (65536 > 16); the tensors are "
+        "Q4_2, a layout rwkv.cpp removed: quantize the FP32/FP16 model again: "
+        "`wvformats rwkv quantize IN OUT --type Q5_1 --version 101`",
+        "14 Q4_2 tensors: rwkv.cpp refuses them: Tensor data type (Q4_2) is no longer supported; quantize the "
+        "FP32/FP16 model again: `wvformats rwkv quantize IN OUT --type Q5_1 --version 101`"]
+    report = wv.validate(path)
+    assert not report.ok and report.first_difference is None and report.problems == problems
+    r = _cli("validate", path)
+    assert r.returncode == 1 and "Model data type out of range" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("version, target, fix", [
+    (101, "Q5_1", "model.data_type = 8 (Q5_1)"),
+    (100, "Q5_1", "the tensors are Q5_1 of version 100: convert it with "
+                  "`wvformats rwkv quantize IN OUT --type Q5_1 --version 101`"),
+])
+def test_out_of_range_header_type_fix_is_one_rwkv_cpp_takes(tmp_path, version, target, fix):
+    """The fix for an out-of-range header type names the tensors' type only where rwkv.cpp takes it as a
+    header type (not a quantized type in version 100, which it refuses too)."""
+    from wvformats.families.ggml.rwkv import quantize_model
+
+    q = quantize_model(wv.read(_real_file(tmp_path)), target, version)
+    q.data_type = 99
+    path = tmp_path / "q.bin"
+    wv.write(q, path, "rwkv")
+    problems = wv.read(path).check()
+    assert problems[0].startswith("header data_type 99: rwkv.cpp refuses it: Model data type out of range")
+    assert fix in problems[0], problems

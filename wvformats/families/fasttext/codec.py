@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import construct as cs
-import numpy as np
 
 from ...embeddings import Embeddings
-from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
+from . import convert
 from .model import EOS, FastText
 from .sniff import FASTTEXT, sniff
 
@@ -24,33 +22,14 @@ def to_model(parsed: Any, *, unicode_errors: str | None = None, **_: Any) -> Fas
     return FastText(parsed, unicode_errors=unicode_errors)
 
 
-_T = struct.unpack("<q", struct.pack("<d", 1e-4))[0]  # fastText's default sampling threshold, as stored
-
-
-def from_model(obj: Any) -> cs.Container:
+def from_model(obj: Any, *, unnormalize: bool | None = None) -> cs.Container:
     """A FastText model read from a file -> that file (byte-identical while it is unchanged); any other
-    Embeddings -> an unsupervised fastText model whose input rows are its vectors and which has no n-grams
-    (maxn 0), so that fastText's ``get_word_vector`` gives each word its vector back."""
+    Embeddings -> an unsupervised fastText model whose ``get_word_vector`` gives each word its vector back,
+    with the subword vocabulary of finalfusion embeddings that have fastText's (:mod:`.convert`; rows times
+    their stored norms unless ``unnormalize=False``)."""
     if isinstance(obj, FastText):
         return obj.parsed
-    if isinstance(obj, tuple):
-        obj = Embeddings(*obj)
-    if not isinstance(obj, Embeddings):
-        raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
-    if obj.duplicates:
-        raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
-                         f"word", format=NAME, path="dictionary.entries.words")
-    vectors = np.ascontiguousarray(obj.vectors, "<f4")
-    n, dim = vectors.shape
-    words = list(obj.words)
-    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2, bucket=0,
-                        minn=0, maxn=0, lrUpdateRate=100, t=_T)
-    entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
-    dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
-                              pruneidx=np.zeros((0, 2), "<i4"))
-    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
-                        dictionary=dictionary, quant_input=0, input=cs.Container(m=n, n=dim, data=vectors),
-                        qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+    return convert.from_embeddings(obj, unnormalize)
 
 
 def inspect(parsed: Any) -> dict[str, Any]:

@@ -17,6 +17,10 @@ from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB
 from ..finalfusion.lookups import composed_batch
 from . import subwords
+from .heap import pop_heap as _pop_heap
+from .heap import push_heap as _push_heap
+from .heap import sort_heap as _sort_heap
+from .predict import exp_to_float, expf, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -114,10 +118,10 @@ class FastText(Embeddings):
         makers: dict[str, Any] = {}
         if self.input.quantized:
             makers["quantized"] = lambda: finalfusion_quantized(self)
-        if not self.buckets.pruned and int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
-            makers["subword_vectors"] = lambda: self.input.rows(
-                np.arange(nwords, self.input.shape[0])) if self.input.quantized else \
-                self.input.part["data"][nwords:]
+        if int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
+            from .convert import bucket_rows  # (a pruned model's pruned buckets as zero rows)
+
+            makers["subword_vectors"] = lambda: bucket_rows(self)
             self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
                 "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
         self.extra = _Extra(self.extra, **makers)
@@ -259,13 +263,8 @@ class FastText(Embeddings):
             raise ValueError("predict needs a supervised model (this one has no labels)")
         single = isinstance(text, str)
         lines = [text] if single else list(text)
-        rows, owner = self._line_rows(lines)
-        hidden, _ = self._mean_rows(rows, owner, len(lines))
         k = len(self.labels) if k < 0 else min(k, len(self.labels))
-        if self.loss == "hs":
-            ids, probs = _columns([self._hs_predict(h, k, threshold) for h in hidden])
-        else:
-            ids, probs = _k_best_all(self._scores(hidden), k, threshold)
+        ids, probs = predict_lines(self, lines, k, threshold)
         labels = self.labels
         found = [tuple([labels[i] for i in row]) for row in ids]
         return (found[0], probs[0]) if single else (found, probs)
@@ -284,41 +283,10 @@ class FastText(Embeddings):
 
     def _scores(self, hidden: np.ndarray) -> np.ndarray:
         out = self._dot(hidden).astype(np.float32)
-        if self.loss == "softmax":
-            out = np.exp(out - out.max(axis=1, keepdims=True))
-            return out / out.sum(axis=1, keepdims=True, dtype=np.float32)
+        if self.loss == "softmax":  # SoftmaxLoss::computeOutput: exp in double, the sum label after label
+            out = exp_to_float(out - out.max(axis=1, keepdims=True))
+            return out / np.cumsum(out, axis=1, dtype=np.float32)[:, -1:]
         return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
-
-    def _hs_predict(self, hidden: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
-        tree = self._tree()
-        osz = len(self.labels)
-        heap: list[tuple[float, int]] = []
-        w = self.output
-        wo = w.part["data"] if not w.quantized else None
-        f32 = np.float32
-        log_threshold = _std_log(f32(threshold))
-
-        def dfs(node: int, score: np.float32) -> None:
-            if score < log_threshold:
-                return
-            if len(heap) == k and score < heap[0][0]:
-                return
-            left, right = tree[node]
-            if left == -1 and right == -1:
-                heap.append((float(score), node))
-                _push_heap(heap)
-                if len(heap) > k:
-                    _pop_heap(heap, len(heap))
-                    heap.pop()
-                return
-            row = wo[node - osz] if wo is not None else w.rows(np.array([node - osz]))[0]
-            f = f32(np.dot(row, hidden))
-            f = f32(1.0 / (1 + np.exp(-np.float64(f))))
-            dfs(left, f32(score + _std_log(f32(1.0 - np.float64(f)))))
-            dfs(right, f32(score + _std_log(f)))
-
-        dfs(2 * osz - 2, f32(0.0))
-        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
 
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
@@ -404,9 +372,10 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str
     return shown
 
 
-_SIGMOID_TABLE = np.array([1.0 / (1.0 + np.exp(-np.float64(np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE
-                                                            - MAX_SIGMOID)))
-                           for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+# Loss's t_sigmoid_: 1.0 / (1.0 + std::exp(-x)) with x a float (expf), in double, stored as float
+_SIGMOID_X = np.array([np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE - MAX_SIGMOID
+                       for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
+_SIGMOID_TABLE = (1.0 / (1.0 + expf(-_SIGMOID_X).astype(np.float64))).astype(np.float32)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -419,17 +388,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x < -MAX_SIGMOID, np.float32(0), np.where(x > MAX_SIGMOID, np.float32(1), out))
 
 
-def _std_log(x: Any) -> np.float32:
-    return np.float32(np.log(np.float64(x) + 1e-5))
-
-
 def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
     """:func:`_k_best` of every row of ``p`` (lines x labels), found for all rows at once: each row's label
     ids and their probabilities (float64). A row where the threshold cuts or ties reach the k-th place
     goes through :func:`_k_best`."""
     if not len(p) or k == 0:
         return [[] for _ in range(len(p))], [np.zeros(0) for _ in range(len(p))]
-    scores = np.log(p.astype(np.float64) + 1e-5).astype(np.float32)
+    scores = std_log(p)
     if k + 1 < p.shape[1]:  # the k + 1 best of each row, then in order (their ties go to _k_best below)
         best = np.argpartition(-scores, k, axis=1)[:, : k + 1]
         order = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1), axis=1)
@@ -438,7 +403,7 @@ def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]
     top = np.take_along_axis(scores, order, axis=1)
     probs = np.take_along_axis(p, order, axis=1)
     exact = (top[:, 1:] == top[:, :-1]).any(axis=1) | (probs[:, :k] < np.float32(threshold)).any(axis=1)
-    ids, out_p = order[:, :k].tolist(), list(np.exp(top[:, :k]).astype(np.float64))
+    ids, out_p = order[:, :k].tolist(), list(expf(top[:, :k]).astype(np.float64))
     for r in np.flatnonzero(exact).tolist():
         (ids[r],), (out_p[r],) = _columns([_k_best(p[r], k, threshold)])
     return ids, out_p
@@ -454,7 +419,7 @@ def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
     Python module gives them (exp of that score). Equal scores come out in the order fastText's heap
     leaves them: where ties reach the k-th place, its heap is replayed."""
     ok = np.flatnonzero(p >= np.float32(threshold))
-    scores = np.log(p[ok].astype(np.float64) + 1e-5).astype(np.float32)
+    scores = std_log(p[ok])
     order = np.argsort(-scores, kind="stable")
     top = scores[order[: k + 1]]
     if len(np.unique(top)) < len(top):  # ties among the best: the order is the heap's
@@ -467,49 +432,5 @@ def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
             if len(heap) > k:
                 _pop_heap(heap, len(heap))
                 heap.pop()
-        return [(i, float(np.exp(np.float32(s)))) for s, i in _sort_heap(heap)]
-    return [(int(ok[i]), float(np.exp(scores[i]))) for i in order[:k]]
-
-
-# libstdc++'s heap algorithms with fastText's comparePairs (a greater score first): a min-heap of scores
-def _less(a: tuple[float, int], b: tuple[float, int]) -> bool:
-    return a[0] > b[0]
-
-
-def _sift_up(heap: list, hole: int, top: int, value: tuple[float, int]) -> None:
-    parent = (hole - 1) // 2
-    while hole > top and _less(heap[parent], value):
-        heap[hole] = heap[parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    heap[hole] = value
-
-
-def _push_heap(heap: list) -> None:
-    _sift_up(heap, len(heap) - 1, 0, heap[-1])
-
-
-def _pop_heap(heap: list, n: int) -> None:
-    """std::pop_heap over heap[:n]: the top goes to n - 1."""
-    value = heap[n - 1]
-    heap[n - 1] = heap[0]
-    hole, length = 0, n - 1
-    child = hole
-    while child < (length - 1) // 2:
-        child = 2 * (child + 1)
-        if _less(heap[child], heap[child - 1]):
-            child -= 1
-        heap[hole] = heap[child]
-        hole = child
-    if length % 2 == 0 and child == (length - 2) // 2:
-        child = 2 * (child + 1)
-        heap[hole] = heap[child - 1]
-        hole = child - 1
-    _sift_up(heap, hole, 0, value)
-
-
-def _sort_heap(heap: list) -> list:
-    heap = list(heap)
-    for n in range(len(heap), 1, -1):
-        _pop_heap(heap, n)
-    return heap
+        return [(i, float(expf(np.float32(s)))) for s, i in _sort_heap(heap)]
+    return [(int(ok[i]), float(expf(scores[i]))) for i in order[:k]]

@@ -20,9 +20,10 @@ from . import lookups
 from .sniff import FINALFUSION
 
 NAME = FINALFUSION.name
-VOCABS = {1: "simple_vocab", 3: "bucket_subword_vocab", 7: "fasttext_subword_vocab", 8: "explicit_subword_vocab",
-          9: "floret_subword_vocab"}
-STORAGES = {2: "ndarray", 4: "quantized_array"}
+C = schema.ChunkId
+VOCABS = {i: schema.CHUNK_TYPES[i][0] for i in schema.VOCAB_CHUNKS}
+STORAGES = {i: schema.CHUNK_TYPES[i][0] for i in schema.STORAGE_CHUNKS}
+HEAD = schema.chunk_header.sizeof()  # the bytes of a chunk's id and length
 
 
 def register_chunk(chunk_id: int, name: str, body: cs.Construct) -> None:
@@ -47,7 +48,7 @@ def _at(parsed: Any, chunk: Any, field: str) -> dict[str, Any]:
     index = next(i for i, c in enumerate(parsed["chunks"]) if c is chunk)
     offset = chunk.get("_offset")
     if offset is not None:
-        offset += 12  # after the id and the length
+        offset += HEAD
         for name, con, _ in field_docs(schema.CHUNK_TYPES[chunk["chunk_id"]][1]):
             if name == field:
                 break
@@ -88,7 +89,7 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
     if keep is None or storage is None or vocab_chunk is None:  # (_model says what is missing)
         return _model(parsed, dtype)
     n, rows = len(words), np.array(keep, np.intp)
-    if storage["chunk_id"] == 4:
+    if storage["chunk_id"] == C.QUANTIZED_ARRAY:
         # the file as if it held only the kept words: the quantized array's codes (and norms) are picked, never
         # reconstructed, and the subword rows after the words stay
         norms_chunk = _parts(parsed)[2]  # the chunks checked before their rows are picked
@@ -121,8 +122,8 @@ def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
         raise FormatError("a finalfusion file needs a vocabulary and a storage chunk", format=NAME)
     n = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
     body = storage["body"]
-    total = len(body["data"]) if storage["chunk_id"] == 2 else len(body["codes"])  # storage rows
-    rows_at = _at(parsed, storage, "rows" if storage["chunk_id"] == 2 else "n_embeddings")
+    total = len(body["data"]) if storage["chunk_id"] == C.NDARRAY else len(body["codes"])  # storage rows
+    rows_at = _at(parsed, storage, "rows" if storage["chunk_id"] == C.NDARRAY else "n_embeddings")
     if total < n:
         raise FormatError(f"storage has {total} rows for {n} words", format=NAME, **rows_at)
     subword = lookups.subword_rows(vocab["name"], vocab["body"])
@@ -143,7 +144,7 @@ def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
             raise FormatError(f"metadata is not valid TOML: {e}", format=NAME, **toml_at) from None
         except RecursionError:  # tomllib reads nested arrays and tables by recursion
             raise FormatError("metadata TOML nests too deeply to read", format=NAME, **toml_at) from None
-    norms = _chunk(parsed, {6: "nd_norms"})
+    norms = _chunk(parsed, {C.ND_NORMS: "nd_norms"})
     if norms is not None and len(norms["body"]["norms"]) != n:  # both references assert one norm per word
         raise FormatError(f"{len(norms['body']['norms'])} norms for {n} words", format=NAME,
                           **_at(parsed, norms, "n_norms"))
@@ -163,7 +164,7 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     words = vocab["body"].get("words", [])
     n = len(words)
     body = storage["body"]
-    if storage["chunk_id"] == 2:
+    if storage["chunk_id"] == C.NDARRAY:
         vectors: Any = body["data"][:n]
     elif np.dtype(dtype) != np.float32:
         vectors = reconstruct(body, slice(0, n))
@@ -176,12 +177,12 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
                              "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]],
                              "layout": _layout(parsed, vocab, storage, norms)}
     listed, present = [int(i) for i in parsed["chunk_ids"]], [int(c["chunk_id"]) for c in parsed["chunks"]]
-    if present == [*listed, 6]:  # finalfusion-rust 0.6-0.10 did not list its NdNorms: kept while the chunks are
+    if present == [*listed, C.ND_NORMS]:  # finalfusion-rust 0.6-0.10 did not list its NdNorms: kept while the chunks are
         extra["legacy_header"] = listed
     meta = _chunk(parsed, {5: "metadata"})
     if meta is not None:  # written back as these bytes while the table is unchanged
         extra["metadata_toml"] = bytes(meta["body"]["toml"])
-    if storage["chunk_id"] == 2:
+    if storage["chunk_id"] == C.NDARRAY:
         extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
         extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
 
@@ -197,7 +198,7 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
     if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
         lo, hi, exp = int(vocab_fields["min_n"]), int(vocab_fields["max_n"]), int(vocab_fields["bucket_exp"])
-        dense = body["data"] if storage["chunk_id"] == 2 else None
+        dense = body["data"] if storage["chunk_id"] == C.NDARRAY else None
 
         def oov_batch(batch: list[str]) -> tuple[np.ndarray, np.ndarray]:
             rows, owner = lookups.bucket_rows_batch(batch, lo, hi, exp, n)
@@ -210,12 +211,12 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
         extra["oov_batch"] = oov_batch
     if rows_of is not None:
         extra["subword_indices"] = rows_of
-        extra["oov"] = lambda word: lookups.composed(rows_of, storage_rows, word)
+        extra["oov"] = lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1]))
     return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
                       metadata=metadata, extra=extra)
 
 
-_SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != 1}
+_SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != C.SIMPLE_VOCAB}
 
 
 def _vocab_chunk(obj: Embeddings) -> cs.Container:
@@ -227,7 +228,7 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
                          f"earlier word (first {first!r}); deduplicate=True (--dedupe) keeps the first of each",
                          format=NAME, path="chunks.vocab.words")
     if vocab_type not in _SUBWORD_IDS or fields is None:
-        return cs.Container(chunk_id=1, name="simple_vocab",
+        return cs.Container(chunk_id=C.SIMPLE_VOCAB, name="simple_vocab",
                             body=cs.Container(n_words=len(obj.words), words=list(obj.words)))
     body = cs.Container(**fields)
     if vocab_type == "floret_subword_vocab":
@@ -250,7 +251,7 @@ def _metadata_chunk(obj: Embeddings) -> cs.Container | None:
         except (TypeError, RecursionError) as e:  # a value TOML has no type for; nesting too deep to write
             raise BuildError(f"metadata cannot be written as TOML: {e}",
                              format=NAME, path="chunks.metadata") from None
-    return cs.Container(chunk_id=5, name="metadata", body=cs.Container(toml=toml))
+    return cs.Container(chunk_id=C.METADATA, name="metadata", body=cs.Container(toml=toml))
 
 
 def _is_head(part: np.ndarray, whole: Any) -> bool:
@@ -261,20 +262,33 @@ def _is_head(part: np.ndarray, whole: Any) -> bool:
             and part.strides == whole.strides and len(part) <= len(whole))
 
 
-def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool) -> cs.Container:
-    """Dense word rows plus the subword rows that were read; the quantized array that was read while the
-    word rows are still the ones it reconstructs (``vectors`` None: never reconstructed, so still its rows;
-    an edited matrix is written dense)."""
+def subword_matrix(obj: Embeddings) -> np.ndarray | None:
+    """The subword rows of embeddings with a subword vocabulary (the storage rows after the words): as read
+    (a view), reconstructed from a quantized array, or None."""
+    sub = obj.extra.get("subword_vectors")
     q = obj.extra.get("quantized")
-    if q is not None and not normalized:
-        if vectors is None or (len(q["codes"]) >= len(vectors) and np.array_equal(
-                reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True)):
-            return cs.Container(chunk_id=4, name="quantized_array", body=q)
-    assert vectors is not None  # only a lazy quantized model is written without its rows
+    if sub is None and q is not None:
+        sub = reconstruct(q, slice(len(obj.words), None))
+    return sub
+
+
+def _quantized_kept(obj: Embeddings) -> Any:
+    """The quantized array the embeddings were read with, while their word rows are still the ones it
+    reconstructs (never reconstructed, or equal); None otherwise (an edited matrix is written dense)."""
+    q = obj.extra.get("quantized")
+    if q is None or obj.lazy:
+        return q
+    vectors = np.asarray(obj.vectors)
+    if len(q["codes"]) >= len(vectors) and np.array_equal(
+            reconstruct(q, slice(0, len(vectors))), vectors, equal_nan=True):
+        return q
+    return None
+
+
+def _dense_storage(obj: Embeddings, vectors: np.ndarray) -> cs.Container:
+    """Dense word rows plus, for a subword vocabulary, the subword rows that were read."""
     if obj.extra.get("vocab_type") in _SUBWORD_IDS:
-        sub = obj.extra.get("subword_vectors")
-        if sub is None and q is not None:
-            sub = reconstruct(q, slice(len(vectors), None))
+        sub = subword_matrix(obj)
         if sub is None or sub.shape[1:] != vectors.shape[1:]:
             raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
                              format=NAME, path="chunks.storage")
@@ -283,20 +297,73 @@ def _storage_chunk(obj: Embeddings, vectors: np.ndarray | None, normalized: bool
             vectors = whole  # word rows and subword rows still the read matrix: no copy
         else:
             vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
-    return cs.Container(chunk_id=2, name="ndarray", body=cs.Container(
-        rows=vectors.shape[0], cols=vectors.shape[1], type_id=10, padding=None, data=vectors))
+    return cs.Container(chunk_id=C.NDARRAY, name="ndarray", body=cs.Container(
+        rows=vectors.shape[0], cols=vectors.shape[1], type_id=schema.F32, padding=None, data=vectors))
 
 
-def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) -> cs.Container:
-    """Embeddings -> [Metadata] Vocab Storage [NdNorms], the rows as they are.
+_NORMALIZED = "rows L2-normalised, their norms kept in the NdNorms chunk"
+
+
+def _lengths(rows: np.ndarray) -> np.ndarray:
+    """The L2 norm of each row, taken in float64 and rounded to float32 once: ``unit * length`` in float32
+    then gives each value back within an ulp (85% of the values of gensim's lee_fasttext_new.bin and 95% of
+    normally distributed ones bit for bit)."""
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)).astype("<f4")
+
+
+def _unit(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows L2-normalised (a zero row stays zero) and their lengths."""
+    lengths = _lengths(vectors)
+    unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4", copy=False)
+    return unit, lengths
+
+
+def _normalized_quantized(q: Any, n: int) -> tuple[Any, np.ndarray]:
+    """A quantized array whose first ``n`` rows (the words) reconstruct L2-normalised, and those rows'
+    lengths: the array's own norms (one f32 per row, added when it has none) are divided by each word row's
+    length, so that the codes and centroids stay as they are; subword rows are left as they are."""
+    before = reconstruct(q, slice(0, n))
+    lengths = _lengths(before)
+    rows = len(q["codes"])
+    scale = np.asarray(q["norms"], "<f4").copy() if q["use_norms"] else np.ones(rows, "<f4")
+    scale[:n] = scale[:n] / np.where(lengths > 0, lengths, 1)
+    unit = cs.Container(q, use_norms=1, norms=scale)
+    warn_if_changed("normalize", _NORMALIZED, before, reconstruct(unit, slice(0, n)))
+    return unit, lengths
+
+
+def _deduplicated(obj: Embeddings) -> Embeddings:
+    """The first row of each word (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
+    n-gram rows follow the words and are the same whichever words are dropped."""
+    out = obj.deduplicated()
+    vocab_type = obj.extra.get("vocab_type")
+    if out is obj or vocab_type not in _SUBWORD_IDS or vocab_type == "floret_subword_vocab":
+        return out
+    sub = subword_matrix(obj)
+    if sub is not None:
+        out.extra.update(vocab_type=vocab_type, vocab=obj.extra["vocab"], subword_vectors=sub)
+    return out
+
+
+def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
+    """Embeddings -> [Metadata] Vocab Storage [NdNorms].
+
+    ``normalize``: by default, embeddings of another format (word2vec, GloVe, a fastText model, ...) are
+    written as finalfusion's tools write and expect them: word rows L2-normalised, their lengths in an NdNorms
+    chunk (finalfusion-rust's ``read_word2vec_binary`` and ``read_fasttext``, finalfusion-utils' ``convert``),
+    with one warning line saying the values changed and by how much; a word-vector writer multiplies them back
+    (:func:`~wvformats.embeddings.unnormalized`), each value within an ulp of the original. Embeddings read from
+    a finalfusion file keep their rows as read. ``normalize=True`` normalises those too; ``normalize=False``
+    writes any rows as they are (a bit-exact round trip, which finalfusion's similarity queries misread unless
+    the rows have unit length). Subword rows are never normalised (finalfusion's convention), and a quantized
+    array stays quantized: its per-row norms take the normalisation.
 
     Embeddings read from a finalfusion file keep their vocabulary type (bucket, fastText, explicit or floret
     n-grams with their settings), their subword rows, their quantized storage (while the word rows are
-    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back.
-    Word-vector input gets a simple vocab. ``normalize=True`` L2-normalises the word rows and keeps the
-    norms they had in an NdNorms chunk, as the reference converters do (with a warning when values
-    change). A vocabulary holds each word once: embeddings that repeat a word are refused unless
-    ``deduplicate=True`` keeps the first row of each.
+    unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back; a
+    fastText model keeps its subword vocabulary and bucket rows. Word-vector input gets a simple vocab. A
+    vocabulary holds each word once: embeddings that repeat a word are refused unless ``deduplicate=True``
+    keeps the first row of each (and the subword vocabulary).
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
@@ -304,23 +371,30 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
     obj.check_parts(NAME)
     if deduplicate:
-        obj = obj.deduplicated()
-    norms = obj.norms
-    # rows still a read quantized array's are not made: the array is written back as it is
-    keep = obj.lazy and obj.extra.get("quantized") is not None and not normalize
-    vectors = None if keep else np.ascontiguousarray(obj.vectors, dtype="<f4")
-    if normalize:
-        assert vectors is not None
-        lengths = np.linalg.norm(vectors, axis=1).astype("<f4")
-        unit = (vectors / np.where(lengths > 0, lengths, 1).astype("<f4")[:, None]).astype("<f4")
-        warn_if_changed("normalize", "rows L2-normalised, their norms kept in the NdNorms chunk", vectors, unit)
-        # norms already held stay the factor back to the input's rows
-        norms, vectors = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4"), unit
-    storage = _storage_chunk(obj, vectors, normalize)
-    built = {"metadata": _metadata_chunk(obj), "vocab": _vocab_chunk(obj), "storage": storage, "norms": None}
+        obj = _deduplicated(obj)
+    # (a vocabulary or metadata the format cannot hold is refused before the rows are computed)
+    vocab, metadata = _vocab_chunk(obj), _metadata_chunk(obj)
+    if normalize is None:  # finalfusion's convention for rows from elsewhere; a finalfusion file's rows as read
+        normalize = obj.extra.get("layout") is None
+    norms, lengths = obj.norms, None
+    q = _quantized_kept(obj)
+    if q is not None:  # rows still a read quantized array's are not made: the array is written, rescaled or not
+        if normalize:
+            q, lengths = _normalized_quantized(q, len(obj.words))
+        storage = cs.Container(chunk_id=C.QUANTIZED_ARRAY, name="quantized_array", body=q)
+    else:
+        vectors = np.ascontiguousarray(obj.vectors, dtype="<f4")
+        if normalize:
+            unit, lengths = _unit(vectors)
+            warn_if_changed("normalize", _NORMALIZED, vectors, unit)
+            vectors = unit
+        storage = _dense_storage(obj, vectors)
+    if lengths is not None:  # norms already held stay the factor back to the input's rows
+        norms = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4")
+    built = {"metadata": metadata, "vocab": vocab, "storage": storage, "norms": None}
     if norms is not None:
-        built["norms"] = cs.Container(chunk_id=6, name="nd_norms", body=cs.Container(
-            n_norms=len(norms), type_id=10, padding=None, norms=np.asarray(norms, "<f4")))
+        built["norms"] = cs.Container(chunk_id=C.ND_NORMS, name="nd_norms", body=cs.Container(
+            n_norms=len(norms), type_id=schema.F32, padding=None, norms=np.asarray(norms, "<f4")))
     chunks = cs.ListContainer()
     for part in obj.extra.get("layout") or ["metadata", "vocab", "storage", "norms"]:
         chunk = built.pop(part, None) if isinstance(part, str) else part
@@ -331,7 +405,7 @@ def from_model(obj: Any, *, normalize: bool = False, deduplicate: bool = False) 
     if built.get("norms") is not None:  # after the storage
         chunks.insert(next(i for i, c in enumerate(chunks) if c is storage) + 1, built["norms"])
     listed = [int(c.chunk_id) for c in chunks]
-    if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], 6]:
+    if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], C.ND_NORMS]:
         listed = obj.extra["legacy_header"]  # a legacy file comes back as it was
     ids = np.array(listed, "<u4")
     return cs.Container(magic=schema.MAGIC, version=schema.VERSION, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
@@ -348,7 +422,7 @@ def inspect(parsed: Any) -> dict[str, Any]:
     if vocab is not None and isinstance(vocab["body"], cs.Container):
         info["words"] = len(vocab["body"].get("words", []))  # floret vocabularies have no word list
     storage = _chunk(parsed, STORAGES)
-    if storage is not None and storage["chunk_id"] == 2:
+    if storage is not None and storage["chunk_id"] == C.NDARRAY:
         info["dim"] = int(storage["body"]["cols"])
         info["rows"] = int(storage["body"]["rows"])
     elif storage is not None:  # quantized: the dimension of the reconstructed rows, and how they are coded
@@ -365,22 +439,21 @@ FIRST_WORDS = 10  # words a quick inspect shows
 def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]:
     """The header, the metadata TOML and each chunk's leading fields, found by walking the chunks by their
     length fields: no array body and no vocabulary beyond its first words is read."""
-    import struct
 
     view = memoryview(buf).cast("B")
-    head = framework.parse(cs.Struct(*schema.finalfusion.subcons[:-1]), view, format=NAME)  # all but the chunks
+    head = framework.parse(cs.Struct(*schema.header.subcons, "_end" / cs.Tell), view, format=NAME)
     listed = [int(i) for i in head["chunk_ids"]]
-    pos, size = 12 + 4 * len(listed), len(view)
+    pos, size = head["_end"], len(view)
     chunks: list[dict[str, Any]] = []
     info: dict[str, Any] = {"chunks": 0, "chunk_types": chunks}
     while pos < size:
-        if pos + 12 > size:
+        if pos + HEAD > size:
             raise TruncatedError("the file ends inside a chunk header", format=NAME, path=f"chunks[{len(chunks)}]",
                               offset=pos)
-        chunk_id, length = struct.unpack_from("<IQ", view, pos)
+        chunk_id, length = _chunk_header(view, pos)
         name, body = schema.CHUNK_TYPES.get(chunk_id, ("unknown", None))
-        row: dict[str, Any] = {"id": chunk_id, "type": name, "offset": pos, "bytes": 12 + length}
-        at = pos + 12
+        row: dict[str, Any] = {"id": chunk_id, "type": name, "offset": pos, "bytes": HEAD + length}
+        at = pos + HEAD
         fields = _leading_fields(body, view, at, f"chunks[{len(chunks)}].{name}") if body is not None else {}
         if chunk_id in schema.LENGTH_QUIRKS and "n_ngrams" in fields:
             short = schema.LENGTH_QUIRKS[chunk_id](cs.Container(fields))
@@ -393,7 +466,7 @@ def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]
             raise TruncatedError(f"the file ends inside the {name} chunk ({row['bytes']} bytes from its start, "
                                  f"{size - pos} left)", format=NAME, path=f"chunks[{len(chunks)}]", offset=pos)
         chunks.append(row)
-        if chunk_id == 5:
+        if chunk_id == C.METADATA:
             info["metadata"] = _metadata_table(view[at : at + length], at)
         elif chunk_id in VOCABS:
             if settings := {k: v for k, v in fields.items() if k != "n_words"}:
@@ -401,9 +474,9 @@ def inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str, Any]
             info["words"] = fields.get("n_words", 0)  # floret vocabularies have no word list (as inspect says)
             if "n_words" in fields:
                 info["first_words"] = _first_words(view, at + _fixed_size(body), fields["n_words"])
-        elif chunk_id == 2:
+        elif chunk_id == C.NDARRAY:
             info["dim"], info["rows"] = fields["cols"], fields["rows"]
-        elif chunk_id == 4:
+        elif chunk_id == C.QUANTIZED_ARRAY:
             info["dim"], info["rows"] = fields["reconstructed_len"], fields["n_embeddings"]
             info["quantized"] = {"subquantizers": fields["quantized_len"], "centroids": fields["n_centroids"],
                                  "projection": bool(fields["use_projection"]), "norms": bool(fields["use_norms"])}
@@ -449,14 +522,18 @@ def _fixed_size(body: cs.Construct) -> int:
     return size
 
 
+def _chunk_header(view: memoryview, pos: int) -> tuple[int, int]:
+    """The id and length of the chunk at ``pos`` (its header read with the schema's ``chunk_header``)."""
+    head = schema.chunk_header.parse(view[pos : pos + HEAD])
+    return head.chunk_id, head.length
+
+
 def _chunk_at(view: memoryview, pos: int) -> bool:
     """A chunk header of a known type starts at ``pos`` whose length fits in the file."""
-    import struct
-
-    if pos + 12 > len(view):
+    if pos + HEAD > len(view):
         return False
-    chunk_id, length = struct.unpack_from("<IQ", view, pos)
-    return chunk_id in schema.CHUNK_TYPES and pos + 12 + length <= len(view)
+    chunk_id, length = _chunk_header(view, pos)
+    return chunk_id in schema.CHUNK_TYPES and pos + HEAD + length <= len(view)
 
 
 def _first_words(view: memoryview, at: int, n_words: int) -> list[str]:
@@ -487,7 +564,7 @@ def check(parsed: Any) -> list[str]:
     listed = [int(x) for x in parsed["chunk_ids"]]
     if present != listed:
         extra = present[len(listed):] if present[: len(listed)] == listed else None
-        if extra == [6]:
+        if extra == [C.ND_NORMS]:
             problems.append("note: trailing NdNorms chunk not listed in the header (written by old writers)")
         else:
             problems.append(f"header lists chunks {listed} but the file holds {present}")

