@@ -329,3 +329,23 @@ def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path,
             if r.mm is not None:
                 r.mm.close()
         corpus.close()
+
+
+def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
+                 budget: int, table: str) -> dict[str, Any]:
+    """A shard's table from its sorted parts (settled, then merged; a single part is the table)."""
+    n = os.path.getsize(corpus_path)
+    out = Path(table)
+    if (done := finished(out, n=n, k=k)) is not None:
+        return {**done, "reused": True}
+    paths = [Path(p) for p in parts]
+    if len(paths) == 1:
+        os.replace(paths[0], out)
+    else:
+        settle(paths, ranges, width, k, n)
+        merge(corpus_path, paths, k, budget, out)
+    meta = seal(out, n=n, k=k)
+    for p in paths:
+        p.unlink(missing_ok=True)
+        _record(p).unlink(missing_ok=True)
+    return meta
