@@ -37,7 +37,7 @@ from . import pointers
 
 # What a worker process holds before it sorts anything (interpreter, numpy, pydivsufsort): kept out of the
 # share of the budget that sizes parts and batches.
-BASELINE = 48 << 20
+BASELINE = 32 << 20
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
