@@ -38,6 +38,7 @@ from . import pointers
 # What a worker process holds before it sorts anything (interpreter, numpy, pydivsufsort): kept out of the
 # share of the budget that sizes parts and batches.
 BASELINE = 32 << 20
+DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -111,6 +112,7 @@ class Corpus:
         with open(path, "rb") as f:
             self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.n else None
         self.a = np.frombuffer(self.mm, np.uint8) if self.mm is not None else np.zeros(0, np.uint8)
+        self.memo: dict[int, tuple[int, int, int]] = {}
 
     def release(self) -> None:
         """Drop the pages this process touched (they stay in the page cache; re-reading them is cheap)."""
@@ -124,14 +126,28 @@ class Corpus:
             self.mm = None
 
     def cmp(self, x: int, y: int) -> int:
-        """-1, 0 or 1 as the suffix at ``x`` is before, the same as or after the suffix at ``y``."""
+        """-1, 0 or 1 as the suffix at ``x`` is before, the same as or after the suffix at ``y``.
+
+        A comparison that ran ``L`` bytes also decides the pairs ``(x + d, y + d)`` for ``d < L`` (the
+        same bytes, then the same mismatch): remembered, so the suffixes of two copies of a long
+        document are compared once, not once per position."""
         if x == y:
             return 0
+        if x > y:
+            return -self.cmp(y, x)
+        known = self.memo.get(y - x)
+        if known is not None and known[0] <= x < known[1]:
+            return known[2]
         off, step = 0, 64
         while True:
             a, b = self.mm[x + off : x + off + step], self.mm[y + off : y + off + step]
             if a != b:
-                return -1 if a < b else 1
+                result = -1 if a < b else 1
+                if off >= 256:
+                    m = min(len(a), len(b))
+                    diff = np.flatnonzero(np.frombuffer(a, np.uint8, m) != np.frombuffer(b, np.uint8, m))
+                    self.memo[y - x] = (x, x + off + (int(diff[0]) if len(diff) else m), result)
+                return result
             off, step = off + step, min(step * 2, 1 << 20)
 
     def keys(self, pos: np.ndarray, off: int, words: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,6 +188,9 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
     gid = np.zeros(len(pos), np.int64)
     off, words = 0, 1
     while len(sel):
+        if off >= DEEP:  # long ties (repeats): a merge of each group's runs, compared in C
+            _merge_deep(corpus, pos, order, sel, gid, src)
+            break
         els = order[sel]
         cols, lens = corpus.keys(pos[els], off, words, gather)
         o = np.lexsort((lens, *(cols[:, w] for w in range(words - 1, -1, -1)), gid))
@@ -190,6 +209,40 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
         off += 8 * words
         words = max(1, min(words * 2, mem // (32 * max(len(sel), 1))))
     return pos[order]
+
+
+class _Suffix:
+    """A position ordered by its suffix (for heapq.merge)."""
+
+    __slots__ = ("corpus", "pos", "el")
+
+    def __init__(self, corpus: Corpus, pos: int, el: int) -> None:
+        self.corpus, self.pos, self.el = corpus, pos, el
+
+    def __lt__(self, other: _Suffix) -> bool:
+        return self.corpus.cmp(self.pos, other.pos) < 0
+
+
+def _merge_deep(corpus: Corpus, pos: np.ndarray, order: np.ndarray, sel: np.ndarray, gid: np.ndarray,
+                src: np.ndarray) -> None:
+    """Order the groups still tied after ``DEEP`` bytes: each is a few runs, each run already in order, so a
+    heap merge of them (m log runs suffix comparisons, each a memcmp as long as the tie) puts them right."""
+    import heapq
+
+    bounds = np.flatnonzero(np.diff(gid)) + 1
+    for n, slots in enumerate(np.split(sel, bounds)):
+        els = order[slots].tolist()
+        if len(els) == 2:
+            if corpus.cmp(int(pos[els[0]]), int(pos[els[1]])) > 0:
+                order[slots] = els[::-1]
+        else:
+            by_run: dict[int, list[_Suffix]] = {}
+            for e in els:
+                by_run.setdefault(int(src[e]), []).append(_Suffix(corpus, int(pos[e]), e))
+            order[slots] = [s.el for s in heapq.merge(*by_run.values())]
+        if n % 1024 == 1023:
+            corpus.release()
+    corpus.release()
 
 
 def _read_window(path: str | os.PathLike[str], start: int, end: int) -> np.ndarray:
