@@ -17,7 +17,7 @@ from wvformats.families.infinigram.build import build, build_jsonl
 from wvformats.families.infinigram.index import InfiniGramIndex
 
 # about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
-SMALL = "32.25M"
+SMALL = "40.25M"
 
 
 def _same_files(a: Path, b: Path) -> list[str]:
@@ -101,7 +101,7 @@ def test_the_real_engine_answers_the_same_on_a_parts_build():
     pytest.importorskip("infini_gram")
     width = 2
     docs = _corpus(width, seed=9)
-    d = build(docs, _dir(), token_width=width, shards=2, max_memory="64.5M", workers=2)
+    d = build(docs, _dir(), token_width=width, shards=2, max_memory="113M", workers=2)
     rng = np.random.default_rng(0)
     flat = np.concatenate([np.array(x, np.int64) for x in docs if x])
     queries = [[], [65535], [1] * 50] + [flat[i : i + int(rng.integers(1, 6))].tolist()
@@ -132,10 +132,10 @@ def test_byte_identical_to_the_real_indexer_in_parts(width, gpt2_cache):
     theirs = real_indexer(root / "src", root / "theirs", width, 4, 2, gpt2_cache, cpus=2)
     tokenize = gpt2_tokenizer(gpt2_cache).encode if width == 2 else None
     ours = build_jsonl(root / "src", root / "ours", token_width=width, shards=2, tokenize=tokenize,
-                       max_memory="66M", workers=2)
+                       max_memory="113M", workers=2)
     for s in range(2):  # (its parts must be over 100 KB, else its table is corrupt: bug 2 of the notes)
         size = (ours / f"tokenized.{s}").stat().st_size
-        assert size > 2 * 100_000 and len(outofcore.plan(size, width, outofcore.parse_size("33M"))) > 2
+        assert size > 2 * 100_000 and len(outofcore.plan(size, width, outofcore.task_budget(113 << 20, 2))) > 2
     assert len(_same_files(theirs, ours)) == 12
 
 
@@ -179,7 +179,7 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     _write_jsonl(src, 40, 4000, seed=7)
     out = tmp_path / "idx"
     cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
-           f"{33 * workers}M", "--shards", "2", "--workers", str(workers)]
+           f"{41 if workers == 1 else 113}M", "--shards", "2", "--workers", str(workers)]
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in first.stderr:  # stop it once some parts are finished

@@ -253,7 +253,7 @@ class _SpoolWriter:
 
             def chunks() -> Iterator[np.ndarray]:
                 with builtins.open(path, "rb") as f:
-                    while len(toks := np.fromfile(f, dtype, 1 << 24)):
+                    while len(toks := np.fromfile(f, dtype, 1 << 19)):  # (bincount widens to int64)
                         yield toks
 
             with atomic_output(self.paths["unigram"], fsync=False) as f:
@@ -292,7 +292,7 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
     if workers < 1:
         raise ValueError("workers >= 1")
     budget = outofcore.parse_size(max_memory) if max_memory is not None else None
-    task_budget = budget // workers if budget is not None and engine == "local" else budget
+    task_budget = outofcore.task_budget(budget, workers) if budget is not None and engine == "local" else budget
     if task_budget is not None:
         outofcore.part_length(task_budget, options["token_width"])  # refuses a budget too small, up front
     eng = engines.engine(engine, workers, scheduler)  # refuses a wrong engine before anything is written

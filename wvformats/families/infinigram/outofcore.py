@@ -35,9 +35,12 @@ import numpy as np
 from ...fileio import atomic_output
 from . import pointers
 
-# What a worker process holds before it sorts anything (interpreter, numpy, pydivsufsort): kept out of the
-# share of the budget that sizes parts and batches.
-BASELINE = 32 << 20
+# What a process holds besides its parts and batches: the interpreter, numpy and pydivsufsort (30 MB
+# resident after the imports) and the library code pages that sorting and merging fault in (~10 MB more,
+# measured); kept out of the share of the budget that sizes parts and batches. A parent that only hands
+# out tasks to worker processes holds PARENT.
+BASELINE = 40 << 20
+PARENT = 32 << 20
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -60,6 +63,11 @@ def part_length(budget: int, width: int) -> int:
     if length < 4096:
         raise ValueError(f"a memory budget of {budget} bytes is too small: at least {BASELINE + 4096 * per_byte}")
     return length - length % width
+
+
+def task_budget(budget: int, workers: int) -> int:
+    """One worker's share of a machine's ``budget`` (the parent that hands out the tasks holds PARENT)."""
+    return budget if workers == 1 else (budget - PARENT) // workers
 
 
 def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
@@ -107,19 +115,22 @@ def seal(path: Path, **params: Any) -> dict[str, Any]:
 class Corpus:
     """A tokenized file as a read-only memory map whose pages are dropped from the process after use."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.n = os.path.getsize(path)
+    def __init__(self, path: str | os.PathLike[str], keep: int = 0) -> None:
+        self.n, self.keep = os.path.getsize(path), keep
         with open(path, "rb") as f:
             self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.n else None
         self.a = np.frombuffer(self.mm, np.uint8) if self.mm is not None else np.zeros(0, np.uint8)
         self.memo: dict[int, tuple[int, int, int]] = {}
+        self.fd = os.open(path, os.O_RDONLY)
 
     def release(self) -> None:
-        """Drop the pages this process touched (they stay in the page cache; re-reading them is cheap)."""
-        if self.mm is not None:
+        """Drop the pages this process touched (they stay in the page cache; re-reading them is cheap),
+        unless the whole corpus fits in what it may keep."""
+        if self.mm is not None and self.n > self.keep:
             self.mm.madvise(mmap.MADV_DONTNEED)
 
     def close(self) -> None:
+        os.close(self.fd)
         self.a = np.zeros(0, np.uint8)
         if self.mm is not None:
             self.mm.close()
@@ -139,13 +150,15 @@ class Corpus:
         if known is not None and known[0] <= x < known[1]:
             return known[2]
         off, step = 0, 64
-        while True:
-            a, b = self.mm[x + off : x + off + step], self.mm[y + off : y + off + step]
+        while True:  # (pread, not the map: nothing stays resident)
+            a, b = os.pread(self.fd, step, x + off), os.pread(self.fd, step, y + off)
             if a != b:
                 result = -1 if a < b else 1
                 if off >= 256:
                     m = min(len(a), len(b))
                     diff = np.flatnonzero(np.frombuffer(a, np.uint8, m) != np.frombuffer(b, np.uint8, m))
+                    if len(self.memo) > 1 << 12:  # (a bound on its memory: under 1 MB)
+                        self.memo.clear()
                     self.memo[y - x] = (x, x + off + (int(diff[0]) if len(diff) else m), result)
                 return result
             off, step = off + step, min(step * 2, 1 << 20)
@@ -160,11 +173,11 @@ class Corpus:
         out = np.zeros((len(q), nb), np.uint8)
         full = lens == nb
         if full.any():
-            rows = np.lib.stride_tricks.as_strided(self.a, shape=(self.n - nb + 1, nb), strides=(1, 1))
             idx = np.flatnonzero(full)
+            step = np.arange(nb)
             for s in range(0, len(idx), chunk):
                 sel = idx[s : s + chunk]
-                out[sel] = rows[q[sel]]
+                out[sel] = np.take(self.a, q[sel, None] + step)  # (1-D gathers: far faster than 2-D rows)
                 self.release()
         for i in np.flatnonzero(~full & (lens > 0)).tolist():
             out[i, : lens[i]] = self.a[q[i] : q[i] + lens[i]]
@@ -186,7 +199,7 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
     order = np.arange(len(pos))
     sel = order.copy()  # slots of `order` still to sort, group by group (groups are contiguous)
     gid = np.zeros(len(pos), np.int64)
-    off, words = 0, 1
+    off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them (one page fault each)
     while len(sel):
         if off >= DEEP:  # long ties (repeats): a merge of each group's runs, compared in C
             _merge_deep(corpus, pos, order, sel, gid, src)
@@ -230,7 +243,7 @@ def _merge_deep(corpus: Corpus, pos: np.ndarray, order: np.ndarray, sel: np.ndar
     import heapq
 
     bounds = np.flatnonzero(np.diff(gid)) + 1
-    for n, slots in enumerate(np.split(sel, bounds)):
+    for slots in np.split(sel, bounds):
         els = order[slots].tolist()
         if len(els) == 2:
             if corpus.cmp(int(pos[els[0]]), int(pos[els[1]])) > 0:
@@ -240,8 +253,6 @@ def _merge_deep(corpus: Corpus, pos: np.ndarray, order: np.ndarray, sel: np.ndar
             for e in els:
                 by_run.setdefault(int(src[e]), []).append(_Suffix(corpus, int(pos[e]), e))
             order[slots] = [s.el for s in heapq.merge(*by_run.values())]
-        if n % 1024 == 1023:
-            corpus.release()
     corpus.release()
 
 
@@ -267,8 +278,8 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     sa = divsufsort(win)
     local = np.empty((end - start) // width, np.int64)
     filled = 0
-    for s in range(0, len(sa), 1 << 22):  # keep the positions that start a token of this part
-        c = sa[s : s + (1 << 22)]
+    for s in range(0, len(sa), 1 << 18):  # keep the positions that start a token of this part
+        c = sa[s : s + (1 << 18)]
         c = c[(c < end - start) & (c % width == 0)] if width > 1 or wend > end else c
         local[filled : filled + len(c)] = c
         filled += len(c)
@@ -291,8 +302,8 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
                                                           strict=True)]  # slots a .. b inclusive
     del win
     with atomic_output(path, fsync=False) as f:
-        for s in range(0, len(local), 1 << 20):
-            f.write(pointers.encode(local[s : s + (1 << 20)] + start, k))
+        for s in range(0, len(local), 1 << 18):
+            f.write(pointers.encode(local[s : s + (1 << 18)] + start, k))
     return seal(path, **params, segments=segments, settled=not segments)
 
 
@@ -326,32 +337,32 @@ def settle(parts: list[Path], ranges: list[tuple[int, int]], width: int, k: int,
 
 
 class _Run:
-    """One sorted part during the merge: its pointers as a memory map, read from a cursor."""
+    """One sorted part during the merge, read from a cursor (pread: its pages never enter the process)."""
 
     def __init__(self, path: Path, k: int) -> None:
         self.k, self.size = k, os.path.getsize(path) // k
-        with open(path, "rb") as f:
-            self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        self.fd = os.open(path, os.O_RDONLY)
         self.cur = 0
 
     def at(self, i: int) -> int:
-        return pointers.at(self.mm, self.k, i)
+        return int.from_bytes(os.pread(self.fd, self.k, i * self.k), "little")
 
     def take(self, hi: int) -> np.ndarray:
-        out = pointers.decode(self.mm[self.cur * self.k : hi * self.k], self.k).astype(np.int64)
+        raw = os.pread(self.fd, (hi - self.cur) * self.k, self.cur * self.k)
         self.cur = hi
-        self.mm.madvise(mmap.MADV_DONTNEED)
-        return out
+        return pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)
 
 
 def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path,
           progress: Any = None) -> None:
     """The k-way merge of sorted ``parts`` into the table ``out`` (written atomically)."""
-    corpus = Corpus(corpus_path)
-    runs = [_Run(p, k) for p in parts]
     share = max(budget - BASELINE, 1 << 20)
+    corpus = Corpus(corpus_path, keep=share // 4)
+    runs = [_Run(p, k) for p in parts]
     batch = max(1024, share // 2 // 160)  # ~160 bytes per element while a batch is ordered
-    gather = max(256, share // 2 // 8192)  # corpus pages touched between two drops (2 per position)
+    # positions gathered between two drops: the kernel maps up to 64 KB around each page fault of a file
+    # (fault-around; MADV_RANDOM does not stop it), so each costs up to 64 KB of resident pages until dropped
+    gather = max(16, share // 4 // (1 << 16))
     try:
         with atomic_output(out, fsync=False) as f:
             while live := [r for r in runs if r.cur < r.size]:
@@ -379,8 +390,7 @@ def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path,
                     progress(len(merged))
     finally:
         for r in runs:
-            if r.mm is not None:
-                r.mm.close()
+            os.close(r.fd)
         corpus.close()
 
 
