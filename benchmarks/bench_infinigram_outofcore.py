@@ -1,7 +1,7 @@
 """infini-gram builds past memory: a generated corpus several times the budget, built out of core (1 and 2
 workers, and on a local 2-worker Dask cluster) beside the in-memory build of the same corpus.
 
-    python3 benchmarks/bench_infinigram_outofcore.py [--tokens 100000000] [--mem 50M] [--mem2 132M] [--skip-dask]
+    python3 benchmarks/bench_infinigram_outofcore.py [--tokens 100000000] [--mem 50M] [--mem2 132M] [--rows ram,mem,workers,dask]
 
 The corpus: u16 tokens, documents of 100 to 4000 tokens drawn from a Zipf law over a 50,000-token
 vocabulary (natural text's repeats: frequent n-grams tie far past the first bytes), one document in 50
@@ -133,23 +133,22 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=100_000_000)
     ap.add_argument("--mem", default="50M", help="the budget of the 1-process build")
     ap.add_argument("--mem2", default="132M", help="the budget of the 2-worker build: its parent and 2 workers")
-    ap.add_argument("--skip-dask", action="store_true")
-    ap.add_argument("--skip-ram", action="store_true")
+    ap.add_argument("--rows", default="ram,mem,workers,dask",
+                    help="which builds: ram (in memory), mem (1 process), workers (2), dask (2 Dask workers)")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="igbench"))
     from wvformats.families.infinigram.outofcore import parse_size
 
     budget = parse_size(args.mem)
     rows = []
-    configs = [("in memory", {}), (f"--mem {args.mem}", {"max_memory": args.mem}),
-               (f"--mem {args.mem2} --workers 2", {"max_memory": args.mem2, "workers": 2})]
-    if not args.skip_dask:  # each task gets what the 1-process build had
-        configs.append((f"Dask LocalCluster, 2 worker processes, --mem {args.mem} per task",
-                        {"max_memory": args.mem, "dask": True}))
-    if args.skip_ram:
-        configs = configs[1:]
+    configs = {"ram": ("in memory", {}), "mem": (f"--mem {args.mem}", {"max_memory": args.mem}),
+               "workers": (f"--mem {args.mem2} --workers 2", {"max_memory": args.mem2, "workers": 2}),
+               # each task gets what the 1-process build had
+               "dask": (f"Dask LocalCluster, 2 worker processes, --mem {args.mem} per task",
+                        {"max_memory": args.mem, "dask": True})}
+    configs = [configs[row] for row in args.rows.split(",")]
     ref = None
-    for name, options in configs:
+    for name, options in configs:  # the first row is the reference of "identical"
         out = root / f"out{len(rows)}"
         r = run(args.tokens, out, dict(options))
         d = digest(out)

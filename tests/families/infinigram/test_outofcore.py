@@ -145,7 +145,7 @@ def test_a_local_dask_cluster_writes_the_same_bytes():
     root = Path(_dir())
     ours = build(docs, root / "ram", token_width=2, shards=2)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         assert cluster.scheduler_address.startswith("tcp://")
         cl = build(docs, root / "dask", token_width=2, shards=2, max_memory=SMALL, engine="dask",
                    scheduler=cluster.scheduler_address)
