@@ -50,7 +50,8 @@ if __name__ == "__main__":
     cluster = None
     if options.pop("dask", None):
         from distributed import LocalCluster
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=":0")
         options.update(engine="dask", scheduler=cluster.scheduler_address)
     build(docs(), out, token_width=2, **options)
     if cluster is not None:

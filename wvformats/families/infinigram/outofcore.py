@@ -45,21 +45,6 @@ DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def steady_malloc() -> None:
-    """Large arrays straight from and back to the system: glibc raises its mmap threshold (up to 32 MB)
-    each time a large block is freed, after which the merge's freed batches stay in the heap, fragmented,
-    and the resident set drifts above what is live. A fixed threshold (and trim) keeps it to what is live."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if name and os.name == "posix":
-        libc = ctypes.CDLL(name)
-        if hasattr(libc, "mallopt"):
-            libc.mallopt(-3, 1 << 17)  # M_MMAP_THRESHOLD
-            libc.mallopt(-1, 1 << 17)  # M_TRIM_THRESHOLD
-
-
 def parse_size(size: int | str) -> int:
     """``"400M"``, ``"2G"``, ``"1.5G"``, ``"65536"`` or an int -> bytes (binary units, an optional ``iB``/``B``)."""
     if isinstance(size, int):
@@ -280,7 +265,6 @@ def _read_window(path: str | os.PathLike[str], start: int, end: int) -> np.ndarr
 def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str) -> dict[str, Any]:
     """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers), and
     record the segments of neighbours that agree on the whole window (to be ordered by :func:`settle`)."""
-    steady_malloc()
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
     if (done := finished(path, **params)) is not None:
@@ -413,7 +397,6 @@ def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path,
 def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
                  budget: int, table: str) -> dict[str, Any]:
     """A shard's table from its sorted parts (settled, then merged; a single part is the table)."""
-    steady_malloc()
     n = os.path.getsize(corpus_path)
     out = Path(table)
     if (done := finished(out, n=n, k=k)) is not None:
