@@ -175,51 +175,15 @@ def test_registered_directory_format_sniff_inspect_validate():
     assert not report.ok and any("order" in p or "range" in p for p in report.problems)
 
 
-GPT2_MERGES = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("l", "l"), ("\u0120", "w"), ("o", "r"),
-               ("e", "r"), ("\u0120", "a")]
-
-
-def _bytes_to_unicode():
-    """GPT-2's byte -> printable character table (the byte-level BPE alphabet)."""
-    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs), strict=True))
-
-
-@pytest.fixture(scope="module")
-def gpt2_cache(tmp_path_factory):
-    """A Hugging Face cache whose ``gpt2`` is a small real GPT-2 byte-level BPE tokenizer (256 byte tokens
-    and 8 merges, ids up to 264): the real indexer's ``--tokenizer gpt2`` path runs offline on it."""
-    root = tmp_path_factory.mktemp("hub")
-    b2u = _bytes_to_unicode()
-    vocab = {b2u[b]: b for b in range(256)}
-    for a, b in GPT2_MERGES:
-        vocab[a + b] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    snap = root / "models--gpt2" / "snapshots" / ("0" * 40)
-    snap.mkdir(parents=True)
-    (root / "models--gpt2" / "refs").mkdir()
-    (root / "models--gpt2" / "refs" / "main").write_text("0" * 40)
-    (snap / "vocab.json").write_text(json.dumps(vocab))
-    (snap / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in GPT2_MERGES))
-    (snap / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    (snap / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
-    return root
-
-
 # Missing combinations crash in the real indexer (2.6.0): u8 with v5 (and v6 --reversed) calls bytes.copy();
 # v6 with a tokenizer passes the string "u16" as a numpy dtype. Our builder handles them (brute-force tests).
 REAL_BUILDS = [(1, 4, 1), (1, 4, 2), (1, 6, 1), (2, 4, 1), (2, 4, 3), (2, 5, 1), (2, 5, 2)]
 
 
-def real_indexer(src, out, width, version, shards, gpt2_cache):
+def real_indexer(src, out, width, version, shards, gpt2_cache, cpus=1):
     """Index the JSONL folder ``src`` into ``out`` with the real indexer (v4/v5: infini_gram.indexing, v6:
-    indexing_v6; u8 raw bytes, u16 through the small GPT-2 tokenizer of ``gpt2_cache``)."""
+    indexing_v6; u8 raw bytes, u16 through the small GPT-2 tokenizer of ``gpt2_cache``). ``cpus`` > 1 makes
+    it sort each shard in that many parts and merge them (correct only for parts over 100 KB)."""
     import os
 
     pytest.importorskip("transformers")  # the real indexer imports it even without a tokenizer
@@ -227,7 +191,7 @@ def real_indexer(src, out, width, version, shards, gpt2_cache):
         pytest.importorskip("zstandard")  # indexing_v6 imports it at the top
     module = "infini_gram.indexing_v6" if version == 6 else "infini_gram.indexing"
     cmd = [sys.executable, "-m", module, "--data_dir", str(src), "--save_dir", str(out), "--token_dtype",
-           f"u{8 * width}", "--add_metadata", "--add_unigram", "--cpus", "1", "--mem", "2", "--ulimit", "1024"]
+           f"u{8 * width}", "--add_metadata", "--add_unigram", "--cpus", str(cpus), "--mem", "2", "--ulimit", "1024"]
     cmd += ["--shards", str(shards), "--version", str(version)] if version != 6 else []
     cmd += ["--tokenizer", "gpt2"] if width == 2 else []
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(gpt2_cache)}

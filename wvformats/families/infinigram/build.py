@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import shutil
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from ... import progress
 from ...fileio import atomic_output
 from . import pointers
 from .pointers import sep
+from .sniff import KINDS
 
 
 def suffix_array(keys: np.ndarray) -> np.ndarray:
@@ -73,6 +76,24 @@ def _sorted_token_suffixes(ds: bytearray, width: int, chunk: int = 1 << 20,
         yield order[start : start + chunk] * width
 
 
+def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
+    """The indexer's unigram file: ``"{id} {count}\n"`` for every token id present, ascending, counted
+    over the token ``chunks`` of a shard (SEP included)."""
+    ids = counts = np.zeros(0, np.int64)
+    total = np.zeros(1 << (8 * width), np.int64) if width < 4 else None
+    for toks in chunks:
+        if total is not None:
+            total += np.bincount(toks, minlength=len(total))
+        else:  # u32: merge each chunk's distinct ids into the running ones
+            u, c = np.unique(toks, return_counts=True)
+            ids, inv = np.unique(np.concatenate([ids, u.astype(np.int64)]), return_inverse=True)
+            counts = np.bincount(inv, weights=np.concatenate([counts, c]), minlength=len(ids)).astype(np.int64)
+    if total is not None:
+        ids = np.flatnonzero(total)
+        counts = total[ids]
+    return "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(), strict=True)).encode("ascii")
+
+
 class _ShardWriter:
     """One shard's files as the real indexer writes them, accumulated document by document."""
 
@@ -105,15 +126,7 @@ class _ShardWriter:
             put("metadata", self.meta)
             put("metaoff", np.array(self.metaoff, "<u8").tobytes())
         if self.unigram:
-            toks = np.frombuffer(self.ds, f"<u{w}" if w > 1 else "u1")
-            if w < 4:
-                counts = np.bincount(toks, minlength=1 << (8 * w))
-                ids = np.flatnonzero(counts)
-                counts = counts[ids]
-            else:
-                ids, counts = np.unique(toks, return_counts=True)
-            put("unigram", "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(),
-                                                                 strict=True)).encode("ascii"))
+            put("unigram", _unigram_text([np.frombuffer(self.ds, f"<u{w}" if w > 1 else "u1")], w))
         k = pointers.width_for(len(self.ds))
         bar = progress.bar(show, total=len(self.ds) // w, desc=f"suffix array{suffix}", unit="tok",
                            unit_scale=True)
@@ -130,11 +143,15 @@ def _check_build(token_width: int, version: int, shards: int) -> None:
         raise ValueError("token_width 1, 2 or 4; version 4, 5 or 6; shards >= 1")
 
 
-def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bool) -> Path:
-    empty = [s for s, wr in enumerate(writers) if not wr.offsets]
+def _refuse_empty(docs_per_shard: list[int]) -> None:
+    empty = [s for s, n in enumerate(docs_per_shard) if not n]
     if empty:  # the real indexer fails on these (log2 of 0 tokens), and the engine dies loading one
-        raise ValueError(f"{sum(len(wr.offsets) for wr in writers)} document(s) for {len(writers)} shard(s) "
-                         f"leave shard {empty[0]} empty, which the infini-gram engine cannot load: use fewer shards")
+        raise ValueError(f"{sum(docs_per_shard)} document(s) for {len(docs_per_shard)} shard(s) leave shard "
+                         f"{empty[0]} empty, which the infini-gram engine cannot load: use fewer shards")
+
+
+def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bool) -> Path:
+    _refuse_empty([len(wr.offsets) for wr in writers])
     out.mkdir(parents=True, exist_ok=True)
     for s, wr in enumerate(writers):
         if version == 6 and len(writers) == 1:  # the v6 indexer's layout: files without suffix
@@ -161,7 +178,9 @@ def _token_bytes(doc: Any, width: int, reverse: bool) -> bytes:
 
 def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: int = 2,
           version: int = 4, shards: int = 1, metadata: Iterable[dict[str, Any]] | None = None,
-          unigram: bool = True, reverse: bool | None = None, progress_bar: bool = False) -> Path:
+          unigram: bool = True, reverse: bool | None = None, progress_bar: bool = False,
+          max_memory: int | str | None = None, workers: int = 1, engine: str = "local",
+          scheduler: Any = None) -> Path:
     """Write an index of ``docs`` as the real indexer would: v4 (suffixed files), v5 (documents
     reversed) or v6 (files without suffix; one directory per shard when ``shards > 1``).
 
@@ -171,18 +190,218 @@ def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: 
     dict per document, written as the indexer's JSON lines (shaping it as ``{"path": ..., "linenum": ...,
     "metadata": {...}}`` is the caller's choice). Memory: the tokenized corpus plus 4 bytes per byte of it
     for the suffix array (pydivsufsort), the pointer table is written in chunks.
+
+    Past one machine's memory (the same bytes; see :func:`_build_out_of_core`): ``max_memory`` (bytes or
+    ``"400M"``, ``"2G"``) bounds the build, the corpus spooled to disk and each shard's suffix array
+    sorted in parts and merged; ``workers``: processes for the parts and shards (the budget is shared
+    among them); ``engine="dask"`` with ``scheduler`` (an address or a ``distributed.Client``) runs them
+    on a Dask cluster (then ``max_memory`` is each task's). An interrupted out-of-core build resumes
+    where it stopped when called again with the same arguments (the same ``docs``).
     """
     _check_build(token_width, version, shards)
-    writers = [_ShardWriter(token_width, metadata is not None, unigram) for _ in range(shards)]
-    metas = iter(metadata) if metadata is not None else None
     rev = version == 5 if reverse is None else reverse
-    bar = progress.bar(progress_bar, desc="documents", unit="doc")
-    for i, doc in enumerate(docs):
-        line = (json.dumps(next(metas)) + "\n").encode("utf-8") if metas is not None else None
-        writers[i % shards].add(_token_bytes(doc, token_width, rev), line)
-        bar.update()
-    bar.close()
+
+    def feed(writers: list[Any]) -> None:
+        metas = iter(metadata) if metadata is not None else None
+        bar = progress.bar(progress_bar, desc="documents", unit="doc")
+        for i, doc in enumerate(docs):
+            line = (json.dumps(next(metas)) + "\n").encode("utf-8") if metas is not None else None
+            writers[i % shards].add(_token_bytes(doc, token_width, rev), line)
+            bar.update()
+        bar.close()
+
+    options = {"token_width": token_width, "version": version, "shards": shards, "reverse": rev,
+               "metadata": metadata is not None, "unigram": unigram}
+    if max_memory is not None or workers != 1 or engine != "local":
+        return _build_out_of_core(feed, Path(out_dir), options, max_memory=max_memory, workers=workers,
+                                  engine=engine, scheduler=scheduler, show=progress_bar)
+    writers = [_ShardWriter(token_width, metadata is not None, unigram) for _ in range(shards)]
+    feed(writers)
     return _write_shards(writers, Path(out_dir), version, progress_bar)
+
+
+class _SpoolWriter:
+    """One shard's files written to disk as the documents come (the input of an out-of-core build)."""
+
+    def __init__(self, folder: Path, shard: int, width: int, metadata: bool, unigram: bool) -> None:
+        self.width, self.unigram, self.sep = width, unigram, b"\xff" * width
+        kinds = ("tokenized", "offset", "metadata", "metaoff") if metadata else ("tokenized", "offset")
+        self.paths = {kind: folder / f"{kind}.{shard}" for kind in kinds}
+        self.files = {kind: builtins.open(p, "wb", buffering=1 << 20) for kind, p in self.paths.items()}
+        self.size = self.meta_size = self.docs = 0
+
+    def add(self, token_bytes: bytes, meta_line: bytes | None) -> None:
+        f = self.files
+        f["offset"].write(self.size.to_bytes(8, "little"))
+        f["tokenized"].write(self.sep)
+        f["tokenized"].write(token_bytes)
+        self.size += len(self.sep) + len(token_bytes)
+        self.docs += 1
+        if "metadata" in f:
+            line = meta_line or b""
+            f["metaoff"].write(self.meta_size.to_bytes(8, "little"))
+            f["metadata"].write(line)
+            self.meta_size += len(line)
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+        if self.unigram:
+            path = self.paths["tokenized"]
+            self.paths["unigram"] = path.with_name("unigram" + path.suffix)
+            dtype = f"<u{self.width}" if self.width > 1 else "u1"
+
+            def chunks() -> Iterator[np.ndarray]:
+                with builtins.open(path, "rb") as f:
+                    while len(toks := np.fromfile(f, dtype, 1 << 19)):  # (bincount widens to int64)
+                        yield toks
+
+            with atomic_output(self.paths["unigram"], fsync=False) as f:
+                f.write(_unigram_text(chunks(), self.width))
+
+
+WORK = ".wvformats-work"  # inside the output folder while an out-of-core build runs (kept to resume)
+
+
+def _final_path(out: Path, kind: str, shard: int, version: int, shards: int) -> Path:
+    if version == 6 and shards == 1:  # the v6 indexer's layout: files without suffix
+        return out / kind
+    if version == 6:  # several v6 shards: one directory each
+        return out / str(shard) / kind
+    return out / f"{kind}.{shard}"
+
+
+def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_memory: int | str | None,
+                       workers: int, engine: str, scheduler: Any, show: bool) -> Path:
+    """The same files as the in-memory build, under a memory budget and in resumable steps.
+
+    1. The documents are spooled into ``out/.wvformats-work``: each shard's tokenized, offset, metadata
+       and metaoff files as they come, then its unigram counts read back in chunks; a manifest with
+       each file's size and CRC-32 marks the step finished (a resumed build checks them and does not
+       read ``docs`` again).
+    2. Each shard's suffix array: parts sorted within the budget, then settled and merged into its
+       table (:mod:`.outofcore`), as tasks of the engine; finished parts and tables are kept, checked
+       and reused.
+    3. The files are moved to their places in ``out`` and the work folder is removed.
+
+    Disk: the index itself, plus while a shard is merged its parts (k bytes per token, the size of its
+    table): at most the index and one table per shard merged at once.
+    """
+    from . import engines, outofcore
+
+    if workers < 1:
+        raise ValueError("workers >= 1")
+    budget = outofcore.parse_size(max_memory) if max_memory is not None else None
+    task_budget = outofcore.task_budget(budget, workers) if budget is not None and engine == "local" else budget
+    if task_budget is not None:
+        outofcore.part_length(task_budget, options["token_width"])  # refuses a budget too small, up front
+    eng = engines.engine(engine, workers, scheduler)  # refuses a wrong engine before anything is written
+    report = (lambda msg: print(f"infini-gram: {msg}", file=sys.stderr, flush=True)) if show else (lambda _: None)
+    work = out / WORK
+    work.mkdir(parents=True, exist_ok=True)
+    shards, width = options["shards"], options["token_width"]
+    manifest = work / "input.json"
+    if _spooled(manifest, options):
+        report("documents: reusing the spooled shards")
+    else:
+        writers = [_SpoolWriter(work, s, width, options["metadata"], options["unigram"]) for s in range(shards)]
+        try:
+            feed(writers)
+        finally:
+            for wr in writers:
+                wr.close()
+        _refuse_empty([wr.docs for wr in writers])
+        files = {p.name: [p.stat().st_size, outofcore.crc32(p)] for wr in writers for p in wr.paths.values()}
+        with atomic_output(manifest, fsync=False) as f:
+            f.write(json.dumps({"options": options, "files": files}).encode())
+    _tables(work, shards, width, task_budget, eng, report)
+    for s in range(shards):
+        for kind in KINDS:
+            if (src := work / f"{kind}.{s}").exists():
+                dst = _final_path(out, kind, s, options["version"], shards)
+                dst.parent.mkdir(exist_ok=True)
+                os.replace(src, dst)
+    shutil.rmtree(work)
+    return out
+
+
+def _spooled(manifest: Path, options: dict[str, Any]) -> bool:
+    """Whether the documents were spooled with these options, every file still as recorded."""
+    from .outofcore import crc32
+
+    try:
+        meta = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return False
+    if meta.get("options") != options:
+        return False
+    for name, (size, crc) in meta["files"].items():
+        p = manifest.with_name(name)
+        if not p.exists() or p.stat().st_size != size or crc32(p) != crc:
+            return False
+    return True
+
+
+def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, report: Any) -> None:
+    """Every shard's table: its parts sorted, then merged, as tasks of ``eng`` (in parallel when it has
+    workers); each shard's merge starts as soon as its own parts are done. SIGTERM stops the workers and
+    leaves what is finished for the next run."""
+    import signal
+    import threading
+    import time
+
+    from . import outofcore
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    pending: dict[Any, tuple[str, int, int]] = {}
+    plans: dict[int, tuple[list[tuple[int, int]], list[str], int]] = {}
+    started = time.perf_counter()
+    interrupted = True
+    try:
+        for s in range(shards):
+            corpus = work / f"tokenized.{s}"
+            n = corpus.stat().st_size
+            k = pointers.width_for(n)
+            ranges = outofcore.plan(n, width, budget)
+            parts = [str(work / f"part.{s}.{i}") for i in range(len(ranges))]
+            plans[s] = (ranges, parts, len(ranges))
+            report(f"shard {s}: {n // width} tokens, {len(ranges)} part(s) of up to {ranges[0][1] // width} "
+                   f"tokens, scratch {k * (n // width)} bytes")
+            if outofcore.finished(work / f"table.{s}", n=n, k=k) is not None:
+                report(f"shard {s}: table reused")
+                plans[s] = (ranges, parts, 0)
+                continue
+            for i, (a, b) in enumerate(ranges):
+                fut = eng.submit(outofcore.sort_part, str(corpus), width, k, a, b, parts[i])
+                pending[fut] = ("part", s, i)
+        while pending:
+            done, _ = eng.wait_any(set(pending))
+            for fut in done:
+                step, s, i = pending.pop(fut)
+                result = fut.result()
+                ranges, parts, left = plans[s]
+                how = "reused" if result.get("reused") else "done"
+                if step == "part":
+                    report(f"shard {s}: part {i + 1}/{len(ranges)} {'reused' if result.get('reused') else 'sorted'} "
+                           f"[{time.perf_counter() - started:.1f} s]")
+                    plans[s] = (ranges, parts, left - 1)
+                    if left == 1:
+                        corpus = work / f"tokenized.{s}"
+                        k = pointers.width_for(corpus.stat().st_size)
+                        fut = eng.submit(outofcore.finish_shard, str(corpus), parts, ranges, width, k,
+                                         budget or 0, str(work / f"table.{s}"))
+                        pending[fut] = ("table", s, 0)
+                else:
+                    report(f"shard {s}: table {how} [{time.perf_counter() - started:.1f} s]")
+        interrupted = False
+    finally:
+        eng.close(interrupted=interrupted)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 
@@ -209,28 +428,41 @@ def _jsonl_lines(path: str) -> Iterator[bytes]:
 def build_jsonl(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, tokenize: Any = None,
                 token_width: int = 1, version: int = 4, shards: int = 1, metadata: bool = True,
                 unigram: bool = True, reverse: bool | None = None, batch_size: int = 65536,
-                progress_bar: bool = False) -> Path:
+                progress_bar: bool = False, max_memory: int | str | None = None, workers: int = 1,
+                engine: str = "local", scheduler: Any = None) -> Path:
     """Index ``data_dir/**/*.json*`` as the real indexer does: files in sorted order, the ``text`` field
     tokenized (``tokenize(text)`` -> token ids; UTF-8 bytes for u8 when ``tokenize`` is None), every
     other field kept as metadata, and documents dealt to shards round-robin within each file and batch.
-    Lines are streamed: memory is the tokenized corpus, the metadata and the suffix array."""
+    Lines are streamed: memory is the tokenized corpus, the metadata and the suffix array; with
+    ``max_memory``, ``workers`` or ``engine`` as for :func:`build` (out of core, resumable: the input
+    files' names, sizes and times are part of what a resumed build must match)."""
     _check_build(token_width, version, shards)
     rev = version == 5 if reverse is None else reverse
     root = Path(data_dir)
     files = sorted(str(p) for p in root.glob("**/*.json*") if p.is_file())
+
+    def feed(writers: list[Any]) -> None:
+        bar = progress.bar(progress_bar, total=sum(os.path.getsize(p) for p in files), desc="reading",
+                           unit="B", unit_scale=True)
+        for path in files:
+            rel = path[len(str(root)) + 1 :]
+            for linenum, raw in enumerate(_jsonl_lines(path)):
+                obj = json.loads(raw)
+                text = obj.pop("text")
+                doc = text.encode("utf-8") if tokenize is None else list(tokenize(text))
+                line = None
+                if metadata:
+                    line = (json.dumps({"path": rel, "linenum": linenum, "metadata": obj}) + "\n").encode("utf-8")
+                writers[(linenum % batch_size) % shards].add(_token_bytes(doc, token_width, rev), line)
+                bar.update(len(raw))
+        bar.close()
+
+    if max_memory is not None or workers != 1 or engine != "local":
+        stats = [[p[len(str(root)) + 1 :], os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in files]
+        options = {"token_width": token_width, "version": version, "shards": shards, "reverse": rev,
+                   "metadata": metadata, "unigram": unigram, "batch_size": batch_size, "inputs": stats}
+        return _build_out_of_core(feed, Path(out_dir), options, max_memory=max_memory, workers=workers,
+                                  engine=engine, scheduler=scheduler, show=progress_bar)
     writers = [_ShardWriter(token_width, metadata, unigram) for _ in range(shards)]
-    bar = progress.bar(progress_bar, total=sum(os.path.getsize(p) for p in files), desc="reading",
-                       unit="B", unit_scale=True)
-    for path in files:
-        rel = path[len(str(root)) + 1 :]
-        for linenum, raw in enumerate(_jsonl_lines(path)):
-            obj = json.loads(raw)
-            text = obj.pop("text")
-            doc = text.encode("utf-8") if tokenize is None else list(tokenize(text))
-            line = None
-            if metadata:
-                line = (json.dumps({"path": rel, "linenum": linenum, "metadata": obj}) + "\n").encode("utf-8")
-            writers[(linenum % batch_size) % shards].add(_token_bytes(doc, token_width, rev), line)
-            bar.update(len(raw))
-    bar.close()
+    feed(writers)
     return _write_shards(writers, Path(out_dir), version, progress_bar)

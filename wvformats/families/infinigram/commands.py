@@ -27,6 +27,12 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     b.add_argument("--no-metadata", dest="metadata", action="store_false", help="no metadata/metaoff files")
     b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
     b.add_argument("--force", action="store_true", help="write into OUT even if it holds files")
+    b.add_argument("--mem", help="memory budget, e.g. 400M or 2G: suffix arrays sorted in parts and merged, the "
+                                 "corpus on disk (the same bytes); an interrupted build resumes when run again")
+    b.add_argument("--workers", type=int, default=1, help="processes for the parts and shards (share --mem)")
+    b.add_argument("--engine", choices=["local", "dask"], default="local",
+                   help="dask: run the parts and shards on a Dask cluster (--scheduler; --mem per task)")
+    b.add_argument("--scheduler", help="the Dask scheduler's address, e.g. tcp://host:8786")
     b.add_argument("--json", action="store_true", help="the new index's summary as JSON")
     c = subcommand(gs, "count", help="count a token sequence in an index")
     c.add_argument("index", type=Path)
@@ -83,18 +89,32 @@ def _build(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     tokenize = tokenizer(args.tokenizer) if args.tokenizer else None
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    resumable = args.mem is not None or args.workers != 1 or args.engine != "local"
+    if resumable:  # a fixed place beside OUT, kept when interrupted: the next run resumes from it
+        tmp = out.parent / f".{out.name}.partial"
+        if tmp.exists() and not args.quiet:
+            print(f"wvformats: resuming the build in {tmp}", file=sys.stderr)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    finished = False
     try:  # build aside, then move in: nothing is left behind on failure
         infinigram.build_jsonl(args.data_dir, tmp, tokenize=tokenize, token_width=args.token_width,
                                version=args.version, shards=args.shards, metadata=args.metadata,
-                               unigram=args.unigram, reverse=args.reverse, progress_bar=not args.quiet)
+                               unigram=args.unigram, reverse=args.reverse, progress_bar=not args.quiet,
+                               max_memory=args.mem, workers=args.workers, engine=args.engine,
+                               scheduler=args.scheduler)
         out.mkdir(exist_ok=True)
         for p in sorted(tmp.iterdir()):
             if (out / p.name).is_dir():
                 shutil.rmtree(out / p.name)
             os.replace(p, out / p.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finished = True
+    except (ValueError, FormatError):  # bad input or options: nothing to resume
+        finished = True
+        raise
+    finally:  # kept after an interruption (SIGTERM, Ctrl-C) or a crash of a worker, for the next run
+        if finished or not resumable:
+            shutil.rmtree(tmp, ignore_errors=True)
     info = api.inspect(out)
     if args.json:
         print_json(info)

@@ -1,0 +1,219 @@
+"""Out-of-core infini-gram builds (max_memory / --mem, workers, the Dask engine, resuming): the same bytes as
+the in-memory build and as the real indexer, whatever the parts, the workers and the engine."""
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_infinigram import _dir, engine_counts, gpt2_tokenizer, real_indexer
+
+from wvformats.families.infinigram import outofcore, pointers
+from wvformats.families.infinigram.build import build, build_jsonl
+from wvformats.families.infinigram.index import InfiniGramIndex
+
+# about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
+SMALL = "40.25M"
+
+
+def _same_files(a: Path, b: Path) -> list[str]:
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    return names
+
+
+def _corpus(width: int, seed: int = 0) -> list[list[int]]:
+    """Documents with tokens next to SEP and above 255 (byte order is not token order), two longer than a
+    part, and an exact copy of one of them: its suffixes agree with the copy's far past any window."""
+    rng = np.random.default_rng(seed)
+    sep = (1 << (8 * width)) - 1
+    alphabet = np.array(sorted({0, 1, 2, 255 % sep, 256 % sep, sep - 1}))
+    docs = [alphabet[rng.integers(0, len(alphabet), int(rng.integers(0, 3000)))].tolist() for _ in range(30)]
+    long = alphabet[rng.integers(0, len(alphabet), 20_000 // width)].tolist()
+    docs[5] = long
+    docs[17] = list(long)  # the same document again
+    docs[23] = [1] * (18_000 // width)  # a run: every suffix agrees with the next for the rest of it
+    return docs
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+@pytest.mark.parametrize("shards", [1, 3])
+def test_parts_and_merge_write_the_in_memory_bytes(width, shards):
+    docs = _corpus(width, seed=width + shards)
+    metas = [{"i": i} for i in range(len(docs))]
+    root = Path(_dir())
+    ours = build(docs, root / "ram", token_width=width, shards=shards, metadata=metas)
+    parts = build(docs, root / "parts", token_width=width, shards=shards, metadata=metas, max_memory=SMALL)
+    names = _same_files(ours, parts)
+    assert len(names) == 6 * shards
+    budget = outofcore.parse_size(SMALL)
+    for s in range(shards):  # several parts in every shard, and documents longer than a part
+        assert len(outofcore.plan((ours / f"tokenized.{s}").stat().st_size, width, budget)) >= 2
+    assert max(map(len, docs)) * width > outofcore.part_length(budget, width)
+    assert not (parts / ".wvformats-work").exists()
+
+
+def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
+    """Suffixes of one part that agree on the whole window (a repeat longer than the window extension)
+    are recorded as segments, put in order from the next part's ranks, and the table is the one of
+    libdivsufsort over the whole corpus. Without the settling step the order would be the window's."""
+    rng = np.random.default_rng(3)
+    doc = rng.integers(0, 3, 3000).astype(np.uint8).tobytes()
+    ds = b"\xff" + doc + b"\xff" + doc + b"\xff" + bytes(2500) + b"\xff" + doc[:1500]
+    corpus = tmp_path / "c"
+    corpus.write_bytes(ds)
+    n, k = len(ds), pointers.width_for(len(ds))
+    ranges = [(s, min(s + 700, n)) for s in range(0, n, 700)]
+    parts = [tmp_path / f"p{i}" for i in range(len(ranges))]
+    metas = [outofcore.sort_part(str(corpus), 1, k, a, b, str(p)) for (a, b), p in zip(ranges, parts, strict=True)]
+    assert sum(len(m["segments"]) for m in metas) >= 3
+    assert metas[-1]["segments"] == []  # the last window reaches the end of the corpus: exact
+    unsettled = [p.read_bytes() for p in parts]
+    outofcore.settle(parts, ranges, 1, k, n)
+    assert [p.read_bytes() for p in parts] != unsettled
+    outofcore.merge(str(corpus), parts, k, 40 << 20, tmp_path / "t")
+    ref = build([ds[1:3001], ds[3002:6002], bytes(2500), ds[-1500:]], tmp_path / "ref", token_width=1,
+                unigram=False)
+    assert (tmp_path / "t").read_bytes() == (ref / "table.0").read_bytes()
+
+
+def test_merge_orders_ties_across_parts_past_the_first_words(tmp_path):
+    """merge_runs: suffixes of different runs that agree on 8, 24, 56 ... bytes are ordered by the bytes
+    after; suffixes that end (the corpus ends) come before those that go on."""
+    ds = (b"ab" * 40 + b"c") * 3 + b"ab" * 40
+    corpus = tmp_path / "c"
+    corpus.write_bytes(ds)
+    c = outofcore.Corpus(corpus)
+    everything = np.arange(len(ds))
+    order = sorted(everything.tolist(), key=lambda p: ds[p:])
+    runs = [np.array(sorted(everything[r::3].tolist(), key=lambda p: ds[p:])) for r in range(3)]
+    assert outofcore.merge_runs(c, runs, gather=7, mem=1 << 10).tolist() == order
+    c.close()
+
+
+def test_the_real_engine_answers_the_same_on_a_parts_build():
+    pytest.importorskip("infini_gram")
+    width = 2
+    docs = _corpus(width, seed=9)
+    d = build(docs, _dir(), token_width=width, shards=2, max_memory="113M", workers=2)
+    rng = np.random.default_rng(0)
+    flat = np.concatenate([np.array(x, np.int64) for x in docs if x])
+    queries = [[], [65535], [1] * 50] + [flat[i : i + int(rng.integers(1, 6))].tolist()
+                                         for i in rng.integers(0, len(flat) - 6, 25)]
+    ix = InfiniGramIndex(d, token_width=width)
+    assert [ix.count(q) for q in queries] == engine_counts(d, width, 4, queries)
+
+
+def _write_jsonl(src: Path, docs: int, words: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = "the of and to in is was for on that with as by at from his her an hello world".split()
+    src.mkdir(parents=True)
+    for name, part in (("a.jsonl", range(0, docs, 2)), ("sub/b.jsonl", range(1, docs, 2))):
+        (src / name).parent.mkdir(exist_ok=True)
+        with open(src / name, "w") as f:
+            for i in part:
+                n = words * 6 if i == 3 else int(rng.integers(0, words))  # one document longer than a part
+                f.write(json.dumps({"text": " ".join(rng.choice(vocab, n)), "id": i}) + "\n")
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_byte_identical_to_the_real_indexer_in_parts(width, gpt2_cache):
+    """The real indexer sorts in parts too when it has several cpus (`--cpus 2`: two parts and its own
+    merge, each part over 100 KB so that its hack window holds): its files equal our build under a small
+    budget (many parts, 2 workers), u8 raw bytes and u16 through the GPT-2 tokenizer, 2 shards."""
+    root = Path(_dir())
+    _write_jsonl(root / "src", 100, 3000 if width == 1 else 2400, seed=width)
+    theirs = real_indexer(root / "src", root / "theirs", width, 4, 2, gpt2_cache, cpus=2)
+    tokenize = gpt2_tokenizer(gpt2_cache).encode if width == 2 else None
+    ours = build_jsonl(root / "src", root / "ours", token_width=width, shards=2, tokenize=tokenize,
+                       max_memory="113M", workers=2)
+    for s in range(2):  # (its parts must be over 100 KB, else its table is corrupt: bug 2 of the notes)
+        size = (ours / f"tokenized.{s}").stat().st_size
+        assert size > 2 * 100_000 and len(outofcore.plan(size, width, outofcore.task_budget(113 << 20, 2))) > 2
+    assert len(_same_files(theirs, ours)) == 12
+
+
+def test_a_local_dask_cluster_writes_the_same_bytes():
+    distributed = pytest.importorskip("distributed")
+    docs = _corpus(2, seed=5)
+    root = Path(_dir())
+    ours = build(docs, root / "ram", token_width=2, shards=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                  dashboard_address=":0") as cluster:
+        assert cluster.scheduler_address.startswith("tcp://")
+        cl = build(docs, root / "dask", token_width=2, shards=2, max_memory=SMALL, engine="dask",
+                   scheduler=cluster.scheduler_address)
+    _same_files(ours, cl)
+
+
+def test_options_are_checked_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="too small"):
+        build([[1, 2]], tmp_path / "a", max_memory="1M")
+    with pytest.raises(ValueError, match="not a memory size"):
+        build([[1, 2]], tmp_path / "a", max_memory="lots")
+    with pytest.raises(ValueError, match="scheduler"):
+        build([[1, 2]], tmp_path / "a", engine="dask")
+    with pytest.raises(ValueError, match="engine"):
+        build([[1, 2]], tmp_path / "a", engine="spark", scheduler="x")
+    assert not (tmp_path / "a").exists()
+    assert outofcore.parse_size("1.5G") == 3 << 29 and outofcore.parse_size("400MiB") == 400 << 20
+
+
+def _parts(lines, how):
+    """(shard, part) of the progress lines that say a part was sorted / reused."""
+    return {m.groups() for line in lines if (m := re.search(rf"shard (\d+): part (\d+)/\d+ {how}", line))}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, workers):
+    """`wvformats infinigram build --mem` stopped by SIGTERM while it sorts parts, then run again: the
+    second run reports every part the first one finished as reused (and sorts only the rest), and the
+    index equals the in-memory build."""
+    src = tmp_path / "src"
+    _write_jsonl(src, 40, 4000, seed=7)
+    out = tmp_path / "idx"
+    cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
+           f"{41 if workers == 1 else 113}M", "--shards", "2", "--workers", str(workers)]
+    first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in first.stderr:  # stop it once some parts are finished
+        lines.append(line)
+        if sum("sorted" in x for x in lines) >= 3:
+            first.send_signal(signal.SIGTERM)
+            break
+    _, rest = first.communicate(timeout=120)
+    lines += rest.splitlines()
+    assert first.returncode == 128 + signal.SIGTERM, "".join(lines)[-2000:]
+    assert not out.exists() and (tmp_path / ".idx.partial" / ".wvformats-work").is_dir()
+    finished = _parts(lines, "sorted")
+    second = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    again, reused = _parts(second.stderr.splitlines(), "sorted"), _parts(second.stderr.splitlines(), "reused")
+    assert finished and finished <= reused and not finished & again
+    assert len(reused | again) == len(_parts(second.stderr.splitlines(), "(?:sorted|reused)")) > len(finished)
+    assert not (tmp_path / ".idx.partial").exists()
+    ref = build_jsonl(src, tmp_path / "ref", shards=2)
+    _same_files(ref, out)
+
+
+def test_resume_rechecks_what_it_reuses(tmp_path):
+    """A finished part is reused only while its record matches: a changed file (CRC) or other parameters
+    mean it is sorted again, not trusted."""
+    corpus = tmp_path / "c"
+    corpus.write_bytes(np.random.default_rng(2).integers(0, 4, 200_000).astype(np.uint8).tobytes())
+    part = tmp_path / "p"
+    first = outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part))
+    assert not first.get("reused")
+    assert outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part)).get("reused")
+    raw = bytearray(part.read_bytes())
+    raw[0] ^= 1
+    part.write_bytes(bytes(raw))
+    again = outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part))
+    assert not again.get("reused") and again["crc32"] == first["crc32"]
+    assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 90_000, str(part)).get("reused")
