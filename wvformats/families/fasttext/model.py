@@ -238,15 +238,15 @@ class FastText(Embeddings):
             x = self.input.rows(np.array(rows, np.intp) + first)
         else:
             if self._items is None:  # the rows as opaque items (lookups._row_items: np.take copies them as they
-                self._items = _row_items(self.input.part["data"])  # are, unaligned), and those past the words
-                self._ngram_items = self._items[self.nwords :]
+                self._items = _row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row, and
+                self._ngram_items = self._items[self.nwords :]  # those past the words
             # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
-            x = np.take(self._ngram_items if first else self._items, rows, mode="clip")
-            x = x.view(np.float32).reshape(k, self.dim)
+            x = np.take(self._ngram_items if first else self._items, rows, axis=0, mode="clip").view(np.float32)
         # float32 sums row after row (a reduction down the rows of a matrix of 2 columns or more adds row by
-        # row; of one column it would sum pairwise) onto +0.0, times float32(1 / count): Vector::mul
+        # row; of one column it would sum pairwise) onto +0.0, times float32(1 / count) (Vector::mul; a Python
+        # float meets a float32 array as a float32)
         s = np.add.reduce(x, axis=0, initial=0) if self.dim > 1 else np.cumsum(x, axis=0, dtype=np.float32)[-1] + 0
-        s *= np.float32(1.0 / k)
+        s *= 1.0 / k
         return s
 
     def _past_matrix(self, raw: str, own: int) -> FormatError:

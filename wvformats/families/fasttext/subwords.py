@@ -104,14 +104,15 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
         return []
     b = ("<" + word + ">").encode("utf-8", "surrogateescape")
     out: list[int] = []
-    add = out.append
+    add, prime, mask, signed = out.append, _PRIME, _MASK, _SIGNED  # (locals: the loops below are the cost)
     if word.isascii() and minn >= 2:  # every byte a character, no byte sign-extended, no single "<" or ">"
+        first = _FIRST
         for i in range(len(b) - minn + 1):
-            h = _FIRST[b[i]]
+            h = first[b[i]]
             for c in b[i + 1 : i + minn - 1]:
-                h = (h ^ c) * _PRIME  # (the low 32 bits of a product depend on the low 32 bits alone)
+                h = (h ^ c) * prime  # (the low 32 bits of a product depend on the low 32 bits alone)
             for c in b[i + minn - 1 : i + maxn]:
-                h = ((h ^ c) * _PRIME) & _MASK
+                h = ((h ^ c) * prime) & mask
                 add(h % bucket)
     else:  # Dictionary::computeSubwords, line by line
         n = len(b)
@@ -120,10 +121,10 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
                 continue
             h, j, k = _OFFSET, i, 0
             while j < n and k < maxn:
-                h = ((h ^ _SIGNED[b[j]]) * _PRIME) & _MASK
+                h = ((h ^ signed[b[j]]) * prime) & mask
                 j += 1
                 while j < n and b[j] & 0xC0 == 0x80:
-                    h = ((h ^ _SIGNED[b[j]]) * _PRIME) & _MASK
+                    h = ((h ^ signed[b[j]]) * prime) & mask
                     j += 1
                 k += 1
                 if k >= minn and not (k == 1 and (i == 0 or j == n)):
