@@ -1,6 +1,7 @@
 """Mutation fuzzing over every registered format's bundled samples: read, validate and inspect of each mutated
 file either work or fail with the library's own error, naming the format, in words of ours (never numpy's,
-construct's or Python's), within a bounded time and memory.
+construct's or Python's), within a bounded time and memory. fastText models are also dumped, and every
+lookup and prediction of those that read is made (``test_fasttext_mutants_...``).
 
 Seeded and deterministic: the header numbers swept, then CASES random mutants per sample in CI (a few
 seconds in all). A longer campaign runs for
@@ -13,6 +14,7 @@ A failure names the sample, seed, case and mutations; ``mutant(sample, seed, cas
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -132,23 +134,31 @@ def test_the_samples_cover_every_format():
 def test_mutants_fail_with_our_errors_in_bounded_time_and_memory(sample, tmp_path):
     fmt = wv.sniff(sample)
     check_mutant(sample, fmt, f"{sample.name} unmutated")  # the bounds hold for the sample itself
-    budget = SECONDS / len(SAMPLES)
+    budget = SECONDS / (len(SAMPLES) + len(FASTTEXT_SAMPLES))
     started = time.perf_counter()
+    with _bounded():
+        if sample.is_file():
+            for data, what in header_numbers(sample.read_bytes()):
+                (tmp_path / sample.name).write_bytes(data)
+                check_mutant(tmp_path / sample.name, fmt, f"{sample.name} ({what})")
+        case = 0
+        while case < CASES or time.perf_counter() - started < budget:
+            path, what = mutant(sample, SEED, case, tmp_path)
+            check_mutant(path, fmt, f"{sample.name} seed {SEED} case {case} ({what})", in_memory=case % 4 == 0)
+            case += 1
+
+
+@contextlib.contextmanager
+def _bounded():
+    """Calls timed by SIGALRM and their memory traced (see _call); warnings ignored (doubtful fields and
+    duplicate words warn; they are no failures)."""
     tracing = tracemalloc.is_tracing()
     if not tracing:
         tracemalloc.start()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # doubtful fields and duplicate words warn; they are no failures
-            if sample.is_file():
-                for data, what in header_numbers(sample.read_bytes()):
-                    (tmp_path / sample.name).write_bytes(data)
-                    check_mutant(tmp_path / sample.name, fmt, f"{sample.name} ({what})")
-            case = 0
-            while case < CASES or time.perf_counter() - started < budget:
-                path, what = mutant(sample, SEED, case, tmp_path)
-                check_mutant(path, fmt, f"{sample.name} seed {SEED} case {case} ({what})", in_memory=case % 4 == 0)
-                case += 1
+            warnings.simplefilter("ignore")
+            yield
     finally:
         if not tracing:
             tracemalloc.stop()
@@ -220,22 +230,12 @@ def check_fasttext_mutant(path: Path, label: str, in_memory: bool) -> None:
 
 @pytest.mark.parametrize("sample", FASTTEXT_SAMPLES, ids=lambda p: p.name)
 def test_fasttext_mutants_look_up_and_predict_or_fail_with_our_errors(sample, tmp_path):
-    budget = SECONDS / (len(SAMPLES) + len(FASTTEXT_SAMPLES))
+    budget = SECONDS / (len(SAMPLES) + len(FASTTEXT_SAMPLES))  # (a longer campaign's share)
     started = time.perf_counter()
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            check_fasttext_mutant(sample, f"{sample.name} unmutated", True)
-            case = 0
-            while case < CASES or time.perf_counter() - started < budget:
-                path, what = mutant(sample, SEED, case, tmp_path)
-                check_fasttext_mutant(path, f"{sample.name} seed {SEED} case {case} ({what})", case % 4 == 0)
-                case += 1
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-        if not tracing:
-            tracemalloc.stop()
+    with _bounded():
+        check_fasttext_mutant(sample, f"{sample.name} unmutated", True)
+        case = 0
+        while case < CASES or time.perf_counter() - started < budget:
+            path, what = mutant(sample, SEED, case, tmp_path)
+            check_fasttext_mutant(path, f"{sample.name} seed {SEED} case {case} ({what})", case % 4 == 0)
+            case += 1

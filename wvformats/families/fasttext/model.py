@@ -288,13 +288,7 @@ class FastText(Embeddings):
         return self._unknown(word)
 
     def __getitem__(self, word: str) -> np.ndarray:
-        i = self.vocab.get(word)
-        if i is not None:
-            table = self._table
-            if table.state[i >> CHUNK_BITS] == MADE:  # (the hot path: _known's first line, inlined)
-                return table.rows[i]  # type: ignore[index]
-            return self._known(i)
-        v = self._unknown(word)
+        v = self.embedding(word)
         if v is None:
             raise KeyError(f"{word!r}: not in the vocabulary, and the model has no character n-grams to "
                            f"compose it from")
