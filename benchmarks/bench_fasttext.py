@@ -230,6 +230,7 @@ for kind in ("known", "unknown"):
     us = sorted(t * 1e6 for t in times)
     out[kind] = {{"median_us": statistics.median(us), "mean_us": statistics.fmean(us),
                  "p90_us": us[int(0.9 * len(us))], "first_us": times[0] * 1e6, "calls": len(us)}}
+out["end_peak_mb"] = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
 print(json.dumps(out))
 """
 
@@ -294,12 +295,12 @@ def lookups_part(calls: int, r: int, models: list[str]) -> None:
             return statistics.median(t[kind][key] if kind else t[key] for t in runs[name])
 
         print(f"### one word a call, {p.name}: {calls} calls a row, median of {turns} fresh process(es)\n")
-        print("| reader | import s | open s | open peak MB | known: median us | mean us | p90 us | "
-              "unknown: median us | mean us | p90 us |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| reader | import s | open s | open peak MB | peak MB after the calls | known: median us | mean us | "
+              "p90 us | unknown: median us | mean us | p90 us |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name in runs:
             print(f"| {name} | {med(name, '', 'import_s'):.2f} | {med(name, '', 'open_s'):.3f} | "
-                  f"{med(name, '', 'open_peak_mb'):.0f} | "
+                  f"{med(name, '', 'open_peak_mb'):.0f} | {med(name, '', 'end_peak_mb'):.0f} | "
                   + " | ".join(f"{med(name, kind, key):.2f}" for kind in ("known", "unknown")
                                for key in ("median_us", "mean_us", "p90_us")) + " |")
         ours = "wvformats embedding(w)"
