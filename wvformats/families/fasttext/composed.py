@@ -5,6 +5,7 @@ row; and the read-only array type that says why they cannot be edited."""
 from __future__ import annotations
 
 import mmap
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,7 @@ class ComposedTable:
         self.state = bytearray((n + CHUNK - 1) >> CHUNK_BITS)
         self.rows: np.ndarray | None = None  # read-only view of the table, once a chunk is made
         self._table: np.ndarray | None = None
+        self._making = threading.Lock()  # one thread makes the table and a chunk at a time (lookups need none)
 
     def seen(self, i: int) -> bool:
         """Whether a word of ``i``'s chunk was looked up before (and marks it looked up)."""
@@ -67,18 +69,19 @@ class ComposedTable:
 
     def make(self, chunks: Any) -> np.ndarray:
         """Compose the chunks not yet made among ``chunks``; the read-only table."""
-        if self._table is None:
-            size = self.n * self.dim
-            buf = mmap.mmap(-1, max(4 * size, 1), flags=mmap.MAP_PRIVATE)  # pages allotted as they are written
-            self._table = np.frombuffer(buf, np.float32, size).reshape(self.n, self.dim)
-            rows = self._table.view(ComposedVectors)
-            rows.flags.writeable = False
-            self.rows = rows
-        for c in chunks:
-            if self.state[c] != MADE:
-                at = slice(c << CHUNK_BITS, min(self.n, (c + 1) << CHUNK_BITS))
-                self._table[at] = self._compose(np.arange(at.start, at.stop))
-                self.state[c] = MADE
+        with self._making:
+            if self._table is None:
+                size = self.n * self.dim
+                buf = mmap.mmap(-1, max(4 * size, 1), flags=mmap.MAP_PRIVATE)  # pages allotted as written
+                self._table = np.frombuffer(buf, np.float32, size).reshape(self.n, self.dim)
+                rows = self._table.view(ComposedVectors)
+                rows.flags.writeable = False
+                self.rows = rows
+            for c in chunks:
+                if self.state[c] != MADE:
+                    at = slice(c << CHUNK_BITS, min(self.n, (c + 1) << CHUNK_BITS))
+                    self._table[at] = self._compose(np.arange(at.start, at.stop))
+                    self.state[c] = MADE  # (after its rows: a lookup that sees MADE reads them whole)
         assert self.rows is not None
         return self.rows
 
