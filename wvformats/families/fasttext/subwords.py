@@ -12,9 +12,9 @@ import numpy as np
 from ..finalfusion.lookups import fasttext_hash_many
 
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
-_OFFSET, _PRIME, _MASK = 2166136261, 16777619, 0xFFFFFFFF  # Dictionary::hash (FNV-1a 32)
-_SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
-_FIRST = [((_OFFSET ^ s) * _PRIME) & _MASK for s in _SIGNED]  # the hash after one byte
+FNV_OFFSET, FNV_PRIME, _MASK = 2166136261, 16777619, 0xFFFFFFFF  # Dictionary::hash (FNV-1a 32)
+SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
+_FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 
 def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +104,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
         return []
     b = ("<" + word + ">").encode("utf-8", "surrogateescape")
     out: list[int] = []
-    add, prime, mask, signed = out.append, _PRIME, _MASK, _SIGNED  # (locals: the loops below are the cost)
+    add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
     if word.isascii() and minn >= 2:  # every byte a character, no byte sign-extended, no single "<" or ">"
         first = _FIRST
         for i in range(len(b) - minn + 1):
@@ -119,7 +119,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
         for i in range(n):
             if b[i] & 0xC0 == 0x80:
                 continue
-            h, j, k = _OFFSET, i, 0
+            h, j, k = FNV_OFFSET, i, 0
             while j < n and k < maxn:
                 h = ((h ^ signed[b[j]]) * prime) & mask
                 j += 1
