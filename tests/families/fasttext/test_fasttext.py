@@ -630,6 +630,21 @@ def test_a_bucket_pruned_twice_maps_as_fasttexts_last(trained, tmp_path):
     assert dup.embedding_batch(words)[0].tobytes() == peer.tobytes()
 
 
+def test_a_prune_index_key_no_hash_reaches_is_ignored(trained, tmp_path):
+    """A prune index entry whose bucket is past the bucket count (found by the fuzz test: predict raised
+    IndexError): fastText's map keeps it and no n-gram's hash modulo the buckets ever reaches it."""
+    p = wv.parse_file(trained / "sup-softmax.ftz")
+    idx = np.array(p.dictionary.pruneidx)
+    idx[0, 0] = int(p.args.bucket) + 65000
+    p.dictionary.pruneidx = idx
+    with open(tmp_path / "far.ftz", "wb") as f:
+        codec.build(p, f)
+    m = wv.read(tmp_path / "far.ftz")
+    a = ask(tmp_path / "far.ftz", words=["apple", "zzqx"], lines=LINES, k=2)
+    assert [list(m.predict(line, k=2)[0]) for line in LINES] == [labels for labels, _ in a["predictions"]]
+    assert m.embedding_batch(["apple", "zzqx"])[0].tobytes() == np.array([f32(x) for x in a["words"]]).tobytes()
+
+
 # -- args outside fastText's (issue 27 item 8) ---------------------------------------------------------------------
 
 def _peer_error(model: Path, **queries) -> str:

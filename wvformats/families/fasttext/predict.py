@@ -176,8 +176,9 @@ class Lines:
         # through a memoryview (a Python int, as fast as a dict's)
         self.kept: Any = None
         if b.pruned:
-            table = np.full(self.bucket, -1, np.int32)
-            table[b.keys] = b.values + self.nwords
+            table = np.full(max(self.bucket, 0), -1, np.int32)
+            hit = (b.keys >= 0) & (b.keys < self.bucket)  # (a key outside the buckets no hash reaches)
+            table[b.keys[hit]] = b.values[hit] + self.nwords
             self.table_rows, self.kept = table, memoryview(table)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
         inp = m.input
