@@ -645,6 +645,25 @@ def test_a_prune_index_key_no_hash_reaches_is_ignored(trained, tmp_path):
     assert m.embedding_batch(["apple", "zzqx"])[0].tobytes() == np.array([f32(x) for x in a["words"]]).tobytes()
 
 
+def test_hs_label_counts_fasttext_cannot_build_a_tree_from_are_named(trained, tmp_path):
+    """The hs loss builds a Huffman tree from the label counts, which fastText writes in decreasing order below
+    its sentinel of 1e15; a count above it (found by the fuzz test: predict raised IndexError) makes the
+    build take a node it has not made and read past its tree. check() names the counts; predict says so."""
+    p = wv.parse_file(trained / "sup-hs.bin")
+    counts = np.array(p.dictionary.entries.counts)
+    counts[p.dictionary.nwords + 3] = 41939771529887775
+    p.dictionary.entries.counts = counts
+    with open(tmp_path / "hs.bin", "wb") as f:
+        codec.build(p, f)
+    report = wv.validate(tmp_path / "hs.bin")
+    assert any(x.startswith("dictionary.entries.counts: the label counts make fastText's hs tree take node")
+               for x in report.problems), report.problems
+    with pytest.raises(FormatError, match="hs tree") as info:
+        wv.read(tmp_path / "hs.bin").predict("apple")
+    assert info.value.path == "dictionary.entries.counts"
+    assert wv.validate(trained / "sup-hs.bin").ok  # the peer's own counts build
+
+
 # -- args outside fastText's (issue 27 item 8) ---------------------------------------------------------------------
 
 def _peer_error(model: Path, **queries) -> str:

@@ -10,7 +10,7 @@ from ...embeddings import Embeddings
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
 from . import convert
-from .model import EOS, LOSSES, MODELS, FastText
+from .model import EOS, LOSSES, MODELS, FastText, hs_tree
 from .sniff import FASTTEXT, sniff
 
 NAME = FASTTEXT.name
@@ -59,6 +59,10 @@ def check(parsed: Any) -> list[str]:
     out_rows = int(d["nlabels"]) if a["model"] == 3 else int(d["nwords"])
     if int(parsed["output"]["m"]) != out_rows:
         problems.append(f"output matrix has {parsed['output']['m']} rows, the model needs {out_rows}")
+    if int(a["model"]) == 3 and int(a["loss"]) == 1 and int(d["nlabels"]) > 0:
+        tree = hs_tree(d["entries"]["counts"][int(d["nwords"]):])
+        if isinstance(tree, str):
+            problems.append(f"dictionary.entries.counts: {tree}")
     if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 and parsed["quant_input"] != 1:
         problems.append(f"dictionary.pruneidx_size is {d['pruneidx_size']} (pruned) but the input matrix is not "
                         f"quantized: fastText refuses such a model (\"Invalid model file\")")

@@ -450,22 +450,37 @@ class FastText(Embeddings):
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
         if getattr(self, "_tree_cache", None) is None:
-            counts = [int(c) for c in self.label_counts]
-            osz = len(counts)
-            count = counts + [int(1e15)] * (osz - 1)
-            left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
-            leaf, node = osz - 1, osz
-            for i in range(osz, 2 * osz - 1):
-                mini = [0, 0]
-                for j in range(2):
-                    if leaf >= 0 and count[leaf] < count[node]:
-                        mini[j], leaf = leaf, leaf - 1
-                    else:
-                        mini[j], node = node, node + 1
-                left[i], right[i] = mini
-                count[i] = count[mini[0]] + count[mini[1]]
-            self._tree_cache = list(zip(left, right, strict=True))
+            tree = hs_tree(self.label_counts)
+            if isinstance(tree, str):
+                raise FormatError(tree, format=NAME, path="dictionary.entries.counts")
+            self._tree_cache = tree
         return self._tree_cache
+
+
+def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
+    """``HierarchicalSoftmaxLoss::buildTree`` of the label counts: each node's (left, right), or why fastText's
+    build reads past its tree (counts that are not in decreasing order below its sentinel of 1e15, as fastText
+    writes them, can make it take a node it has not made; fastText then reads past its vector)."""
+    count = [int(c) for c in label_counts]
+    osz = len(count)
+    count += [int(1e15)] * (osz - 1)
+    left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
+    leaf, node = osz - 1, osz
+    for i in range(osz, 2 * osz - 1):
+        mini = [0, 0]
+        for j in range(2):
+            if node >= i or node >= len(count):  # a node not made yet (or past the tree)
+                if leaf < 0 or node >= len(count) or count[leaf] >= count[node]:
+                    return (f"the label counts make fastText's hs tree take node {node} before it is made "
+                            f"(counts {count[:min(osz, 8)]}{'...' if osz > 8 else ''}: fastText writes them in "
+                            f"decreasing order, below 1e15)")
+            if leaf >= 0 and count[leaf] < count[node]:
+                mini[j], leaf = leaf, leaf - 1
+            else:
+                mini[j], node = node, node + 1
+        left[i], right[i] = mini
+        count[i] = count[mini[0]] + count[mini[1]]
+    return list(zip(left, right, strict=True))
 
 
 def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
