@@ -1,6 +1,8 @@
 """fastText: wvformats vs the fasttext module (C++) and gensim's load_facebook_model, and the raw-read floor.
 
     python3 benchmarks/bench_fasttext.py [--words 200000] [--dim 100] [--bucket 2000000]
+    python3 benchmarks/bench_fasttext.py --parts lookups   # one word a call: gensim's lee_fasttext_new.bin
+                                                           # and a generated cc.en.300.bin-shaped model
 
 The issue's size is the default: an unsupervised skipgram model of 200k words x 100 dims with 2M buckets
 (an 0.9 GB file), and a supervised, product-quantized one (softmax over 50 labels, word bigrams) for
@@ -12,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import struct
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -108,9 +112,17 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--bucket", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=5, help="turns (gensim: one)")
-    ap.add_argument("--parts", default="open,oov,predict", help="which measurements, comma-separated")
+    ap.add_argument("--parts", default="open,oov,predict", help="which measurements, comma-separated (and "
+                    "lookups: per call, on lee_fasttext_new.bin and a generated cc.en.300-shaped model)")
+    ap.add_argument("--calls", type=int, default=2000, help="lookups: calls per row")
+    ap.add_argument("--models", default="lee,cc300", help="lookups: which models (lee: gensim's "
+                    "lee_fasttext_new.bin; cc300: 200k words x 300 dims, 2M buckets, generated)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
+    if "lookups" in parts:
+        lookups_part(args.calls, args.repeat, args.models.split(","))
+    if not parts & {"open", "oov", "predict"}:
+        return
     p = str(generate(args.words, args.dim, args.bucket))
     if "open" in parts:
         open_part(p, args.repeat)
@@ -196,6 +208,113 @@ def oov_part(p: str, r: int) -> None:
     print(f"- throughput of embedding_batch / the peer's loop: "
           f"{paired_ratio(turns['fasttext get_word_vector per word'], turns['wvformats embedding_batch']):.2f}x "
           f"(paired, median)\n")
+
+
+# -- one word a call ---------------------------------------------------------------------------------------------
+
+_PER_CALL = r"""
+import json, re, statistics, sys, time
+t0 = time.perf_counter()
+{imports}
+t1 = time.perf_counter()
+{open}
+t2 = time.perf_counter()
+hwm = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
+out = {{"import_s": t1 - t0, "open_s": t2 - t1, "open_peak_mb": hwm}}
+for kind in ("known", "unknown"):
+    words, times, clock = json.load(open({words!r}))[kind], [], time.perf_counter
+    for w in words:  # each call timed alone (perf_counter's own cost, ~0.1 us, is in every row alike)
+        a = clock()
+        {call}
+        times.append(clock() - a)
+    us = sorted(t * 1e6 for t in times)
+    out[kind] = {{"median_us": statistics.median(us), "mean_us": statistics.fmean(us),
+                 "p90_us": us[int(0.9 * len(us))], "first_us": times[0] * 1e6, "calls": len(us)}}
+status = open("/proc/self/status").read()
+out["end_peak_mb"], out["end_anon_mb"] = (int(re.search(rf"{{k}}:\s+(\d+)", status).group(1)) / 1024
+                                          for k in ("VmHWM", "RssAnon"))
+print(json.dumps(out))
+"""
+
+# (reader, imports, open, call): one fresh process each, the same words in the same order
+_READERS = [
+    ("wvformats embedding(w)", "import wvformats as wv\nwv.formats()", "e = wv.read({p!r}, mmap=True)",
+     "e.embedding(w)"),
+    ("wvformats m[w]", "import wvformats as wv\nwv.formats()", "e = wv.read({p!r}, mmap=True)", "e[w]"),
+    ("gensim get_vector(w)", "from gensim.models.fasttext import load_facebook_model",
+     "e = load_facebook_model({p!r}).wv", "e.get_vector(w)"),
+    ("fasttext get_word_vector(w)", "import fasttext", "e = fasttext.load_model({p!r})", "e.get_word_vector(w)"),
+]
+
+
+def lee_model() -> Path:
+    from gensim.test.utils import datapath
+
+    return Path(datapath("lee_fasttext_new.bin"))
+
+
+def lookup_words(p: Path, calls: int) -> Path:
+    """``calls`` words of the vocabulary drawn at random (uniformly, with repeats: the worst case for a table
+    kept a chunk at a time) and ``calls`` unknown words (random letters, some with a non-ASCII letter)."""
+    import wvformats as wv
+
+    words = wv.read(p).words
+    rng = np.random.default_rng(4)
+    known = [words[i] for i in rng.integers(0, len(words), calls).tolist()]
+    vocab = set(words)
+    unknown = [w for w in unknown_words(2 * calls) if w not in vocab][:calls]
+    out = DATA / f"lookup-words-{p.stem}.json"
+    DATA.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"known": known, "unknown": unknown}))
+    return out
+
+
+def per_call(p: Path, words: Path, imports: str, open_: str, call: str) -> dict:
+    code = _PER_CALL.format(imports=imports, open=open_.format(p=str(p)), words=str(words), call=call)
+    out = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "trial failed")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def lookups_part(calls: int, r: int, models: list[str]) -> None:
+    """One word a call, as users call it in a loop: per-call median, mean and 90th percentile of ``calls``
+    calls after the open (fresh processes; the import and open timed apart), words of the vocabulary and
+    unknown words, on gensim's lee_fasttext_new.bin (``r`` turns) and a generated model of cc.en.300.bin's
+    shape (300 dims, 2M buckets, 200k words; at most 3 turns: gensim takes a minute and 5.7 GB to load it)."""
+    import statistics
+
+    chosen = {"lee": lambda: (lee_model(), r), "cc300": lambda: (generate(200_000, 300, 2_000_000), min(r, 3))}
+    for p, turns in (chosen[m]() for m in models):
+        words = lookup_words(p, calls)
+        runs: dict[str, list[dict]] = {name: [] for name, *_ in _READERS}
+        for _ in range(turns):
+            for name, imports, open_, call in _READERS:
+                runs[name].append(per_call(p, words, imports, open_, call))
+
+        def med(name: str, kind: str, key: str, runs: dict = runs) -> float:
+            return statistics.median(t[kind][key] if kind else t[key] for t in runs[name])
+
+        print(f"### one word a call, {p.name}: {calls} calls a row, median of {turns} fresh process(es)\n")
+        print("| reader | import s | open s | open peak MB | after the calls: peak MB | anonymous MB | known: median us "
+              "| mean us | p90 us | unknown: median us | mean us | p90 us |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for name in runs:
+            print(f"| {name} | {med(name, '', 'import_s'):.2f} | {med(name, '', 'open_s'):.3f} | "
+                  f"{med(name, '', 'open_peak_mb'):.0f} | {med(name, '', 'end_peak_mb'):.0f} | "
+                  f"{med(name, '', 'end_anon_mb'):.0f} | "
+                  + " | ".join(f"{med(name, kind, key):.2f}" for kind in ("known", "unknown")
+                               for key in ("median_us", "mean_us", "p90_us")) + " |")
+        ours = "wvformats embedding(w)"
+        gensim, peer = "gensim get_vector(w)", "fasttext get_word_vector(w)"
+        print(f"\n- known words, median per call: embedding(w) / gensim get_vector "
+              f"{med(ours, 'known', 'median_us') / med(gensim, 'known', 'median_us'):.2f}x, m[w] / gensim "
+              f"{med('wvformats m[w]', 'known', 'median_us') / med(gensim, 'known', 'median_us'):.2f}x (target <= 2x)")
+        print(f"- unknown words, median per call: embedding(w) / gensim "
+              f"{med(ours, 'unknown', 'median_us') / med(gensim, 'unknown', 'median_us'):.2f}x (target <= 1x), / fasttext "
+              f"{med(ours, 'unknown', 'median_us') / med(peer, 'unknown', 'median_us'):.2f}x (target <= 4x)")
+        print(f"- open: fasttext.load_model / wvformats mmap read {med(peer, '', 'open_s') / med(ours, '', 'open_s'):.1f}x\n")
 
 
 def predict_part(n: int, dim: int, bucket: int, r: int) -> None:

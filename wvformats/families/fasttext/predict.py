@@ -33,6 +33,9 @@ import numpy as np
 from ..finalfusion.lookups import composed_batch, fasttext_hash_many, sum_rows
 from . import subwords
 from .heap import pop_heap, push_heap, sort_heap
+from .subwords import FNV_OFFSET as _FNV_OFFSET
+from .subwords import FNV_PRIME as _FNV_PRIME
+from .subwords import SIGNED as _SIGNED
 from .subwords import WORD_NGRAM_PRIME
 
 if TYPE_CHECKING:
@@ -43,8 +46,6 @@ TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstruc
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
 first = itemgetter(0)
-_FNV_OFFSET, _FNV_PRIME = 2166136261, 16777619
-_SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # Dictionary::hash's int8_t bytes, as uint32
 _EOS = "</s>"
 _LABEL = "__label__"
 
@@ -168,15 +169,16 @@ class Lines:
     def __init__(self, m: FastText) -> None:
         a = m.args
         self.m = m
-        self.minn, self.maxn, self.wordngrams = int(a["minn"]), int(a["maxn"]), int(a["wordNgrams"])
+        self.minn, self.maxn, self.wordngrams = m.minn, m.maxn, int(a["wordNgrams"])  # (n-grams as fastText acts)
         self.bucket, self.nwords = int(a["bucket"]), m.nwords
         b = m.buckets
         # a pruned model's bucket -> input row (-1: pruned away), one int32 per bucket; read one at a time
         # through a memoryview (a Python int, as fast as a dict's)
         self.kept: Any = None
         if b.pruned:
-            table = np.full(self.bucket, -1, np.int32)
-            table[b.keys] = b.values + self.nwords
+            table = np.full(max(self.bucket, 0), -1, np.int32)
+            hit = (b.keys >= 0) & (b.keys < self.bucket)  # (a key outside the buckets no hash reaches)
+            table[b.keys[hit]] = b.values[hit] + self.nwords
             self.table_rows, self.kept = table, memoryview(table)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
         inp = m.input
@@ -192,28 +194,10 @@ class Lines:
         return self.nwords + h if self.kept is None else self.kept[h]
 
     def _ngram_rows(self, token: str) -> list[int]:
-        """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it: from each
-        character's lead byte, n-grams of 1..maxn characters, each hash carried on from the one before
-        (FNV-1a over a prefix is the state the longer n-gram starts from)."""
-        b = f"<{token}>".encode("utf-8", "surrogateescape")
-        size, minn, maxn, bucket, kept, nwords = len(b), self.minn, self.maxn, self.bucket, self.kept, self.nwords
-        out: list[int] = []
-        for i in range(size):
-            if b[i] & 0xC0 == 0x80:  # a continuation byte starts no n-gram
-                continue
-            h, j, n = _FNV_OFFSET, i, 1
-            while j < size and n <= maxn:
-                h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
-                j += 1
-                while j < size and b[j] & 0xC0 == 0x80:
-                    h = ((h ^ _SIGNED[b[j]]) * _FNV_PRIME) & 0xFFFFFFFF
-                    j += 1
-                if n >= minn and not (n == 1 and (i == 0 or j == size)):
-                    r = nwords + h % bucket if kept is None else kept[h % bucket]
-                    if r >= 0:
-                        out.append(r)
-                n += 1
-        return out
+        """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it (through the prune
+        index of a pruned model): the input rows of its character n-grams."""
+        nwords = self.nwords
+        return [nwords + r for r in subwords.one_word_ngrams(token, self.minn, self.maxn, self.m.buckets)]
 
     def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
         """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""

@@ -12,6 +12,9 @@ import numpy as np
 from ..finalfusion.lookups import fasttext_hash_many
 
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
+FNV_OFFSET, FNV_PRIME, _MASK = 2166136261, 16777619, 0xFFFFFFFF  # Dictionary::hash (FNV-1a 32)
+SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
+_FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 
 def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
@@ -35,18 +38,26 @@ class Buckets:
     def __init__(self, nwords: int, bucket: int, pruneidx: np.ndarray | None) -> None:
         self.nwords, self.bucket = nwords, bucket
         self.pruned = pruneidx is not None
+        self._rows_of: dict[int, int] | None = None
         if self.pruned:
             order = np.argsort(pruneidx[:, 0], kind="stable")
             self.keys, self.values = pruneidx[order, 0].astype(np.int64), pruneidx[order, 1].astype(np.int64)
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of bucket ids (``Dictionary::pushHash``) and which ids have one (all, unless pruned)."""
+        """Rows of bucket ids (``Dictionary::pushHash``) and which ids have one (all, unless pruned). A bucket
+        listed twice in the prune index maps as fastText's ``pruneidx_[first] = second`` leaves it: the last."""
         ids = ids.astype(np.int64)
         if not self.pruned:
             return ids + self.nwords, np.ones(len(ids), bool)
-        at = np.minimum(np.searchsorted(self.keys, ids), max(len(self.keys) - 1, 0))
+        at = np.maximum(np.searchsorted(self.keys, ids, "right") - 1, 0)
         kept = (self.keys[at] == ids) if len(self.keys) else np.zeros(len(ids), bool)
         return self.values[at] + self.nwords, kept
+
+    def row_of(self) -> dict[int, int]:
+        """A pruned model's bucket -> row after the words as a dict, for one word at a time (made on first use)."""
+        if self._rows_of is None:
+            self._rows_of = dict(zip(self.keys.tolist(), self.values.tolist(), strict=True))
+        return self._rows_of
 
 
 def char_ngrams(words: Sequence[str], minn: int, maxn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -82,6 +93,46 @@ def subword_rows(words: Sequence[str], minn: int, maxn: int, buckets: Buckets) -
     ids = fasttext_hash_many(blob, starts, lengths) % np.uint32(buckets.bucket)
     rows, kept = buckets.rows(ids)
     return (rows[kept], owner[kept]) if buckets.pruned else (rows, owner)
+
+
+def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[int]:
+    """:func:`subword_rows` of one word in plain Python, less ``nwords`` (rows past the words; a lookup of one
+    word pays no numpy call): the character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from
+    one length to the next, each taken modulo the buckets (then through the prune index of a pruned model)."""
+    bucket = buckets.bucket
+    if maxn <= 0 or bucket <= 0:
+        return []
+    b = ("<" + word + ">").encode("utf-8", "surrogateescape")
+    out: list[int] = []
+    add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
+    if word.isascii() and minn >= 2:  # every byte a character, no byte sign-extended, no single "<" or ">"
+        first = _FIRST
+        for i in range(len(b) - minn + 1):
+            h = first[b[i]]
+            for c in b[i + 1 : i + minn - 1]:
+                h = (h ^ c) * prime  # (the low 32 bits of a product depend on the low 32 bits alone)
+            for c in b[i + minn - 1 : i + maxn]:
+                h = ((h ^ c) * prime) & mask
+                add(h % bucket)
+    else:  # Dictionary::computeSubwords, line by line
+        n = len(b)
+        for i in range(n):
+            if b[i] & 0xC0 == 0x80:
+                continue
+            h, j, k = FNV_OFFSET, i, 0
+            while j < n and k < maxn:
+                h = ((h ^ signed[b[j]]) * prime) & mask
+                j += 1
+                while j < n and b[j] & 0xC0 == 0x80:
+                    h = ((h ^ signed[b[j]]) * prime) & mask
+                    j += 1
+                k += 1
+                if k >= minn and not (k == 1 and (i == 0 or j == n)):
+                    add(h % bucket)
+    if not buckets.pruned:
+        return out
+    row_of = buckets.row_of()
+    return [r for r in map(row_of.get, out) if r is not None]
 
 
 def token_hashes(words: Sequence[str]) -> np.ndarray:
