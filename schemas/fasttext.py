@@ -6,6 +6,8 @@ quantization flags. (Checked against fastText's ``args.cc``, ``dictionary.cc``, 
 ``densematrix.cc``, ``quantmatrix.cc``, ``productquantizer.cc`` and the files in gensim's test data.)
 """
 
+from enum import IntEnum
+
 from construct import (
     Computed,
     Const,
@@ -23,9 +25,27 @@ from wvformats.schemas.constructs.fasttext import EntryTable
 from wvformats.schemas.identity import FASTTEXT_MAGIC as MAGIC
 from wvformats.schemas.identity import FASTTEXT_VERSIONS
 
-from wvformats.framework import NumpyArray, Valid
+from wvformats.framework import EnumField, NumpyArray, Valid
 
 KSUB = 256  # centroids per sub-quantizer: fastText codes with 8 bits
+
+
+class Loss(IntEnum):
+    """fastText's ``loss_name``: the loss a model was trained with."""
+
+    hs = 1
+    ns = 2
+    softmax = 3
+    ova = 4
+
+
+class Model(IntEnum):
+    """fastText's ``model_name`` (as its Python module names them)."""
+
+    cbow = 1
+    skipgram = 2
+    supervised = 3
+
 
 args = Struct(
     "dim" / Int32sl * "dimension of the vectors",
@@ -34,8 +54,8 @@ args = Struct(
     "minCount" / Int32sl * "minimal number of word occurrences",
     "neg" / Int32sl * "number of negatives sampled",
     "wordNgrams" / Int32sl * "max length of word n-grams (supervised input)",
-    "loss" / Int32sl * "loss: 1 hs, 2 ns, 3 softmax, 4 ova",
-    "model" / Int32sl * "model: 1 cbow, 2 skipgram, 3 supervised",
+    "loss" / EnumField(Int32sl, Loss, unknown="keep") * "the training loss (another value is kept; check() names it)",
+    "model" / EnumField(Int32sl, Model, unknown="keep") * "the model kind (another value is kept; check() names it)",
     "bucket" / Int32sl * "number of hash buckets for character and word n-grams",
     "minn" / Int32sl * "min length of character n-grams",
     "maxn" / Int32sl * "max length of character n-grams (0: none)",

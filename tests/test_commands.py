@@ -86,3 +86,38 @@ def test_a_broken_command_module_leaves_the_others_working_and_is_reported(tmp_p
     assert (r.returncode, r.stdout) == (0, "cba\n")
     r = _wvformats(tmp_path, "formats", modules="brokencmd")
     assert r.returncode == 0 and "not loaded: brokencmd: RuntimeError: this plugin is broken" in r.stderr
+
+
+def _parsers(parser, path=("wvformats",)):
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_option_and_argument_of_every_command_says_what_it_is():
+    """`--help` explains itself: no argument of any command or subcommand (the families' included) lacks help."""
+    import argparse
+
+    from wvformats import cli
+
+    bare = [f"{' '.join(path)} {action.dest}" for path, parser in _parsers(cli._parser()) for action in parser._actions
+            if not isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction))
+            and not action.help]
+    assert not bare, bare
+
+
+def test_convert_to_standard_output(tmp_path):
+    """`convert SRC - --to glove` writes the file to standard output, the bytes `convert SRC OUT` writes."""
+    src = ROOT / "sample_files" / "sample.txt"
+    out = tmp_path / "out.glove"
+    assert subprocess.run([sys.executable, "-m", "wvformats.cli", "convert", str(src), str(out)]).returncode == 0
+    done = subprocess.run([sys.executable, "-m", "wvformats.cli", "convert", str(src), "-", "--to", "glove"],
+                          capture_output=True)
+    assert done.returncode == 0 and done.stdout == out.read_bytes() and not (Path.cwd() / "-").exists()
+    done = subprocess.run([sys.executable, "-m", "wvformats.cli", "convert", str(src), "-"], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "needs --to" in done.stderr and not done.stdout

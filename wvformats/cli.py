@@ -62,34 +62,35 @@ def _parser() -> argparse.ArgumentParser:
         return group.add_parser(name, parents=[common], formatter_class=_Formatter, **kw)
 
     command(sub, "formats", help="what each format can do: write, validate, convert to, look up"
-            ).add_argument("--json", action="store_true")
+            ).add_argument("--json", action="store_true", help="the table as a JSON list, one object per format")
     s = command(sub, "sniff", help="tell the format of files from their content")
-    s.add_argument("files", nargs="+", type=Path)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("files", nargs="+", type=Path, help="files or index folders")
+    s.add_argument("--json", action="store_true", help="a JSON list of {path, format} (and error)")
     s = command(sub, "inspect", help="summary from the header and a sample (--full: the whole file)")
-    s.add_argument("file", type=Path)
-    s.add_argument("--format", "-f")
+    s.add_argument("file", type=Path, help="a file, or an index folder")
+    s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
     s.add_argument("--full", action="store_true",
                    help="parse the whole file: exact counts, statistics, offsets of the parts (default: the "
                         "header and a sample, in bounded time and memory)")
     index_arguments(s)
     unicode_argument(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="the summary as a JSON object")
     s = command(sub, "dump", help="annotated hex dump")
-    s.add_argument("file", type=Path)
-    s.add_argument("--format", "-f")
+    s.add_argument("file", type=Path, help="the file whose fields are shown with their bytes")
+    s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
     s.add_argument("--bytes", type=int, default=32, help="bytes shown per field (default 32)")
     s.add_argument("--all", action="store_true", help="every element of long arrays (default: first and last 4)")
     s = command(sub, "validate", help="byte-exact round trip of files")
-    s.add_argument("files", nargs="+", type=Path)
-    s.add_argument("--format", "-f")
+    s.add_argument("files", nargs="+", type=Path, help="files or index folders")
+    s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     index_arguments(s)
     unicode_argument(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="a JSON list of reports (ok, field, offset, message)")
     s = command(sub, "convert", help="convert between formats")
-    s.add_argument("src", type=Path)
-    s.add_argument("dst", type=Path)
+    s.add_argument("src", type=Path, help="the file to read")
+    s.add_argument("dst", type=Path, help="the file to write (atomically: a temporary file, then renamed); "
+                                            "- writes to standard output (with --to)")
     s.add_argument("--from", dest="from_format", help="input format (default: sniffed)")
     s.add_argument("--to", metavar="FORMAT", help="output format, one of: {writable} (default: from the "
                                                   "extension of DST)")
@@ -122,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
              "by cosine similarity of the unit vectors, A, B and C left out")):
         s = command(sub, name, help=what, description=f"{what}, {more} (gensim's most_similar ranking). A word "
                     "the file lacks is composed from its subwords where the file has them (finalfusion).")
-        s.add_argument("file", type=Path)
+        s.add_argument("file", type=Path, help="an embedding file of any format")
         if name == "similar":
             s.add_argument("word", metavar="WORD", nargs="+", help="the query words (their unit vectors' mean)")
             s.add_argument("--negative", "-n", metavar="WORD", action="append", default=[],
@@ -130,14 +131,14 @@ def _parser() -> argparse.ArgumentParser:
                                 "most_similar(positive=WORDS, negative=...)")
         else:
             for w in words:
-                s.add_argument(w, metavar=w.upper())
+                s.add_argument(w, metavar=w.upper(), help=f"the word {w.upper()}")
         s.add_argument("-k", "--limit", type=int, default=10, help="how many words (default 10)")
-        s.add_argument("--format", "-f")
-        s.add_argument("--json", action="store_true")
+        s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
+        s.add_argument("--json", action="store_true", help="the query and its results as a JSON object")
     s = command(sub, "docs", help="write Markdown pages generated from the schemas")
-    s.add_argument("outdir", type=Path)
+    s.add_argument("outdir", type=Path, help="the folder to write <format>.md into")
     s = command(sub, "samples", help="the main job: every bundled sample sniffed, inspected, validated and converted, and a timed read of a generated 400k x 100 GloVe file")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="the table as a JSON list of rows")
     s.add_argument("--words", type=int, default=400_000,
                    help="words of the generated GloVe file (x 100) whose read is timed (default 400000, 0: none)")
     for c in _family_commands()[0]:  # the families' and plugins' own commands, after the core ones
@@ -355,6 +356,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["deduplicate"] = True
     if args.tensor_type:
         options["type"] = args.tensor_type
+    if str(args.dst) == "-":
+        return _convert_to_stdout(args, options)
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
     if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
         options["progress"] = spinner.bar.update
@@ -364,6 +367,23 @@ def cmd_convert(args: argparse.Namespace) -> int:
     finally:
         spinner.close()
     print(f"wrote {args.dst} [{written}]")
+    return EXIT_OK
+
+
+def _convert_to_stdout(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    """``convert SRC - --to FORMAT``: the file written into a temporary folder (the writers seek back to patch
+    lengths), then copied to standard output; nothing else is printed there."""
+    import shutil
+    import tempfile
+
+    if not args.to:
+        raise OptionError("convert to standard output (-) needs --to FORMAT: there is no extension to tell it")
+    with tempfile.TemporaryDirectory(prefix="wvformats-") as tmp:
+        out = Path(tmp) / "out"
+        api.convert(args.src, out, args.to, from_format=args.from_format, **options)
+        with open(out, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+    sys.stdout.flush()
     return EXIT_OK
 
 

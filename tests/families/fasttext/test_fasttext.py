@@ -678,9 +678,9 @@ def _peer_error(model: Path, **queries) -> str:
 
 
 @pytest.mark.parametrize("field,value,named", [
-    ("model", -2147483645, "args.model is -2147483645; fastText defines 1 (cbow), 2 (skipgram) and 3"),
+    ("model", -2147483645, "args.model is -2147483645; fastText defines 1 cbow, 2 skipgram, 3 supervised"),
     ("model", 0, "args.model is 0;"),
-    ("loss", 5, "args.loss is 5; fastText defines 1 (hs), 2 (ns), 3 (softmax) and 4 (ova), and refuses"),
+    ("loss", 5, "args.loss is 5; fastText defines 1 hs, 2 ns, 3 softmax, 4 ova, and refuses"),
     ("loss", -1, "args.loss is -1;"),
     ("dim", -8, "args.dim is -8: fastText makes its vectors of args.dim entries"),
     ("bucket", -1, "args.bucket is -1"),

@@ -81,6 +81,7 @@ def test_a_field_name_outside_latin1_is_written_as_numpy_does_in_version_3(tmp_p
     assert out.read_bytes() == data
 
 
+@pytest.mark.filterwarnings("ignore:Reading `.npy` or `.npz` file required additional header parsing:UserWarning")
 def test_old_numpy_and_python2_files(tmp_path):
     for name in ("python3.npy", "win64python2.npy"):  # the latter's header says (2L,): Python 2's longs
         path = NUMPY_DATA / name

@@ -9,8 +9,9 @@ import construct as cs
 from ...embeddings import Embeddings
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
+from ...schemas.fasttext import Loss, Model
 from . import convert
-from .model import EOS, LOSSES, MODELS, FastText, hs_tree
+from .model import EOS, LOSSES, MODELS, FastText, hs_tree, named
 from .sniff import FASTTEXT, sniff
 
 NAME = FASTTEXT.name
@@ -56,10 +57,10 @@ def check(parsed: Any) -> list[str]:
         problems.append(f"input matrix has {m_in} rows for {d['nwords']} words")
     if n_in != int(a["dim"]):
         problems.append(f"input matrix has {n_in} columns, args.dim is {a['dim']}")
-    out_rows = int(d["nlabels"]) if a["model"] == 3 else int(d["nwords"])
+    out_rows = int(d["nlabels"]) if a["model"] == Model.supervised else int(d["nwords"])
     if int(parsed["output"]["m"]) != out_rows:
         problems.append(f"output matrix has {parsed['output']['m']} rows, the model needs {out_rows}")
-    if int(a["model"]) == 3 and int(a["loss"]) == 1 and int(d["nlabels"]) > 0:
+    if int(a["model"]) == Model.supervised and int(a["loss"]) == Loss.hs and int(d["nlabels"]) > 0:
         tree = hs_tree(d["entries"]["counts"][int(d["nwords"]):])
         if isinstance(tree, str):
             problems.append(f"dictionary.entries.counts: {tree}")
@@ -74,9 +75,9 @@ def _args_problems(parsed: Any) -> list[str]:
     a, problems = parsed["args"], []
     model, loss = int(a["model"]), int(a["loss"])
     if model not in MODELS:
-        problems.append(f"args.model is {model}; fastText defines 1 (cbow), 2 (skipgram) and 3 (supervised)")
+        problems.append(f"args.model is {model}; fastText defines {named(Model)}")
     if loss not in LOSSES:
-        problems.append(f"args.loss is {loss}; fastText defines 1 (hs), 2 (ns), 3 (softmax) and 4 (ova), and "
+        problems.append(f"args.loss is {loss}; fastText defines {named(Loss)}, and "
                         f"refuses to load any other (\"Unknown loss\")")
     if int(a["dim"]) < 0:
         problems.append(f"args.dim is {a['dim']}: fastText makes its vectors of args.dim entries (a negative size)")
@@ -93,7 +94,7 @@ def _args_problems(parsed: Any) -> list[str]:
     if bucket == 0 and maxn != 0 and minn >= 0:
         problems.append(f"args.bucket is 0 with args.maxn {maxn}: fastText divides each n-gram's hash by the "
                         f"bucket count (a division by zero when it cuts the words' n-grams at load)")
-    if bucket == 0 and int(a["wordNgrams"]) > 1 and model == 3:
+    if bucket == 0 and int(a["wordNgrams"]) > 1 and model == Model.supervised:
         problems.append(f"args.bucket is 0 with args.wordNgrams {a['wordNgrams']}: fastText divides each word "
                         f"n-gram's hash by the bucket count when it predicts (a division by zero)")
     return problems

@@ -25,18 +25,19 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     s.add_argument("-k", type=int, default=1, help="labels per line (default 1; -1: every label)")
     s.add_argument("--threshold", type=float, default=0.0, help="leave out labels of lower probability (default 0)")
     s.add_argument("--prob", action="store_true", help="each label followed by its probability (predict-prob)")
+    model = "a fastText model (.bin or .ftz)"
     s = subcommand(fs, "print-word-vectors", help="the vector of each word read from standard input (words "
                                                   "unknown to the model from their subwords)")
-    s.add_argument("model", type=Path)
+    s.add_argument("model", type=Path, help=model)
     s = subcommand(fs, "print-sentence-vectors", help="the vector of each line read from standard input")
-    s.add_argument("model", type=Path)
+    s.add_argument("model", type=Path, help=model)
     s = subcommand(fs, "nn", help="the nearest neighbours of words (fastText's get_nearest_neighbors)")
-    s.add_argument("model", type=Path)
+    s.add_argument("model", type=Path, help=model)
     s.add_argument("words", nargs="*", help="the query words (default: read from standard input)")
     s.add_argument("-k", type=int, default=10, help="neighbours per word (default 10)")
     s = subcommand(fs, "analogies", help="the words nearest to A - B + C (fastText's get_analogies; note the order: "
                                          "gensim's most_similar(positive=[B, C], negative=[A]) is B - A + C)")
-    s.add_argument("model", type=Path)
+    s.add_argument("model", type=Path, help=model)
     s.add_argument("words", nargs="*", metavar="A B C", help="triplets A B C (default: read from standard input)")
     s.add_argument("-k", type=int, default=10, help="words per triplet (default 10)")
 

@@ -14,7 +14,7 @@ import numpy as np
 from ...embeddings import Embeddings, LazyRows
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
-from ...schemas.fasttext import KSUB
+from ...schemas.fasttext import KSUB, Loss, Model
 from ..finalfusion.lookups import _row_items, composed_batch
 from . import subwords
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
@@ -26,8 +26,14 @@ from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
 NAME = "fasttext"
-LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
-MODELS = {1: "cbow", 2: "skipgram", 3: "supervised"}
+# fastText's loss and model names by number (the schema's enums: the one home of these numbers)
+LOSSES = {int(x): x.name for x in Loss}
+MODELS = {int(x): x.name for x in Model}
+
+
+def named(enum: Any) -> str:
+    """``1 cbow, 2 skipgram, 3 supervised``: an enum's numbers and names, for messages."""
+    return ", ".join(f"{int(x)} {x.name}" for x in enum)
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
@@ -338,6 +344,71 @@ class FastText(Embeddings):
         i = self._raw_id(word)
         return self._known(i) if 0 <= i < self.nwords else self._one(word, i)
 
+    # -- fastText's Python names ---------------------------------------------------------------------------
+
+    def get_subwords(self, word: str) -> tuple[list[str], np.ndarray]:
+        """fastText's ``get_subwords``: the word itself when the dictionary has it, then the character n-grams
+        of ``<word>`` as fastText cuts them; and their input rows (a pruned model keeps some n-grams' rows
+        only, and lists only those, as fastText does)."""
+        own = self._raw_id(word)
+        strings = [word] if own >= 0 else []
+        if word != EOS and self._composes:
+            b = f"<{word}>".encode("utf-8", "surrogateescape")
+            n = len(b)
+            for i in range(n):
+                if b[i] & 0xC0 == 0x80:
+                    continue
+                j, k = i, 0
+                while j < n and k < self.maxn:
+                    j += 1
+                    while j < n and b[j] & 0xC0 == 0x80:
+                        j += 1
+                    k += 1
+                    if k >= self.minn and not (k == 1 and (i == 0 or j == n)):
+                        strings.append(b[i:j].decode("utf-8", "surrogateescape"))
+        return strings, np.array(self.subword_rows(word), np.int64)
+
+    def get_nearest_neighbors(self, word: str, k: int = 10) -> list[tuple[float, str]]:
+        """fastText's ``get_nearest_neighbors``: (similarity, word) pairs of the ``k`` words nearest to
+        ``word``, computed as fastText computes them (:mod:`.neighbors`)."""
+        from .neighbors import nearest_neighbors
+
+        return nearest_neighbors(self, word, k)
+
+    def get_analogies(self, a: str, b: str, c: str, k: int = 10) -> list[tuple[float, str]]:
+        """fastText's ``get_analogies``: the words nearest to ``a - b + c`` (fastText's order; gensim's
+        ``most_similar(positive=[b, c], negative=[a])`` ranks by ``b - a + c``)."""
+        from .neighbors import analogies
+
+        return analogies(self, a, b, c, k)
+
+    def get_words(self, include_freq: bool = False) -> Any:
+        """fastText's ``get_words``: the words in dictionary order, and their counts with ``include_freq``."""
+        return (list(self.words), np.asarray(self.word_counts, np.int64)) if include_freq else list(self.words)
+
+    def get_labels(self, include_freq: bool = False) -> Any:
+        """fastText's ``get_labels``: the labels of a supervised model (the words of another), with their counts
+        when ``include_freq``."""
+        if int(self.args["model"]) != Model.supervised:
+            return self.get_words(include_freq)
+        return (list(self.labels), np.asarray(self.label_counts, np.int64)) if include_freq else list(self.labels)
+
+    def get_input_matrix(self) -> np.ndarray:
+        """fastText's ``get_input_matrix``: the words' and n-gram buckets' rows (read-only); a quantized model
+        has none (fastText raises), ``input.rows`` reconstructs its rows."""
+        if self.input.quantized:
+            raise ValueError("can't get quantized Matrix: the model is product-quantized "
+                             "(model.input.rows(ids) reconstructs rows)")
+        return self.input.part["data"]
+
+    def get_output_matrix(self) -> np.ndarray:
+        """fastText's ``get_output_matrix``: the output rows (labels of a supervised model, words otherwise);
+        refused for a quantized model, as fastText refuses it, even where the output matrix is dense."""
+        if self.input.quantized or self.output.quantized:
+            raise ValueError("can't get quantized Matrix: the model is product-quantized "
+                             "(model.output.rows(ids) gives its rows)")
+        return self.output.part["data"]
+
     # -- lines -------------------------------------------------------------------------------------------
 
     def _tokens(self, text: str) -> list[str]:
@@ -378,7 +449,7 @@ class FastText(Embeddings):
         """fastText's ``get_sentence_vector`` of each line: supervised, the mean of the line's input rows
         (as prediction sees it); otherwise the mean of its words' unit-normalised word vectors."""
         lines = list(lines)
-        if int(self.args["model"]) == 3:
+        if int(self.args["model"]) == Model.supervised:
             rows, owner = self._line_rows(lines)
             return self._mean_rows(rows, owner, len(lines))[0]
         out = np.zeros((len(lines), self.dim), np.float32)
@@ -418,11 +489,11 @@ class FastText(Embeddings):
     def _not_predictable(self) -> str | None:
         """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""
         model, loss = int(self.args["model"]), int(self.args["loss"])
-        if model != 3:
-            what = MODELS.get(model) or f"{model}, which fastText does not define (1 cbow, 2 skipgram, 3 supervised)"
+        if model != Model.supervised:
+            what = MODELS.get(model) or f"{model}, which fastText does not define ({named(Model)})"
             return f"predict needs a supervised model: args.model is {what}"
         if loss not in LOSSES:
-            return (f"args.loss is {loss}, which fastText does not define (1 hs, 2 ns, 3 softmax, 4 ova): fastText "
+            return (f"args.loss is {loss}, which fastText does not define ({named(Loss)}): fastText "
                     f"refuses to load the model (\"Unknown loss\")")
         if not self.labels:
             return "predict needs labels: the dictionary holds none (nlabels 0)"
@@ -488,7 +559,7 @@ def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
     length when maxn is negative (``computeSubwords`` compares lengths as ``size_t``); a supervised model of
     version 11 has none (``FastText::loadModel``: "old supervised models do not use char ngrams")."""
     minn, maxn = int(args["minn"]), int(args["maxn"])
-    if minn < 0 or (version == 11 and int(args["model"]) == 3):
+    if minn < 0 or (version == 11 and int(args["model"]) == Model.supervised):
         return minn, 0
     return minn, (1 << 31 if maxn < 0 else maxn)
 
@@ -511,7 +582,7 @@ def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
         raise FormatError(f"the output matrix has {m.output.shape[1]} columns, the input {m.input.shape[1]}",
                           format=NAME, path="output.n")
     labels = int(m.parsed["dictionary"]["nlabels"])
-    if int(m.args["model"]) == 3 and m.output.shape[0] != labels:
+    if int(m.args["model"]) == Model.supervised and m.output.shape[0] != labels:
         raise FormatError(f"the output matrix has {m.output.shape[0]} rows for {labels} labels", format=NAME,
                           path="output.m")
 

@@ -13,8 +13,8 @@ def _rwkv_arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     rs = p.add_subparsers(dest="rwkv_command", metavar="RWKV_COMMAND", required=True)
     q = subcommand(rs, "quantize", help="quantize an FP32/FP16 model with rwkv.cpp's rules (--version: also "
                                         "convert 100 <-> 101; a model quantized to TYPE can change version)")
-    q.add_argument("src", type=Path)
-    q.add_argument("dst", type=Path)
+    q.add_argument("src", type=Path, help="an FP32/FP16 rwkv.cpp model")
+    q.add_argument("dst", type=Path, help="the quantized model to write")
     q.add_argument("--type", required=True, choices=sorted({t for ts in QUANTIZE_TYPES.values() for t in ts}),
                    help="target type (Q4_2: version 100 only)")
     q.add_argument("--version", type=int, choices=[100, 101], help="output file version (default: the input's)")

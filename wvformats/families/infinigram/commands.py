@@ -14,15 +14,15 @@ from ...commands import EXIT_INPUT, EXIT_OK, Command, Subcommand, index_argument
 def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     gs = p.add_subparsers(dest="infinigram_command", metavar="INFINIGRAM_COMMAND", required=True)
     b = subcommand(gs, "build", help="index DATA/**/*.jsonl (the `text` field; other fields become metadata)")
-    b.add_argument("data_dir", type=Path)
-    b.add_argument("out_dir", type=Path)
+    b.add_argument("data_dir", type=Path, help="a folder of JSONL files (searched recursively)")
+    b.add_argument("out_dir", type=Path, help="the index folder to write")
     b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
                    help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
     b.add_argument("--tokenizer", help="a tokenizer.json or SentencePiece tokenizer.model file, or a Hugging Face "
                                        "tokenizer name or folder (needs transformers)")
     b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
                    help="4: suffixed files; 5: documents reversed; 6: files without suffix")
-    b.add_argument("--shards", type=int, default=1)
+    b.add_argument("--shards", type=int, default=1, help="shards to split the corpus into (default 1)")
     b.add_argument("--reverse", action="store_true", default=None, help="store documents reversed (v6)")
     b.add_argument("--no-metadata", dest="metadata", action="store_false", help="no metadata/metaoff files")
     b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
@@ -35,7 +35,7 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     b.add_argument("--scheduler", help="the Dask scheduler's address, e.g. tcp://host:8786")
     b.add_argument("--json", action="store_true", help="the new index's summary as JSON")
     c = subcommand(gs, "count", help="count a token sequence in an index")
-    c.add_argument("index", type=Path)
+    c.add_argument("index", type=Path, help="an infini-gram index folder")
     c.add_argument("ids", nargs="*", type=int, help="token ids")
     c.add_argument("--text", help="text instead of ids: tokenized with --tokenizer, or its UTF-8 bytes (u8 indexes)")
     c.add_argument("--tokenizer", help="the tokenizer the index was built with (as for build)")

@@ -11,8 +11,8 @@ from ...commands import EXIT_INPUT, EXIT_OK, Command, Subcommand, refuse_own_inp
 def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     ss = p.add_subparsers(dest="sp_command", metavar="SENTENCEPIECE_COMMAND", required=True)
     e = subcommand(ss, "export", help="export the vocabulary: hf (tokenizer.json), tsv or json")
-    e.add_argument("model", type=Path)
-    e.add_argument("out", type=Path)
+    e.add_argument("model", type=Path, help="a SentencePiece tokenizer.model")
+    e.add_argument("out", type=Path, help="the file to write")
     e.add_argument("--to", choices=["hf", "tsv", "json"], required=True,
                    help="hf: a Hugging Face tokenizer.json; tsv: piece, score and type per line; json: the same "
                         "as a list of objects")
