@@ -112,3 +112,21 @@ def test_the_layers_are_what_the_docs_say():
     assert layer("wvformats.cli") > layer("wvformats.api") > layer("wvformats.families.ggml.gguf") \
         > layer("wvformats.schemas.gguf") > layer("wvformats.framework.fields") > layer("wvformats.errors")
     assert layer("wvformats.families.ggml.commands") == layer("wvformats.cli")
+
+
+def test_no_family_takes_another_familys_private_names():
+    """A family may use another's public functions (finalfusion's fastText vocabulary hashes with the fastText
+    family's hash), never its underscore names."""
+    modules = _modules()
+    wrong = []
+    for module, path in sorted(modules.items()):
+        if not module.startswith("wvformats.families."):
+            continue
+        family = module.split(".")[2]
+        for name in _imports(module, path):
+            target = _resolve(name, modules)
+            if not target or not target.startswith("wvformats.families.") or target.split(".")[2] == family:
+                continue
+            if name != target and name.rsplit(".", 1)[-1].startswith("_"):
+                wrong.append(f"{module} imports {name}")
+    assert not wrong, "\n".join(wrong)

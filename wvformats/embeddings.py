@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ def unnormalized(obj: Embeddings, unnormalize: bool | None, format: str) -> Embe
     vectors = np.asarray(obj.vectors, np.float32)
     scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
     warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
-    return Embeddings(obj.words, scaled, metadata=obj.metadata, extra=obj.extra)
+    return Embeddings(obj.words, scaled, metadata=obj.metadata, subwords=obj.subwords, kept=obj.kept)
 
 
 def count_duplicates(words: Sequence[str]) -> int:
@@ -81,14 +82,67 @@ class LazyRows:
         self.take = take
 
 
+@dataclass
+class Subwords:
+    """A subword vocabulary: how a word the vocabulary lacks is composed from n-gram rows stored after the words'.
+    Every embedding family with subwords fills it; every writer that keeps subwords reads it.
+
+    ``kind`` names the vocabulary as finalfusion does (``bucket_subword_vocab``: finalfusion's FNV-1a buckets,
+    ``fasttext_subword_vocab``: fastText's hash, ``explicit_subword_vocab``, ``floret_subword_vocab``) and
+    ``settings`` holds its n-gram settings under finalfusion's field names (``min_n``, ``max_n``, ``buckets`` or
+    ``bucket_exp``, ``ngrams``, ...). ``rows`` are the n-gram rows (an array, or a function making it when first
+    asked for: a quantized or pruned storage reconstructs them). ``indices(word)`` gives the storage rows an
+    unknown word sums, ``lookup(word)`` its vector (None when nothing composes it) and ``lookup_batch(words)``,
+    where the family has one, the vectors and a found mask of many at once.
+    """
+
+    kind: str
+    settings: dict[str, Any]
+    rows: Any = None
+    indices: Callable[[str], list[int]] | None = None
+    lookup: Callable[[str], np.ndarray | None] | None = None
+    lookup_batch: Callable[[list[str]], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def matrix(self) -> np.ndarray | None:
+        """The n-gram rows, made (once) if they were given as a function."""
+        if callable(self.rows):
+            self.rows = self.rows()
+        return self.rows
+
+
+@dataclass
+class Storage:
+    """How the rows are held when not only as the words' matrix: ``matrix``, the whole storage (the words' rows
+    then the n-gram rows) when it is one array, written back in one piece while ``vectors`` is its head; and
+    ``quantized``, product-quantized rows as finalfusion's quantized array holds them (``codes``,
+    ``subquantizers``, ``norms``, ``projection`` and their flags; or a function making it), written back as
+    they are while the word rows are the ones they reconstruct; ``rows``, the storage rows at an index list."""
+
+    matrix: np.ndarray | None = None
+    quantized: Any = None
+    # the storage rows (words' then n-grams') at an index list, made alone (a quantized row reconstructed)
+    rows: Callable[[Any], np.ndarray] | None = None
+
+    def quantized_array(self) -> Any:
+        """The quantized array, made (once) if it was given as a function."""
+        if callable(self.quantized):
+            self.quantized = self.quantized()
+        return self.quantized
+
+
 class Embeddings:
     """Words in file order and one float32 row per word.
 
     Duplicate words keep all their rows in ``.words``/``.vectors`` (nothing is dropped), and lookups by word
     use the first occurrence, as gensim and word-vectors do; ``.duplicates`` counts the shadowed rows.
-    Format-specific parts (finalfusion vocab details, norms, metadata) live in ``.extra``. ``vectors`` may be
-    a :class:`LazyRows`: lookups then make only the rows they return, and ``.vectors`` is the whole matrix,
-    made when first asked for.
+    ``vectors`` may be a :class:`LazyRows`: lookups then make only the rows they return, and ``.vectors`` is the
+    whole matrix, made when first asked for.
+
+    The declared parts every embedding family fills and every writer reads: ``subwords`` (a
+    :class:`Subwords`, or None), ``storage`` (a :class:`Storage`, or None for the words' matrix alone),
+    ``norms`` (each word row's length before it was normalised, or None) and ``metadata`` (a table). ``kept``
+    holds what the format that read the file keeps to write it back byte for byte (its own business: no other
+    format reads it).
     """
 
     def __init__(
@@ -98,7 +152,9 @@ class Embeddings:
         *,
         norms: np.ndarray | None = None,
         metadata: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
+        subwords: Subwords | None = None,
+        storage: Storage | None = None,
+        kept: dict[str, Any] | None = None,
     ) -> None:
         self._lazy: LazyRows | None = None
         if isinstance(vectors, LazyRows):
@@ -111,7 +167,10 @@ class Embeddings:
         self._vectors: np.ndarray | None = vectors
         self.norms = norms
         self.metadata = metadata
-        self.extra: dict[str, Any] = dict(extra or {})
+        self.subwords = subwords
+        self.storage = storage
+        self.kept: dict[str, Any] = dict(kept or {})
+        self._unit_cache: np.ndarray | None = None
         self._index: dict[str, int] | None = None
         self._duplicates: int | None = None
 
@@ -216,8 +275,8 @@ class Embeddings:
         i = self.vocab.get(word)
         if i is not None:
             return self._row(i)
-        oov = self.extra.get("oov")
-        return oov(word) if oov else None
+        lookup = self._unknown_lookups()[0]
+        return lookup(word) if lookup else None
 
     def embedding_batch(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The vectors of many words at once: a (len(words), dim) float32 matrix and a boolean ``found``
@@ -233,28 +292,34 @@ class Embeddings:
             at, rows = np.array(known, np.intp).T
             out[at], found[at] = self.rows(rows), True
         unknown = np.flatnonzero(~found)
-        batch = self.extra.get("oov_batch")
-        if batch is not None and len(unknown):
-            vecs, ok = batch([words[i] for i in unknown.tolist()])
+        lookup, lookup_batch = self._unknown_lookups()
+        if lookup_batch is not None and len(unknown):
+            vecs, ok = lookup_batch([words[i] for i in unknown.tolist()])
             out[unknown], found[unknown] = vecs, ok
-        elif self.extra.get("oov") is not None:
+        elif lookup is not None:
             for i in unknown.tolist():
-                v = self.extra["oov"](words[i])
+                v = lookup(words[i])
                 if v is not None:
                     out[i], found[i] = v, True
         return out, found
 
+    def _unknown_lookups(self) -> tuple[Any, Any]:
+        """How a word the vocabulary lacks is looked up, one and many at a time: the subword vocabulary's
+        (None, None without one); a model that finds other words (fastText's labels) says so here."""
+        sw = self.subwords
+        return (sw.lookup, sw.lookup_batch) if sw is not None else (None, None)
+
     def subword_indices(self, word: str) -> list[int]:
         """The storage rows an unknown word's embedding sums (empty without a subword vocabulary)."""
-        rows_of = self.extra.get("subword_indices")
+        rows_of = self.subwords.indices if self.subwords is not None else None
         return rows_of(word) if rows_of else []
 
     def _unit_rows(self) -> np.ndarray:
-        if self.extra.get("_unit") is None:
+        if self._unit_cache is None:
             m = np.asarray(self.vectors, dtype=np.float32)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
-            self.extra["_unit"] = m / np.where(norms > 0, norms, 1)
-        return self.extra["_unit"]
+            self._unit_cache = m / np.where(norms > 0, norms, 1)
+        return self._unit_cache
 
     def _nearest(self, query: np.ndarray, skip: set[str], limit: int,
                  restrict_vocab: int | None = None) -> list[tuple[str, float]]:
@@ -426,9 +491,8 @@ class Embeddings:
                           metadata=self.metadata)
 
     def astype(self, dtype: Any) -> Embeddings:
-        out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
-                         extra=self.extra)
-        return out
+        return Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
+                          subwords=self.subwords, storage=self.storage, kept=self.kept)
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -9,8 +9,9 @@
 up by, and the three hash functions are finalfusion's (FNV-1a), fastText's and floret's.
 """
 
+from .families.fasttext.hashing import fasttext_hash
 from .families.finalfusion.codec import reconstruct, register_chunk
-from .families.finalfusion.lookups import fasttext_hash, finalfusion_hash, floret_hashes, ngrams
+from .families.finalfusion.lookups import finalfusion_hash, floret_hashes, ngrams
 from .schemas.finalfusion import CHUNK_TYPES
 
 __all__ = ["CHUNK_TYPES", "fasttext_hash", "finalfusion_hash", "floret_hashes", "ngrams", "reconstruct",

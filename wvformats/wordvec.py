@@ -6,11 +6,13 @@
     emb["king"], emb.most_similar("king")
     wv.write(emb, "vectors.txt", format="word2vec-text", style="%.6f")
 
-``Embeddings`` is the model every embedding format reads into; the warnings are those a read or a
+``Embeddings`` is the model every embedding format reads into, with its declared parts ``Subwords`` (a subword
+vocabulary) and ``Storage`` (a whole storage matrix, quantized rows); the warnings are those a read or a
 conversion may give.
 """
 
-from .embeddings import DuplicateWordsWarning, Embeddings, ValuesChangedWarning
+from .embeddings import DuplicateWordsWarning, Embeddings, LazyRows, Storage, Subwords, ValuesChangedWarning
 from .errors import NoFinalNewlineWarning
 
-__all__ = ["DuplicateWordsWarning", "Embeddings", "NoFinalNewlineWarning", "ValuesChangedWarning"]
+__all__ = ["DuplicateWordsWarning", "Embeddings", "LazyRows", "NoFinalNewlineWarning", "Storage", "Subwords",
+           "ValuesChangedWarning"]

@@ -747,7 +747,7 @@ def test_to_finalfusion_lookups_equal_the_fasttext_model(trained, tmp_path, name
     peer = ff.load_finalfusion(str(out))
     oov = ["zzqx", "héllo", "runnin"]
     back = wv.read(out)
-    assert back.extra["vocab_type"] == "fasttext_subword_vocab"
+    assert back.subwords.kind == "fasttext_subword_vocab"
     assert back.norms is None  # normalize=False: no norms
     assert np.asarray(back.vectors).tobytes() == np.asarray(m.vectors).tobytes()
     assert np.array([peer.embedding(w) for w in m.words]).tobytes() == np.asarray(m.vectors).tobytes()
@@ -785,7 +785,7 @@ def test_quantized_input_converts_to_finalfusion_quantized_storage(trained, tmp_
     assert (np.array([peer.embedding(w) for w in m.words]) + np.float32(0)).tobytes() == \
         fasttext_vectors[:-1].tobytes()
     back = wv.read(out)
-    assert back.extra["storage_type"] == "quantized_array"
+    assert back.storage.quantized_array() is not None
     assert (np.asarray(back.vectors) + np.float32(0)).tobytes() == fasttext_vectors[:-1].tobytes()
     # no n-grams: fastText gives an unknown word zeros, finalfusion no vector
     assert not fasttext_vectors[-1].any() and peer.embedding("zzqx") is None and back.embedding("zzqx") is None

@@ -108,8 +108,8 @@ def test_files_written_by_finalfusion_python(tmp_path):
     assert simple.metadata == {"model": "test", "dims": 4}
     assert np.array_equal(simple.norms, embs["simple"].norms)
     bucket = wv.read(paths["bucket"])
-    assert bucket.extra["vocab"]["bucket_exp"] == 3 and bucket.extra["vocab"]["min_n"] == 3
-    assert wv.read(paths["fasttext"]).extra["vocab"]["buckets"] == 7
+    assert bucket.subwords.settings["bucket_exp"] == 3 and bucket.subwords.settings["min_n"] == 3
+    assert wv.read(paths["fasttext"]).subwords.settings["buckets"] == 7
 
 
 def test_our_files_load_in_finalfusion_python(tmp_path):
@@ -202,7 +202,8 @@ def test_truncations_and_hostile_lengths(tmp_path):
 
 
 def test_published_hash_vectors():
-    from wvformats.families.finalfusion.lookups import fasttext_hash, finalfusion_hash, ngrams
+    from wvformats.families.fasttext.hashing import fasttext_hash
+    from wvformats.families.finalfusion.lookups import finalfusion_hash, ngrams
 
     assert ngrams("hallo", 3, 6)[:5] == ["<hallo", "<hall", "<hal", "<ha", "hallo>"]
     assert sorted(finalfusion_hash(g) & (2**21 - 1) for g in ngrams("hallo", 3, 6)) == [
@@ -623,7 +624,7 @@ def test_quantized_storage_is_kept_until_the_word_rows_change(tmp_path):
     dense = tmp_path / "dense.fifu"
     wv.write(emb, dense)
     back = wv.read(dense)
-    assert back.extra["storage_type"] == "ndarray" and back.extra["vocab_type"] == "bucket_subword_vocab"
+    assert back.storage.matrix is not None and back.subwords.kind == "bucket_subword_vocab"
     assert np.array_equal(back.vectors, emb.vectors)
     assert np.array_equal(back.embedding("zzz"), emb.embedding("zzz"))  # subword rows kept (reconstructed)
     theirs = ff.load_finalfusion(str(dense))
@@ -648,7 +649,7 @@ def test_batch_lookups_equal_one_by_one(tmp_path, monkeypatch):
             assert found[i] == (v is not None)
             want = v if v is not None else np.zeros(4, np.float32)
             assert np.array_equal(m[i].view(np.uint32), want.view(np.uint32)), (name, w)  # the same bits
-    assert "oov_batch" in wv.read(paths["bucket"]).extra  # the vectorised path was the one compared
+    assert wv.read(paths["bucket"]).subwords.lookup_batch is not None  # the vectorised path was the one compared
 
 
 @given(counts=st.lists(st.integers(0, 7) | st.integers(8, 40), max_size=12), offset=st.integers(0, 3),
@@ -872,7 +873,7 @@ def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path,
         assert np.array_equal(got.vectors, full.vectors[keep]) and np.array_equal(got.norms, full.norms[keep])
         if kind == "bucket":  # a dropped word is now unknown: composed from the same n-gram rows
             assert np.array_equal(got.embedding("w9é"), full.embedding("w9é") if "w9é" in got else
-                                  codec.lookups.composed(full.extra["subword_indices"], full.extra["storage_rows"],
+                                  codec.lookups.composed(full.subwords.indices, full.storage.rows,
                                                          "w9é"))
         out = tmp_path / "kept.fifu"
         wv.write(got, out)
@@ -976,7 +977,7 @@ def test_an_in_memory_read_of_a_large_file_holds_nothing_of_the_file(tmp_path, s
     got = b.vectors[:50]
     assert got.tobytes() == want.tobytes()
     if storage == "quantized":
-        codes = b.extra["quantized"]["codes"]
+        codes = b.storage.quantized_array()["codes"]
         assert codes.flags.writeable and not isinstance(codes.base, mmap.mmap)
     else:
         assert b.vectors.flags.writeable

@@ -55,4 +55,4 @@ def test_oov_vectors_are_cached_bounded_and_handed_out_as_copies(bucket_model, m
         assert v.tobytes() == batch[i].tobytes()  # the same bits as the batch, cached or not
         v[:] = 7  # the caller's copy: the next lookup is unchanged
         assert m.embedding(word).tobytes() == batch[i].tobytes()
-    assert 0 < len(m.extra["oov"].cache) <= 5
+    assert 0 < len(m.subwords.lookup.cache) <= 5

@@ -95,24 +95,23 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
     if obj.duplicates:
         raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
                          f"word", format=NAME, path="dictionary.entries.words")
-    vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab") or {}
+    sw = obj.subwords
+    vocab_type, fields = (sw.kind, sw.settings) if sw is not None else (None, {})
     vectors = np.ascontiguousarray(unnormalized(obj, unnormalize, NAME).vectors, "<f4")
     n, dim = vectors.shape
     words = list(obj.words)
     bucket = minn = maxn = 0
     inputs = vectors
     if vocab_type == "fasttext_subword_vocab":
-        from ..finalfusion.codec import subword_matrix
-
         bucket, minn, maxn = int(fields["buckets"]), int(fields["min_n"]), int(fields["max_n"])
         if max(bucket, minn, maxn) > _I32_MAX:
             raise BuildError(f"fastText holds at most {_I32_MAX} buckets and n-grams that long (i32); this vocabulary "
                              f"has {bucket} buckets, n-grams of {minn} to {maxn}", format=NAME, path="args")
         _warn_short_ngrams(minn, maxn, "finalfusion to fastText", "fastText's lookups leave out")
-        sub = subword_matrix(obj)
+        sub = sw.matrix()
         if sub is None or sub.shape != (bucket, dim):
             raise BuildError(f"a fastText subword vocabulary of {bucket} buckets needs {bucket} subword rows of "
-                             f"{dim} values (extra['subword_vectors'])", format=NAME, path="input")
+                             f"{dim} values (subwords.rows)", format=NAME, path="input")
         inputs = np.concatenate([vectors, np.asarray(sub, "<f4")])
         _own_rows(words, vectors, inputs, minn, maxn, bucket)
     elif vocab_type in _NO_FASTTEXT_FORM:

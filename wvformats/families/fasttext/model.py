@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
-from ..finalfusion.lookups import _row_items, composed_batch
+from ..finalfusion.lookups import as_row_items, composed_batch
 from . import subwords
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
 from .heap import pop_heap as _pop_heap
@@ -134,26 +134,22 @@ class FastText(Embeddings):
         self._table = ComposedTable(nwords, dim, self._compose_ids)
         self._items: np.ndarray | None = None  # the input rows as opaque items, made by _one when first needed
         self._ngram_items: np.ndarray | None = None
+        # the declared parts a writer reads, made when first asked for: quantized input as a quantized array
+        # where that maps (quantized.py says when); with n-grams, a fastText subword vocabulary (the same n-grams
+        # and hash) whose rows are the buckets after the words (a pruned model's pruned buckets as zero rows)
+        storage = Storage(quantized=lambda: finalfusion_quantized(self)) if self.input.quantized else None
+        subwords = None
+        if int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
+            from .convert import bucket_rows
+
+            subwords = Subwords("fasttext_subword_vocab",
+                                {"min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])},
+                                rows=lambda: bucket_rows(self), indices=self.subword_rows, lookup=self._unknown,
+                                lookup_batch=self._unknown_batch)
         super().__init__(words, LazyRows((nwords, dim), self._word_rows),
                          metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
-                         extra={"fasttext": True})
+                         subwords=subwords, storage=storage)
         self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
-        # what finalfusion's writer takes, made when first asked for: quantized input as its quantized array
-        # where that maps (quantized.py says when); with n-grams, its fastText vocabulary (the same n-grams and
-        # hash) and the bucket rows after the words (a view when dense, reconstructed when quantized)
-        makers: dict[str, Any] = {}
-        if self.input.quantized:
-            makers["quantized"] = lambda: finalfusion_quantized(self)
-        if int(a["maxn"]) > 0 and int(a["bucket"]) > 0:
-            from .convert import bucket_rows  # (a pruned model's pruned buckets as zero rows)
-
-            makers["subword_vectors"] = lambda: bucket_rows(self)
-            self.extra.update(vocab_type="fasttext_subword_vocab", vocab={
-                "min_n": int(a["minn"]), "max_n": int(a["maxn"]), "buckets": int(a["bucket"])})
-        self.extra = _Extra(self.extra, **makers)
-        self.extra["oov"] = self._unknown
-        self.extra["oov_batch"] = self._unknown_batch
-        self.extra["subword_indices"] = self.subword_rows
 
     # -- words -------------------------------------------------------------------------------------------
 
@@ -243,8 +239,8 @@ class FastText(Embeddings):
         if self.input.quantized:
             x = self.input.rows(np.array(rows, np.intp) + first)
         else:
-            if self._items is None:  # the rows as opaque items (lookups._row_items: np.take copies them as they
-                self._items = _row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row, and
+            if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
+                self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row, and
                 self._ngram_items = self._items[self.nwords :]  # those past the words
             # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
             x = np.take(self._ngram_items if first else self._items, rows, axis=0, mode="clip").view(np.float32)
@@ -332,6 +328,14 @@ class FastText(Embeddings):
         words = list(words)
         rows, owner = self._rows_of(words, self._ids(words))
         return self._mean_rows(rows, owner, len(words))[0]
+
+    def _unknown_lookups(self) -> tuple[Any, Any]:
+        """fastText finds a word by its bytes, a label by its own row, others by their n-grams."""
+        return self._unknown, self._unknown_batch
+
+    def subword_indices(self, word: str) -> list[int]:
+        """The input rows ``get_word_vector(word)`` averages (:meth:`subword_rows`), for any model."""
+        return self.subword_rows(word)
 
     def subword_rows(self, word: str) -> list[int]:
         """The input rows ``get_word_vector(word)`` averages: the word's own row if it is a word, then its
@@ -585,29 +589,6 @@ def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
     if int(m.args["model"]) == Model.supervised and m.output.shape[0] != labels:
         raise FormatError(f"the output matrix has {m.output.shape[0]} rows for {labels} labels", format=NAME,
                           path="output.m")
-
-
-class _Extra(dict):
-    """``Embeddings.extra`` with entries made when first asked for (``makers``: key -> function)."""
-
-    def __init__(self, base: dict, **makers: Any) -> None:
-        super().__init__(base)
-        self._makers = makers
-
-    def _make(self, key: Any) -> None:
-        if key in self._makers and not super().__contains__(key):
-            self[key] = self._makers.pop(key)()
-
-    def __getitem__(self, key: Any) -> Any:
-        self._make(key)
-        return super().__getitem__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._make(key)
-        return super().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._makers or super().__contains__(key)
 
 
 def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..finalfusion.lookups import composed_batch, fasttext_hash_many, sum_rows
+from ..finalfusion.lookups import composed_batch, sum_rows
 from . import subwords
+from .hashing import fasttext_hash_many
 from .heap import pop_heap, push_heap, sort_heap
 from .subwords import FNV_OFFSET as _FNV_OFFSET
 from .subwords import FNV_PRIME as _FNV_PRIME

@@ -1,6 +1,6 @@
 """fastText's subwords, vectorised over many words: character n-grams of ``<word>`` as fastText cuts them
 (on UTF-8 lead bytes, so bytes that are not UTF-8 count as characters of their own), hashed with fastText's
-FNV-1a (:func:`..finalfusion.lookups.fasttext_hash_many`) into buckets, through the prune index of a pruned
+FNV-1a (:func:`.hashing.fasttext_hash_many`) into buckets, through the prune index of a pruned
 model; and word n-grams of a supervised line."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..finalfusion.lookups import fasttext_hash_many
+from .hashing import FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
 
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
-FNV_OFFSET, FNV_PRIME, _MASK = 2166136261, 16777619, 0xFFFFFFFF  # Dictionary::hash (FNV-1a 32)
-SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
+_MASK = 0xFFFFFFFF
 _FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 

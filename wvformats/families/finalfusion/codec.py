@@ -10,7 +10,7 @@ import numpy as np
 import tomli_w
 
 from ... import framework
-from ...embeddings import Embeddings, LazyRows, warn_if_changed
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords, warn_if_changed
 from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchError
 from ...framework import field_docs
 from ...framework.records import selected_rows
@@ -108,10 +108,10 @@ def to_model(parsed: Any, *, dtype: Any = np.float32, limit: int | None = None, 
     # dense: the kept rows are copied (a slice stays a view); lookups keep reading the file's matrix
     full = _model(parsed, dtype)
     vectors = full.vectors[: len(rows)] if keep == list(range(len(rows))) else full.vectors[rows]
-    extra = dict(full.extra)
-    extra.pop("storage_data", None)  # the word rows are no longer its head: written as kept + subword rows
     norms = None if full.norms is None else np.asarray(full.norms)[rows]
-    return Embeddings([words[i] for i in keep], vectors, norms=norms, metadata=full.metadata, extra=extra)
+    # (the word rows are no longer the storage matrix's head: written as the kept rows + the subword rows)
+    return Embeddings([words[i] for i in keep], vectors, norms=norms, metadata=full.metadata,
+                      subwords=full.subwords, kept=full.kept)
 
 
 def _parts(parsed: Any) -> tuple[Any, Any, Any, Any]:
@@ -173,27 +173,24 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     if isinstance(vectors, np.ndarray) and np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
     vocab_fields = {k: v for k, v in vocab["body"].items() if k != "words" and not k.startswith("_")}
-    extra: dict[str, Any] = {"vocab": vocab_fields, "vocab_type": vocab["name"],
-                             "storage_type": storage["name"], "chunks": [c["name"] for c in parsed["chunks"]],
-                             "layout": _layout(parsed, vocab, storage, norms)}
+    # what this format keeps to write the file back as it was (no other format reads it)
+    kept: dict[str, Any] = {"chunks": [c["name"] for c in parsed["chunks"]],
+                            "layout": _layout(parsed, vocab, storage, norms)}
     listed, present = [int(i) for i in parsed["chunk_ids"]], [int(c["chunk_id"]) for c in parsed["chunks"]]
     if present == [*listed, C.ND_NORMS]:  # finalfusion-rust 0.6-0.10 did not list its NdNorms: kept while the chunks are
-        extra["legacy_header"] = listed
-    meta = _chunk(parsed, {5: "metadata"})
+        kept["legacy_header"] = listed
+    meta = _chunk(parsed, {C.METADATA: "metadata"})
     if meta is not None:  # written back as these bytes while the table is unchanged
-        extra["metadata_toml"] = bytes(meta["body"]["toml"])
+        kept["metadata_toml"] = bytes(meta["body"]["toml"])
     if storage["chunk_id"] == C.NDARRAY:
-        extra["subword_vectors"] = body["data"][n:]  # rows after the words (a view), written back as they are
-        extra["storage_data"] = body["data"]  # the whole matrix: written in one piece while vectors is its head
-
-        def storage_rows(rows: list[int]) -> np.ndarray:
-            return body["data"][rows]
+        # the whole matrix: written in one piece while vectors is its head; the rows after the words (a view)
+        parts = Storage(matrix=body["data"], rows=lambda rows: body["data"][rows])
+        subword_rows: Any = body["data"][n:]
     else:
-        extra["quantized"] = body  # written back as it is while the word rows still reconstruct from it
-
-        def storage_rows(rows: list[int]) -> np.ndarray:
-            return reconstruct(body, np.asarray(rows))
-    extra["storage_rows"] = storage_rows
+        # written back as it is while the word rows still reconstruct from it
+        parts = Storage(quantized=body, rows=lambda rows: reconstruct(body, np.asarray(rows)))
+        subword_rows = lambda: reconstruct(body, slice(n, None))  # noqa: E731 - made when first asked for
+    storage_rows = parts.rows
     rows_of = lookups.indexer(vocab["name"], vocab_fields, n)
     # the vectorised batch path needs rows that fit int64 (a storage has 2^bucket_exp subword rows anyway)
     if vocab["name"] == "bucket_subword_vocab" and vocab_fields["bucket_exp"] <= 40:
@@ -207,13 +204,15 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
             # quantized: each n-gram row the batch needs is reconstructed once
             needed, at = np.unique(rows, return_inverse=True)
             return lookups.composed_batch(at.reshape(-1), owner, len(batch), reconstruct(body, needed))
-
-        extra["oov_batch"] = oov_batch
-    if rows_of is not None:
-        extra["subword_indices"] = rows_of
-        extra["oov"] = lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1]))
+    else:
+        oov_batch = None
+    subwords = None
+    if vocab["name"] != "simple_vocab":
+        subwords = Subwords(vocab["name"], vocab_fields, subword_rows, indices=rows_of, lookup_batch=oov_batch,
+                            lookup=None if rows_of is None else
+                            lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1])))
     return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
-                      metadata=metadata, extra=extra)
+                      metadata=metadata, subwords=subwords, storage=parts, kept=kept)
 
 
 _SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != C.SIMPLE_VOCAB}
@@ -221,7 +220,8 @@ _SUBWORD_IDS = {name: i for i, name in VOCABS.items() if i != C.SIMPLE_VOCAB}
 
 def _vocab_chunk(obj: Embeddings) -> cs.Container:
     """The vocabulary the embeddings were read with (subword ones keep their n-gram settings), else simple."""
-    vocab_type, fields = obj.extra.get("vocab_type"), obj.extra.get("vocab")
+    vocab_type = obj.subwords.kind if obj.subwords is not None else None
+    fields = obj.subwords.settings if obj.subwords is not None else None
     if obj.duplicates:  # finalfusion-rust and -python refuse such a vocabulary when they load it
         first = next(w for i, w in enumerate(obj.words) if obj.vocab[w] != i)
         raise BuildError(f"a finalfusion vocabulary holds each word once; {obj.duplicates} row(s) repeat an "
@@ -242,7 +242,7 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
 def _metadata_chunk(obj: Embeddings) -> cs.Container | None:
     """The metadata TOML: the bytes it was read from while it is the same table (another writer's layout and
     comments kept), else written anew; None without metadata."""
-    toml = obj.extra.get("metadata_toml")
+    toml = obj.kept.get("metadata_toml")
     if toml is None or obj.metadata is None or tomllib.loads(toml.decode("utf-8")) != obj.metadata:
         if not obj.metadata:
             return None
@@ -265,17 +265,13 @@ def _is_head(part: np.ndarray, whole: Any) -> bool:
 def subword_matrix(obj: Embeddings) -> np.ndarray | None:
     """The subword rows of embeddings with a subword vocabulary (the storage rows after the words): as read
     (a view), reconstructed from a quantized array, or None."""
-    sub = obj.extra.get("subword_vectors")
-    q = obj.extra.get("quantized")
-    if sub is None and q is not None:
-        sub = reconstruct(q, slice(len(obj.words), None))
-    return sub
+    return obj.subwords.matrix() if obj.subwords is not None else None
 
 
 def _quantized_kept(obj: Embeddings) -> Any:
     """The quantized array the embeddings were read with, while their word rows are still the ones it
     reconstructs (never reconstructed, or equal); None otherwise (an edited matrix is written dense)."""
-    q = obj.extra.get("quantized")
+    q = obj.storage.quantized_array() if obj.storage is not None else None
     if q is None or obj.lazy:
         return q
     vectors = np.asarray(obj.vectors)
@@ -287,12 +283,12 @@ def _quantized_kept(obj: Embeddings) -> Any:
 
 def _dense_storage(obj: Embeddings, vectors: np.ndarray) -> cs.Container:
     """Dense word rows plus, for a subword vocabulary, the subword rows that were read."""
-    if obj.extra.get("vocab_type") in _SUBWORD_IDS:
+    if obj.subwords is not None and obj.subwords.kind in _SUBWORD_IDS:
         sub = subword_matrix(obj)
         if sub is None or sub.shape[1:] != vectors.shape[1:]:
-            raise BuildError("a subword vocabulary needs its subword rows (extra['subword_vectors'])",
+            raise BuildError("a subword vocabulary needs its subword rows (subwords.rows)",
                              format=NAME, path="chunks.storage")
-        whole = obj.extra.get("storage_data")
+        whole = obj.storage.matrix if obj.storage is not None else None
         if _is_head(vectors, whole) and _is_head(np.asarray(sub), whole[len(vectors):]):
             vectors = whole  # word rows and subword rows still the read matrix: no copy
         else:
@@ -336,12 +332,13 @@ def _deduplicated(obj: Embeddings) -> Embeddings:
     """The first row of each word (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
     n-gram rows follow the words and are the same whichever words are dropped."""
     out = obj.deduplicated()
-    vocab_type = obj.extra.get("vocab_type")
-    if out is obj or vocab_type not in _SUBWORD_IDS or vocab_type == "floret_subword_vocab":
+    sw = obj.subwords
+    if out is obj or sw is None or sw.kind not in _SUBWORD_IDS or sw.kind == "floret_subword_vocab":
         return out
     sub = subword_matrix(obj)
-    if sub is not None:
-        out.extra.update(vocab_type=vocab_type, vocab=obj.extra["vocab"], subword_vectors=sub)
+    if sub is not None:  # the same n-grams and rows; the words' lookups are the deduplicated model's own
+        out.subwords = Subwords(sw.kind, sw.settings, sub, indices=sw.indices, lookup=sw.lookup,
+                                lookup_batch=sw.lookup_batch)
     return out
 
 
@@ -375,7 +372,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
     # (a vocabulary or metadata the format cannot hold is refused before the rows are computed)
     vocab, metadata = _vocab_chunk(obj), _metadata_chunk(obj)
     if normalize is None:  # finalfusion's convention for rows from elsewhere; a finalfusion file's rows as read
-        normalize = obj.extra.get("layout") is None
+        normalize = obj.kept.get("layout") is None
     norms, lengths = obj.norms, None
     q = _quantized_kept(obj)
     if q is not None:  # rows still a read quantized array's are not made: the array is written, rescaled or not
@@ -396,7 +393,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
         built["norms"] = cs.Container(chunk_id=C.ND_NORMS, name="nd_norms", body=cs.Container(
             n_norms=len(norms), type_id=schema.F32, padding=None, norms=np.asarray(norms, "<f4")))
     chunks = cs.ListContainer()
-    for part in obj.extra.get("layout") or ["metadata", "vocab", "storage", "norms"]:
+    for part in obj.kept.get("layout") or ["metadata", "vocab", "storage", "norms"]:
         chunk = built.pop(part, None) if isinstance(part, str) else part
         if chunk is not None:
             chunks.append(chunk)
@@ -405,8 +402,8 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
     if built.get("norms") is not None:  # after the storage
         chunks.insert(next(i for i, c in enumerate(chunks) if c is storage) + 1, built["norms"])
     listed = [int(c.chunk_id) for c in chunks]
-    if obj.extra.get("legacy_header") is not None and listed == [*obj.extra["legacy_header"], C.ND_NORMS]:
-        listed = obj.extra["legacy_header"]  # a legacy file comes back as it was
+    if obj.kept.get("legacy_header") is not None and listed == [*obj.kept["legacy_header"], C.ND_NORMS]:
+        listed = obj.kept["legacy_header"]  # a legacy file comes back as it was
     ids = np.array(listed, "<u4")
     return cs.Container(magic=schema.MAGIC, version=schema.VERSION, n_chunks=len(ids), chunk_ids=ids, chunks=chunks)
 

@@ -20,8 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..fasttext.hashing import fasttext_hash
+
 _FNV64_OFFSET, _FNV64_PRIME, _MASK64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
-_FNV32_OFFSET, _FNV32_PRIME, _MASK32 = 2166136261, 16777619, (1 << 32) - 1
+_MASK32 = (1 << 32) - 1
 
 
 def ngrams(word: str, min_n: int, max_n: int, bow: str = "<", eow: str = ">") -> list[str]:
@@ -62,14 +64,6 @@ def finalfusion_hash(ngram: str) -> int:
         else:
             for b in c.to_bytes(4, "little"):
                 h = ((h ^ b) * _FNV64_PRIME) & _MASK64
-    return h
-
-
-def fasttext_hash(ngram: str) -> int:
-    """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
-    h = _FNV32_OFFSET
-    for b in ngram.encode("utf-8", "surrogatepass"):
-        h = ((h ^ (b | 0xFFFFFF00 if b & 0x80 else b)) * _FNV32_PRIME) & _MASK32
     return h
 
 
@@ -311,7 +305,7 @@ _SUM_BLOCK_BYTES = 1 << 20  # composed_batch sums this many bytes of rows at a t
 _FEW_WORDS = 4  # or one word at a time, for at most this many (a lookup of one word pays no per-row-rank loop)
 
 
-def _row_items(data: np.ndarray) -> np.ndarray:
+def as_row_items(data: np.ndarray) -> np.ndarray:
     """The rows of a matrix as one opaque item each, for np.take: a void item has no alignment to keep, so
     the rows of an unaligned matrix (a fastText file's starts at any byte) are copied as they are (np.take
     would copy the whole matrix first to align it, and fancy indexing makes a temporary of every gather)."""
@@ -349,8 +343,8 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
     block = max(1, _SUM_BLOCK_BYTES // max(4 * data.shape[1], 1))  # words whose sums stay in the CPU cache
     acc_buf = np.empty((min(block, len(order)), data.shape[1]), np.float32)
     row_buf = np.empty_like(acc_buf)  # the j-th rows of a block of words
-    items, acc_items, row_items = _row_items(data.astype(np.float32, copy=False)), _row_items(acc_buf), \
-        _row_items(row_buf)
+    items, acc_items, row_items = as_row_items(data.astype(np.float32, copy=False)), as_row_items(acc_buf), \
+        as_row_items(row_buf)
     for a in range(0, len(order), block):
         first, c = starts[a : a + block], cnt[a : a + block]
         acc, row = acc_buf[: len(c)], row_buf[: len(c)]
@@ -362,30 +356,3 @@ def composed_batch(rows: np.ndarray, owner: np.ndarray, n: int, data: np.ndarray
             acc[:m] += row[:m]
         out[order[a : a + block]] = _finished(acc, c, mean)
     return out, found
-
-
-def fasttext_hash_many(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """:func:`fasttext_hash` of many byte strings at once: string ``i`` is ``blob[starts[i]:][:lengths[i]]``.
-
-    One numpy step per byte position across all strings (FNV-1a is sequential within a string only).
-    """
-    h = np.full(len(starts), _FNV32_OFFSET, np.uint32)
-    if not len(starts):
-        return h
-    signed = blob.view(np.int8).astype(np.int32).view(np.uint32)  # each byte sign-extended, as int8_t
-    prime = np.uint32(_FNV32_PRIME)
-    longest = int(lengths.max())
-    if longest < 256:  # longest first (a radix sort of one byte): the strings with a j-th byte are a prefix
-        order = np.argsort((255 - lengths).astype(np.uint8), kind="stable")
-        at = np.asarray(starts, np.int64)[order]
-        live = np.searchsorted(-np.asarray(lengths, np.int64)[order], -np.arange(longest), "left").tolist()
-        for j, c in enumerate(live):
-            h[:c] ^= signed[at[:c] + j]
-            h[:c] *= prime
-        out = np.empty_like(h)
-        out[order] = h
-        return out
-    for j in range(longest):
-        live_at = np.flatnonzero(lengths > j)
-        h[live_at] = (h[live_at] ^ signed[starts[live_at] + j]) * prime
-    return h

@@ -281,13 +281,13 @@ def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
         raise FormatError(f"words {words.dtype} {words.shape} and vectors {vectors.dtype} {vectors.shape}: one "
                           "word (a string) per row of a matrix", format=EMBEDDINGS_NPZ.name, path="members",
                           offset=0)
-    return Embeddings(words.tolist(), vectors, extra={"npz": arrays})
+    return Embeddings(words.tolist(), vectors, kept={"npz": arrays})
 
 
 def embeddings_from_model(emb: Any, *, compressed: bool | None = None) -> cs.Container:
     if not isinstance(emb, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(emb).__name__}", format=EMBEDDINGS_NPZ.name)
-    kept = emb.extra.get("npz")
+    kept = emb.kept.get("npz")
     words = np.array(emb.words, dtype=str) if emb.words else np.zeros(0, "<U1")
     arrays = NpzArrays({"words": words, "vectors": emb.vectors})
     if isinstance(kept, NpzArrays) and kept["words"].tolist() == emb.words and \
