@@ -255,7 +255,7 @@ def test_version_and_help_list_each_command_once():
     assert r.returncode == 0
     # the core commands, then the families' own (wvformats/families/<family>/commands.py), by family
     commands = ["formats", "sniff", "inspect", "dump", "validate", "convert", "similar", "analogy", "docs", "samples",
-                "fasttext", "rwkv", "infinigram", "sentencepiece"]
+                "fasttext", "rwkv", "gguf", "infinigram", "sentencepiece"]
     listed = [line.split()[0] for line in r.stdout.splitlines() if line.startswith("    ") and line.split()]
     assert [c for c in listed if c in commands] == commands  # each once, in one place
     assert "130 interrupted" in r.stdout and "141 output closed" in r.stdout

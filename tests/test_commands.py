@@ -37,6 +37,7 @@ def test_each_family_command_lives_in_its_family():
     assert not errors
     owners = {c.name: c.run.__module__ for c in found}
     assert owners == {"fasttext": "wvformats.families.fasttext.commands",
+                      "gguf": "wvformats.families.ggml.commands",
                       "rwkv": "wvformats.families.ggml.commands",
                       "infinigram": "wvformats.families.infinigram.commands",
                       "sentencepiece": "wvformats.families.sentencepiece.commands"}

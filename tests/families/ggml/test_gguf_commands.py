@@ -1,0 +1,81 @@
+"""`wvformats gguf dump | set | new`, checked against llama.cpp's gguf-py scripts (gguf-dump --json,
+gguf-set-metadata, gguf-new-metadata) on llama.cpp's vocabulary files and a file with tensors."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import wvformats as wv
+
+DATA = Path(__file__).parents[2] / "data" / "gguf"
+TINY = Path(wv.__file__).parent / "sample_files" / "sample-tiny.gguf"
+
+
+def ours(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wvformats.cli", "gguf", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def script(name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", f"gguf.scripts.{name}", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("path", [DATA / "ggml-vocab-bert-bge.gguf", DATA / "ggml-vocab-llama-spm.gguf", TINY])
+@pytest.mark.parametrize("arrays", [False, True])
+def test_dump_json_is_gguf_dumps(path, arrays):
+    flag = ["--json-array"] if arrays else []
+    want = json.loads(script("gguf_dump", "--json", *flag, path).stdout)
+    got = ours("dump", path, "--json", *flag)
+    assert got.returncode == 0, got.stderr
+    got = json.loads(got.stdout)
+    assert got["metadata"] == want["metadata"]
+    assert got["tensors"] == want["tensors"]
+
+
+def test_dump_shows_every_key(tmp_path):
+    path = DATA / "ggml-vocab-llama-spm.gguf"
+    text = ours("dump", path).stdout
+    model = wv.read(path)
+    assert all(f" {key} = " in text for key in model.metadata)
+    assert "(32000 in all; --all shows them)" in text
+    last = model.metadata["tokenizer.ggml.tokens"][-1]
+    assert repr(last) not in text and repr(last) in ours("dump", path, "--all").stdout  # --all: every element
+
+
+def test_set_in_place_as_gguf_set_metadata(tmp_path):
+    theirs, mine = tmp_path / "theirs.gguf", tmp_path / "mine.gguf"
+    for p in (theirs, mine):
+        shutil.copy(DATA / "ggml-vocab-bert-bge.gguf", p)
+    assert script("gguf_set_metadata", theirs, "bert.context_length", "1024", "--force").returncode == 0
+    r = ours("set", mine, "bert.context_length", "1024")
+    assert r.returncode == 0 and "in place" in r.stdout
+    assert mine.read_bytes() == theirs.read_bytes()
+
+
+def test_set_of_a_string_rewrites_the_file(tmp_path):
+    path = tmp_path / "m.gguf"
+    shutil.copy(TINY, path)
+    r = ours("set", path, "general.name", "a much longer name than before")
+    assert r.returncode == 0 and "rewritten" in r.stdout
+    assert wv.read(path).metadata["general.name"] == "a much longer name than before" and wv.validate(path).ok
+    assert ours("set", path, "general.name", "x", "--type", "UINT32").returncode == 2  # 'x' is no UINT32
+
+
+def test_new_sets_and_removes_as_gguf_new_metadata(tmp_path):
+    src = DATA / "ggml-vocab-bert-bge.gguf"
+    theirs, mine = tmp_path / "theirs.gguf", tmp_path / "mine.gguf"
+    assert script("gguf_new_metadata", src, theirs, "--general-name", "renamed", "--remove-metadata",
+                  "bert.attention.head_count", "--force").returncode == 0
+    r = ours("new", src, mine, "--set", "general.name=renamed", "--remove", "bert.attention.head_count")
+    assert r.returncode == 0, r.stderr
+    a, b = wv.read(theirs), wv.read(mine)
+    assert list(a.metadata) == list(b.metadata) and "bert.attention.head_count" not in b.metadata
+    assert all(a.metadata.type(k) == b.metadata.type(k) for k in a.metadata)
+    assert json.loads(ours("dump", mine, "--json", "--json-array").stdout)["metadata"]["general.name"]["value"] \
+        == "renamed"
+    assert ours("new", src, src, "--set", "general.name=x").returncode == 2  # never over its own input
