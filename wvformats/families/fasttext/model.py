@@ -21,6 +21,7 @@ from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
 from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
+from .neighbors import vector_norm
 from .predict import exp_to_float, expf, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
@@ -464,7 +465,7 @@ class FastText(Embeddings):
             vecs = self.word_vectors(toks)
             count = 0
             for v in vecs:
-                norm = np.sqrt(np.cumsum(v * v, dtype=np.float32)[-1])  # Vector::norm sums in order
+                norm = vector_norm(v)
                 if norm > 0:
                     out[i] += v * np.float32(1.0 / float(norm))  # 1.0 / norm in double, as C++ does
                     count += 1

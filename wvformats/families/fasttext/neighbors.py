@@ -17,7 +17,7 @@ import numpy as np
 f32 = np.float32
 
 
-def _norm(v: np.ndarray) -> np.float32:
+def vector_norm(v: np.ndarray) -> np.float32:
     """``Vector::norm``: the square root of a float32 sum of squares taken in order."""
     return f32(np.sqrt(np.cumsum(v * v, dtype=f32)[-1])) if len(v) else f32(0)
 
@@ -49,7 +49,7 @@ def nearest(model: Any, query: np.ndarray, k: int, banned: Iterable[str]) -> lis
     """``FastText::getNN``: the ``k`` words most similar to ``query`` (words of ``banned`` left out), as
     (similarity, word) pairs from the most similar."""
     unit = unit_vectors(model)
-    qn = _norm(query)
+    qn = vector_norm(query)
     if abs(qn) < 1e-8:
         qn = f32(1)
     sims = _dot_rows(unit, query.astype(f32)) / qn
@@ -72,5 +72,5 @@ def analogies(model: Any, a: str, b: str, c: str, k: int = 10) -> list[tuple[flo
     query = np.zeros(model.dim, f32)
     for word, sign in ((a, 1.0), (b, -1.0), (c, 1.0)):
         v = model.get_word_vector(word)
-        query += f32(sign / (float(_norm(v)) + 1e-8)) * v
+        query += f32(sign / (float(vector_norm(v)) + 1e-8)) * v
     return nearest(model, query, k, [a, b, c])
