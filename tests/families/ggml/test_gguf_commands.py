@@ -37,7 +37,7 @@ def test_dump_json_is_gguf_dumps(path, arrays):
     assert got["tensors"] == want["tensors"]
 
 
-def test_dump_shows_every_key(tmp_path):
+def test_dump_shows_every_key():
     path = DATA / "ggml-vocab-llama-spm.gguf"
     text = ours("dump", path).stdout
     model = wv.read(path)
@@ -55,6 +55,17 @@ def test_set_in_place_as_gguf_set_metadata(tmp_path):
     r = ours("set", mine, "bert.context_length", "1024")
     assert r.returncode == 0 and "in place" in r.stdout
     assert mine.read_bytes() == theirs.read_bytes()
+
+
+def test_set_on_a_compressed_file_rewrites_it_compressed(tmp_path):
+    """The offsets of a .gguf.gz are those of its decompressed bytes: a number is never written into the gzip
+    stream (it was, corrupting it), the file is rewritten, compressed as before."""
+    path = tmp_path / "m.gguf.gz"
+    subprocess.run(["gzip", "-c", str(TINY)], stdout=path.open("wb"), check=True)
+    r = ours("set", path, "llama.context_length", "128")
+    assert r.returncode == 0 and "rewritten" in r.stdout
+    assert path.read_bytes()[:2] == b"\x1f\x8b" and wv.validate(path).ok
+    assert wv.read(path).metadata["llama.context_length"] == 128
 
 
 def test_set_of_a_string_rewrites_the_file(tmp_path):

@@ -94,6 +94,7 @@ def _set(model: object, key: str, text: str, type_name: str | None) -> None:
 
 def _gguf(args: argparse.Namespace) -> int:
     from ... import api
+    from ...errors import OptionError
 
     if args.gguf_command == "dump":
         return _dump(api.read(args.file, "gguf"), args)
@@ -102,15 +103,11 @@ def _gguf(args: argparse.Namespace) -> int:
     model = api.read(args.src, "gguf")
     for key in args.remove:
         if key not in model.metadata:
-            from ...errors import OptionError
-
             raise OptionError(f"{args.src} has no key {key!r} to remove")
         del model.metadata[key]
     for item in args.set:
         key, sep, text = item.partition("=")
         if not sep:
-            from ...errors import OptionError
-
             raise OptionError(f"--set takes KEY=VALUE, not {item!r}")
         key, _, type_name = key.partition(":")
         _set(model, key, text, type_name or None)
@@ -135,7 +132,7 @@ def _set_file(args: argparse.Namespace) -> int:
     value = _typed(args.value, kind)
     dtype = dict(VALUE_TYPES.values()).get(kind)
     if (kv is not None and kind == meta.type(args.key) and dtype is not None and model.version >= 2
-            and kv.get("_offset") is not None and api.sniff(args.file) == "gguf"):
+            and kv.get("_offset") is not None and _plain_gguf(args.file)):
         meta.set(args.key, value, type=kind)  # (checks the value against the type, as any assignment does)
         at = kv["_offset"] + 8 + len(args.key.encode("utf-8")) + 4  # u64 key length, key, u32 value type
         with open(args.file, "r+b") as f:
@@ -147,6 +144,14 @@ def _set_file(args: argparse.Namespace) -> int:
     api.write(model, args.file, "gguf", overwrite=True)
     print(f"set {args.key} = {value!r} [{kind}, {args.file} rewritten]")
     return EXIT_OK
+
+
+def _plain_gguf(path: Path) -> bool:
+    """The file holds GGUF bytes as they are (not compressed): its offsets are the parse's."""
+    from ...schemas.identity import GGUF_MAGIC
+
+    with open(path, "rb") as f:
+        return f.read(len(GGUF_MAGIC)) == GGUF_MAGIC
 
 
 def _dump(model: object, args: argparse.Namespace) -> int:
