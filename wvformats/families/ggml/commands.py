@@ -125,7 +125,7 @@ def _set_file(args: argparse.Namespace) -> int:
     from ... import api
     from ...schemas.gguf import VALUE_TYPES
 
-    model = api.read(args.file, "gguf", mmap=False)
+    model = api.read(args.file, "gguf", mmap=True)  # (a model of GBs: only the metadata is read)
     meta = model.metadata
     kv = meta._kv.get(args.key)  # (this family's own model)
     kind = args.value_type or (meta.type(args.key) if kv is not None else "STRING")
