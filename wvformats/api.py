@@ -24,7 +24,7 @@ from .errors import (
     UnknownFormatError,
     WrongFormatError,
 )
-from .fileio import Source, atomic_output, check_target, same_file
+from .fileio import Source, atomic_output, check_target, refuse_own_input
 
 PathLike = str | os.PathLike[str]
 # every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
@@ -395,8 +395,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     Never writes over ``src``, and never over an existing ``dst`` unless ``overwrite=True``. Everything that
     can be checked before reading (the output format, its folder, the options) is checked first.
     """
-    if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
-        raise FormatError(f"refusing to write {dst} over its own input")
+    refuse_own_input(dst, src)
     candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}

@@ -223,6 +223,12 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def refuse_own_input(dst: str | os.PathLike[str], src: str | os.PathLike[str]) -> None:
+    """A FormatError when ``dst`` is the file ``src``: an input is never overwritten by accident."""
+    if Path(dst).exists() and (same_file(src, dst) or Path(src).resolve() == Path(dst).resolve()):
+        raise FormatError(f"refusing to write {dst} over its own input")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
