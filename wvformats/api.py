@@ -398,7 +398,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     refuse_own_input(dst, src)
     candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)
-    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
+    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "encoding", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
     if len(candidates) == 1:

@@ -94,7 +94,8 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
     obj.check_parts(NAME)
     if obj.duplicates:
         raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
-                         f"word", format=NAME, path="dictionary.entries.words")
+                         f"word; deduplicate=True (--dedupe) keeps the first of each", format=NAME,
+                         path="dictionary.entries.words")
     sw = obj.subwords
     vocab_type, fields = (sw.kind, sw.settings) if sw is not None else (None, {})
     vectors = np.ascontiguousarray(unnormalized(obj, unnormalize, NAME).vectors, "<f4")
