@@ -189,7 +189,8 @@ def hinted(error: FormatError) -> FormatError:
     if fmt is not None and "invalid UTF-8" in error.message and "unicode_errors" in (fmt.read_options or ()) \
             and "unicode_errors" not in error.message:
         error.message += (" (unicode_errors='replace' or 'ignore' reads past it; on the command line "
-                          "--unicode-errors replace)")
+                          "--unicode-errors replace" + ("; encoding='cp852' (--encoding) reads words in another "
+                                                        "encoding" if "encoding" in fmt.read_options else "") + ")")
     return error
 
 
@@ -590,6 +591,8 @@ def _inspect(source: Source, name: str, full: bool, options: dict[str, Any]) -> 
             from .framework.walk import walk
 
             read_params = {k: v for k, v in options.items() if k == "unicode_errors" and v}  # (as parsed)
+            if options.get("encoding"):  # (words in another encoding are walked as their bytes)
+                read_params["unicode_errors"] = "surrogateescape"
             _, spans = walk(fmt.schema, data, format=fmt.name, **read_params)
             top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]
             info["parts"] = [{"field": s.path, "offset": s.start, "size": s.end - s.start} for s in top]

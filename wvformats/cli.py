@@ -98,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, help="only the first N words (fastText: every label and n-gram bucket "
                                              "kept, so unknown words get the vectors they had)")
     unicode_argument(s)
+    s.add_argument("--to-encoding", metavar="ENC",
+                   help="word2vec, GloVe, Leader and fastText output from word vectors: the encoding of the words "
+                        "written (default: the one they were read in, --encoding, else UTF-8); --to-encoding utf-8 "
+                        "transcodes. A fastText model's words stay in its own bytes (its n-grams hash them)")
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5", "repr16"],
                    help="text formats, how numbers are spelt: repr the shortest that reads back the same float32 "
@@ -354,6 +358,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["encoding"] = args.encoding
     if args.upgrade:
         options["upgrade"] = True
+    if args.to_encoding:
+        options["to_encoding"] = args.to_encoding
     if args.newline:
         options["newline"] = True
     if args.style:

@@ -597,9 +597,9 @@ class TextRecords(Checked):
             line = w + " " + " ".join(fmt(arr[i]))
             out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
             if len(out) >= 4096:
-                stream.write("".join(out).encode("utf-8"))
+                stream.write("".join(out).encode("utf-8", "surrogateescape"))
                 out.clear()
-        stream.write("".join(out).encode("utf-8"))
+        stream.write("".join(out).encode("utf-8", "surrogateescape"))  # (escapes: a word in another encoding)
         return obj
 
     def _sizeof(self, context: Any, path: str) -> int:

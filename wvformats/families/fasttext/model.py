@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows, Storage, Subwords
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords, as_read, decoded, word_encoding
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -110,7 +110,7 @@ class FastText(Embeddings):
                               path=f"dictionary.entries.types[{bad}]", offset=entry_offset(entries, bad))
         raw = entries["words"]  # as fastText sees them: surrogate escapes are the file's bytes
         # words shown in ``encoding`` and looked up by their bytes in it (None: UTF-8)
-        self.encoding = text_encoding(encoding)
+        self.encoding = word_encoding(encoding)
         shown = _shown(entries, raw, unicode_errors, self.encoding)
         words = shown if nwords == len(shown) else shown[:nwords]
         self.args = a
@@ -263,11 +263,7 @@ class FastText(Embeddings):
         """Words or lines as fastText sees them: their bytes in the model's encoding, as the entries are read
         (UTF-8 with surrogate escapes); the words themselves when the model is UTF-8. Once per query: a word in
         this form is not one to encode again."""
-        if self.encoding is None:
-            return list(words)
-        enc = self.encoding
-        return [w if w.isascii() else w.encode(enc, "surrogateescape").decode("utf-8", "surrogateescape")
-                for w in words]
+        return as_read(words, self.encoding)
 
     def _unknown(self, word: str) -> np.ndarray | None:
         """The vector of a word that is not in ``vocab``: a label or an entry whose bytes are not UTF-8 (by its
@@ -625,33 +621,6 @@ def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
                           path="output.m")
 
 
-def text_encoding(encoding: str | None) -> str | None:
-    """The codec name of ``encoding`` (None for UTF-8, which the entries are read as), refusing one whose text
-    can hold a NUL byte or does not spell ASCII as ASCII (UTF-16, UTF-32): fastText ends each word at a NUL."""
-    if encoding is None:
-        return None
-    import codecs
-
-    from ...errors import OptionError
-
-    try:
-        name = codecs.lookup(encoding).name
-    except (LookupError, TypeError):
-        raise OptionError(f"unknown encoding {encoding!r}") from None
-    if name == "utf-8":
-        return None
-    probe = "".join(map(chr, range(1, 128)))
-    try:
-        ascii_safe = probe.encode(name) == probe.encode("ascii")
-    except (UnicodeError, LookupError):
-        ascii_safe = False
-    if not ascii_safe:
-        raise OptionError(f"encoding {encoding!r} does not spell ASCII as ASCII bytes: fastText's words end at a NUL "
-                          "byte and split at ASCII spaces, so they are in an ASCII-compatible encoding (cp852, "
-                          "latin-1, cp1251, ...)")
-    return name
-
-
 def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: str | None = None) -> list[str]:
     """The entries as the model shows them: words that are not UTF-8 (or not of ``encoding``) are refused (the
     default, naming the entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
@@ -660,7 +629,7 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: s
         shown = []
         for i, w in enumerate(raw):
             try:
-                shown.append(w if w.isascii() else w.encode("utf-8", "surrogateescape").decode(encoding, errors))
+                shown.append(decoded(w, encoding, errors))
             except UnicodeDecodeError as e:
                 raise FormatError(f"entry {i} is not {encoding} ({e.reason}); read with unicode_errors='replace' "
                                   f"or 'ignore'", format=NAME, path=f"dictionary.entries.words[{i}]",
@@ -671,8 +640,8 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: s
         return raw
     if unicode_errors in (None, "strict"):
         i = escaped[0]
-        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
-                          f"unicode_errors='replace' or 'ignore'", format=NAME,
+        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with its encoding "
+                          f"(encoding='cp852', ...), or with unicode_errors='replace' or 'ignore'", format=NAME,
                           path=f"dictionary.entries.words[{i}]", offset=entry_offset(entries, i))
     shown = list(raw)
     for i in escaped:
