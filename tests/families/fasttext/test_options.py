@@ -224,3 +224,23 @@ def test_dedupe_of_a_fasttext_model_that_repeats_a_word(tmp_path):
     assert once.words == m.words[:3] + m.words[4:]
     a = ask(tmp_path / "once.bin", words=once.words[:6])
     assert np.array([f32(x) for x in a["words"]]).tobytes() == m.embedding_batch(once.words[:6])[0].tobytes()
+
+
+def test_fasttext_commands_read_and_print_in_the_models_encoding(tmp_path):
+    """``wvformats fasttext print-word-vectors MODEL --encoding cp852``: the words read from standard input and
+    printed back in cp852, as fastText's program reads and prints bytes; their vectors the fasttext module's of
+    those bytes; ``nn`` prints its neighbours in cp852 too."""
+    wv.convert(CP852, tmp_path / "up.bin", "fasttext", encoding="cp852", upgrade=True)
+    words = ["který", "kterýx", "podle", "žluťoučký"]
+    peer = ask(tmp_path / "up.bin", raw_words=[w.encode("cp852").hex() for w in words])["raw_words"]
+    run = subprocess.run([sys.executable, "-m", "wvformats.cli", "fasttext", "print-word-vectors", str(CP852),
+                          "--encoding", "cp852"], input=" ".join(words).encode("cp852"), capture_output=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    want = "".join(f"{w} " + "".join(f"{float(v):.5g} " for v in f32(bits)) + "\n"
+                   for w, bits in zip(words, peer, strict=True))
+    assert run.stdout == want.encode("cp852")
+    run = subprocess.run([sys.executable, "-m", "wvformats.cli", "fasttext", "nn", str(CP852), "který", "-k", "3",
+                          "--encoding", "cp852"], capture_output=True, timeout=120)
+    m = wv.read(CP852, encoding="cp852")
+    assert run.stdout.decode("cp852").splitlines() == [f"{w} {s:g}" for s, w in m.get_nearest_neighbors("který", 3)]
