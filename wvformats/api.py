@@ -199,7 +199,8 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
 
     Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
     ``dtype`` (float32 default; text formats parse their numbers at float64 when it is wider),
-    ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
+    ``unicode_errors`` ("strict", "replace", "ignore"), ``encoding`` (of words that are not UTF-8: "cp852"; the
+    model keeps it and is written in it again), ``mmap``.
     """
     with _source(path) as source:
         fmt = _resolve(source, format)

@@ -95,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--to", metavar="FORMAT", help="output format, one of: {writable} (default: from the "
                                                   "extension of DST)")
     s.add_argument("--force", action="store_true", help="replace DST if it exists")
-    s.add_argument("--limit", type=int, help="only the first N words (fastText: every label and n-gram bucket "
-                                             "kept, so unknown words get the vectors they had)")
+    s.add_argument("--limit", type=int, metavar="N", help="only the first N words (fastText: every label and n-gram "
+                                                         "bucket kept, so unknown words get the vectors they had)")
     unicode_argument(s)
     s.add_argument("--to-encoding", metavar="ENC",
                    help="word2vec, GloVe, Leader and fastText output from word vectors: the encoding of the words "
