@@ -253,6 +253,10 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
         raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+    if options.get("encoding") is not None and "encoding" not in (fmt.read_options or ()):  # (a format that
+        # declares no options: its text is in the encoding its spec fixes)
+        raise OptionError(f"{fmt.name} files take no read option 'encoding': the format fixes the encoding of its "
+                          "text")
     from .embeddings import check_read_options
 
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))

@@ -87,10 +87,13 @@ def test_encoding_round_trips_byte_exact(tmp_path):
 
 
 def test_encoding_is_refused_where_a_format_fixes_it(tmp_path):
-    """finalfusion's words are UTF-8 by its spec; UTF-16 cannot spell fastText's NUL-ended words."""
+    """finalfusion's words are UTF-8 by its spec, as GGUF's and SentencePiece's strings; UTF-16 cannot spell
+    fastText's NUL-ended words."""
     wv.convert(TRAINED / "skipgram.bin", tmp_path / "s.fifu", normalize=False)
-    with pytest.raises(OptionError, match="encoding"):
-        wv.read(tmp_path / "s.fifu", encoding="cp852")
+    samples = Path(wv.__file__).parent / "sample_files"
+    for path in (tmp_path / "s.fifu", samples / "sample-tiny.gguf", samples / "sample-bpe.model"):
+        with pytest.raises(OptionError, match="encoding"):
+            wv.read(path, encoding="cp852")
     with pytest.raises(OptionError, match="ASCII"):
         wv.read(CP852, encoding="utf-16")
 
