@@ -137,14 +137,35 @@ def test_upgrade_of_a_version_11_supervised_model_keeps_its_predictions(tmp_path
     assert ask(tmp_path / "v11.bin", **queries) == ask(tmp_path / "v12.bin", **queries)
 
 
+def old_release(path: Path, out: Path, **args) -> Path:
+    """The model at ``path`` written as a release before the magic writes it (no magic, version, prune index
+    nor quantization flags), with ``args`` changed."""
+    p = wv.parse_file(path)
+    p.update(dict(new_format=False, head=int(p.args.dim), magic=None, version=None, quant_input=None, qout=None))
+    p.args.update(args)
+    p.dictionary.pruneidx_size = None
+    with open(out, "wb") as f:
+        codec.build(p, f)
+    return out
+
+
+def test_an_old_supervised_model_has_no_character_ngrams(tmp_path):
+    """A supervised model before the magic looked its words up by id only (``Dictionary::getLine`` of 2017):
+    read so (as fastText reads version 11), and upgraded with maxn 0, on which the fasttext module predicts
+    what wvformats predicts from the old file."""
+    old = old_release(TRAINED / "sup-softmax.bin", tmp_path / "old.bin", wordNgrams=1)
+    m = wv.read(old)
+    assert m.version is None and int(m.args.maxn) > 0 and "zzqx" not in m
+    wv.convert(old, tmp_path / "up.bin", upgrade=True)
+    a = ask(tmp_path / "up.bin", words=QUERY_WORDS[:-1], lines=LINES, k=2)
+    assert [list(m.predict(line, k=2)[0]) for line in LINES] == [labels for labels, _ in a["predictions"]]
+    assert m.embedding_batch(QUERY_WORDS[:-1])[0].tobytes() == np.array([f32(x) for x in a["words"]]).tobytes()
+
+
 def test_upgrade_refuses_what_no_current_file_can_say(tmp_path):
     """A supervised model before the magic with word n-grams hashed word ids: refused, naming the field; so
     is predicting with it."""
-    p = wv.parse_file(TRAINED / "sup-softmax.bin")
-    p.update(dict(new_format=False, head=int(p.args.dim), magic=None, version=None, quant_input=None, qout=None))
-    p.dictionary.pruneidx_size = None
-    with open(tmp_path / "old.bin", "wb") as f:
-        codec.build(p, f)
+    old_release(TRAINED / "sup-softmax.bin", tmp_path / "old.bin")  # (trained with wordNgrams 2)
     m = wv.read(tmp_path / "old.bin")
     assert m.version is None
     with pytest.raises(ValueError, match="word ids"):
