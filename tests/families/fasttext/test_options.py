@@ -74,6 +74,16 @@ def test_encoding_looks_words_up_by_their_bytes_as_fasttext_does(tmp_path):
     assert np.abs(g["který"] - m["který"]).max() > 1e-2  # gensim: UTF-8 n-grams of a cp852 model
 
 
+def test_neighbours_of_words_shown_otherwise_than_their_bytes():
+    """Nearest neighbours rank every word by its own vector, found by id: words decoded with U+FFFD (an
+    encoding that lacks their bytes, unicode_errors='replace') rank as the same words read in cp852."""
+    shown = wv.read(CP852, encoding="ascii", unicode_errors="replace")
+    right = wv.read(CP852, encoding="cp852")
+    ids = {w: i for i, w in enumerate(right.words)}
+    got = [(s, shown.words[ids[w]]) for s, w in right.get_nearest_neighbors("ji", 5)]
+    assert shown.get_nearest_neighbors("ji", 5) == got
+
+
 def test_encoding_round_trips_byte_exact(tmp_path):
     """A model read with an encoding is written in its own bytes: the same file again (and on the command
     line); its words decode strictly (a byte the encoding lacks is an error naming the entry)."""
