@@ -236,7 +236,7 @@ def test_dedupe_writes_each_word_once_to_fasttext(tmp_path):
     first row of each word, which the fasttext module gives back."""
     emb = wv.Embeddings(["a", "b", "a", "c"], np.arange(8, dtype=np.float32).reshape(4, 2))
     wv.write(emb, tmp_path / "d.vec")
-    with pytest.raises(BuildError, match="deduplicate"):
+    with pytest.raises(BuildError, match="deduplicate"), pytest.warns(UserWarning, match="duplicate"):
         wv.convert(tmp_path / "d.vec", tmp_path / "d.bin", "fasttext")
     assert cli.main(["convert", str(tmp_path / "d.vec"), str(tmp_path / "d.bin"), "--to", "fasttext",
                      "--dedupe"]) == 0

@@ -24,6 +24,7 @@ from ...errors import BuildError, FormatError
 from ...schemas import fasttext as schema
 from ..finalfusion.lookups import composed_batch
 from . import subwords
+from .edit import CURRENT
 from .model import EOS
 from .sniff import FASTTEXT
 
@@ -124,7 +125,7 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None, to_encoding: str 
     entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
     dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
                               pruneidx=np.zeros((0, 2), "<i4"))
-    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
+    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=CURRENT, args=args,
                         dictionary=dictionary, quant_input=0, input=cs.Container(m=len(inputs), n=dim, data=inputs),
                         qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
 

@@ -18,8 +18,9 @@ import numpy as np
 from ...errors import BuildError
 from ...schemas import fasttext as schema
 from ...schemas.fasttext import Model
+from ...schemas.identity import FASTTEXT_VERSIONS
 
-CURRENT = 12  # fastText's FASTTEXT_VERSION: the version it writes
+CURRENT = FASTTEXT_VERSIONS[-1]  # fastText's FASTTEXT_VERSION: the version it writes
 
 
 def keep_words(parsed: Any, keep: np.ndarray) -> cs.Container:
