@@ -103,6 +103,27 @@ def decoded(raw: str, encoding: str, errors: str = "strict") -> str:
     return raw if raw.isascii() else raw.encode("utf-8", "surrogateescape").decode(encoding, errors)
 
 
+def decoded_all(raws: Sequence[str], encoding: str, errors: str,
+                fail: Callable[[int, UnicodeDecodeError], Exception]) -> list[str]:
+    """:func:`decoded` of many words: joined by newlines and decoded at once when none holds one, else (or when
+    that fails) one by one, raising ``fail(index, error)`` for the first word that does not decode."""
+    joined = "\n".join(raws)
+    if raws and joined.count("\n") == len(raws) - 1:
+        try:
+            out = joined.encode("utf-8", "surrogateescape").decode(encoding, errors).split("\n")
+        except UnicodeDecodeError:
+            out = []
+        if len(out) == len(raws):
+            return out
+    words = []
+    for i, w in enumerate(raws):
+        try:
+            words.append(decoded(w, encoding, errors))
+        except UnicodeDecodeError as e:
+            raise fail(i, e) from None
+    return words
+
+
 def spells(word: str, encoding: str | None) -> bool:
     """``word`` can be written in ``encoding``."""
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows, Storage, Subwords, as_read, decoded, word_encoding
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords, as_read, decoded_all, word_encoding
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -625,16 +625,12 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: s
     """The entries as the model shows them: words that are not UTF-8 (or not of ``encoding``) are refused (the
     default, naming the entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
     if encoding is not None:
-        errors = unicode_errors or "strict"
-        shown = []
-        for i, w in enumerate(raw):
-            try:
-                shown.append(decoded(w, encoding, errors))
-            except UnicodeDecodeError as e:
-                raise FormatError(f"entry {i} is not {encoding} ({e.reason}); read with unicode_errors='replace' "
-                                  f"or 'ignore'", format=NAME, path=f"dictionary.entries.words[{i}]",
-                                  offset=entry_offset(entries, i)) from None
-        return shown
+        def fail(i: int, e: UnicodeDecodeError) -> FormatError:
+            return FormatError(f"entry {i} is not {encoding} ({e.reason}); read with unicode_errors='replace' or "
+                               f"'ignore'", format=NAME, path=f"dictionary.entries.words[{i}]",
+                               offset=entry_offset(entries, i))
+
+        return decoded_all(raw, encoding, unicode_errors or "strict", fail)
     escaped = entries.get("_escaped") or []
     if not escaped:
         return raw

@@ -13,6 +13,7 @@ from ...embeddings import (
     as_read,
     count_duplicates,
     decoded,
+    decoded_all,
     spells,
     unnormalized,
     word_encoding,
@@ -55,13 +56,11 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, encoding: str | None = No
         vectors = vectors.astype(dtype)
     words = rec["words"]
     if (encoding := word_encoding(encoding)) is not None:
-        errors, words = unicode_errors or "strict", list(words)
-        for i, w in enumerate(words):
-            try:
-                words[i] = decoded(w, encoding, errors)
-            except UnicodeDecodeError as e:
-                raise FormatError(f"word {i} is not {encoding} ({e.reason}): read with unicode_errors='replace' "
-                                  "or 'ignore'", path=f"records[{i}].word") from None
+        def fail(i: int, e: UnicodeDecodeError) -> FormatError:
+            return FormatError(f"word {i} is not {encoding} ({e.reason}): read with unicode_errors='replace' or "
+                               "'ignore'", path=f"records[{i}].word")
+
+        words = decoded_all(words, encoding, unicode_errors or "strict", fail)
     emb = Embeddings(words, vectors)
     emb.encoding = encoding
     emb.warn_duplicates()
