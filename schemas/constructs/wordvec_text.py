@@ -440,7 +440,12 @@ def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail
         return None
     try:
         names = pa.array(words, pa.string())
-    except (pa.ArrowException, UnicodeError):
+    except UnicodeError:  # surrogate escapes: the bytes of words in another encoding, joined as bytes (a view
+        try:  # as strings is not checked; the joins below copy bytes)
+            names = pa.array([w.encode("utf-8", "surrogateescape") for w in words], pa.binary()).view(pa.string())
+        except (pa.ArrowException, UnicodeError):
+            return None
+    except pa.ArrowException:
         return None
     n, dim = rows.shape
     numbers = _ARROW_STYLES[style](pa, pc, rows.reshape(-1))
