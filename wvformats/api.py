@@ -188,9 +188,10 @@ def hinted(error: FormatError) -> FormatError:
     fmt = registry.load().get(error.format or "")
     if fmt is not None and "invalid UTF-8" in error.message and "unicode_errors" in (fmt.read_options or ()) \
             and "unicode_errors" not in error.message:
+        also = "; encoding='cp852' (--encoding) reads words in another encoding" \
+            if "encoding" in fmt.read_options else ""
         error.message += (" (unicode_errors='replace' or 'ignore' reads past it; on the command line "
-                          "--unicode-errors replace" + ("; encoding='cp852' (--encoding) reads words in another "
-                                                        "encoding" if "encoding" in fmt.read_options else "") + ")")
+                          f"--unicode-errors replace{also})")
     return error
 
 

@@ -35,7 +35,7 @@ def test_words_in_another_encoding_are_read_as_gensim_reads_them(tmp_path, fmt, 
     wv.write(emb, tmp_path / "cp", fmt, to_encoding="cp852")
     data = (tmp_path / "cp").read_bytes()
     assert "který".encode("cp852") in data and "který".encode() not in data
-    with pytest.raises(FormatError):
+    with pytest.raises(FormatError, match="encoding='cp852' \\(--encoding\\)"):  # (the error says what reads it)
         wv.read(tmp_path / "cp", fmt)
     m = wv.read(tmp_path / "cp", fmt, encoding="cp852")
     assert m.words == emb.words and m.encoding == "cp852"
