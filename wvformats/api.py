@@ -188,8 +188,10 @@ def hinted(error: FormatError) -> FormatError:
     fmt = registry.load().get(error.format or "")
     if fmt is not None and "invalid UTF-8" in error.message and "unicode_errors" in (fmt.read_options or ()) \
             and "unicode_errors" not in error.message:
+        also = "; encoding='cp852' (--encoding) reads words in another encoding" \
+            if "encoding" in fmt.read_options else ""
         error.message += (" (unicode_errors='replace' or 'ignore' reads past it; on the command line "
-                          "--unicode-errors replace)")
+                          f"--unicode-errors replace{also})")
     return error
 
 
@@ -198,7 +200,8 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
 
     Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
     ``dtype`` (float32 default; text formats parse their numbers at float64 when it is wider),
-    ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
+    ``unicode_errors`` ("strict", "replace", "ignore"), ``encoding`` (of words that are not UTF-8: "cp852"; the
+    model keeps it and is written in it again), ``mmap``.
     """
     with _source(path) as source:
         fmt = _resolve(source, format)
@@ -251,6 +254,10 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
         raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+    if options.get("encoding") is not None and "encoding" not in (fmt.read_options or ()):  # (a format that
+        # declares no options: its text is in the encoding its spec fixes)
+        raise OptionError(f"{fmt.name} files take no read option 'encoding': the format fixes the encoding of its "
+                          "text")
     from .embeddings import check_read_options
 
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
@@ -398,7 +405,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     refuse_own_input(dst, src)
     candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)
-    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
+    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "encoding", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
     if len(candidates) == 1:
@@ -590,6 +597,8 @@ def _inspect(source: Source, name: str, full: bool, options: dict[str, Any]) -> 
             from .framework.walk import walk
 
             read_params = {k: v for k, v in options.items() if k == "unicode_errors" and v}  # (as parsed)
+            if options.get("encoding"):  # (words in another encoding are walked as their bytes)
+                read_params["unicode_errors"] = "surrogateescape"
             _, spans = walk(fmt.schema, data, format=fmt.name, **read_params)
             top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]
             info["parts"] = [{"field": s.path, "offset": s.start, "size": s.end - s.start} for s in top]

@@ -40,21 +40,27 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     s.add_argument("model", type=Path, help=model)
     s.add_argument("words", nargs="*", metavar="A B C", help="triplets A B C (default: read from standard input)")
     s.add_argument("-k", type=int, default=10, help="words per triplet (default 10)")
+    for command in fs.choices.values():
+        command.add_argument("--encoding", metavar="ENC",
+                             help="the encoding of the model's words, of the input and of the output, for a model "
+                                  "whose words are not UTF-8 (cp852, latin-1, ...): the bytes fastText reads and "
+                                  "prints (default UTF-8)")
 
 
-def _model(path: Path) -> Any:
+def _model(path: Path, encoding: str | None) -> Any:
     from ... import api
 
-    return api.read(path, "fasttext", mmap=True)
+    return api.read(path, "fasttext", mmap=True, encoding=encoding)
 
 
-def _lines(name: str) -> Iterator[str]:
+def _read_lines(name: str, encoding: str | None) -> Iterator[str]:
     """The lines of a file or of standard input, each without its ``\\n`` (a ``\\r`` is whitespace to fastText,
-    so it stays), read lazily; invalid UTF-8 as surrogate escapes, as the model keeps such words."""
+    so it stays), read lazily, in ``encoding`` (None: UTF-8); bytes it does not decode as surrogate escapes, as
+    the model keeps such words."""
     stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115 - closed below
     try:
         for raw in stream:
-            yield raw.rstrip(b"\n").decode("utf-8", "surrogateescape")
+            yield raw.rstrip(b"\n").decode(encoding or "utf-8", "surrogateescape")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -82,14 +88,18 @@ def _vector(v: Any) -> str:
     return "".join(f"{float(x):.5g} " for x in v.tolist())
 
 
-def _out(text: str) -> None:
-    sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
-
-
 def _run(args: argparse.Namespace) -> int:
     from . import neighbors
 
-    model = _model(args.model)
+    model = _model(args.model, args.encoding)
+    encoding = model.encoding or "utf-8"
+
+    def _out(text: str) -> None:
+        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+
+    def _lines(name: str) -> Iterator[str]:
+        return _read_lines(name, model.encoding)
+
     if args.fasttext_command == "predict":
         from ...errors import OptionError
 
