@@ -89,7 +89,9 @@ def _vector(v: Any) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ...schemas.fasttext import Model
     from . import neighbors
+    from .model import examples
 
     model = _model(args.model, args.encoding)
     encoding = model.encoding or "utf-8"
@@ -105,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
 
         if args.k == 0 or args.k < -1:
             raise OptionError(f"-k takes a number of labels >= 1, or -1 for every label, not {args.k}")
-        for block in _blocks(_lines(args.input)):
+        for block in _blocks(examples(_lines(args.input))):
             labels, probs = model.predict(block, k=args.k, threshold=args.threshold)
             out = []
             for ls, ps in zip(labels, probs, strict=True):
@@ -118,7 +120,8 @@ def _run(args: argparse.Namespace) -> int:
             vectors = model.word_vectors(block)
             _out("".join(f"{w} {_vector(v)}\n" for w, v in zip(block, vectors, strict=True)))
     elif args.fasttext_command == "print-sentence-vectors":
-        for block in _blocks(_lines("-")):
+        supervised = int(model.args["model"]) == Model.supervised  # (the others read each line whole)
+        for block in _blocks(examples(_lines("-")) if supervised else _lines("-")):
             _out("".join(f"{_vector(v)}\n" for v in model.sentence_vectors(block)))
     else:
         words = list(args.words) or list(_words(_lines("-")))

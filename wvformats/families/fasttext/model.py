@@ -5,7 +5,7 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -38,6 +38,24 @@ def named(enum: Any) -> str:
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
+
+
+def examples(lines: Iterable[str]) -> Iterator[str]:
+    """The examples fastText's program reads from lines of input (``predict``, and ``print-sentence-vectors``
+    of a supervised model): it reads one stream, and an example ends at a newline or at a token ``</s>``, so a
+    line holding that token is several examples, the rest of the line the next one (checked on fastText
+    0.9.2's program: ``a </s> b`` is predicted as ``a </s>``, then as ``b``)."""
+    for line in lines:
+        tokens = _TOKEN.findall(line) if EOS in line else ()
+        if EOS not in tokens:
+            yield line
+            continue
+        start = 0
+        for i, token in enumerate(tokens):
+            if token == EOS:
+                yield " ".join(tokens[start : i + 1])
+                start = i + 1
+        yield " ".join(tokens[start:])
 MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
@@ -441,8 +459,14 @@ class FastText(Embeddings):
     # -- lines -------------------------------------------------------------------------------------------
 
     def _tokens(self, text: str) -> list[str]:
-        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
-        return [*_TOKEN.findall(text), EOS]
+        """``Dictionary::getLine`` over one line: its whitespace-separated tokens, then ``</s>``; a token
+        ``</s>`` in the line ends it there, as fastText stops at the first ``</s>`` it reads (the rest of the
+        line is not read: see :func:`examples` for fastText's program, which reads it as the next example)."""
+        tokens = _TOKEN.findall(text)
+        if EOS in tokens:
+            return tokens[: tokens.index(EOS) + 1]
+        tokens.append(EOS)
+        return tokens
 
     def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
@@ -483,7 +507,7 @@ class FastText(Embeddings):
             return self._mean_rows(rows, owner, len(lines))[0]
         out = np.zeros((len(lines), self.dim), np.float32)
         for i, text in enumerate(lines):
-            toks = self._tokens(text)[:-1]
+            toks = _TOKEN.findall(text)  # std::getline, then every word: a token </s> ends nothing here
             if not toks:
                 continue
             vecs = self._raw_vectors(toks)
