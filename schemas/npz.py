@@ -92,20 +92,21 @@ local_entry = Struct(
     "signature" / Const(LOCAL_MAGIC) * "b'PK\\x03\\x04'",
     "version_needed" / Int16ul * "version needed to extract, x10: 20 (2.0), 45 (4.5: zip64)",
     "flags" / Int16ul * "general purpose bits: 3 a data descriptor follows the data, 11 a UTF-8 name",
-    Valid("flags", this.flags & FLAG_ENCRYPTED == 0, "an encrypted member is no .npy"),
+    Valid("flags", this.flags & FLAG_ENCRYPTED == 0, "an encrypted member is no .npy") * "bit 0 (encrypted) clear",
     "compression" / EnumField(Int16ul, Compression) * "0 stored (numpy.savez), 8 deflated (savez_compressed)",
-    "mod_time" / Int16ul * "MS-DOS time: hour << 11 | minute << 5 | second / 2 (numpy: 0)",
-    "mod_date" / Int16ul * "MS-DOS date: (year - 1980) << 9 | month << 5 | day (numpy: 0x21, 1980-01-01)",
+    "mod_time" / Int16ul * "MS-DOS time: hour (5 bits), minute (6), second / 2 (5) (numpy: 0)",
+    "mod_date" / Int16ul * "MS-DOS date: year - 1980 (7 bits), month (4), day (5) (numpy: 0x21, 1980-01-01)",
     "crc32" / Int32ul * "CRC-32 of the uncompressed bytes (0 when a data descriptor follows)",
     "compressed_size" / Int32ul * "bytes of data; 0xFFFFFFFF: in the zip64 extra field (numpy: always)",
     "uncompressed_size" / Int32ul * "bytes once inflated; 0xFFFFFFFF: in the zip64 extra field",
     "name_length" / Int16ul * "bytes of the name",
     "extra_length" / Int16ul * "bytes of the extra fields",
     "name" / CheckedBytes(this.name_length) * "the member's name, NAME.npy (code page 437, UTF-8 with bit 11)",
-    Valid("name", lambda ctx: ctx.name.endswith(NPY_SUFFIX), "an .npz holds .npy members"),
+    Valid("name", lambda ctx: ctx.name.endswith(NPY_SUFFIX), "an .npz holds .npy members") * "ends with .npy",
     "extra" / Table(extra_field, length=this.extra_length, min_size=4)
     * "extra fields; numpy's: one zip64 field with both sizes (16 bytes)",
-    Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value"),
+    Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value")
+    * "a zip64 value for each field holding 0xFFFFFFFF",
     "data" / MemberData(npy, npy_array, this.compression,
                         lambda ctx: None if ctx.flags & FLAG_DESCRIPTOR else wide("compressed_size")(ctx),
                         lambda ctx: None if ctx.flags & FLAG_DESCRIPTOR else wide("uncompressed_size")(ctx))
@@ -141,7 +142,8 @@ central_entry = Struct(
     "name" / CheckedBytes(this.name_length) * "the member's name, as in its local header",
     "extra" / Table(extra_field, length=this.extra_length, min_size=4)
     * "extra fields: zip64 where a size or offset passes 4 GiB (sizes both, then the offset)",
-    Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value"),
+    Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value")
+    * "a zip64 value for each field holding 0xFFFFFFFF",
     "comment" / CheckedBytes(this.comment_length) * "the member's comment (numpy: none)",
 )
 
@@ -149,7 +151,7 @@ central_entry = Struct(
 zip64_end = Struct(
     "signature" / Const(ZIP64_END_MAGIC) * "b'PK\\x06\\x06'",
     "record_size" / Int64ul * "bytes of the record after this field: 44 (and any extensible data)",
-    Valid("record_size", this.record_size >= ZIP64_END_SIZE),
+    Valid("record_size", this.record_size >= ZIP64_END_SIZE) * "at least 44",
     "version_made_by" / Int16ul * "45",
     "version_needed" / Int16ul * "45",
     "disk" / Int32ul * "this disk: 0",
@@ -191,15 +193,17 @@ npz = Struct(
     "members" / Table(local_entry, lead=LOCAL_MAGIC, min_size=30)
     * "each member: its local header, its data, its data descriptor (with flag bit 3)",
     "directory" / Table(central_entry, lead=CENTRAL_MAGIC, min_size=46) * "the central directory: an entry per member",
-    Valid("directory", lambda ctx: len(ctx.directory) == len(ctx.members), "one entry per member"),
+    Valid("directory", lambda ctx: len(ctx.directory) == len(ctx.members), "one entry per member")
+    * "an entry per member",
     "zip64_end" / Table(zip64_end, lead=ZIP64_END_MAGIC, min_size=56)
     * "the zip64 end of central directory record, where the archive needs it (none or one)",
-    Valid("zip64_end", lambda ctx: len(ctx.zip64_end) <= 1),
+    Valid("zip64_end", lambda ctx: len(ctx.zip64_end) <= 1) * "one at most",
     "zip64_locator" / Table(zip64_locator, lead=ZIP64_LOCATOR_MAGIC, min_size=20)
     * "its locator (none or one, with the record)",
-    Valid("zip64_locator", lambda ctx: len(ctx.zip64_locator) == len(ctx.zip64_end)),
+    Valid("zip64_locator", lambda ctx: len(ctx.zip64_locator) == len(ctx.zip64_end)) * "one with the record",
     "end" / end * "the end of central directory record",
-    Valid("end", lambda ctx: _entries(ctx) == len(ctx.members), "the entries it counts are the members"),
+    Valid("end", lambda ctx: _entries(ctx) == len(ctx.members), "the entries it counts are the members")
+    * "counts the members (its own count, or the zip64 record's)",
     "trailing" / GreedyBytes * "nothing: the end record is the archive's last",
-    Valid("trailing", lambda ctx: len(ctx.trailing) == 0, "bytes after the end record"),
+    Valid("trailing", lambda ctx: len(ctx.trailing) == 0, "bytes after the end record") * "empty",
 )
