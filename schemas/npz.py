@@ -114,8 +114,10 @@ local_entry = Struct(
     "descriptor" / If(this.flags & FLAG_DESCRIPTOR, Struct(
         "signature" / Const(DESCRIPTOR_MAGIC) * "b'PK\\x07\\x08' (optional in APPNOTE; zipfile writes it)",
         "crc32" / Int32ul * "CRC-32 of the uncompressed bytes",
-        "compressed_size" / IfThenElse(has_zip64, Int64ul, Int32ul) * "bytes of data (u64 with zip64)",
-        "uncompressed_size" / IfThenElse(has_zip64, Int64ul, Int32ul) * "bytes once inflated (u64 with zip64)",
+        "compressed_size" / IfThenElse(lambda ctx: has_zip64(ctx._), Int64ul, Int32ul)
+        * "bytes of data (u64 where the local header has a zip64 field)",
+        "uncompressed_size" / IfThenElse(lambda ctx: has_zip64(ctx._), Int64ul, Int32ul)
+        * "bytes once inflated (u64 where the local header has a zip64 field)",
     )) * "with flag bit 3 (zipfile writing to a pipe): the CRC-32 and sizes, after the data",
 )
 
