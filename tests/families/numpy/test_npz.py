@@ -9,6 +9,7 @@ import os
 import struct
 import threading
 import zipfile
+from pathlib import Path
 
 import hypothesis
 import hypothesis.strategies as st
@@ -281,3 +282,28 @@ def test_a_wrong_crc_of_a_deflated_member_is_reported_by_check():
     assert np.array_equal(model["w"], np.arange(3.0))
     problems = wv.registry.get("npz").check(parse_npz(bytes(data)))
     assert problems and problems[0].startswith("members[0].crc32 at byte 14")
+
+
+WHISPER = Path(__file__).parents[2] / "data" / "numpy" / "mel_filters.npz"  # (see tests/data/numpy/README.md)
+
+
+def test_an_archive_an_older_numpy_wrote_round_trips(tmp_path):
+    # OpenAI Whisper's mel filterbanks: savez_compressed of an older numpy and Python, whose zip64 extra fields
+    # sit beside sizes kept in the 32-bit fields (version 2.0); numpy.load's values, the same bytes back
+    parsed = bytes_roundtrip(schema.npz, WHISPER.read_bytes(), format="npz")
+    assert [m.version_needed for m in parsed.members] == [20, 20]
+    assert all(m.compressed_size != schema.FULL and m.extra[0].data[0] == m.uncompressed_size
+               for m in parsed.members)
+    model = wv.read(WHISPER)
+    with np.load(WHISPER) as want:
+        assert list(model) == want.files == ["mel_80", "mel_128"]
+        assert all(np.array_equal(model[n], want[n]) and model[n].dtype == want[n].dtype for n in want.files)
+    assert wv.validate(WHISPER).ok
+    out = tmp_path / "again.npz"
+    wv.write(model, out)
+    assert out.read_bytes() == WHISPER.read_bytes()
+    model["mel_80"] = model["mel_80"] * 2  # a changed member: written as numpy writes it today, the other kept
+    wv.write(model, out)
+    with np.load(out) as back:
+        assert np.array_equal(back["mel_80"], model["mel_80"]) and np.array_equal(back["mel_128"], model["mel_128"])
+    assert wv.validate(out).ok
