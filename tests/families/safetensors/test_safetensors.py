@@ -1,15 +1,12 @@
 """safetensors: the safetensors library as the oracle (its numpy API and its raw serializer), byte-exact
 writes in its layout, header bytes kept, the files it refuses, zero-copy reads, and the property tests."""
 
-import hashlib
 import json
 import struct
-import subprocess
-import sys
-import zipfile
 
 import numpy as np
 import pytest
+from wheels import member_of_wheel
 from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
@@ -248,19 +245,9 @@ WORDLLAMA_SHA256 = "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd
 
 @pytest.fixture(scope="session")
 def wordllama(request):
-    """The file, taken out of the wheel that ``pip download`` fetches into pytest's cache (once; 19 MB)."""
-    cache = request.config.cache.mkdir("wordllama")
-    path = cache / "l2_supercat_256.safetensors"
-    if not path.exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache),
-                        WORDLLAMA_WHEEL], check=True, timeout=600)
-        with zipfile.ZipFile(next(cache.glob("wordllama-0.4.0.post1-*.whl"))) as z:
-            data = z.read(WORDLLAMA_MEMBER)
-        part = path.with_suffix(".part")
-        part.write_bytes(data)
-        part.replace(path)
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == WORDLLAMA_SHA256
-    return path
+    """The file, out of the wheel (19 MB, fetched once into pytest's cache)."""
+    return member_of_wheel(request.config.cache.mkdir("wordllama"), WORDLLAMA_WHEEL, WORDLLAMA_MEMBER,
+                           WORDLLAMA_SHA256)
 
 
 def test_a_file_pytorch_wrote_reads_as_safetensors_reads_it_and_writes_back_identical(wordllama, tmp_path):
