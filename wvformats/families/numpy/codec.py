@@ -184,22 +184,18 @@ def _entry_size(local: Any) -> int:
 def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
     """The central directory entry zipfile writes for a member: a zip64 field only past its limits."""
     crc, size, n = _sizes(local)
-    values = []
-    if n > ZIP64_LIMIT or size > ZIP64_LIMIT:
-        values += [n, size]
-    if offset > ZIP64_LIMIT:
-        values.append(offset)
+    big, far = n > ZIP64_LIMIT or size > ZIP64_LIMIT, offset > ZIP64_LIMIT
+    values = [n, size] * big + [offset] * far
     extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, size=8 * len(values), data=values)] if values else []
     version = max(local["version_needed"], npz_schema.ZIP64_VERSION if values else 0)
     return cs.Container(
         signature=None, version_made_by=version, host_system=DOS if sys.platform == "win32" else UNIX,
         version_needed=version, flags=local["flags"], compression=local["compression"],
         mod_time=local["mod_time"], mod_date=local["mod_date"], crc32=crc,
-        compressed_size=npz_schema.FULL if values[:2] == [n, size] and len(values) >= 2 else size,
-        uncompressed_size=npz_schema.FULL if values[:2] == [n, size] and len(values) >= 2 else n,
+        compressed_size=npz_schema.FULL if big else size, uncompressed_size=npz_schema.FULL if big else n,
         name_length=local["name_length"], extra_length=4 + 8 * len(values) if values else 0,
         comment_length=0, disk_start=0, internal_attributes=0, external_attributes=MODE,
-        local_header_offset=npz_schema.FULL if offset > ZIP64_LIMIT else offset, name=local["name"],
+        local_header_offset=npz_schema.FULL if far else offset, name=local["name"],
         extra=extra, comment=b"")
 
 
