@@ -110,7 +110,8 @@ class ShardedSafeTensors(SafeTensors):
 
             try:
                 st = to_model(parse(open_buffer(self.path.parent / file)))
-            except FormatError as e:
+            except FormatError as e:  # (the checkpoint's error, naming the shard)
+                e.format = SHARDED_NAME
                 raise e.located(prefix=f"[{file}]") from None
             missing = [n for n, f in self.weight_map.items() if f == file and n not in st]
             if missing:
