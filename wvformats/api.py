@@ -24,7 +24,7 @@ from .errors import (
     UnknownFormatError,
     WrongFormatError,
 )
-from .fileio import Source, atomic_output, check_target, refuse_own_input
+from .fileio import Source, atomic_output, check_target, open_buffer, refuse_own_input
 
 PathLike = str | os.PathLike[str]
 # every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
@@ -71,6 +71,9 @@ def _sniff(source: Source) -> str:
             if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
                 return f.name
         raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
+    for f in fmts:  # a folder format's own file (a sharded checkpoint's index) reads as the folder format
+        if f.is_directory and f.entry is not None and f.sniff(p):  # type: ignore[arg-type]
+            return f.name
     head = source.head()
     for test in ("sniff", "resembles"):  # an exact match first; else the format a damaged file is closest to
         for f in fmts:
@@ -102,7 +105,7 @@ def _resolve(path: Input, format: str | None) -> registry.Format:
 def _check_kind(source: Source, fmt: registry.Format | registry.Sniffer) -> None:
     """Refuse a path that is not of the kind ``fmt`` reads: a folder for a folder format, else a file."""
     _refuse_missing_or_special(source)
-    if fmt.is_directory and not source.is_dir:
+    if fmt.is_directory and not source.is_dir and fmt.entry is None:
         raise FormatError(f"{source.file} is a file; {fmt.name} is a folder of files", format=fmt.name)
     if not fmt.is_directory and source.is_dir:
         raise FormatError(f"{source.file} is a directory; {fmt.name} is a single file", format=fmt.name)
@@ -131,7 +134,7 @@ def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, 
             what = "a folder of files" if fmt.is_directory else "read by a library, not by a schema"
             raise FormatError(f"{fmt.name} is {what}: it has no fields to dump (inspect and validate it "
                               "instead)", format=fmt.name)
-        data = source.buffer()
+        data = open_buffer(fmt.entry(Path(source.path))) if fmt.entry is not None else source.buffer()
         try:
             _, spans = walk(fmt.schema, data, format=fmt.name)
         except FormatError as e:
@@ -141,14 +144,14 @@ def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, 
 
 def writable_formats() -> list[str]:
     """The formats ``write`` and ``convert`` can write (a folder format is built by its own command)."""
-    return sorted(n for n, f in registry.load().items() if not f.is_directory)
+    return sorted(n for n, f in registry.load().items() if not f.is_directory or f.entry is not None)
 
 
 def convert_targets(fmt: registry.Format) -> list[str]:
     """The formats a file of ``fmt`` can be converted to (those whose writer takes its model)."""
     if fmt.model is None:
         return []
-    return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory)
+    return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory or f.entry is not None)
 
 
 def what_it_is(path: Input, fmt: registry.Format) -> str:
@@ -457,7 +460,8 @@ class ValidationReport:
                     + "".join(f"; {x}" for x in (*self.notes, *self.problems)))
         if not self.ok:
             return f"FAIL  {self.path} [{self.format}]: {problems}"
-        if self.size == 0 and self.rebuilt_size == 0 and Path(self.path).is_dir():
+        if self.size == 0 and self.rebuilt_size == 0 and (Path(self.path).is_dir() or getattr(
+                registry.sniffer(self.format), "is_directory", False)):
             return f"ok    {self.path} [{self.format}]: index files consistent"
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 

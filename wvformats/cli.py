@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",
                    help="GGUF output from safetensors: the ggml type (Q8_0, Q4_K, F16, ...) of the float tensors "
                         "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
+    s.add_argument("--shard-size", metavar="SIZE",
+                   help="sharded safetensors output (DST a *.safetensors.index.json): the most tensor bytes in a "
+                        "shard, 5GB as transformers writes it (default), 500MB, 2GiB")
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),
@@ -372,6 +375,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["deduplicate"] = True
     if args.tensor_type:
         options["type"] = args.tensor_type
+    if args.shard_size:
+        options["shard_size"] = args.shard_size
     if str(args.dst) == "-":
         return _convert_to_stdout(args, options)
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
