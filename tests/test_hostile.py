@@ -408,3 +408,24 @@ def test_bytes_after_the_end_of_the_data_are_named_where_the_data_ends(tmp_path)
     with pytest.raises(ValueMismatchError, match="the file goes on \\(3 more bytes\\)") as e:
         wv.read(bad)
     assert e.value.format == "fasttext" and e.value.offset == len(good)
+
+
+@pytest.mark.parametrize(("fmt", "where"), [("word2vec-binary", "records[1]"), ("word2vec-text", "records[1]"),
+                                             ("glove", "records[1]"), ("leader", "records[1]"),
+                                             ("fasttext", "dictionary.entries.words[1]"),
+                                             ("finalfusion", "chunks[0].simple_vocab.words[1]")])
+def test_a_word_with_no_utf8_is_refused_naming_it_and_the_format(tmp_path, fmt, where):
+    """A lone surrogate (no file's bytes read as one: those are U+DC80..U+DCFF escapes) has no UTF-8: the writer
+    refuses it as a BuildError naming the format and the word, and writes nothing."""
+    import warnings
+
+    import wvformats as wv
+    from wvformats.errors import BuildError
+
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (finalfusion normalises the rows: a warning says so)
+        with pytest.raises(BuildError) as e:
+            wv.write(wv.Embeddings(["a", "b\ud800"], np.ones((2, 3), np.float32)), out, format=fmt)
+    assert e.value.format == fmt and e.value.path.startswith(where) and not _foreign(e.value), str(e.value)
+    assert not out.exists()

@@ -334,7 +334,10 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     fmt = _format_for_output(path, format, obj)
     options = _norm_options(fmt, options)
     _check_write_options(fmt, options)
-    parsed = fmt.from_model(obj, **options)
+    try:
+        parsed = fmt.from_model(obj, **options)
+    except FormatError as e:  # (a writer's refusal names the format it writes)
+        raise e.located(format=fmt.name) from None
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return

@@ -127,7 +127,7 @@ def decoded_all(raws: Sequence[str], encoding: str, errors: str,
 def spells(word: str, encoding: str | None) -> bool:
     """``word`` can be written in ``encoding``."""
     try:
-        as_read([word], encoding)
+        as_read([word], encoding)[0].encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         return False
     return True
@@ -139,10 +139,13 @@ def written_words(emb: Any, to_encoding: str | None, path: str) -> list[str]:
     BuildError naming it (``path``: where the format keeps its words)."""
     encoding = word_encoding(to_encoding or getattr(emb, "encoding", None))
     try:
-        return as_read(emb.words, encoding)
+        words = as_read(emb.words, encoding)
+        if encoding is None:  # a lone surrogate (one no file's bytes gave) has no UTF-8: one encode finds it
+            "\n".join(words).encode("utf-8", "surrogateescape")
+        return words
     except UnicodeEncodeError as e:
         i = next(i for i, w in enumerate(emb.words) if not spells(w, encoding))
-        raise BuildError(f"word {i} ({emb.words[i]!r}) cannot be written in {encoding}: {e.reason}",
+        raise BuildError(f"word {i} ({emb.words[i]!r}) cannot be written in {encoding or 'UTF-8'}: {e.reason}",
                          path=f"{path}[{i}]") from None
 
 
