@@ -22,7 +22,7 @@ from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
 from .neighbors import vector_norm
-from .predict import exp_to_float, expf, predict_lines, std_log
+from .predict import exp_to_float, expf, predict_line, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -417,8 +417,11 @@ class FastText(Embeddings):
     # -- lines -------------------------------------------------------------------------------------------
 
     def _tokens(self, text: str) -> list[str]:
-        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``."""
-        return [*_TOKEN.findall(text), EOS]
+        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``. (Printable ASCII
+        holds no separator of fastText's but the space, nor any other that ``str.split`` splits at.)"""
+        tokens = text.split() if text.isascii() and text.isprintable() else _TOKEN.findall(text)
+        tokens.append(EOS)
+        return tokens
 
     def _line_rows(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Input rows of supervised lines (``Dictionary::getLine``): each word's subwords (labels left
@@ -481,15 +484,15 @@ class FastText(Embeddings):
                 threshold: float = 0.0) -> tuple[Any, Any]:
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
         probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
-        if (problem := self._not_predictable()) is not None:
-            raise ValueError(problem)
-        single = isinstance(text, str)
-        lines = [text] if single else list(text)
-        k = len(self.labels) if k < 0 else min(k, len(self.labels))
-        ids, probs = predict_lines(self, lines, k, threshold)
+        if "_predict" not in self.__dict__ and (problem := self._not_predictable()) is not None:
+            raise ValueError(problem)  # (checked until the first prediction makes the model's caches)
         labels = self.labels
-        found = [tuple([labels[i] for i in row]) for row in ids]
-        return (found[0], probs[0]) if single else (found, probs)
+        k = len(labels) if k < 0 else min(k, len(labels))
+        if isinstance(text, str):
+            ids, probs = predict_line(self, text, k, threshold)
+            return tuple([labels[i] for i in ids]), probs
+        ids, found_p = predict_lines(self, list(text), k, threshold)
+        return [tuple([labels[i] for i in row]) for row in ids], found_p
 
     def _not_predictable(self) -> str | None:
         """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""
