@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows, Storage, Subwords
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords, WordIndex
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -122,6 +122,8 @@ class FastText(Embeddings):
         self.parsed = parsed
         self._raw = raw
         self._raw_index: dict[str, int] | None = None
+        self._same: bool | None = None  # (_raw_is_words)
+        self._word_index: WordIndex | None = None
         prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
         self.minn, self.maxn = ngram_lengths(a, parsed["version"])
@@ -165,7 +167,7 @@ class FastText(Embeddings):
     def _ids(self, raw: Sequence[str]) -> np.ndarray:
         """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
         if self._raw_index is None:
-            if not self.labels and (self._raw is self.words or self._raw == self.words):
+            if self._raw_is_words():
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
@@ -262,7 +264,7 @@ class FastText(Embeddings):
         own row and n-grams, as fastText finds it), else its n-grams' mean; None when it has none to compose."""
         if not isinstance(word, str):
             return None
-        i = -1 if self._raw_index is self.vocab else self._raw_id(word)
+        i = -1 if self._raw_is_words() else self._raw_id(word)  # (a word of the vocabulary is not asked here)
         if 0 <= i < self.nwords:
             return self._known(i)
         if i < 0 and not self._composes:
@@ -276,13 +278,32 @@ class FastText(Embeddings):
 
     def _raw_id(self, word: str) -> int:
         if self._raw_index is None:
+            if self._raw_is_words():  # (one word: the compact index will do)
+                i = self._word_id(word)
+                return -1 if i is None else i
             self._ids([])
         return self._raw_index.get(word, -1)  # type: ignore[union-attr]
+
+    def _raw_is_words(self) -> bool:
+        """Whether the entries are the words as shown (no labels, every word UTF-8): one index serves both."""
+        if self._same is None:
+            self._same = not self.labels and (self._raw is self.words or self._raw == self.words)
+        return self._same
+
+    def _word_id(self, word: str) -> int | None:
+        """``vocab.get(word)`` without making ``vocab`` (a dict of every word and its int: 16 MB for 200k words)
+        for a lookup of one word: a :class:`~wvformats.embeddings.WordIndex` (2 MB) until ``vocab`` is made."""
+        if self._index is not None:
+            return self._index.get(word)
+        index = self._word_index
+        if index is None:
+            index = self._word_index = WordIndex(self.words)
+        return index.get(word)
 
     def embedding(self, word: str) -> np.ndarray | None:
         """``get_word_vector(word)`` for a word of the vocabulary or any word the model composes (a model with
         character n-grams composes every str); None otherwise. Read-only for a word of the vocabulary."""
-        i = self.vocab.get(word)
+        i = self._word_id(word)
         if i is not None:
             table = self._table
             if table.state[i >> CHUNK_BITS] == MADE:  # (the hot path: _known's first line, inlined)
@@ -306,7 +327,7 @@ class FastText(Embeddings):
         gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
         if not isinstance(word, str):
             return False
-        return self._composes or word in self.vocab or self._raw_id(word) >= 0
+        return self._composes or self._word_id(word) is not None or self._raw_id(word) >= 0
 
     def _row(self, i: int) -> np.ndarray:
         return self._known(i)
