@@ -375,12 +375,14 @@ class Tree:
         inner = osz - 1
         w = m.output
         rows = w.rows(np.arange(inner), scaled=False) if w.quantized else np.asarray(w.part["data"][:inner])
-        # dim x inner nodes, its columns stored in reverse and viewed in order: a matrix without a unit stride,
-        # which np.matmul multiplies in its own loop (each product rounded, added down the dimensions in order:
-        # Matrix::dotRow's float32 arithmetic) where BLAS would sum in another order
-        self.wt = np.ascontiguousarray(np.asarray(rows, np.float32).T[:, ::-1])[:, ::-1]
+        self.wt = np.ascontiguousarray(rows.T, np.float32)  # dim x inner nodes
+        # the same, its columns viewed in reverse: a matrix without a unit stride, which np.matmul multiplies in
+        # its own loop (each product rounded, added down the dimensions in order: Matrix::dotRow's float32
+        # arithmetic) where BLAS would sum in another order; its products come last node first
+        self.wt_reversed = self.wt[:, ::-1]
         self.norms = w._norms[w.part["norm_codes"][:inner]].astype(np.float32) if w.quantized and \
             w._norms is not None else None
+        self.norms_reversed = self.norms[::-1] if self.norms is not None else None
         # each node's term: a left child takes its parent's log(1 - f), a right child its log(f); terms are
         # columns of [log(1 - f) of the inner nodes, log(f) of the inner nodes, 0]
         nodes = 2 * osz - 1
@@ -407,10 +409,11 @@ class Tree:
         self.log_threshold = 0.0, _r32(math.log(1e-5))  # the last threshold one line was predicted with, its log
 
     def dots(self, hidden: np.ndarray) -> np.ndarray:
-        """The inner nodes' ``dotRow`` with one hidden vector (float32 products summed in order, in one call)."""
-        dots = np.matmul(hidden, self.wt)
-        if self.norms is not None:
-            dots *= self.norms
+        """The inner nodes' ``dotRow`` with one hidden vector (float32 products summed in order, in one call), the
+        last node's first: node ``v``'s at ``2 * osz - 2 - v``."""
+        dots = np.matmul(hidden, self.wt_reversed)
+        if self.norms_reversed is not None:
+            dots *= self.norms_reversed
         return dots
 
     def terms(self, hidden: np.ndarray) -> np.ndarray:
@@ -507,7 +510,8 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
     if 0 < lt or k <= 0:
         return [], []
     dot = tree.dots(hidden).item  # (a float32 item as a Python float: only the nodes the search visits)
-    children, osz, log, exp, ulp, expf1, settled = tree.children, tree.osz, math.log, math.exp, math.ulp, _expf1, _SETTLED
+    children, last, log, exp, ulp, expf1, settled = tree.children, 2 * tree.osz - 2, math.log, math.exp, math.ulp, \
+        _expf1, _SETTLED
     r = memoryview(bytearray(4)).cast("f")  # r[0] = x; r[0]: x rounded to float32
     best, best_score = -1, -math.inf  # k = 1: a heap of one (the better score stays; ties keep the one found first)
     heap: list[tuple[float, int]] = []
@@ -517,7 +521,7 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
         if not (score < lt or (score < best_score if k == 1 else len(heap) == k and score < heap[0][0])):
             left, right = children[node]
             if left != -1:
-                x = -dot(node - osz)
+                x = -dot(last - node)
                 if -80.0 < x < 80.0:  # std::exp of a float: exp rounded, unless near a rounding boundary (_expf)
                     r[0] = v = exp(x)
                     e = r[0]
