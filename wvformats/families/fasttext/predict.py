@@ -331,12 +331,7 @@ class Lines:
 
     def hidden(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
-        lines have any row."""
-        if len(lines) == 1:
-            rows = self.rows(self.m._tokens(lines[0]))
-            if not rows:
-                return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
-            return self.hidden_one(rows)[None], np.ones(1, bool)
+        lines have any row (one line: :meth:`hidden_one`)."""
         if self.maxn <= 0 or self.bucket <= 0:  # a word is its own row: the model's vectorised lookup is faster
             rows, owner = self.m._line_rows(lines)
             return self.m._mean_rows(rows, owner, len(lines))
