@@ -12,6 +12,9 @@ take turns, and the ratio is the median of the per-turn ratios.
 3. Open a .npy of ``--mb`` MB and read its shape and first row: wv.read vs numpy.load(mmap_mode="r").
 4. GGUF (``--gguf-mb`` MB of Q8_0, written by gguf-py) to safetensors F32: wv.convert vs gguf-py's reader,
    gguf.quants.dequantize and safetensors.numpy.save_file.
+5. Open an .npz (numpy.savez: stored) holding the ``--mb`` MB matrix and a small array, and read the matrix's
+   first row: wv.read (the member a view of the mapped archive) vs numpy.load (which reads the member into
+   memory: numpy.load's mmap_mode does not reach into an .npz).
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ from common import floor_read, measure_turns, summary, table, warm  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 TENSORS = 16
+
+
+def make_npz(npy: Path) -> Path:
+    """numpy.savez of the .npy's matrix and a small array (stored members)."""
+    npz = npy.with_suffix(".npz")
+    if not npz.exists():
+        np.savez(npz, matrix=np.load(npy, mmap_mode="r"), words=np.array(["a", "b"]))
+    return npz
 
 
 def make_files(mb: int, gguf_mb: int) -> tuple[Path, Path, Path]:
@@ -67,6 +78,7 @@ def run(rows: list[tuple[str, str, str]], title: str, base: str, repeat: int) ->
 def tables(st: Path, npy: Path, gg: Path) -> dict[str, tuple[list[tuple[str, str, str]], str, str]]:
     """Each table's rows (name, setup, timed), title and base row, by the name ``--only`` takes."""
     s, n, g, name = str(st), str(npy), str(gg), "layer.7.weight"
+    z = str(make_npz(npy))
     out = str(DATA / "converted.safetensors")
     wv = "import numpy as np\nimport wvformats as wv\nwv.formats()\n"
     safe_open = "safetensors.safe_open + get_tensor + sum"
@@ -93,6 +105,12 @@ def tables(st: Path, npy: Path, gg: Path) -> dict[str, tuple[list[tuple[str, str
                   ("wvformats: convert", f"{wv}{warm(g)}", f"wv.convert({g!r}, {out!r}, overwrite=True)")],
                  f"GGUF ({gg.stat().st_size / 1e6:.0f} MB of Q8_0) to safetensors F32",
                  "gguf-py dequantize + safetensors save_file"),
+        "npz": ([("numpy.load(npz)['matrix']", f"import numpy as np\n{warm(z)}",
+                  f"with np.load({z!r}) as f:\n    a = f['matrix']\nshape, row = a.shape, float(a[0].sum())"),
+                 ("wvformats: read(mmap=True)['matrix']", f"{wv}{warm(z)}",
+                  f"a = wv.read({z!r}, mmap=True)['matrix']\nshape, row = a.shape, float(a[0].sum())")],
+                f"Open an .npz (stored) of {npy.stat().st_size / 1e6:.0f} MB and read its matrix's first row",
+                "numpy.load(npz)['matrix']"),
     }
 
 
@@ -101,7 +119,7 @@ def main() -> None:
     p.add_argument("--mb", type=int, default=1024)
     p.add_argument("--gguf-mb", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--only", choices=["open", "load", "npy", "gguf"], action="append",
+    p.add_argument("--only", choices=["open", "load", "npy", "gguf", "npz"], action="append",
                    help="run only this table (repeat the option for several)")
     args = p.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n", flush=True)

@@ -15,7 +15,7 @@ from wvformats.schemas.identity import NPY_MAGIC as MAGIC
 
 from wvformats.framework import Valid
 
-npy = Struct(
+array_fields = (
     "magic" / Const(MAGIC) * "b'\\x93NUMPY'",
     "major" / Int8ul * "format version, major: 1, 2 or 3",
     Valid("major", (this.major >= 1) & (this.major <= 3)) * "versions 1.0, 2.0 and 3.0 exist",
@@ -26,5 +26,13 @@ npy = Struct(
       "padded with spaces to a newline at a multiple of 64",
     "data" / NpyData(this.header) * "the array's bytes: shape x itemsize, C order (Fortran order if "
     "fortran_order)",
+)
+
+npy = Struct(
+    *array_fields,
     "trailing" / GreedyBytes * "bytes after the array: numpy.load ignores them, numpy.save writes none",
 )
+
+npy_array = Struct(*array_fields)
+"""The file without what may follow the array: an .npy that ends where its array does (in an .npz member
+whose size is known only after it)."""

@@ -12,7 +12,7 @@ name. A key appears once; NaN is not JSON.
 from construct import Struct, this
 from wvformats.schemas.identity import SAFETENSORS_HEADER_LIMIT as HEADER_LIMIT
 
-from wvformats.framework import JSONField, Tensors
+from wvformats.framework import JSONField, Tensors, remaining
 
 METADATA = "__metadata__"
 ALIGNMENT = 8  # of the buffer's start: the JSON is padded with spaces to it
@@ -52,4 +52,15 @@ safetensors = Struct(
     "data" / Tensors(this.header, DTYPES, skip=(METADATA,))
     * "the byte buffer: each tensor at its data_offsets (relative to here), C order, little-endian; the "
       "spans tile the buffer exactly",
+)
+
+
+# a sharded checkpoint: shards named {prefix}-00001-of-0000N.safetensors, each a safetensors file of its own, and
+# {prefix}.safetensors.index.json naming the shard of every tensor
+INDEX_LIMIT = HEADER_LIMIT  # (an index lists names as a header does: the same cap)
+
+index = Struct(
+    "index" / JSONField(lambda ctx: remaining(ctx._io) if ctx._parsing else None, limit=INDEX_LIMIT)
+    * 'the whole file, a JSON object: "metadata" ({"total_size": bytes of tensor data in all, ...}) and '
+      '"weight_map" (tensor name -> the shard file beside the index that holds it)',
 )

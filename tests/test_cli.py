@@ -105,12 +105,12 @@ def test_what_a_file_is_never_ends_in_a_dangling_semicolon(tmp_path):
         line = one_error_line(r)
         # (GGUF converts to safetensors and to sentencepiece, its tokenizer: the uses named)
         assert r.returncode == 2 and "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to " \
-            "safetensors|sentencepiece` " \
+            "safetensors|safetensors-sharded|sentencepiece` " \
             "converts it" in line, line
         assert not line.rstrip().endswith(";"), line
     with pytest.raises(FormatError) as e:
         wv.read(GGUF_VOCAB, format="sentencepiece")
-    assert "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors|sentencepiece` converts it; " \
+    assert "is a gguf file (GGUFModel); `wvformats convert FILE OUT --to safetensors|safetensors-sharded|sentencepiece` converts it; " \
         "read as sentencepiece: " in str(e.value)
     # a format no other format takes and no command serves (npz) says what inspect shows
     assert api.what_it_is("f", registry.get("npz")).endswith("`wvformats inspect FILE` shows what it holds")
@@ -277,7 +277,10 @@ def test_formats_is_a_table_of_what_each_format_can_do():
     assert rows["glove"]["convert_to"] == ["fasttext", "finalfusion", "leader", "npz-embeddings", "word2vec-binary",
                                            "word2vec-text"]
     assert rows["sentencepiece"]["convert_to"] == ["gguf"] and rows["sentencepiece"]["write"]  # the tokenizer bridge
-    assert rows["gguf"]["convert_to"] == ["safetensors", "sentencepiece"] and rows["safetensors"]["convert_to"] == ["gguf"]
+    assert rows["gguf"]["convert_to"] == ["safetensors", "safetensors-sharded", "sentencepiece"]
+    assert rows["safetensors"]["convert_to"] == ["gguf", "safetensors-sharded"]
+    assert rows["safetensors-sharded"]["convert_to"] == ["gguf", "safetensors"]  # (and itself, with --shard-size)
+    assert rows["safetensors-sharded"]["write"] and rows["safetensors-sharded"]["validate"] == "consistency"
     assert not rows["infini-gram"]["write"] and rows["infini-gram"]["validate"] == "consistency"
     assert "subwords" in rows["finalfusion"]["lookups"] and rows["word2vec-text"]["lookups"] == "similar, analogy"
     lines = run("formats").stdout.splitlines()

@@ -1,4 +1,5 @@
-"""Regenerate the word-vector samples bundled in wvformats/sample_files (deterministic)."""
+"""Regenerate the word-vector samples bundled in wvformats/sample_files (deterministic), and the sharded
+safetensors checkpoint made of the bundled safetensors sample."""
 
 from pathlib import Path
 
@@ -23,6 +24,10 @@ def main() -> None:
     wv.write(emb, OUT / "sample.txt", "word2vec-text")
     wv.write(emb, OUT / "sample-fasttext.vec", "word2vec-text", style="g5", trailing_space=True)
     wv.write(emb, OUT / "sample.glove", "glove")
+    # sample-tiny.safetensors in two shards (huggingface_hub's split at 100 bytes: the 128-byte matrix alone)
+    from wvformats.safetensors import write_sharded
+
+    write_sharded(wv.read(OUT / "sample-tiny.safetensors", mmap=False), OUT / "sample-sharded", 100, overwrite=True)
 
 
 if __name__ == "__main__":

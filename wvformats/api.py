@@ -24,7 +24,7 @@ from .errors import (
     UnknownFormatError,
     WrongFormatError,
 )
-from .fileio import Source, atomic_output, check_target, refuse_own_input
+from .fileio import Source, atomic_output, check_target, open_buffer, refuse_own_input
 
 PathLike = str | os.PathLike[str]
 # every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
@@ -71,6 +71,9 @@ def _sniff(source: Source) -> str:
             if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
                 return f.name
         raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
+    for f in fmts:  # a folder format's own file (a sharded checkpoint's index) reads as the folder format
+        if f.is_directory and f.entry is not None and f.sniff(p):  # type: ignore[arg-type]
+            return f.name
     head = source.head()
     for test in ("sniff", "resembles"):  # an exact match first; else the format a damaged file is closest to
         for f in fmts:
@@ -102,7 +105,7 @@ def _resolve(path: Input, format: str | None) -> registry.Format:
 def _check_kind(source: Source, fmt: registry.Format | registry.Sniffer) -> None:
     """Refuse a path that is not of the kind ``fmt`` reads: a folder for a folder format, else a file."""
     _refuse_missing_or_special(source)
-    if fmt.is_directory and not source.is_dir:
+    if fmt.is_directory and not source.is_dir and fmt.entry is None:
         raise FormatError(f"{source.file} is a file; {fmt.name} is a folder of files", format=fmt.name)
     if not fmt.is_directory and source.is_dir:
         raise FormatError(f"{source.file} is a directory; {fmt.name} is a single file", format=fmt.name)
@@ -131,7 +134,7 @@ def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, 
             what = "a folder of files" if fmt.is_directory else "read by a library, not by a schema"
             raise FormatError(f"{fmt.name} is {what}: it has no fields to dump (inspect and validate it "
                               "instead)", format=fmt.name)
-        data = source.buffer()
+        data = open_buffer(fmt.entry(Path(source.path))) if fmt.entry is not None else source.buffer()
         try:
             _, spans = walk(fmt.schema, data, format=fmt.name)
         except FormatError as e:
@@ -141,14 +144,14 @@ def walk_file(path: Input, format: str | None = None) -> tuple[registry.Format, 
 
 def writable_formats() -> list[str]:
     """The formats ``write`` and ``convert`` can write (a folder format is built by its own command)."""
-    return sorted(n for n, f in registry.load().items() if not f.is_directory)
+    return sorted(n for n, f in registry.load().items() if not f.is_directory or f.entry is not None)
 
 
 def convert_targets(fmt: registry.Format) -> list[str]:
     """The formats a file of ``fmt`` can be converted to (those whose writer takes its model)."""
     if fmt.model is None:
         return []
-    return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory)
+    return sorted(f.name for f in _writers_of(fmt.model) if not f.is_directory or f.entry is not None)
 
 
 def what_it_is(path: Input, fmt: registry.Format) -> str:
@@ -188,8 +191,10 @@ def hinted(error: FormatError) -> FormatError:
     fmt = registry.load().get(error.format or "")
     if fmt is not None and "invalid UTF-8" in error.message and "unicode_errors" in (fmt.read_options or ()) \
             and "unicode_errors" not in error.message:
+        also = "; encoding='cp852' (--encoding) reads words in another encoding" \
+            if "encoding" in fmt.read_options else ""
         error.message += (" (unicode_errors='replace' or 'ignore' reads past it; on the command line "
-                          "--unicode-errors replace)")
+                          f"--unicode-errors replace{also})")
     return error
 
 
@@ -198,7 +203,8 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
 
     Options common to the embedding formats: ``limit`` (first N rows), ``vocab`` (keep only these words),
     ``dtype`` (float32 default; text formats parse their numbers at float64 when it is wider),
-    ``unicode_errors`` ("strict", "replace", "ignore"), ``mmap``.
+    ``unicode_errors`` ("strict", "replace", "ignore"), ``encoding`` (of words that are not UTF-8: "cp852"; the
+    model keeps it and is written in it again), ``mmap``.
     """
     with _source(path) as source:
         fmt = _resolve(source, format)
@@ -251,6 +257,10 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if fmt.read_options is not None and (unknown := sorted(given - set(fmt.read_options) - {"mmap"})):
         raise OptionError(f"{fmt.name} files take no read option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(sorted({*fmt.read_options, 'mmap'}))})")
+    if options.get("encoding") is not None and "encoding" not in (fmt.read_options or ()):  # (a format that
+        # declares no options: its text is in the encoding its spec fixes)
+        raise OptionError(f"{fmt.name} files take no read option 'encoding': the format fixes the encoding of its "
+                          "text")
     from .embeddings import check_read_options
 
     check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
@@ -398,7 +408,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     refuse_own_input(dst, src)
     candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)
-    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "dtype")}
+    read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "encoding", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
     if len(candidates) == 1:
@@ -450,7 +460,8 @@ class ValidationReport:
                     + "".join(f"; {x}" for x in (*self.notes, *self.problems)))
         if not self.ok:
             return f"FAIL  {self.path} [{self.format}]: {problems}"
-        if self.size == 0 and self.rebuilt_size == 0 and Path(self.path).is_dir():
+        if self.size == 0 and self.rebuilt_size == 0 and (Path(self.path).is_dir() or getattr(
+                registry.sniffer(self.format), "is_directory", False)):
             return f"ok    {self.path} [{self.format}]: index files consistent"
         return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
 
@@ -590,6 +601,8 @@ def _inspect(source: Source, name: str, full: bool, options: dict[str, Any]) -> 
             from .framework.walk import walk
 
             read_params = {k: v for k, v in options.items() if k == "unicode_errors" and v}  # (as parsed)
+            if options.get("encoding"):  # (words in another encoding are walked as their bytes)
+                read_params["unicode_errors"] = "surrogateescape"
             _, spans = walk(fmt.schema, data, format=fmt.name, **read_params)
             top = [s for s in spans if s.path and "." not in s.path and "[" not in s.path]
             info["parts"] = [{"field": s.path, "offset": s.start, "size": s.end - s.start} for s in top]

@@ -95,8 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--to", metavar="FORMAT", help="output format, one of: {writable} (default: from the "
                                                   "extension of DST)")
     s.add_argument("--force", action="store_true", help="replace DST if it exists")
-    s.add_argument("--limit", type=int, help="only the first N words")
+    s.add_argument("--limit", type=int, metavar="N", help="only the first N words (fastText: every label and n-gram "
+                                                         "bucket kept, so unknown words get the vectors they had)")
     unicode_argument(s)
+    s.add_argument("--to-encoding", metavar="ENC",
+                   help="word2vec, GloVe, Leader and fastText output from word vectors: the encoding of the words "
+                        "written (default: the one they were read in, --encoding, else UTF-8); --to-encoding utf-8 "
+                        "transcodes. A fastText model's words stay in its own bytes (its n-grams hash them)")
     s.add_argument("--newline", action="store_true", help="word2vec binary: word2vec.c's \\n after vectors")
     s.add_argument("--style", choices=["repr", "fixed6", "g5", "repr16"],
                    help="text formats, how numbers are spelt: repr the shortest that reads back the same float32 "
@@ -112,10 +117,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="finalfusion to other formats: multiply the rows by their stored norms (the default when "
                         "the file has norms; with this flag, an error when it has none)")
     s.add_argument("--dedupe", action="store_true",
-                   help="finalfusion output: keep the first row of each repeated word (it holds each word once)")
+                   help="finalfusion and fastText output: keep the first row of each repeated word (they hold each "
+                        "word once)")
+    s.add_argument("--upgrade", action="store_true",
+                   help="fastText output: write a model of an older release (no magic, or version 11), which "
+                        "today's fastText refuses or reads otherwise, as version 12 that it loads, with the same "
+                        "lookups and predictions (default: written as it was read, byte for byte)")
     s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",
                    help="GGUF output from safetensors: the ggml type (Q8_0, Q4_K, F16, ...) of the float tensors "
                         "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
+    s.add_argument("--shard-size", metavar="SIZE",
+                   help="sharded safetensors output (DST a *.safetensors.index.json): the most tensor bytes in a "
+                        "shard, 5GB as transformers writes it (default), 500MB, 2GiB")
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),
@@ -344,6 +357,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["limit"] = args.limit
     if args.unicode_errors:
         options["unicode_errors"] = args.unicode_errors
+    if args.encoding:
+        options["encoding"] = args.encoding
+    if args.upgrade:
+        options["upgrade"] = True
+    if args.to_encoding:
+        options["to_encoding"] = args.to_encoding
     if args.newline:
         options["newline"] = True
     if args.style:
@@ -356,6 +375,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["deduplicate"] = True
     if args.tensor_type:
         options["type"] = args.tensor_type
+    if args.shard_size:
+        options["shard_size"] = args.shard_size
     if str(args.dst) == "-":
         return _convert_to_stdout(args, options)
     spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")

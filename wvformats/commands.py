@@ -97,6 +97,10 @@ def unicode_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unicode-errors", choices=["strict", "replace", "ignore"], default=None,
                    help="text formats: words that are not UTF-8 are an error (strict, the default), get U+FFFD "
                         "for each bad byte (replace) or lose them (ignore)")
+    p.add_argument("--encoding", metavar="ENC", default=None,
+                   help="fastText and the word-vector formats: the encoding of the words, for files whose words "
+                        "are not UTF-8 (cp852, latin-1, cp1251, ...; gensim's encoding=); a fastText model looks "
+                        "words up by their bytes in it, as fastText does. Default UTF-8")
 
 
 def index_arguments(p: argparse.ArgumentParser) -> None:
@@ -109,8 +113,9 @@ def index_arguments(p: argparse.ArgumentParser) -> None:
 
 def read_options(args: argparse.Namespace) -> dict[str, Any]:
     """The read options given on the command line: an index's token width and version, a text file's
-    handling of bytes that are not UTF-8."""
-    return {k: v for k in ("token_width", "version", "unicode_errors") if (v := getattr(args, k, None)) is not None}
+    handling of bytes that are not UTF-8 and the encoding of its words."""
+    return {k: v for k in ("token_width", "version", "unicode_errors", "encoding")
+            if (v := getattr(args, k, None)) is not None}
 
 
 def refuse_own_input(out: Path, src: Path) -> None:

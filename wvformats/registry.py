@@ -56,6 +56,9 @@ class Sniffer(NamedTuple):
     lookups: str = ""
     # the command that makes files of a format that ``write`` cannot write (a folder format), for that table
     built_by: str = ""
+    # a folder format whose layout one file of it holds (a sharded checkpoint's index): that file, given the
+    # folder or the file; a path to such a file reads as the folder format, and ``dump`` shows that file
+    entry: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -109,6 +112,7 @@ class Format:
     commands: tuple[str, ...] = ()
     lookups: str = ""
     built_by: str = ""
+    entry: Callable[[Any], Any] | None = None  # (see :class:`Sniffer`)
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],

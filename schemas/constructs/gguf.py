@@ -19,8 +19,9 @@ from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchErro
 from ...framework.fields import Checked, decode_utf8, encode_utf8, evaluate
 from ...framework.located import check_length, fail, tell
 from ...framework.records import follow_chain
-from ...framework.streams import BufferStream, byte_view, remaining, window, zero_copy
+from ...framework.streams import byte_view, remaining, window, zero_copy
 from ...framework.strings import decode_spans
+from ...framework.tables import Table
 
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
 MAX_DEPTH = 8  # nested arrays deeper than this are refused (llama.cpp refuses any nesting)
@@ -411,57 +412,19 @@ def _scalar(obj: Any, name: str, dtype: str, path: str, stream: Any) -> bytes:
 # tables of entries, the alignment, the data section
 
 
-class Entries(Checked):
-    """``count`` entries of ``subcon`` (each at least ``min_size`` bytes: the count is checked against the bytes
-    that remain first); errors name the entry (``metadata[3].value``). Each parsed entry keeps where it starts
-    (``_offset``) and ends (``_end``), and dumps show each entry's fields."""
+class Entries(Table):
+    """``count`` entries of ``subcon``: a framework :class:`Table` whose parsed entries also keep their index
+    and where they start and end (``_index``, ``_offset``, ``_end``), since GGUF's entries are handed around by
+    key (a duplicate key, an in-place ``gguf set``) apart from the list that holds the offsets."""
 
     def __init__(self, count: Any, subcon: cs.Construct, min_size: int) -> None:
-        super().__init__()
-        self.count = count
-        self.subcon = subcon
-        self.min_size = min_size
+        super().__init__(subcon, count, min_size=min_size)
 
-    def _parse(self, stream: Any, context: Any, path: str) -> cs.ListContainer:
-        count = int(evaluate(self.count, context))
-        check_length(stream, count * self.min_size, path, f"{count} entries")
-        out = cs.ListContainer()
-        for i in range(count):
-            at = stream.tell()
-            item = self.subcon._parsereport(stream, context, f"{path}[{i}]")
-            item["_index"], item["_offset"], item["_end"] = i, at, stream.tell()
-            out.append(item)
-        out._context = context  # for parts(): the entries' fields are walked again only for dumps
-        return out
-
-    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
-        count = int(evaluate(self.count, context))
-        if len(obj) != count:
-            raise fail(path, tell(stream), "entry count does not match its header", BuildError,
-                       expected=count, found=len(obj))
-        for i, item in enumerate(obj):
-            self.subcon._build(item, stream, context, f"{path}[{i}]")
-        return obj
-
-    def parts(self, entries: Any) -> list[tuple[str, int, int, Any, str]]:
-        """Each entry's fields as (sub-path, start, end, value, doc), for annotated dumps."""
-        from ...framework.walk import walk_into
-
-        context = getattr(entries, "_context", None)
-        stream = getattr(context, "_io", None)
-        if context is None or not isinstance(stream, BufferStream) or not entries:
-            return []
-        out = []
-        for i, entry in enumerate(entries):
-            spans: list[Any] = []
-            stream.seek(entry["_offset"])
-            walk_into(self.subcon, stream, context, f"[{i}]", "", spans)
-            out += [(s.path, s.start, s.end, s.value, s.doc) for s in spans]
-        stream.seek(entries[-1]["_end"])
-        return out
-
-    def _sizeof(self, context: Any, path: str) -> int:
-        raise cs.SizeofError(path=path)
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        entries = super()._parse(stream, context, path)
+        for i, item in enumerate(entries):
+            item["_index"], item["_offset"], item["_end"] = i, entries.offsets[i], entries.offsets[i + 1]
+        return entries
 
 
 class MetadataAlignment(Checked):

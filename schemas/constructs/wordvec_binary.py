@@ -87,7 +87,7 @@ class LeaderRecords(_BinaryRecords):
         for i, w in enumerate(words[done:], done):
             if not isinstance(w, str):
                 raise fail(f"{path}[{i}].word", tell(stream), "expected a str", BuildError)
-            raw = w.encode("utf-8")
+            raw = w.encode("utf-8", "surrogateescape")  # (escapes: the bytes of a word in another encoding)
             chunk.append(pack(len(raw)))
             chunk.append(raw)
             chunk.append(mv[i * rb : (i + 1) * rb])
@@ -311,5 +311,5 @@ def _word_bytes(w: Any, path: str, stream: Any) -> bytes:
     if not w or " " in w or "\n" in w:
         raise fail(path, tell(stream), "a word here cannot be empty or hold a space or newline",
                    BuildError, found=w)
-    return w.encode("utf-8")
+    return w.encode("utf-8", "surrogateescape")  # (escapes: the bytes of a word in another encoding)
 

@@ -440,7 +440,12 @@ def _text_lines(arrow: Any, style: str, words: list[Any], rows: np.ndarray, tail
         return None
     try:
         names = pa.array(words, pa.string())
-    except (pa.ArrowException, UnicodeError):
+    except UnicodeError:  # surrogate escapes: the bytes of words in another encoding, joined as bytes (a view
+        try:  # as strings is not checked; the joins below copy bytes)
+            names = pa.array([w.encode("utf-8", "surrogateescape") for w in words], pa.binary()).view(pa.string())
+        except (pa.ArrowException, UnicodeError):
+            return None
+    except pa.ArrowException:
         return None
     n, dim = rows.shape
     numbers = _ARROW_STYLES[style](pa, pc, rows.reshape(-1))
@@ -597,9 +602,9 @@ class TextRecords(Checked):
             line = w + " " + " ".join(fmt(arr[i]))
             out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
             if len(out) >= 4096:
-                stream.write("".join(out).encode("utf-8"))
+                stream.write("".join(out).encode("utf-8", "surrogateescape"))
                 out.clear()
-        stream.write("".join(out).encode("utf-8"))
+        stream.write("".join(out).encode("utf-8", "surrogateescape"))  # (escapes: a word in another encoding)
         return obj
 
     def _sizeof(self, context: Any, path: str) -> int:

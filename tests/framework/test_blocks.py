@@ -263,6 +263,39 @@ def test_table_records_show_in_dumps():
     assert spans["records[0].kind"][2] is Kind.WORD
 
 
+led = cs.Struct(
+    "records" / Table(cs.Struct("tag" / cs.Const(b"R"), "n" / cs.Int8ul), lead=b"R", min_size=2)
+    * "records, each opened by R",
+    "end" / cs.Const(b"E") * "then E",
+)
+
+
+@MODES
+def test_a_table_told_by_its_records_leading_bytes_ends_where_they_stop(compiled):
+    # (a zip's headers: local entries while PK\3\4 follows, then the directory's, each opened by its signature)
+    got = framework.parse(led, b"R\x01R\x02E", format="t", compile=compiled)
+    assert [r.n for r in got.records] == [1, 2] and got.records.offsets == [0, 2, 4]
+    assert framework.parse(led, b"E", format="t", compile=compiled).records == []
+    assert framework.build(led, got, format="t", compile=compiled) == b"R\x01R\x02E"
+    with pytest.raises(TruncatedError) as e:  # a record cut after its lead byte: that record's error
+        framework.parse(led, b"R\x01R", format="t", compile=compiled)
+    assert e.value.path == "records[1].n" and e.value.offset == 3
+    with pytest.raises(FormatError) as e:  # what follows the records is the next field's to judge
+        framework.parse(led, b"R\x01X", format="t", compile=compiled)
+    assert e.value.path == "end" and e.value.offset == 2
+
+
+def test_bounded_ends_a_stream_for_a_while_keeping_its_offsets():
+    stream = framework.BufferStream(b"0123456789")
+    stream.seek(2)
+    with framework.bounded(stream, 3) as inner:
+        assert inner.read() == b"234" and inner.tell() == 5 and framework.remaining(inner) == 0
+        with pytest.raises(TruncatedError) as e:
+            framework.check_length(inner, 1, "x", "a byte")
+        assert e.value.offset == 5
+    assert stream.read() == b"56789"  # the end is back
+
+
 # ---------------------------------------------------------------------------------------------------------
 # enums: unknown values refused with a located error, or kept, as the schema says
 

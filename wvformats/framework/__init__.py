@@ -53,7 +53,17 @@ from .records import (
     walk_region,
 )
 from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
-from .streams import BufferStream, CompareStream, background, byte_view, release, remaining, window, zero_copy
+from .streams import (
+    BufferStream,
+    CompareStream,
+    background,
+    bounded,
+    byte_view,
+    release,
+    remaining,
+    window,
+    zero_copy,
+)
 from .strings import StringTable, decode_all, decode_spans
 from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
 
@@ -96,7 +106,7 @@ __all__ = [
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
     "encode_utf8", "explicit_dtype", "read_array", "write_array",
     # streams and buffers
-    "BufferStream", "CompareStream", "remaining", "window", "zero_copy", "byte_view", "release", "background",
+    "BufferStream", "CompareStream", "remaining", "bounded", "window", "zero_copy", "byte_view", "release", "background",
     # record tables walked with numpy
     "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy", "selected_rows",
     "decode_spans", "decode_all",

@@ -46,6 +46,15 @@ def _expr(x: object) -> str:
     return text[1:-1] if text.startswith("(") and text.endswith(")") and text.count("(") == 1 else text
 
 
+def _extent(table: Table) -> str:
+    """How far a table's records go: a count, while its records' leading bytes follow, a length, or the end."""
+    if table.count is not None:
+        return f"count={_expr(table.count)}"
+    if table.lead is not None:
+        return f"while the next bytes are {table.lead!r}"
+    return "to the end" if table.length is None else f"of {_expr(table.length)} bytes"
+
+
 def describe(con: cs.Construct) -> str:
     """A construct's type as people read it: ``u32 le``, ``f32 le[rows x cols]``, ``string[n_words]``,
     ``if new_format: i32 le``, ``bytes[4] = b'GGUF'``; a custom construct by its class name."""
@@ -65,8 +74,7 @@ def describe(con: cs.Construct) -> str:
         length = f"{con.length}le length, then " if isinstance(con.length, str) else ""
         return f"{length}JSON text of a {'JSON object' if con.top is dict else 'JSON array'}"
     if isinstance(con, Table):
-        count = "to the end" if con.count is None else f"count={_expr(con.count)}"
-        return f"Table {count} of {describe(con.subcon)}"
+        return f"Table {_extent(con)} of {describe(con.subcon)}"
     if isinstance(con, Tensors):
         return f"Tensors listed in {_expr(con.table)}"
     if isinstance(con, cs.IfThenElse):
@@ -132,8 +140,7 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
         elif isinstance(element, cs.Struct):  # a table of records: each record's fields, from its start
-            count = "to the end" if inner.count is None else f"count={_expr(inner.count)}"
-            rows.append(f"| {where} | `{path}` | Table {count} | {size} | {doc} |")
+            rows.append(f"| {where} | `{path}` | Table {_cell(_extent(inner))} | {size} | {doc} |")
             rows.extend(schema_table(element, prefix=f"{path}[i]."))
         else:
             rows.append(f"| {where} | `{path}` | {_cell(describe(inner))} | {size} | {doc} |")

@@ -95,6 +95,8 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
     if size > _MAX_INTP:
         raise fail(path, tell(stream), f"array dimensions {dims} of {dtype.str} are larger than any "
                    "array can be", ValueMismatchError, found=dims)
+    if not dtype.itemsize:  # (elements of no bytes, as numpy.save writes a 'V0' array: numpy makes them, not reads)
+        return np.zeros(dims, dtype=dtype)
     view = zero_copy(stream, nbytes)
     if view is not None:
         return np.frombuffer(view, dtype=dtype, count=count).reshape(dims)

@@ -280,7 +280,8 @@ def pack_records(words: Sequence[Any], rows: np.ndarray, stream: Any, *, length_
     while at < n:
         chunk = words[at : at + _PACK_CHUNK]
         try:  # (str.join refuses anything but a str)
-            u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8"), np.uint8)
+            # (surrogate escapes are the bytes of a word read so: a word in another encoding than UTF-8)
+            u8 = np.frombuffer(chr(sep).join(chunk).encode("utf-8", "surrogateescape"), np.uint8)
         except (TypeError, UnicodeEncodeError):
             return at
         cuts = np.flatnonzero(u8 == sep)

@@ -194,6 +194,23 @@ def zero_copy(stream: Any, n: int) -> memoryview | None:
 
 
 
+@contextlib.contextmanager
+def bounded(stream: Any, n: int) -> Any:
+    """The stream ended ``n`` bytes from its position while the block runs, its offsets unchanged: a field
+    inside a container's member (a zip member's ``.npy``) parsed in place, so that its arrays stay zero-copy
+    views of the file and its errors and dump spans keep the file's offsets. Another kind of stream yields
+    the next ``n`` bytes as a stream of their own (offsets then count from the member's start)."""
+    if isinstance(stream, BufferStream):
+        size = stream.size
+        stream.size = min(size, stream.tell() + n)
+        try:
+            yield stream
+        finally:
+            stream.size = size
+        return
+    yield BufferStream(stream.read(n))
+
+
 def window(stream: Any) -> tuple[Any, int]:
     """A buffer holding the rest of the stream and the absolute offset of its first byte: how a record table
     walks its bytes with numpy or a tight loop, then seeks the stream to where it ended.

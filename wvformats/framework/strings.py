@@ -69,10 +69,12 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     n = len(starts)
     if n == 0:
         return []
-    if sep is not None and errors == "strict":
+    # (surrogate escapes decode byte by byte: an ASCII separator cuts the words as apart, as for strict)
+    joinable = errors in ("strict", "surrogateescape")
+    if sep is not None and joinable:
         blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
         try:
-            words = str(memoryview(blob)[:-1], "utf-8").split(sep.decode("ascii"))  # (no bytes copy)
+            words = str(memoryview(blob)[:-1], "utf-8", errors).split(sep.decode("ascii"))  # (no bytes copy)
         except UnicodeDecodeError:
             words = []  # the general path below names the bad word
         if len(words) == n:  # (a word holding the separator would cut into two: the general path then)
@@ -80,11 +82,11 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     lens = ends - starts
     total = int(lens.sum())
     blob, first = _gather_spans(buf, starts, lens)
-    if errors == "strict" and n > 1 and not (blob == 10).any():
+    if joinable and n > 1 and not (blob == 10).any():
         # no word holds a newline: put one between the words, decode once and let str.split cut them (a
         # word that is not UTF-8 on its own fails the decode, whatever its neighbours)
         try:
-            return np.insert(blob, first[1:], 10).tobytes().decode("utf-8").split("\n")
+            return np.insert(blob, first[1:], 10).tobytes().decode("utf-8", errors).split("\n")
         except UnicodeDecodeError:
             pass
     lead = (blob & 0xC0) != 0x80

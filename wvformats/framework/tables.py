@@ -25,7 +25,9 @@ class Records(cs.ListContainer):
 
 class Table(Checked):
     """Records of ``subcon`` back to back: ``count`` of them (an int or ``this`` expression), or, with
-    ``count=None``, records up to the end of the input (``length`` bytes from here, when given).
+    ``count=None``, records up to the end of the input (``length`` bytes from here, when given), or, with
+    ``lead``, records as long as the input goes on with those bytes (a zip's headers, each opened by its
+    signature: the table ends where another signature follows).
 
     construct's ``GreedyRange`` stops silently at a record that does not parse and leaves the rest unread;
     here every record up to the end must parse, and one that does not is an error naming it
@@ -34,12 +36,14 @@ class Table(Checked):
     that keeps each record's offset; ``dump`` shows each record's fields (the ``parts`` protocol).
     """
 
-    def __init__(self, subcon: cs.Construct, count: Any = None, *, length: Any = None, min_size: int = 1) -> None:
+    def __init__(self, subcon: cs.Construct, count: Any = None, *, length: Any = None, min_size: int = 1,
+                 lead: bytes | None = None) -> None:
         super().__init__()
         self.subcon = subcon
         self.count = count
         self.length = length
         self.min_size = min_size
+        self.lead = lead
 
     def _parse(self, stream: Any, context: Any, path: str) -> Records:
         start = stream.tell()
@@ -64,7 +68,7 @@ class Table(Checked):
                                ValueMismatchError)
                 end = start + left
         i = 0
-        while (i < count) if count is not None else (stream.tell() < end):
+        while (i < count) if count is not None else (stream.tell() < end and self._leads(stream)):
             at = stream.tell()
             out.offsets.append(at)
             out.append(self.subcon._parsereport(stream, context, f"{path}[{i}]"))
@@ -78,6 +82,15 @@ class Table(Checked):
         out.offsets.append(stream.tell())
         out._walked = (stream, context)  # for parts(): records are walked again only for dumps
         return out
+
+    def _leads(self, stream: Any) -> bool:
+        """Whether the next record is there: always, but where records are told by their leading bytes."""
+        if self.lead is None:
+            return True
+        at = stream.tell()
+        head = stream.read(len(self.lead))
+        stream.seek(at)
+        return head == self.lead
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         if self.count is not None:

@@ -3,8 +3,9 @@
 ``python peer.py train OUT NAME``: trains the small model NAME of MODELS into folder OUT (unsupervised
 skipgram and cbow, supervised softmax, hs, ova and ns with word bigrams, quantized .ftz with pruning,
 quantized norms and a quantized output) from a corpus made here.
-``python peer.py ask MODEL QUERIES.json ANSWERS.json``: the peer's word vectors, sentence vectors and
-predictions for the queries, as lists of numbers (float32 values written exactly via their hex bits).
+``python peer.py ask MODEL QUERIES.json ANSWERS.json``: the peer's word vectors (of words, or of byte strings
+given in hex as ``raw_words``), sentence vectors and predictions for the queries, as lists of numbers (float32
+values written exactly via their hex bits), and the model's words and labels.
 """
 
 import json
@@ -87,7 +88,10 @@ def ask(model: str, queries: str, answers: str) -> None:
     m = fasttext.load_model(model)
     out = {"words": [bits(m.get_word_vector(w)) for w in q.get("words", [])],
            "sentences": [bits(m.get_sentence_vector(t)) for t in q.get("sentences", [])],
-           "subwords": [m.get_subwords(w)[1].tolist() for w in q.get("words", [])]}
+           "subwords": [m.get_subwords(w)[1].tolist() for w in q.get("words", [])],
+           # words given as their bytes (hex): a model whose words are in another encoding than UTF-8
+           "raw_words": [bits(m.get_word_vector(bytes.fromhex(w))) for w in q.get("raw_words", [])],
+           "labels": list(m.get_labels(on_unicode_error="replace")) if m.f.getArgs().model.name == "supervised" else [], "dictionary": list(m.get_words(on_unicode_error="replace"))}
     if q.get("lines"):
         preds = []
         for t in q["lines"]:

@@ -69,6 +69,43 @@ def test_predict_prints_what_fasttext_predicts(tmp_path, name, k, threshold):
     assert wvformats("predict", *stdin_args, stdin="\n".join(LINES)).splitlines() == got
 
 
+# A token </s> ends an example where fastText reads it (Dictionary::getLine stops there). fastText's program reads
+# its input as one stream, so the rest of such a line is the next example: these are the examples fastText 0.9.2's
+# `predict` and `print-sentence-vectors` (of a supervised model) read from EOS_LINES, as the Debian package's
+# program printed them; the module's predict of one string reads its first example only.
+EOS_LINES = ["</s> posish apple", "posish </s> apple", "apple </s>", "</s>", "a </s> b </s>", "night"]
+EOS_EXAMPLES = ["</s>", "posish apple", "posish </s>", "apple", "apple </s>", "", "</s>", "", "a </s>", "b </s>", "",
+                "night"]
+
+
+@pytest.mark.parametrize("name", ["sup-softmax.bin", "sup-softmax.ftz", "sup-ngrams.ftz"])
+def test_a_token_eos_ends_the_example_as_fasttext_reads_it(tmp_path, name):
+    import wvformats as wv
+
+    model = DATA / name
+    want = peer(model, predict=EOS_EXAMPLES + EOS_LINES, k=2, threshold=0.0, sentences=EOS_EXAMPLES + EOS_LINES)
+    by_example, by_line = want["predict"][: len(EOS_EXAMPLES)], want["predict"][len(EOS_EXAMPLES) :]
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(EOS_LINES) + "\n")
+    got = wvformats("predict", str(model), str(text), "-k", "2", "--prob").splitlines()
+    assert got == [" ".join(f"{lab} {p:g}" for lab, p in zip(ls, ps, strict=True)) for ls, ps in by_example]
+    got = wvformats("print-sentence-vectors", str(model), stdin=text.read_text()).splitlines()
+    assert got == [vector(v) for v in want["sentences"][: len(EOS_EXAMPLES)]]
+    m = wv.read(model)
+    for line, (labels, probs) in zip(EOS_LINES, by_line, strict=True):  # one string: its first example
+        found, p = m.predict(line, k=2)
+        assert (found, p.tolist()) == (tuple(labels), probs)
+    assert [[float(x) for x in m.get_sentence_vector(line)] for line in EOS_LINES] == want["sentences"][
+        len(EOS_EXAMPLES) :]
+
+
+def test_an_unsupervised_model_reads_each_line_whole(tmp_path):
+    model = DATA / "skipgram.bin"
+    want = peer(model, sentences=EOS_LINES)["sentences"]
+    got = wvformats("print-sentence-vectors", str(model), stdin="\n".join(EOS_LINES) + "\n").splitlines()
+    assert got == [vector(v) for v in want]
+
+
 @pytest.mark.parametrize("model", [DATA / "skipgram.bin", DATA / "sup-softmax.ftz", GENSIM / "lee_fasttext_new.bin"])
 def test_print_word_and_sentence_vectors_as_fasttext(model):
     words = ["night", "nightt", "apple", "été", "zzzz"]

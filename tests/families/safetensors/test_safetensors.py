@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 import pytest
+from wheels import member_of_wheel
 from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
@@ -233,3 +234,41 @@ globals().update(property_tests(
     "safetensors", samples=[save(NUMPY_TENSORS, metadata={"a": "b"}), exotic_file()],
     fields={"header": tensor_table(_DATA, metadata=st.dictionaries(st.text(max_size=4), st.text(max_size=4),
                                                                    max_size=2))}))
+
+
+# a real file written by another tool: WordLlama's embedding table, which its wheel on PyPI ships, written by
+# safetensors.torch.save_model (PyTorch's side of the library: no __metadata__, a float16 tensor), MIT license
+WORDLLAMA_WHEEL = "wordllama==0.4.0.post1"
+WORDLLAMA_MEMBER = "wordllama/weights/l2_supercat_256.safetensors"
+WORDLLAMA_SHA256 = "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5"
+
+
+@pytest.fixture(scope="session")
+def wordllama(request):
+    """The file, out of the wheel (19 MB, fetched once into pytest's cache)."""
+    return member_of_wheel(request.config.cache.mkdir("wordllama"), WORDLLAMA_WHEEL, WORDLLAMA_MEMBER,
+                           WORDLLAMA_SHA256)
+
+
+def test_a_file_pytorch_wrote_reads_as_safetensors_reads_it_and_writes_back_identical(wordllama, tmp_path):
+    import gguf
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+
+    assert wv.sniff(wordllama) == "safetensors"
+    model = wv.read(wordllama, mmap=True)
+    want = load_file(wordllama)
+    with safe_open(wordllama, "np") as f:
+        assert list(model) == list(f.keys()) == ["embedding.weight"] and model.metadata == f.metadata() is None
+    table = model["embedding.weight"]
+    assert model.dtypes["embedding.weight"] == "F16" and table.shape == (32000, 256)
+    assert table.dtype == want["embedding.weight"].dtype and np.array_equal(table, want["embedding.weight"])
+    assert not table.flags.owndata and not table.flags.writeable  # a view of the mapped file
+    assert wv.validate(wordllama).ok
+    out = tmp_path / "again.safetensors"
+    wv.write(model, out)
+    assert out.read_bytes() == wordllama.read_bytes()
+    wv.convert(wordllama, tmp_path / "w.gguf")  # F16 kept as F16
+    (t,) = gguf.GGUFReader(tmp_path / "w.gguf").tensors
+    assert t.tensor_type == gguf.GGMLQuantizationType.F16
+    assert np.array_equal(np.asarray(t.data).reshape(table.shape), table)

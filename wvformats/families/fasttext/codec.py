@@ -6,11 +6,12 @@ from typing import Any
 
 import construct as cs
 
-from ...embeddings import Embeddings
+from ...embeddings import Embeddings, word_encoding
+from ...errors import OptionError
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
 from ...schemas.fasttext import Loss, Model
-from . import convert
+from . import convert, edit
 from .model import EOS, LOSSES, MODELS, FastText, hs_tree, named
 from .sniff import FASTTEXT, sniff
 
@@ -19,18 +20,41 @@ NAME = FASTTEXT.name
 parse, build = schema_io(NAME, schema.fasttext)  # lossless: unicode_errors applies to the model
 
 
-def to_model(parsed: Any, *, unicode_errors: str | None = None, **_: Any) -> FastText:
-    return FastText(parsed, unicode_errors=unicode_errors)
+def to_model(parsed: Any, *, unicode_errors: str | None = None, encoding: str | None = None,
+             limit: int | None = None, **_: Any) -> FastText:
+    """The model of a parsed file: its words decoded from ``encoding`` (default UTF-8; looked up by their
+    bytes in it, as fastText looks them up), the first ``limit`` words only (:func:`.edit.first_words`:
+    labels and n-gram rows kept)."""
+    if limit is not None:
+        parsed = edit.first_words(parsed, limit)
+    return FastText(parsed, unicode_errors=unicode_errors, encoding=encoding)
 
 
-def from_model(obj: Any, *, unnormalize: bool | None = None) -> cs.Container:
-    """A FastText model read from a file -> that file (byte-identical while it is unchanged); any other
-    Embeddings -> an unsupervised fastText model whose ``get_word_vector`` gives each word its vector back,
-    with the subword vocabulary of finalfusion embeddings that have fastText's (:mod:`.convert`; rows times
-    their stored norms unless ``unnormalize=False``)."""
+def from_model(obj: Any, *, unnormalize: bool | None = None, upgrade: bool = False, deduplicate: bool = False,
+               to_encoding: str | None = None) -> cs.Container:
+    """A FastText model read from a file -> that file (byte-identical while it is unchanged: its words in the
+    bytes read, whatever encoding shows them); any other Embeddings -> an unsupervised fastText model whose
+    ``get_word_vector`` gives each word its vector back, with the subword vocabulary of finalfusion embeddings
+    that have fastText's (:mod:`.convert`; rows times their stored norms unless ``unnormalize=False``).
+
+    ``upgrade=True`` writes a model of an older release as the current one (:func:`.edit.upgraded`), which
+    today's fastText loads; ``deduplicate=True`` keeps the first row of each repeated word. Embeddings' words
+    are written in ``to_encoding``, else in the encoding they were read in (a fastText model's are its bytes:
+    another encoding is refused), else UTF-8."""
     if isinstance(obj, FastText):
-        return obj.parsed
-    return convert.from_embeddings(obj, unnormalize)
+        if to_encoding is not None and word_encoding(to_encoding) != obj.encoding:
+            raise OptionError(f"a fastText model's words are written as read ({obj.encoding or 'utf-8'}): its n-gram "
+                              f"rows are those of the hashes of their bytes, which {to_encoding} would change "
+                              "(unknown words would look up other rows); convert it to a word-vector format to "
+                              "write its words in another encoding")
+        parsed = edit.first_of_each(obj.parsed, obj._raw) if deduplicate else obj.parsed
+        return edit.upgraded(parsed) if upgrade else parsed
+    if deduplicate and isinstance(obj, Embeddings) and obj.duplicates:
+        kept = obj.deduplicated()
+        kept.subwords = obj.subwords  # (its n-gram rows follow the words, whichever words are dropped)
+        kept.encoding = obj.encoding
+        obj = kept
+    return convert.from_embeddings(obj, unnormalize, to_encoding)
 
 
 def inspect(parsed: Any) -> dict[str, Any]:
@@ -105,7 +129,7 @@ _FORMAT = register(Format(
     "output matrices (dense or product-quantized); older releases without the magic",
     schema=schema.fasttext, parse=parse, build=build, to_model=to_model,
     from_model=from_model, model=FastText, writes=(Embeddings,), inspect=inspect, check=check, array_views=True,
-    read_options=("unicode_errors",),
+    read_options=("unicode_errors", "encoding", "limit"),
     schemas={"dense_matrix": schema.dense_matrix, "quant_matrix": schema.quant_matrix,
              "product_quantizer": schema.product_quantizer},
 ))

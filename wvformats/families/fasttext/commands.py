@@ -40,21 +40,27 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     s.add_argument("model", type=Path, help=model)
     s.add_argument("words", nargs="*", metavar="A B C", help="triplets A B C (default: read from standard input)")
     s.add_argument("-k", type=int, default=10, help="words per triplet (default 10)")
+    for command in fs.choices.values():
+        command.add_argument("--encoding", metavar="ENC",
+                             help="the encoding of the model's words, of the input and of the output, for a model "
+                                  "whose words are not UTF-8 (cp852, latin-1, ...): the bytes fastText reads and "
+                                  "prints (default UTF-8)")
 
 
-def _model(path: Path) -> Any:
+def _model(path: Path, encoding: str | None) -> Any:
     from ... import api
 
-    return api.read(path, "fasttext", mmap=True)
+    return api.read(path, "fasttext", mmap=True, encoding=encoding)
 
 
-def _lines(name: str) -> Iterator[str]:
+def _read_lines(name: str, encoding: str | None) -> Iterator[str]:
     """The lines of a file or of standard input, each without its ``\\n`` (a ``\\r`` is whitespace to fastText,
-    so it stays), read lazily; invalid UTF-8 as surrogate escapes, as the model keeps such words."""
+    so it stays), read lazily, in ``encoding`` (None: UTF-8); bytes it does not decode as surrogate escapes, as
+    the model keeps such words."""
     stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115 - closed below
     try:
         for raw in stream:
-            yield raw.rstrip(b"\n").decode("utf-8", "surrogateescape")
+            yield raw.rstrip(b"\n").decode(encoding or "utf-8", "surrogateescape")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -82,20 +88,26 @@ def _vector(v: Any) -> str:
     return "".join(f"{float(x):.5g} " for x in v.tolist())
 
 
-def _out(text: str) -> None:
-    sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
-
-
 def _run(args: argparse.Namespace) -> int:
+    from ...schemas.fasttext import Model
     from . import neighbors
+    from .model import examples
 
-    model = _model(args.model)
+    model = _model(args.model, args.encoding)
+    encoding = model.encoding or "utf-8"
+
+    def _out(text: str) -> None:
+        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+
+    def _lines(name: str) -> Iterator[str]:
+        return _read_lines(name, model.encoding)
+
     if args.fasttext_command == "predict":
         from ...errors import OptionError
 
         if args.k == 0 or args.k < -1:
             raise OptionError(f"-k takes a number of labels >= 1, or -1 for every label, not {args.k}")
-        for block in _blocks(_lines(args.input)):
+        for block in _blocks(examples(_lines(args.input))):
             labels, probs = model.predict(block, k=args.k, threshold=args.threshold)
             out = []
             for ls, ps in zip(labels, probs, strict=True):
@@ -108,7 +120,8 @@ def _run(args: argparse.Namespace) -> int:
             vectors = model.word_vectors(block)
             _out("".join(f"{w} {_vector(v)}\n" for w, v in zip(block, vectors, strict=True)))
     elif args.fasttext_command == "print-sentence-vectors":
-        for block in _blocks(_lines("-")):
+        supervised = int(model.args["model"]) == Model.supervised  # (the others read each line whole)
+        for block in _blocks(examples(_lines("-")) if supervised else _lines("-")):
             _out("".join(f"{_vector(v)}\n" for v in model.sentence_vectors(block)))
     else:
         words = list(args.words) or list(_words(_lines("-")))

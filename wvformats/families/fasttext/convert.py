@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, unnormalized, warn_if_changed
+from ...embeddings import Embeddings, unnormalized, warn_if_changed, written_words
 from ...errors import BuildError, FormatError
 from ...schemas import fasttext as schema
 from ..finalfusion.lookups import composed_batch
 from . import subwords
+from .edit import CURRENT
 from .model import EOS
 from .sniff import FASTTEXT
 
@@ -79,14 +80,14 @@ def _warn_short_ngrams(minn: int, maxn: int, what: str, differ: str) -> None:
                       "rows", UserWarning, stacklevel=3)
 
 
-def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
+def from_embeddings(obj: Any, unnormalize: bool | None = None, to_encoding: str | None = None) -> cs.Container:
     """Embeddings -> an unsupervised fastText model whose ``get_word_vector`` gives each word its vector
     (rows multiplied by their stored norms unless ``unnormalize=False``). A fastText subword vocabulary
     (finalfusion's, or a fastText model's) is kept: its bucket, minn and maxn, and the bucket rows, so that
     words outside the vocabulary get the vectors they had; the words' own rows are solved so that fastText's
     means give their vectors (within 2 ulps of each vector's largest value, most bit for bit). Other subword
     vocabularies have no fastText form: the words are written without n-grams (maxn 0), with a warning line
-    saying so."""
+    saying so. The words are written in ``to_encoding``, else in the encoding they were read in, else UTF-8."""
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
@@ -94,12 +95,13 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
     obj.check_parts(NAME)
     if obj.duplicates:
         raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
-                         f"word", format=NAME, path="dictionary.entries.words")
+                         f"word; deduplicate=True (--dedupe) keeps the first of each", format=NAME,
+                         path="dictionary.entries.words")
     sw = obj.subwords
     vocab_type, fields = (sw.kind, sw.settings) if sw is not None else (None, {})
     vectors = np.ascontiguousarray(unnormalized(obj, unnormalize, NAME).vectors, "<f4")
     n, dim = vectors.shape
-    words = list(obj.words)
+    words = written_words(obj, to_encoding, "dictionary.entries.words")  # (their bytes: n-grams hash those)
     bucket = minn = maxn = 0
     inputs = vectors
     if vocab_type == "fasttext_subword_vocab":
@@ -123,7 +125,7 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None) -> cs.Container:
     entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
     dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
                               pruneidx=np.zeros((0, 2), "<i4"))
-    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
+    return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=CURRENT, args=args,
                         dictionary=dictionary, quant_input=0, input=cs.Container(m=len(inputs), n=dim, data=inputs),
                         qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
 

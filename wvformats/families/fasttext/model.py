@@ -5,13 +5,22 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows, Storage, Subwords, WordIndex
+from ...embeddings import (
+    Embeddings,
+    LazyRows,
+    Storage,
+    Subwords,
+    WordIndex,
+    as_read,
+    decoded_all,
+    word_encoding,
+)
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -38,6 +47,24 @@ def named(enum: Any) -> str:
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
+
+
+def examples(lines: Iterable[str]) -> Iterator[str]:
+    """The examples fastText's program reads from lines of input (``predict``, and ``print-sentence-vectors``
+    of a supervised model): it reads one stream, and an example ends at a newline or at a token ``</s>``, so a
+    line holding that token is several examples, the rest of the line the next one (checked on fastText
+    0.9.2's program: ``a </s> b`` is predicted as ``a </s>``, then as ``b``)."""
+    for line in lines:
+        tokens = _TOKEN.findall(line) if EOS in line else ()
+        if EOS not in tokens:
+            yield line
+            continue
+        start = 0
+        for i, token in enumerate(tokens):
+            if token == EOS:
+                yield " ".join(tokens[start : i + 1])
+                start = i + 1
+        yield " ".join(tokens[start:])
 MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
@@ -98,7 +125,7 @@ class FastText(Embeddings):
     words at a time, at most ``nwords * dim`` float32 in all); other words are composed at each lookup.
     """
 
-    def __init__(self, parsed: Any, *, unicode_errors: str | None = None) -> None:
+    def __init__(self, parsed: Any, *, unicode_errors: str | None = None, encoding: str | None = None) -> None:
         d, a = parsed["dictionary"], parsed["args"]
         entries = d["entries"]
         nwords, size = int(d["nwords"]), int(d["size"])
@@ -109,7 +136,9 @@ class FastText(Embeddings):
                               f"(type 0), the rest labels (type 1)", format=NAME,
                               path=f"dictionary.entries.types[{bad}]", offset=entry_offset(entries, bad))
         raw = entries["words"]  # as fastText sees them: surrogate escapes are the file's bytes
-        shown = _shown(entries, raw, unicode_errors)
+        # words shown in ``encoding`` and looked up by their bytes in it (None: UTF-8)
+        self.encoding = word_encoding(encoding)
+        shown = _shown(entries, raw, unicode_errors, self.encoding)
         words = shown if nwords == len(shown) else shown[:nwords]
         self.args = a
         self.version = parsed["version"]
@@ -259,10 +288,20 @@ class FastText(Embeddings):
                            f"matrix's {self.input.shape[0]} rows (fastText would read past its matrix)",
                            format=NAME, path="input.m")
 
+    def _raw_words(self, words: Sequence[str]) -> list[str]:
+        """Words or lines as fastText sees them: their bytes in the model's encoding, as the entries are read
+        (UTF-8 with surrogate escapes); the words themselves when the model is UTF-8. Once per query: a word in
+        this form is not one to encode again."""
+        return as_read(words, self.encoding)
+
     def _unknown(self, word: str) -> np.ndarray | None:
         """The vector of a word that is not in ``vocab``: a label or an entry whose bytes are not UTF-8 (by its
         own row and n-grams, as fastText finds it), else its n-grams' mean; None when it has none to compose."""
         if not isinstance(word, str):
+            return None
+        try:
+            (word,) = self._raw_words([word])
+        except UnicodeEncodeError:  # a word the model's encoding cannot spell is none of its words
             return None
         i = -1 if self._raw_is_words() else self._raw_id(word)  # (a word of the vocabulary is not asked here)
         if 0 <= i < self.nwords:
@@ -273,8 +312,9 @@ class FastText(Embeddings):
 
     def _unknown_batch(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_unknown` of many words: their vectors and which have one (zeros where not)."""
+        words = self._raw_words(words)
         found = np.ones(len(words), bool) if self._composes else self._ids(words) >= 0
-        return self.word_vectors(words), found
+        return self._raw_vectors(words), found
 
     def _raw_id(self, word: str) -> int:
         if self._raw_index is None:
@@ -327,7 +367,12 @@ class FastText(Embeddings):
         gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
         if not isinstance(word, str):
             return False
-        return self._composes or self._word_id(word) is not None or self._raw_id(word) >= 0
+        if self._composes or self._word_id(word) is not None:
+            return True
+        try:
+            return self._raw_id(self._raw_words([word])[0]) >= 0
+        except UnicodeEncodeError:
+            return False
 
     def _row(self, i: int) -> np.ndarray:
         return self._known(i)
@@ -347,9 +392,12 @@ class FastText(Embeddings):
     def word_vectors(self, words: Sequence[str]) -> np.ndarray:
         """``get_word_vector`` of each word, in or out of vocabulary: the mean of its input rows (zeros for
         a word with none), to the bits of fastText's float32 sums."""
-        words = list(words)
-        rows, owner = self._rows_of(words, self._ids(words))
-        return self._mean_rows(rows, owner, len(words))[0]
+        return self._raw_vectors(self._raw_words(words))
+
+    def _raw_vectors(self, raw: list[str]) -> np.ndarray:
+        """:meth:`word_vectors` of words as fastText sees them (:meth:`_raw_words`)."""
+        rows, owner = self._rows_of(raw, self._ids(raw))
+        return self._mean_rows(rows, owner, len(raw))[0]
 
     def _unknown_lookups(self) -> tuple[Any, Any]:
         """fastText finds a word by its bytes, a label by its own row, others by their n-grams."""
@@ -362,11 +410,13 @@ class FastText(Embeddings):
     def subword_rows(self, word: str) -> list[int]:
         """The input rows ``get_word_vector(word)`` averages: the word's own row if it is a word, then its
         n-grams' (fastText's ``get_subwords`` ids)."""
-        return self._rows_of([word], self._ids([word]))[0].tolist()
+        raw = self._raw_words([word])
+        return self._rows_of(raw, self._ids(raw))[0].tolist()
 
     def get_word_vector(self, word: str) -> np.ndarray:
         """fastText's ``get_word_vector``: the word found by its bytes, as fastText finds it (zeros for a word
         that is not in the dictionary and has no n-gram)."""
+        (word,) = self._raw_words([word])
         i = self._raw_id(word)
         return self._known(i) if 0 <= i < self.nwords else self._one(word, i)
 
@@ -376,8 +426,9 @@ class FastText(Embeddings):
         """fastText's ``get_subwords``: the word itself when the dictionary has it, then the character n-grams
         of ``<word>`` as fastText cuts them; and their input rows (a pruned model keeps some n-grams' rows
         only, and lists only those, as fastText does)."""
+        shown, (word,) = word, self._raw_words([word])
         own = self._raw_id(word)
-        strings = [word] if own >= 0 else []
+        strings = [shown] if own >= 0 else []
         if word != EOS and self._composes:
             b = f"<{word}>".encode("utf-8", "surrogateescape")
             n = len(b)
@@ -391,8 +442,8 @@ class FastText(Embeddings):
                         j += 1
                     k += 1
                     if k >= self.minn and not (k == 1 and (i == 0 or j == n)):
-                        strings.append(b[i:j].decode("utf-8", "surrogateescape"))
-        return strings, np.array(self.subword_rows(word), np.int64)
+                        strings.append(b[i:j].decode(self.encoding or "utf-8", "surrogateescape"))
+        return strings, np.array(self.subword_rows(shown), np.int64)
 
     def get_nearest_neighbors(self, word: str, k: int = 10) -> list[tuple[float, str]]:
         """fastText's ``get_nearest_neighbors``: (similarity, word) pairs of the ``k`` words nearest to
@@ -438,9 +489,14 @@ class FastText(Embeddings):
     # -- lines -------------------------------------------------------------------------------------------
 
     def _tokens(self, text: str) -> list[str]:
-        """``Dictionary::readWord`` over one line: whitespace-separated tokens, then ``</s>``. (Printable ASCII
-        holds no separator of fastText's but the space, nor any other that ``str.split`` splits at.)"""
+        """``Dictionary::getLine`` over one line: its whitespace-separated tokens, then ``</s>``; a token
+        ``</s>`` in the line ends it there, as fastText stops at the first ``</s>`` it reads (the rest of the
+        line is not read: see :func:`examples` for fastText's program, which reads it as the next example).
+        (Printable ASCII holds no separator of fastText's but the space, nor any other that ``str.split``
+        splits at.)"""
         tokens = text.split() if text.isascii() and text.isprintable() else _TOKEN.findall(text)
+        if EOS in tokens:
+            return tokens[: tokens.index(EOS) + 1]
         tokens.append(EOS)
         return tokens
 
@@ -477,16 +533,16 @@ class FastText(Embeddings):
     def sentence_vectors(self, lines: Sequence[str]) -> np.ndarray:
         """fastText's ``get_sentence_vector`` of each line: supervised, the mean of the line's input rows
         (as prediction sees it); otherwise the mean of its words' unit-normalised word vectors."""
-        lines = list(lines)
+        lines = self._raw_words(lines)
         if int(self.args["model"]) == Model.supervised:
             rows, owner = self._line_rows(lines)
             return self._mean_rows(rows, owner, len(lines))[0]
         out = np.zeros((len(lines), self.dim), np.float32)
         for i, text in enumerate(lines):
-            toks = self._tokens(text)[:-1]
+            toks = _TOKEN.findall(text)  # std::getline, then every word: a token </s> ends nothing here
             if not toks:
                 continue
-            vecs = self.word_vectors(toks)
+            vecs = self._raw_vectors(toks)
             count = 0
             for v in vecs:
                 norm = vector_norm(v)
@@ -510,9 +566,10 @@ class FastText(Embeddings):
         labels = self.labels
         k = len(labels) if k < 0 else min(k, len(labels))
         if isinstance(text, str):
-            ids, probs = predict_line(self, text, k, threshold)
+            line = text if self.encoding is None else self._raw_words([text])[0]
+            ids, probs = predict_line(self, line, k, threshold)
             return tuple([labels[i] for i in ids]), probs
-        ids, found_p = predict_lines(self, list(text), k, threshold)
+        ids, found_p = predict_lines(self, self._raw_words(text), k, threshold)
         return [tuple([labels[i] for i in row]) for row in ids], found_p
 
     def _not_predictable(self) -> str | None:
@@ -526,6 +583,10 @@ class FastText(Embeddings):
                     f"refuses to load the model (\"Unknown loss\")")
         if not self.labels:
             return "predict needs labels: the dictionary holds none (nlabels 0)"
+        if self.version is None and int(self.args["wordNgrams"]) > 1:
+            return (f"a supervised model of a release before the magic (2017) with word n-grams (wordNgrams "
+                    f"{self.args['wordNgrams']}) hashes word ids where fastText now hashes their bytes: its "
+                    "predictions are not computed")
         return None
 
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
@@ -586,9 +647,10 @@ def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
 def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
     """(minn, maxn) as fastText's lookups act on them: no n-grams when maxn is 0 or minn is negative, and of any
     length when maxn is negative (``computeSubwords`` compares lengths as ``size_t``); a supervised model of
-    version 11 has none (``FastText::loadModel``: "old supervised models do not use char ngrams")."""
+    version 11 has none (``FastText::loadModel``: "old supervised models do not use char ngrams"), nor one of the
+    releases before the magic (None), whose ``Dictionary::getLine`` looked a supervised line's words up by id only."""
     minn, maxn = int(args["minn"]), int(args["maxn"])
-    if minn < 0 or (version == 11 and int(args["model"]) == Model.supervised):
+    if minn < 0 or (version in (None, 11) and int(args["model"]) == Model.supervised):
         return minn, 0
     return minn, (1 << 31 if maxn < 0 else maxn)
 
@@ -616,16 +678,23 @@ def _check_rows(m: FastText, nwords: int, bucket: int, hashed: bool) -> None:
                           path="output.m")
 
 
-def _shown(entries: Any, raw: list[str], unicode_errors: str | None) -> list[str]:
-    """The entries as the model shows them: words that are not UTF-8 are refused (the default, naming the
-    entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
+def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: str | None = None) -> list[str]:
+    """The entries as the model shows them: words that are not UTF-8 (or not of ``encoding``) are refused (the
+    default, naming the entry and its byte offset), or decoded with ``unicode_errors`` ("replace", "ignore")."""
+    if encoding is not None:
+        def fail(i: int, e: UnicodeDecodeError) -> FormatError:
+            return FormatError(f"entry {i} is not {encoding} ({e.reason}); read with unicode_errors='replace' or "
+                               f"'ignore'", format=NAME, path=f"dictionary.entries.words[{i}]",
+                               offset=entry_offset(entries, i))
+
+        return decoded_all(raw, encoding, unicode_errors or "strict", fail)
     escaped = entries.get("_escaped") or []
     if not escaped:
         return raw
     if unicode_errors in (None, "strict"):
         i = escaped[0]
-        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with "
-                          f"unicode_errors='replace' or 'ignore'", format=NAME,
+        raise FormatError(f"entry {i} is not UTF-8 ({len(escaped)} entries are not); read with its encoding "
+                          f"(encoding='cp852', ...), or with unicode_errors='replace' or 'ignore'", format=NAME,
                           path=f"dictionary.entries.words[{i}]", offset=entry_offset(entries, i))
     shown = list(raw)
     for i in escaped:

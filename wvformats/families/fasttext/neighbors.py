@@ -27,7 +27,7 @@ def unit_vectors(model: Any) -> np.ndarray:
     model and kept with it (words x dim float32: the memory of the matrix of word vectors)."""
     cached = getattr(model, "_fasttext_unit", None)
     if cached is None:
-        m = np.array(model.word_vectors(model.words), f32)
+        m = np.array(model.vectors, f32)  # (by id: a word shown otherwise than its bytes is still itself)
         sq = np.zeros(len(m), f32)
         for j in range(m.shape[1]):  # the squares summed in order, as Vector::norm sums them
             sq += m[:, j] * m[:, j]

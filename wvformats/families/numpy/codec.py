@@ -1,12 +1,11 @@
 """Codecs of NumPy's ``.npy`` (the schema's parse as an array and back, written as ``numpy.save`` writes)
-and ``.npz`` (a zip archive of ``.npy`` members, stored or deflated: each member through the ``.npy`` schema,
-a stored one as zero-copy views of the archive; written back member by member as ``numpy.savez`` wrote it)."""
+and ``.npz`` (a zip archive of ``.npy`` members, stored or deflated, whose schema is ``schemas/npz.py``: a
+stored member's arrays are zero-copy views of the archive; an archive read is written back as it was, and
+arrays are written as ``numpy.savez`` / ``savez_compressed`` lay them out)."""
 
 from __future__ import annotations
 
-import functools
-import time
-import zipfile
+import sys
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +18,9 @@ from ...embeddings import Embeddings
 from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
-from ...schemas.constructs.npy import numpy_spelling
+from ...schemas import npz as npz_schema
+from ...schemas.constructs.npy import NpyDict, numpy_spelling
+from ...schemas.constructs.npz import Digest, Member, compress
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
 parse, build = schema_io(NPY.name, schema.npy)
@@ -91,177 +92,234 @@ register(Format(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# .npz
+# .npz: the zip container is the schema (schemas/npz.py); here the members become arrays by name, and arrays
+# become members laid out as numpy.savez / savez_compressed lay them out (zipfile with force_zip64=True)
 
 SUFFIX = ".npy"
-DEFLATE_RATIO = 1032  # deflate's largest expansion: a member claiming more is refused before inflating
+parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz)
+ZIP64_LIMIT = (1 << 31) - 1  # zipfile's: a size or offset past it goes to a zip64 field
+COUNT_LIMIT = 0xFFFF  # entries an end record counts; more need the zip64 end record
+UNIX, DOS = 3, 0  # zipfile's host system: what the writer ran on
+LOCAL_FIXED, CENTRAL_FIXED, END_FIXED, ZIP64_END_FIXED, LOCATOR_SIZE = 30, 46, 22, 56, 20
+EPOCH = 0x21  # MS-DOS date 1980-01-01: zipfile's default time stamp, which numpy's members get
+MODE = 0o600 << 16  # the Unix mode zipfile gives a member it opens for writing (rw-------)
 
 
 class NpzArrays(dict):
     """The arrays of an ``.npz`` archive by name (the member's name without ``.npy``), in archive order.
-    ``infos`` keeps each member's zip entry as read (its time stamp, compression, attributes), so that an
-    archive read and written back is the same bytes; ``compressed``: new members are deflated
-    (``numpy.savez_compressed``) rather than stored (``numpy.savez``)."""
+    ``compressed``: new members are deflated (``numpy.savez_compressed``) rather than stored
+    (``numpy.savez``). An archive read keeps its members' zip records, so that what is written back while an
+    array is the one read (the same object) is the same bytes; a stored member's array is a view of the
+    archive (zero-copy with ``mmap=True``, which ``numpy.load(mmap_mode=...)`` cannot do for an .npz)."""
 
     def __init__(self, arrays: Any = (), *, compressed: bool = False) -> None:
         super().__init__(arrays)
         self.compressed = compressed
-        self.infos: dict[str, zipfile.ZipInfo] = {}
-        self.versions: dict[str, Any] = {}  # member name -> its parsed .npy (header bytes kept)
+        self.kept: dict[str, tuple[Any, Any]] = {}  # name -> (local entry, directory entry) as read
+        self.end: Any = None  # the end records as read: (zip64_end, zip64_locator, end)
 
 
-def _fail(message: str, offset: int | None = None, path: str = "archive", format: str = NPZ.name) -> FormatError:
-    return FormatError(message, format=format, path=path, offset=offset)
+def member_name(entry: Any) -> str:
+    """A zip entry's name as text: UTF-8 with flag bit 11, else code page 437 (as zipfile decodes it)."""
+    return bytes(entry["name"]).decode("utf-8" if entry["flags"] & npz_schema.FLAG_UTF8 else "cp437")
 
 
-def _local_extra(buf: Any, info: zipfile.ZipInfo, format: str) -> tuple[int, bytes]:
-    """Where a member's data start, and its local header's extra field."""
-    at = info.header_offset
-    head = bytes(buf[at:at + 30]) if at >= 0 else b""
-    if len(head) < 30 or head[:4] != b"PK\x03\x04":
-        raise _fail(f"member {info.filename!r}: no local header at byte {at}, where the central directory "
-                    "puts it", max(at, 0), format=format)
-    n, m = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
-    return at + 30 + n + m, bytes(buf[at + 30 + n:at + 30 + n + m])
-
-
-def parse_npz(buf: Any, *, format: str = NPZ.name, **_: Any) -> cs.Container:
-    """The archive's members, each parsed as a .npy; errors carry ``format`` (npz, or npz-embeddings)."""
-    stream = framework.BufferStream(buf)
+def _encode_name(name: str) -> tuple[bytes, int]:
     try:
-        archive = zipfile.ZipFile(stream)
-        infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OSError, EOFError) as e:
-        raise _fail(f"not a readable zip archive: {e}", format=format) from None
-    members = []
-    for i, info in enumerate(infos):
-        where = f"members[{i}]"
-        if not info.filename.endswith(SUFFIX):
-            raise _fail(f"member {info.filename!r} is not a .npy file", info.header_offset, where, format=format)
-        start, extra = _local_extra(buf, info, format)
-        if info.compress_type == zipfile.ZIP_STORED:
-            if start + info.file_size > len(buf) or info.compress_size != info.file_size:
-                raise _fail(f"member {info.filename!r} runs past the archive", start, where, format=format)
-            data = memoryview(buf)[start:start + info.file_size]
-        elif info.compress_type == zipfile.ZIP_DEFLATED:
-            if info.file_size > DEFLATE_RATIO * info.compress_size + 1024:
-                raise _fail(f"member {info.filename!r} claims {info.file_size} bytes from {info.compress_size} "
-                            "deflated ones, more than deflate can give", info.header_offset, where, format=format)
-            try:  # (into a bytearray: the arrays of an inflated member are writable)
-                data = bytearray(info.file_size)
-                with archive.open(info) as member_file:
-                    got = member_file.readinto(data)
-                    if got != info.file_size or member_file.read(1):
-                        raise zipfile.BadZipFile(f"{got} bytes where the archive says {info.file_size}")
-            except (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, OSError, EOFError) as e:
-                raise _fail(f"member {info.filename!r} does not inflate: {e}", start, where, format=format) from None
-        else:
-            raise _fail(f"member {info.filename!r}: compression {info.compress_type} (npz members are stored "
-                        "or deflated)", info.header_offset, where, format=format)
-        try:
-            member = parse(data)
-        except FormatError as e:
-            raise _fail(f"member {info.filename!r}: {e}", start + (e.offset or 0), f"{where}.{e.path}",
-                        format=format) from None
-        members.append(cs.Container(info=info, zip64=_has_zip64(extra),
-                                    npy=member))
-    return cs.Container(members=members, comment=archive.comment)
+        return name.encode("ascii"), 0
+    except UnicodeEncodeError:
+        return name.encode("utf-8"), npz_schema.FLAG_UTF8
 
 
-def _has_zip64(extra: bytes) -> bool:
-    at = 0
-    while at + 4 <= len(extra):
-        kind, n = int.from_bytes(extra[at:at + 2], "little"), int.from_bytes(extra[at + 2:at + 4], "little")
-        if kind == 1:
-            return True
-        at += 4 + n
-    return False
+def _fresh_npy(value: Any) -> cs.Container:
+    """An array as the .npy numpy.save writes, its header spelt for a member (padded from the member's start,
+    not the archive's)."""
+    npy = from_model(np.asanyarray(value))
+    header = NpyDict(npy["header"])
+    header.raw = numpy_spelling(header, (npy["major"], npy["minor"]), len(schema.MAGIC) + 2)
+    npy["header"] = header
+    return npy
 
 
-class _Sink:
-    """A zip member being written, as the .npy schema's output stream."""
+def _fresh_local(name: str, npy: Any, deflate: bool) -> cs.Container:
+    """A member's local entry as numpy writes it: zip64 extra with both sizes, 1980-01-01, CRC and sizes in
+    the header (zipfile seeks back to write them)."""
+    def write(sink: Any) -> None:
+        framework.build(schema.npy, npy, sink, format=NPY.name)
 
-    def __init__(self, f: Any) -> None:
-        self.f = f
-        self.n = 0
-
-    def write(self, b: Any) -> int:
-        self.n += len(b)
-        return self.f.write(b)
-
-    def tell(self) -> int:
-        return self.n
-
-
-def build_npz(parsed: Any, stream: Any) -> None:
-    with zipfile.ZipFile(stream, "w", allowZip64=True) as archive:
-        for member in parsed["members"]:
-            info = _fresh(member["info"])
-            with archive.open(info, "w", force_zip64=member["zip64"]) as f:
-                framework.build(schema.npy, member["npy"], _Sink(f), format=NPY.name)
-        archive.comment = parsed.get("comment") or b""
+    if deflate:
+        raw, crc, n = compress(write)
+        size = len(raw)
+    else:
+        digest = Digest()
+        write(digest)
+        raw, crc, n, size = None, digest.crc, digest.n, digest.n
+    encoded, flags = _encode_name(name + SUFFIX)
+    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, size=16, data=[n, size])]
+    return cs.Container(
+        signature=None, version_needed=npz_schema.ZIP64_VERSION, flags=flags,
+        compression=npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored,
+        mod_time=0, mod_date=EPOCH, crc32=crc, compressed_size=npz_schema.FULL,
+        uncompressed_size=npz_schema.FULL, name_length=len(encoded), extra_length=20, name=encoded,
+        extra=extra, data=Member(npy=npy, raw=raw, crc32=crc if deflate else None), descriptor=None)
 
 
-def _fresh(old: zipfile.ZipInfo) -> zipfile.ZipInfo:
-    """A zip entry to write with what ``old`` recorded: name, time, compression, attributes."""
-    info = zipfile.ZipInfo(old.filename, old.date_time)
-    for key in ("compress_type", "external_attr", "internal_attr", "create_system", "create_version",
-                "extract_version", "comment", "volume"):
-        setattr(info, key, getattr(old, key))
-    info.flag_bits = old.flag_bits & ~0x08
-    info.extra = old.extra
-    return info
+def _sizes(local: Any) -> tuple[int, int, int]:
+    """(CRC-32, compressed size, uncompressed size) of a local entry, from its descriptor where it has one."""
+    if local["descriptor"] is not None:
+        d = local["descriptor"]
+        return d["crc32"], d["compressed_size"], d["uncompressed_size"]
+    return (local["crc32"], npz_schema.wide("compressed_size")(local),
+            npz_schema.wide("uncompressed_size")(local))
+
+
+def _entry_size(local: Any) -> int:
+    """The bytes a local entry takes: header, name, extra, data, descriptor."""
+    _, size, _ = _sizes(local)
+    wide = npz_schema.has_zip64(local)
+    descriptor = 0 if local["descriptor"] is None else 4 + 4 + (16 if wide else 8)
+    return LOCAL_FIXED + local["name_length"] + local["extra_length"] + size + descriptor
+
+
+def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
+    """The central directory entry zipfile writes for a member: a zip64 field only past its limits."""
+    crc, size, n = _sizes(local)
+    big, far = n > ZIP64_LIMIT or size > ZIP64_LIMIT, offset > ZIP64_LIMIT
+    values = [n, size] * big + [offset] * far
+    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, size=8 * len(values), data=values)] if values else []
+    version = max(local["version_needed"], npz_schema.ZIP64_VERSION if values else 0)
+    return cs.Container(
+        signature=None, version_made_by=version, host_system=DOS if sys.platform == "win32" else UNIX,
+        version_needed=version, flags=local["flags"], compression=local["compression"],
+        mod_time=local["mod_time"], mod_date=local["mod_date"], crc32=crc,
+        compressed_size=npz_schema.FULL if big else size, uncompressed_size=npz_schema.FULL if big else n,
+        name_length=local["name_length"], extra_length=4 + 8 * len(values) if values else 0,
+        comment_length=0, disk_start=0, internal_attributes=0, external_attributes=MODE,
+        local_header_offset=npz_schema.FULL if far else offset, name=local["name"],
+        extra=extra, comment=b"")
+
+
+def _end_records(count: int, directory_size: int, directory_offset: int, comment: bytes) -> tuple[list, list, Any]:
+    """The end records zipfile writes: the zip64 pair only where the counts or offsets need it."""
+    zip64 = count > COUNT_LIMIT or directory_offset > ZIP64_LIMIT or directory_size > ZIP64_LIMIT
+    records: list[Any] = []
+    locator: list[Any] = []
+    if zip64:
+        records.append(cs.Container(
+            signature=None, record_size=npz_schema.ZIP64_END_SIZE, version_made_by=npz_schema.ZIP64_VERSION,
+            version_needed=npz_schema.ZIP64_VERSION, disk=0, directory_disk=0, entries_on_disk=count,
+            entries=count, directory_size=directory_size, directory_offset=directory_offset, extensible=b""))
+        locator.append(cs.Container(signature=None, end_disk=0, end_offset=directory_offset + directory_size,
+                                    disks=1))
+    end = cs.Container(
+        signature=None, disk=0, directory_disk=0, entries_on_disk=min(count, COUNT_LIMIT),
+        entries=min(count, COUNT_LIMIT), directory_size=min(directory_size, npz_schema.FULL),
+        directory_offset=min(directory_offset, npz_schema.FULL), comment_length=len(comment), comment=comment)
+    return records, locator, end
+
+
+def _directory_entry_size(entry: Any) -> int:
+    return CENTRAL_FIXED + entry["name_length"] + entry["extra_length"] + entry["comment_length"]
 
 
 def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
     out = NpzArrays()
-    for member in parsed["members"]:
-        name = member["info"].filename[: -len(SUFFIX)]
-        out[name] = member["npy"]["data"]
-        out.infos[name] = member["info"]
-        out.versions[name] = member["npy"]
-        out.compressed = member["info"].compress_type == zipfile.ZIP_DEFLATED
+    for local, entry in zip(parsed["members"], parsed["directory"], strict=True):
+        name = member_name(local)[: -len(SUFFIX)]
+        out[name] = local["data"]["npy"]["data"]
+        out.kept[name] = (local, entry)
+        out.compressed = local["compression"] == npz_schema.Compression.deflated
+    out.end = (parsed["zip64_end"], parsed["zip64_locator"], parsed["end"])
     return out
 
 
 def npz_from_model(arrays: Any, *, compressed: bool | None = None) -> cs.Container:
     if not isinstance(arrays, Mapping):
         raise BuildError(f"an .npz holds arrays by name; got {type(arrays).__name__}", format=NPZ.name)
-    infos = getattr(arrays, "infos", {})
-    kept = getattr(arrays, "versions", {})
+    kept = getattr(arrays, "kept", {})
     deflate = compressed if compressed is not None else bool(getattr(arrays, "compressed", False))
-    now = time.localtime(time.time())[:6]
-    members = []
+    members, directory = [], []
+    offset = 0
     for name, value in arrays.items():
-        old = kept.get(name)
-        if old is not None and old["data"] is value:
-            npy = old
-        else:
-            npy = from_model(np.asanyarray(value))
-        info = infos.get(name)
-        if info is None or (compressed is not None and (info.compress_type == zipfile.ZIP_DEFLATED) != deflate):
-            info = zipfile.ZipInfo(str(name) + SUFFIX, now if info is None else info.date_time)
-            info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
-            info.external_attr = 0o600 << 16  # what zipfile gives a member numpy.savez writes
-        members.append(cs.Container(info=info, zip64=True, npy=npy))
-    return cs.Container(members=members, comment=b"")
+        local, entry = kept.get(name, (None, None))
+        wanted = npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored
+        if local is None or local["data"]["npy"]["data"] is not value or (
+                compressed is not None and local["compression"] != wanted):
+            local, entry = _fresh_local(str(name), _fresh_npy(value), deflate), None
+        if entry is None or npz_schema.wide("local_header_offset")(entry) != offset:
+            entry = _fresh_directory_entry(local, offset)
+        members.append(local)
+        directory.append(entry)
+        offset += _entry_size(local)
+    size = sum(_directory_entry_size(e) for e in directory)
+    old = getattr(arrays, "end", None)
+    records = _end_records(len(members), size, offset, b"" if old is None else bytes(old[2]["comment"]))
+    if old is not None and _same_end(old, records):
+        records = old
+    zip64_end, locator, end = records
+    return cs.Container(members=members, directory=directory, zip64_end=zip64_end, zip64_locator=locator,
+                        end=end, trailing=b"")
+
+
+def _same_end(old: Any, new: Any) -> bool:
+    """The end records read still say what the new layout needs (counts, directory size and offset)."""
+    keys = ("entries_on_disk", "entries", "directory_size", "directory_offset")
+    if len(old[0]) != len(new[0]) or any(old[2][k] != new[2][k] for k in keys):
+        return False
+    return all(a[k] == b[k] for a, b in zip(old[0], new[0], strict=True) for k in keys) and all(
+        a["end_offset"] == b["end_offset"] for a, b in zip(old[1], new[1], strict=True))
 
 
 def npz_inspect(parsed: Any) -> dict[str, Any]:
     return {"arrays": len(parsed["members"]),
-            "members": [{"name": m["info"].filename, "compression": "deflated" if m["info"].compress_type else
-                         "stored", **_summary(m["npy"])} for m in parsed["members"]]}
+            "members": [{"name": member_name(m), "compression": m["compression"].name,
+                         **_summary(m["data"]["npy"])} for m in parsed["members"]]}
 
 
 def npz_check(parsed: Any) -> list[str]:
-    return [f"{m['info'].filename}: {p}" for m in parsed["members"] for p in check(m["npy"])]
+    """What zipfile (and so numpy.load) would find wrong: a CRC-32 that does not match the data, a directory
+    entry that disagrees with its member (name, offset, sizes, CRC), end records that miscount."""
+    problems = []
+    members, directory = parsed["members"], parsed["directory"]
+    for i, (local, entry) in enumerate(zip(members, directory, strict=True)):
+        at = members.offsets[i]
+        crc, size, n = _sizes(local)
+        data = local["data"]
+        actual = data["crc32"] if data["crc32"] is not None else zlib.crc32(data["raw"])
+        name = member_name(local)
+        if actual != crc:
+            problems.append(f"members[{i}].crc32 at byte {at + 14}: {name}: the data's CRC-32 is "
+                            f"{actual:#010x}, the header says {crc:#010x} (zipfile refuses the member)")
+        where = directory.offsets[i]
+        told = {"name": bytes(entry["name"]), "local_header_offset": npz_schema.wide("local_header_offset")(entry),
+                "crc32": entry["crc32"], "compressed_size": npz_schema.wide("compressed_size")(entry),
+                "uncompressed_size": npz_schema.wide("uncompressed_size")(entry),
+                "compression": entry["compression"]}
+        have = {"name": bytes(local["name"]), "local_header_offset": at, "crc32": crc, "compressed_size": size,
+                "uncompressed_size": n, "compression": local["compression"]}
+        problems += [f"directory[{i}].{k} at byte {where}: {name}: the directory says {told[k]!r}, the member "
+                     f"{have[k]!r}" for k in told if told[k] != have[k]]
+        problems += [f"{name}: {p}" for p in check(data["npy"])]
+    start = directory.offsets[0] if len(directory) else directory.offsets[-1]
+    count, size, offset = _end_numbers(parsed)
+    end_at = directory.offsets[-1]
+    for k, told, have in (("directory_offset", offset, start), ("directory_size", size, end_at - start)):
+        if told != have:
+            problems.append(f"end.{k}: the end record says {told}, the directory has {have}")
+    return problems
+
+
+def _end_numbers(parsed: Any) -> tuple[int, int, int]:
+    record = parsed["zip64_end"][0] if len(parsed["zip64_end"]) else parsed["end"]
+    return record["entries"], record["directory_size"], record["directory_offset"]
 
 
 register(Format(
     **NPZ._asdict(), description="NumPy .npz: a zip archive of .npy members (numpy.savez: stored; "
-    "numpy.savez_compressed: deflated)", schema=None, parse=parse_npz, build=build_npz, to_model=npz_to_model,
+    "numpy.savez_compressed: deflated), local headers with zip64 extra fields, the central directory and "
+    "the end records", schema=npz_schema.npz, parse=parse_npz, build=build_npz, to_model=npz_to_model,
     from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, check=npz_check,
-    read_options=(),
+    array_views=True, read_options=(),
 ))
 
 
@@ -269,6 +327,7 @@ register(Format(
 # word embeddings as an .npz: ``words.npy`` (a unicode array), then ``vectors.npy`` (the matrix)
 
 EMBEDDING_MEMBERS = ("words", "vectors")
+parse_embeddings, build_embeddings = schema_io(EMBEDDINGS_NPZ.name, npz_schema.npz)
 
 
 def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
@@ -304,7 +363,7 @@ def embeddings_inspect(parsed: Any) -> dict[str, Any]:
 
 register(Format(
     **EMBEDDINGS_NPZ._asdict(), description="word embeddings as a NumPy .npz: words.npy (unicode strings) then "
-    "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=None,
-    parse=functools.partial(parse_npz, format=EMBEDDINGS_NPZ.name), build=build_npz, to_model=embeddings_to_model, from_model=embeddings_from_model,
-    model=Embeddings, inspect=embeddings_inspect, check=npz_check, read_options=(),
+    "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=npz_schema.npz,
+    parse=parse_embeddings, build=build_embeddings, to_model=embeddings_to_model, from_model=embeddings_from_model,
+    model=Embeddings, inspect=embeddings_inspect, check=npz_check, array_views=True, read_options=(),
 ))

@@ -13,8 +13,9 @@ from ...errors import BuildError
 from ...registry import Format, register, schema_io
 from ...schemas import safetensors as schema
 from ..ggml.gguf import GGUFModel
+from . import shards
 from .model import SafeTensors
-from .sniff import SAFETENSORS
+from .sniff import SAFETENSORS, SHARDED
 
 NAME = SAFETENSORS.name
 parse, build = schema_io(NAME, schema.safetensors)
@@ -95,4 +96,13 @@ register(Format(
     schema=schema.safetensors, parse=parse, build=build, to_model=to_model, from_model=from_model,
     model=SafeTensors, writes=(GGUFModel,), inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
     read_options=(),
+))
+
+
+register(Format(
+    **SHARDED._asdict(), description="a sharded safetensors checkpoint: {prefix}.safetensors.index.json (its "
+    "metadata and weight_map of tensor -> shard) and the shards it names, {prefix}-00001-of-0000N.safetensors",
+    schema=schema.index, parse=shards.parse, build=shards.build, to_model=lambda model, **_: model,
+    from_model=shards.from_model, model=shards.ShardedSafeTensors, writes=(SafeTensors, GGUFModel),
+    inspect=shards.inspect, check=shards.check, read_options=(),
 ))

@@ -1,70 +1,193 @@
 """Sharded safetensors checkpoints: ``model.safetensors.index.json`` (``{"metadata": {"total_size": N},
 "weight_map": {tensor: shard file}}``) read as one lazy mapping over its shards, and a model written as
-shards of at most a given size, as huggingface_hub's ``save_torch_state_dict`` splits and names them."""
+shards of at most a given size, as huggingface_hub's ``save_torch_state_dict`` splits and names them.
+
+The format ``safetensors-sharded`` (the folder, or its index file): ``wv.read`` gives a
+:class:`ShardedSafeTensors`, ``validate`` checks each shard byte-exact and the index against the shards,
+``dump`` shows the index, and ``write`` / ``convert`` write shards of ``shard_size`` bytes."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError
-from .model import NAME, SafeTensors
+from ... import framework
+from ...errors import BuildError, FormatError, OptionError
+from ...schemas import safetensors as schema
+from .model import SafeTensors
+from .sniff import INDEX_SUFFIX, SHARDED_NAME, index_of
 
-INDEX_SUFFIX = ".safetensors.index.json"
+DEFAULT_SHARD_SIZE = 5 * 10**9  # transformers' and huggingface_hub's default max_shard_size, "5GB"
+# huggingface_hub's parse_size_to_int: decimal units, as "5GB"; binary ones spelt out ("5GiB")
+UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+         "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
-class ShardedSafeTensors(Mapping):
+def shard_bytes(size: int | str) -> int:
+    """A shard size as bytes: an int, or ``"5GB"`` (10^9) / ``"5GiB"`` (2^30) as huggingface_hub reads it."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        n = size
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(size))
+        if m is None or m.group(2).upper() not in UNITS:
+            raise OptionError(f"shard size {size!r}: a number of bytes, or one with a unit (5GB, 500MB, 2GiB)")
+        n = int(float(m.group(1)) * UNITS[m.group(2).upper()])
+    if n <= 0:
+        raise OptionError(f"shard size {size!r}: more than 0 bytes")
+    return n
+
+
+class _ByShard(Mapping):
+    """A per-tensor property (its array, code or shape) looked up in the shard that holds the tensor."""
+
+    def __init__(self, owner: ShardedSafeTensors, get: Callable[[SafeTensors, str], Any]) -> None:
+        self._owner, self._get = owner, get
+
+    def __getitem__(self, name: str) -> Any:
+        owner = self._owner
+        return self._get(owner.shard(owner.weight_map[name]), name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._owner.weight_map)
+
+    def __len__(self) -> int:
+        return len(self._owner.weight_map)
+
+
+def read_index(path: Path) -> Any:
+    """The index file parsed by its schema (UTF-8 JSON, no key twice), its weight_map checked."""
+    from ...fileio import open_buffer
+
+    index = framework.parse(schema.index, open_buffer(path), format=SHARDED_NAME)["index"]
+    weights = index.get("weight_map")
+    if not isinstance(weights, dict) or not all(isinstance(v, str) for v in weights.values()):
+        raise FormatError(f"{path.name} has no weight_map of tensor -> shard file", format=SHARDED_NAME,
+                          path="index.weight_map", offset=0)
+    bad = [f for f in dict.fromkeys(weights.values()) if Path(f).name != f or f in ("", ".", "..")]
+    if bad:
+        raise FormatError(f"shard file {bad[0]!r} is not a file beside the index", format=SHARDED_NAME,
+                          path="index.weight_map", offset=0)
+    if not isinstance(index.get("metadata", {}), dict):
+        raise FormatError("metadata is not an object", format=SHARDED_NAME, path="index.metadata", offset=0)
+    return index
+
+
+class ShardedSafeTensors(SafeTensors):
     """The tensors of a sharded checkpoint by name, in the index's order; a shard is opened (memory-mapped) the
-    first time one of its tensors is asked for. ``metadata``: the index's ``metadata``; ``weight_map``: tensor
-    -> shard file; ``shard(file)``: one shard as a :class:`SafeTensors`."""
+    first time one of its tensors (or its dtype or shape) is asked for. A :class:`SafeTensors` like any other:
+    written as one file, converted to GGUF, or written as shards again. ``index``: the index as read (its
+    ``metadata`` and ``weight_map``); ``weight_map``: tensor -> shard file; ``shard(file)``: one shard;
+    ``metadata``: the first shard's ``__metadata__`` (huggingface_hub writes ``{"format": "pt"}`` in each)."""
 
     def __init__(self, index_path: str | os.PathLike[str]) -> None:
-        self.path = Path(index_path)
-        try:
-            index = json.loads(self.path.read_bytes())
-        except (OSError, ValueError) as e:
-            raise FormatError(f"cannot read the shard index {self.path}: {e}", format=NAME, path="index") from None
-        weights = index.get("weight_map") if isinstance(index, dict) else None
-        if not isinstance(weights, dict) or not all(isinstance(v, str) for v in weights.values()):
-            raise FormatError(f"{self.path} has no weight_map of tensor -> shard file", format=NAME,
-                              path="index.weight_map")
-        bad = [f for f in set(weights.values()) if Path(f).name != f]
-        if bad:
-            raise FormatError(f"shard file {bad[0]!r} is not a file beside the index", format=NAME,
-                              path="index.weight_map")
-        self.weight_map: dict[str, str] = weights
-        self.metadata: dict[str, Any] = index.get("metadata") or {}
+        self.path = index_of(Path(index_path))
+        self.index = read_index(self.path)
+        self.weight_map: dict[str, str] = dict(self.index["weight_map"])
+        self.index_metadata: dict[str, Any] = dict(self.index.get("metadata") or {})
+        self.files = list(dict.fromkeys(self.weight_map.values()))
         self._shards: dict[str, SafeTensors] = {}
+        self.arrays = _ByShard(self, lambda st, n: st[n])  # type: ignore[assignment]
+        self.dtypes = _ByShard(self, lambda st, n: st.dtypes[n])  # type: ignore[assignment]
+        self.shapes = _ByShard(self, lambda st, n: st.shapes[n])  # type: ignore[assignment]
+        self.header = None
+        self.problems = []
+
+    @property  # type: ignore[override]
+    def metadata(self) -> dict[str, str] | None:
+        return self.shard(self.files[0]).metadata if self.files else None
 
     def shard(self, file: str) -> SafeTensors:
         if file not in self._shards:
             from ...fileio import open_buffer
             from .codec import parse, to_model
 
-            st = to_model(parse(open_buffer(self.path.parent / file)))
+            try:
+                st = to_model(parse(open_buffer(self.path.parent / file)))
+            except FormatError as e:  # (the checkpoint's error, naming the shard)
+                e.format = SHARDED_NAME
+                raise e.located(prefix=f"[{file}]") from None
             missing = [n for n, f in self.weight_map.items() if f == file and n not in st]
             if missing:
-                raise FormatError(f"the index puts {missing[0]!r} in {file}, which lacks it", format=NAME,
-                                  path=f"index.weight_map.{missing[0]}")
+                raise FormatError(f"the index puts {missing[0]!r} in {file}, which lacks it", format=SHARDED_NAME,
+                                  path=f"index.weight_map.{missing[0]}", offset=0)
             self._shards[file] = st
         return self._shards[file]
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.shard(self.weight_map[name])[name]
+    def __repr__(self) -> str:
+        return f"ShardedSafeTensors({len(self)} tensors in {len(self.files)} shards, {self.path.name})"
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.weight_map)
 
-    def __len__(self) -> int:
-        return len(self.weight_map)
+def parse(path: Path, **_: Any) -> ShardedSafeTensors:
+    return ShardedSafeTensors(path)
 
-    def to_numpy(self, name: str, dtype: Any = np.float32) -> np.ndarray:
-        return self.shard(self.weight_map[name]).to_numpy(name, dtype)
+
+def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None) -> list[str]:
+    """Each shard parsed and rebuilt byte-exact, with safetensors' own checks; the index against the shards:
+    every tensor of the weight_map in the shard it names, every tensor of a shard in the weight_map (so in
+    exactly one shard), ``total_size`` the bytes of tensor data in all."""
+    from ...fileio import open_buffer
+    from .codec import build
+    from .codec import check as shard_check
+    from .codec import parse as shard_parse
+
+    problems: list[str] = []
+    total = 0
+    seen: dict[str, str] = {}
+    prefix = re.escape(model.path.name[: -len(INDEX_SUFFIX)])
+    unlisted = sorted(p.name for p in model.path.parent.iterdir() if p.name not in model.files and
+                      re.fullmatch(prefix + r"-\d{5}-of-\d{5}\.safetensors", p.name))
+    problems += [f"[{file}]: a shard beside the index that the weight_map names no tensor of" for file in unlisted]
+    for file in model.files + unlisted:
+        path = model.path.parent / file
+        try:
+            data = open_buffer(path)
+            parsed = shard_parse(data)
+            out = framework.CompareStream(data)
+            build(parsed, out)
+        except (FormatError, OSError) as e:
+            problems.append(f"[{file}]: {e}")
+            continue
+        if (first := out.first_difference()) is not None:
+            problems.append(f"[{file}] at byte {first}: the shard does not rebuild byte-exact")
+        problems += [f"[{file}] {p}" for p in shard_check(parsed)]
+        header = parsed["header"]
+        for name in header:
+            if name == schema.METADATA:
+                continue
+            begin, end = header[name]["data_offsets"]
+            total += end - begin
+            if name in seen:
+                problems.append(f"[{file}] {name}: also in {seen[name]}: a tensor is in one shard")
+            seen.setdefault(name, file)
+            listed = model.weight_map.get(name)
+            if listed is None:
+                problems.append(f"[{file}] {name}: not in the index's weight_map (loaders never find it)")
+            elif listed != file:
+                problems.append(f"[{file}] {name}: the index puts it in {listed}")
+        problems += [f"index.weight_map.{n}: the index puts it in {file}, which lacks it"
+                     for n, f in model.weight_map.items() if f == file and n not in header]
+        if progress is not None:
+            progress(1)
+    told = model.index_metadata.get("total_size")
+    if told is not None and told != total and not any(p.startswith(f"[{f}]:") for f in model.files
+                                                      for p in problems):
+        problems.append(f"index.metadata.total_size: {told}, but the shards hold {total} bytes of tensors")
+    return problems
+
+
+def inspect(model: ShardedSafeTensors) -> dict[str, Any]:
+    """The index and each shard's header: no tensor read."""
+    return {"index": model.path.name, "shards": len(model.files), "tensors": len(model.weight_map),
+            "metadata": model.index_metadata, "files": model.files,
+            "tensor_table": [{"name": n, "shard": f, "dtype": model.dtypes[n], "shape": list(model.shapes[n])}
+                             for n, f in model.weight_map.items()]}
 
 
 def split(st: SafeTensors, max_shard_bytes: int) -> list[list[str]]:
@@ -74,7 +197,7 @@ def split(st: SafeTensors, max_shard_bytes: int) -> list[list[str]]:
     current: list[str] = []
     size = 0
     for name in st:
-        n = np.asarray(st[name]).nbytes
+        n = _nbytes(st, name)
         if n > max_shard_bytes:
             shards.append([name])
             continue
@@ -88,29 +211,64 @@ def split(st: SafeTensors, max_shard_bytes: int) -> list[list[str]]:
     return shards
 
 
-def write_sharded(st: SafeTensors, folder: str | os.PathLike[str], max_shard_bytes: int = 5 * 10**9, *,
+def _nbytes(st: SafeTensors, name: str) -> int:
+    return int(np.asarray(st[name]).nbytes)
+
+
+@dataclass
+class Plan:
+    """What writing a checkpoint as shards writes: the model and the most bytes of tensor data in a shard."""
+
+    model: SafeTensors
+    max_shard_bytes: int
+
+
+def from_model(model: Any, *, shard_size: int | str = DEFAULT_SHARD_SIZE) -> Plan:
+    from ..ggml.gguf import GGUFModel
+
+    if isinstance(model, GGUFModel):
+        from .convert import from_gguf
+
+        model = from_gguf(model)
+    if not isinstance(model, SafeTensors):
+        raise BuildError(f"expected SafeTensors, got {type(model).__name__}", format=SHARDED_NAME)
+    return Plan(model, shard_bytes(shard_size))
+
+
+def build(plan: Plan, path: Path) -> None:
+    """Write the shards and the index: ``path`` is the index file (its name gives the prefix) or a folder."""
+    path = Path(path)
+    folder, prefix = (path, "model") if path.is_dir() or not path.name.endswith(INDEX_SUFFIX) else \
+        (path.parent, path.name[: -len(INDEX_SUFFIX)])
+    write_sharded(plan.model, folder, plan.max_shard_bytes, prefix=prefix, overwrite=True)
+
+
+def write_sharded(st: SafeTensors, folder: str | os.PathLike[str], max_shard_bytes: int = DEFAULT_SHARD_SIZE, *,
                   prefix: str = "model", overwrite: bool = False) -> list[Path]:
     """Write ``st`` as shards ``{prefix}-00001-of-0000N.safetensors`` of at most ``max_shard_bytes`` of tensor
     data each and ``{prefix}.safetensors.index.json`` (one shard: ``{prefix}.safetensors`` and no index), as
     huggingface_hub names and indexes them. Returns the files written, the index last."""
     from ...fileio import atomic_output
-    from .codec import build, from_model
+    from .codec import build as build_file
+    from .codec import from_model as file_from_model
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     groups = split(st, max_shard_bytes)
-    names = [f"{prefix}.safetensors"] if len(groups) == 1 else \
+    names = [f"{prefix}.safetensors"] if len(groups) <= 1 else \
         [f"{prefix}-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))]
+    groups = groups or [[]]
     written = []
+    metadata = st.metadata
     for file, group in zip(names, groups, strict=True):
-        shard = SafeTensors({n: st[n] for n in group}, st.metadata, {n: st.dtypes[n] for n in group},
+        shard = SafeTensors({n: st[n] for n in group}, metadata, {n: st.dtypes[n] for n in group},
                             {n: st.shapes[n] for n in group})
         with atomic_output(folder / file, overwrite=overwrite) as f:
-            build(from_model(shard), f)
+            build_file(file_from_model(shard), f)
         written.append(folder / file)
     if len(groups) > 1:
-        total = sum(np.asarray(st[n]).nbytes for n in st)
-        index = {"metadata": {"total_size": total, **(st.metadata or {})},
+        total = sum(_nbytes(st, n) for n in st)
+        index = {"metadata": {"total_size": total, **(metadata or {})},
                  "weight_map": {n: file for file, group in zip(names, groups, strict=True) for n in group}}
         path = folder / f"{prefix}{INDEX_SUFFIX}"
         with atomic_output(path, overwrite=overwrite) as f:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...registry import Sniffer
 from ...schemas.identity import SAFETENSORS_HEADER_LIMIT, SAFETENSORS_HEADER_START
 
@@ -20,6 +22,40 @@ def sniff_safetensors(head: bytes) -> bool:
     return len(head) < 8 + n or text.rstrip(b" \t\r\n").endswith(b"}")
 
 
+INDEX_SUFFIX = ".safetensors.index.json"  # a sharded checkpoint's index, as transformers and huggingface_hub name it
+
+
+def index_of(path: Path) -> Path:
+    """A sharded checkpoint's index: the file itself, or the one ``*.safetensors.index.json`` in a folder."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    found = sorted(path.glob(f"*{INDEX_SUFFIX}"))
+    if len(found) != 1:
+        from ...errors import FormatError
+
+        named = ", ".join(p.name for p in found) or "none"
+        raise FormatError(f"{path}: a sharded checkpoint's folder holds one *{INDEX_SUFFIX} (found: {named}); "
+                          "name the index", format=SHARDED_NAME, path="index")
+    return found[0]
+
+
+def sniff_sharded(path: Path) -> bool:
+    """A folder holding one ``*.safetensors.index.json``, or such a file, whose text is a JSON object."""
+    path = Path(path)
+    try:
+        index = index_of(path) if path.is_dir() else path
+        if not index.name.endswith(INDEX_SUFFIX):
+            return False
+        with open(index, "rb") as f:
+            return f.read(64).lstrip()[:1] == SAFETENSORS_HEADER_START
+    except Exception:  # noqa: BLE001 - a folder that cannot be told is not this format
+        return False
+
+
+SHARDED_NAME = "safetensors-sharded"
 SAFETENSORS = Sniffer("safetensors", (".safetensors",), sniff_safetensors, priority=10,
                       lookups="tensors (inspect, dump)")
-FORMATS = (SAFETENSORS,)
+SHARDED = Sniffer(SHARDED_NAME, (".json",), sniff_sharded, priority=20, is_directory=True, entry=index_of,
+                  lookups="tensors by name across the shards (inspect, dump of the index)")
+FORMATS = (SAFETENSORS, SHARDED)

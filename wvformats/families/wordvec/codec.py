@@ -8,8 +8,18 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, count_duplicates, unnormalized
-from ...errors import BuildError
+from ...embeddings import (
+    Embeddings,
+    as_read,
+    count_duplicates,
+    decoded,
+    decoded_all,
+    spells,
+    unnormalized,
+    word_encoding,
+    written_words,
+)
+from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
 from ...schemas.constructs.wordvec_text import STYLES
@@ -22,12 +32,37 @@ from .stream import read_stream
 _READ_PARAMS = ("limit", "vocab", "unicode_errors")
 
 
-def _to_model(parsed: Any, *, dtype: Any = np.float32, **_: Any) -> Embeddings:
+def _in_encoding(read: Any) -> Any:
+    """``read`` (a parse or a stream read) taking ``encoding=``: the words are read as their bytes (UTF-8 with
+    surrogate escapes, ``vocab`` spelt so too) and decoded from ``encoding`` by :func:`_to_model`."""
+    def reader(data: Any, *, encoding: str | None = None, **options: Any) -> Any:
+        if (encoding := word_encoding(encoding)) is not None:
+            options["unicode_errors"] = "surrogateescape"
+            if options.get("vocab") is not None:
+                options["vocab"] = set(as_read([w for w in options["vocab"] if spells(w, encoding)], encoding))
+        return read(data, **options)
+
+    return reader
+
+
+
+def _to_model(parsed: Any, *, dtype: Any = np.float32, encoding: str | None = None,
+              unicode_errors: str | None = None, **_: Any) -> Embeddings:
+    """The embeddings of a parse; words read as their bytes are decoded from ``encoding`` (gensim's
+    ``load_word2vec_format(encoding=, unicode_errors=)``), which the model keeps to write them in again."""
     rec = parsed["records"]
     vectors = rec["vectors"]
     if np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
-    emb = Embeddings(rec["words"], vectors)
+    words = rec["words"]
+    if (encoding := word_encoding(encoding)) is not None:
+        def fail(i: int, e: UnicodeDecodeError) -> FormatError:
+            return FormatError(f"word {i} is not {encoding} ({e.reason}): read with unicode_errors='replace' or "
+                               "'ignore'", path=f"records[{i}].word")
+
+        words = decoded_all(words, encoding, unicode_errors or "strict", fail)
+    emb = Embeddings(words, vectors)
+    emb.encoding = encoding
     emb.warn_duplicates()
     return emb
 
@@ -43,20 +78,24 @@ def _embeddings(obj: Any, format: str, unnormalize: bool | None = None) -> Embed
     return unnormalized(obj, unnormalize, format)
 
 
-def _records(emb: Embeddings, **layout: Any) -> cs.Container:
+def _records(emb: Embeddings, to_encoding: str | None, **layout: Any) -> cs.Container:
     vectors = np.asarray(emb.vectors)
     if vectors.ndim != 2:
         raise BuildError(f"vectors must be 2-D, got shape {vectors.shape}")
-    return cs.Container(words=emb.words, vectors=vectors, **layout)
+    return cs.Container(words=written_words(emb, to_encoding, "records"), vectors=vectors, **layout)
 
 
-def _leader_from(obj: Any, *, unnormalize: bool | None = None) -> cs.Container:
+
+def _leader_from(obj: Any, *, unnormalize: bool | None = None, to_encoding: str | None = None) -> cs.Container:
     emb = _embeddings(obj, "leader", unnormalize)
-    return cs.Container(vocab_size=len(emb), dim=emb.vectors.shape[1], records=_records(emb), trailer=b"")
+    return cs.Container(vocab_size=len(emb), dim=emb.vectors.shape[1], records=_records(emb, to_encoding),
+                        trailer=b"")
 
 
-def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool | None = None) -> cs.Container:
-    """``newline=True`` writes word2vec.c's ``\\n`` after every vector."""
+def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool | None = None,
+                  to_encoding: str | None = None) -> cs.Container:
+    """``newline=True`` writes word2vec.c's ``\\n`` after every vector; ``to_encoding`` the encoding of the words
+    (default: the one they were read in, else UTF-8), as for every word-vector format."""
     emb = _embeddings(obj, "word2vec-binary", unnormalize)
     n, dim = len(emb), emb.vectors.shape[1]
     gaps = None
@@ -64,7 +103,7 @@ def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool | None =
         gaps = np.ones(n, np.uint32)
         gaps[0] = 0
     return cs.Container(header=cs.Container(count=n, dim=dim, raw=None),
-                        records=_records(emb, newlines=gaps), trailer=b"\n" if newline and n else b"")
+                        records=_records(emb, to_encoding, newlines=gaps), trailer=b"\n" if newline and n else b"")
 
 
 def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
@@ -74,18 +113,18 @@ def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
 
 
 def _w2v_text_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
-                   unnormalize: bool | None = None) -> cs.Container:
+                   unnormalize: bool | None = None, to_encoding: str | None = None) -> cs.Container:
     """``style``: "repr" (shortest float32, gensim), "fixed6" (word2vec.c), "g5" (fastText .vec), "repr16"
     (repr as numpy before 2.3 spelt it: positional up to 1e16)."""
     emb = _embeddings(obj, "word2vec-text", unnormalize)
     return cs.Container(header=cs.Container(count=len(emb), dim=emb.vectors.shape[1], raw=None),
-                        records=_records(emb, layout=_layout(style, trailing_space)), trailer=b"")
+                        records=_records(emb, to_encoding, layout=_layout(style, trailing_space)), trailer=b"")
 
 
 def _glove_from(obj: Any, *, style: str = "repr", trailing_space: bool = False,
-                unnormalize: bool | None = None) -> cs.Container:
+                unnormalize: bool | None = None, to_encoding: str | None = None) -> cs.Container:
     emb = _embeddings(obj, "glove", unnormalize)
-    return cs.Container(records=_records(emb, layout=_layout(style, trailing_space)))
+    return cs.Container(records=_records(emb, to_encoding, layout=_layout(style, trailing_space)))
 
 
 def _inspect(parsed: Any) -> dict[str, Any]:
@@ -111,9 +150,12 @@ def _inspect_head(name: str, s: cs.Construct) -> Any:
     """The quick summary of a ``name`` file: its header and first records, never the rest of the file."""
     from ... import framework
 
-    def inspect_head(buf: Any, *, complete: bool, unicode_errors: str | None = None, **_: Any) -> dict[str, Any]:
+    def inspect_head(buf: Any, *, complete: bool, unicode_errors: str | None = None, encoding: str | None = None,
+                     **_: Any) -> dict[str, Any]:
         stream = framework.BufferStream(buf)
-        wanted = {"unicode_errors": unicode_errors} if unicode_errors else {}
+        encoding = word_encoding(encoding)
+        wanted = {"unicode_errors": "surrogateescape" if encoding else unicode_errors} if unicode_errors or encoding \
+            else {}
         parsed = framework.parse(s, stream, format=name, limit=SAMPLE_ROWS, **wanted)
         rec, sampled = parsed["records"], len(parsed["records"]["words"])
         info: dict[str, Any] = {}
@@ -128,7 +170,8 @@ def _inspect_head(name: str, s: cs.Construct) -> Any:
             info["words"] = "unknown without --full"
         info["dim"] = int(rec["vectors"].shape[1])
         info["dtype"] = rec["vectors"].dtype.str
-        info["first_words"] = list(rec["words"][:FIRST_WORDS])
+        info["first_words"] = [decoded(w, encoding, unicode_errors or "strict") if encoding else w
+                               for w in rec["words"][:FIRST_WORDS]]
         if rec.get("layout") is not None:
             info["number_style"] = rec["layout"]["style"]
         head = "header and the " if "header" in parsed or "vocab_size" in parsed else ""
@@ -150,9 +193,9 @@ def _register(found: sniff.Sniffer, desc: str, s: cs.Construct, from_model: Any,
     parse, build = schema_io(found.name, s, (*_READ_PARAMS, "dtype"))  # (text numbers parse at the dtype asked for)
     register(Format(
         **found._asdict(), description=desc, schema=s,
-        parse=parse, build=build, to_model=_to_model, from_model=from_model,
+        parse=_in_encoding(parse), build=build, to_model=_to_model, from_model=from_model,
         model=Embeddings, inspect=_inspect, inspect_head=_inspect_head(found.name, s), check=_check,
-        read_options=(*_READ_PARAMS, "dtype"), stream=stream,
+        read_options=(*_READ_PARAMS, "dtype", "encoding"), stream=stream and _in_encoding(stream),
     ))
 
 

@@ -1,0 +1,309 @@
+"""The .npz zip container as a schema (schemas/npz.py): numpy.savez / savez_compressed output parsed and built
+back byte for byte (hypothesis over arrays, names and both methods), arrays written as numpy writes them,
+an archive numpy wrote to a pipe (data descriptors), the zip64 records zipfile writes past 4 GiB (zipfile
+itself as the oracle), dump and validate, the deflate-bomb refusal, and the fuzz: every damaged or cut
+archive fails with the npz format's error naming a field and a byte offset."""
+
+import io
+import os
+import struct
+import threading
+import zipfile
+from pathlib import Path
+
+import hypothesis
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from wvformats.schemas import npz as schema
+
+import wvformats as wv
+from wvformats import cli
+from wvformats.errors import FormatError
+from wvformats.families.numpy.codec import (
+    NpzArrays,
+    _end_records,
+    _fresh_directory_entry,
+    build_npz,
+    npz_from_model,
+    npz_to_model,
+    parse_npz,
+)
+from wvformats.framework import build
+from wvformats.testing import assert_truncations_fail, bytes_roundtrip, fuzz
+
+
+def saved(save, **arrays):
+    buf = io.BytesIO()
+    save(buf, **arrays)
+    return buf.getvalue()
+
+
+def written(arrays, compressed):
+    out = io.BytesIO()
+    build_npz(npz_from_model(NpzArrays(arrays, compressed=compressed)), out)
+    return out.getvalue()
+
+
+DTYPES = st.sampled_from(["<f4", "<f8", "<i2", "|u1", "|b1", ">i4", "<U3", "|S2", "<c8"])
+ARRAYS = st.dictionaries(
+    st.text(st.characters(codec="utf-8", exclude_characters="/\\\x00"), min_size=1, max_size=6),
+    st.tuples(DTYPES, st.lists(st.integers(0, 4), max_size=3), st.booleans()).flatmap(
+        lambda t: st.binary(min_size=int(np.prod(t[1], dtype=np.int64)) * np.dtype(t[0]).itemsize,
+                            max_size=int(np.prod(t[1], dtype=np.int64)) * np.dtype(t[0]).itemsize).map(
+            lambda b, t=t: (lambda a: np.asfortranarray(a) if t[2] else a)(
+                np.frombuffer(b, t[0]).reshape(t[1]).copy()))),
+    max_size=4)
+
+
+@hypothesis.settings(max_examples=60, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.too_slow, hypothesis.HealthCheck.data_too_large])
+@hypothesis.given(arrays=ARRAYS, compressed=st.booleans())
+def test_numpys_archives_round_trip_and_arrays_write_as_numpy_writes_them(arrays, compressed):
+    data = saved(np.savez_compressed if compressed else np.savez, **arrays)
+    for compiled in (False, True):
+        parsed = bytes_roundtrip(schema.npz, data, format="npz", compiled=compiled)
+    model = npz_to_model(parsed)
+    assert list(model) == list(arrays)
+    for name, array in arrays.items():
+        assert model[name].dtype == array.dtype and model[name].shape == array.shape
+        assert model[name].tobytes("A") == array.tobytes("A")
+    assert written(arrays, compressed) == data  # (names outside ASCII: UTF-8 with flag bit 11, as zipfile)
+
+
+def test_an_archive_numpy_wrote_to_a_pipe_has_data_descriptors_and_round_trips():
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, "rb").read()))
+    reader.start()
+    with os.fdopen(write, "wb") as f:  # (unseekable: zipfile writes flag bit 3 and a descriptor per member)
+        np.savez(f, a=np.arange(5.0), b=np.array(["x", "yz"]))
+    reader.join()
+    data = got[0]
+    parsed = bytes_roundtrip(schema.npz, data, format="npz")
+    assert [m.flags & schema.FLAG_DESCRIPTOR for m in parsed.members] == [8, 8]
+    assert parsed.members[0].descriptor.compressed_size == 128 + 40
+    model = npz_to_model(parsed)
+    assert np.array_equal(model["a"], np.arange(5.0)) and model["b"].tolist() == ["x", "yz"]
+    with np.load(io.BytesIO(data)) as z:
+        assert z.files == list(model)
+
+
+class _Tail:
+    """A file that starts at ``at`` and keeps what is written: zipfile's end records for an archive whose
+    members would take gigabytes, without writing them."""
+
+    def __init__(self, at):
+        self.at, self.parts = at, []
+
+    def write(self, b):
+        self.parts.append(bytes(b))
+        self.at += len(b)
+        return len(b)
+
+    def tell(self):
+        return self.at
+
+    def flush(self):
+        pass
+
+
+def _zipfile_end(infos, start_dir):
+    """What zipfile writes after the members for entries of these sizes and offsets: the oracle."""
+    archive = zipfile.ZipFile(io.BytesIO(), "w")
+    archive.filelist.extend(infos)
+    archive.start_dir = start_dir
+    archive.fp = tail = _Tail(start_dir)
+    archive._write_end_record()
+    archive.fp = None  # (closed by hand: nothing more is written)
+    return b"".join(tail.parts)
+
+
+@pytest.mark.parametrize("size, offset", [(3 << 30, 0), (1000, 5 << 30), (3 << 30, 5 << 30)])
+def test_members_past_zipfiles_limits_get_the_zip64_records_zipfile_writes(size, offset):
+    # a 3 GiB member or one 5 GiB into the archive: too big to write in a test, so the directory and end
+    # records are built for those numbers and compared with what zipfile writes for them
+    local = npz_to_model(parse_npz(saved(np.savez, w=np.zeros(2)))).kept["w"][0]
+    local.extra[0].data = [size, size]
+    info = zipfile.ZipInfo("w.npy", (1980, 1, 1, 0, 0, 0))
+    info.file_size = info.compress_size = size
+    info.header_offset, info.CRC = offset, local.crc32
+    info.create_version = info.extract_version = 45
+    info.external_attr = 0o600 << 16
+    entry = _fresh_directory_entry(local, offset)
+    directory = build(schema.central_entry, entry, format="npz")
+    start = offset + 30 + 5 + 20 + size
+    zip64_end, locator, end = _end_records(1, len(directory), start, b"")
+    tail = b"".join(build(s, r, format="npz") for s, r in ((schema.zip64_end, zip64_end[0]) if zip64_end else (),
+                                                          (schema.zip64_locator, locator[0]) if locator else (),
+                                                          (schema.end, end)) if s)
+    assert directory + tail == _zipfile_end([info], start)
+    assert bool(zip64_end) == (start > schema.FULL >> 1)
+
+
+def test_more_members_than_an_end_record_counts_get_the_zip64_end_record_zipfile_writes():
+    # 70000 members (more than the 65535 an end record counts): the end records compared with zipfile's for
+    # the same directory (writing and parsing such an archive takes a minute: the records are what differ)
+    infos = []
+    for i in range(70000):
+        info = zipfile.ZipInfo(f"a{i}.npy", (1980, 1, 1, 0, 0, 0))
+        info.create_version = info.extract_version = 45
+        info.external_attr = 0o600 << 16
+        info.header_offset = info.CRC = info.file_size = info.compress_size = 0
+        infos.append(info)
+    start = 123456
+    directory_size = sum(46 + len(i.filename) for i in infos)
+    zip64_end, locator, end = _end_records(70000, directory_size, start, b"")
+    tail = b"".join(build(s, r, format="npz") for s, r in ((schema.zip64_end, zip64_end[0]),
+                                                          (schema.zip64_locator, locator[0]), (schema.end, end)))
+    assert _zipfile_end(infos, start)[directory_size:] == tail
+
+
+def test_an_archive_with_zip64_end_records_parses_and_round_trips():
+    # zipfile and numpy read zip64 end records wherever they are; this archive has them for one member
+    data = saved(np.savez, w=np.arange(3.0))
+    parsed = parse_npz(data)
+    start, size = parsed.end.directory_offset, parsed.end.directory_size
+    end = _end_records(1, size, start, b"")[2]
+    zip64_end, locator = _end_records(70000, size, start, b"")[:2]
+    zip64_end[0].entries = zip64_end[0].entries_on_disk = 1
+    end.entries = end.entries_on_disk = 0xFFFF  # (as zipfile writes it when the zip64 record counts)
+    parsed.zip64_end, parsed.zip64_locator, parsed.end = zip64_end, locator, end
+    out = io.BytesIO()
+    build_npz(parsed, out)
+    again = out.getvalue()
+    assert again[len(data) - 22:len(data) - 18] == b"PK\x06\x06"
+    again_parsed = bytes_roundtrip(schema.npz, again, format="npz")
+    assert again_parsed.zip64_end[0].entries == 1 and not wv.registry.get("npz").check(again_parsed)
+    with np.load(io.BytesIO(again)) as z:
+        assert np.array_equal(z["w"], np.arange(3.0))
+
+
+def test_stored_members_are_zero_copy_views_of_the_mapped_archive(tmp_path):
+    # numpy.load(path, mmap_mode="r") reads an .npz's members into memory; a stored member here is the file
+    path = tmp_path / "m.npz"
+    np.savez(path, big=np.arange(1 << 16, dtype=np.float32), small=np.ones(3))
+    model = wv.read(path, mmap=True)
+    big = model["big"]
+    assert not big.flags.owndata and not big.flags.writeable
+    base = big
+    while getattr(base, "base", None) is not None:
+        base = base.base
+    assert isinstance(base, memoryview) and base.obj.__class__.__name__ == "mmap"
+    assert np.array_equal(big, np.arange(1 << 16, dtype=np.float32))
+
+
+def test_dump_shows_every_member_and_the_directory(tmp_path, capsys):
+    path = tmp_path / "d.npz"
+    np.savez_compressed(path, w=np.ones((2, 3), np.float32), v=np.arange(3))
+    assert cli.main(["dump", str(path)]) == 0
+    out = capsys.readouterr().out
+    for field in ("members[0].extra[0].data = [", "members[1].data.deflated", "directory[1].local_header_offset",
+                  "end.entries = 2"):
+        assert field in out, field
+    np.savez(path, w=np.ones((2, 3), np.float32))
+    assert cli.main(["dump", str(path)]) == 0
+    assert "members[0].data.npy.header = {'descr': '<f4'" in capsys.readouterr().out
+
+
+def test_validate_reports_a_crc_that_does_not_match_and_a_directory_that_disagrees(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez(path, w=np.arange(4.0))
+    data = bytearray(path.read_bytes())
+    at = data.rindex(b"\x00@", 0, data.index(b"PK\x01\x02"))  # a byte of the array (3.0 = 00 .. 08 40)
+    data[at] ^= 1
+    path.write_bytes(bytes(data))
+    report = wv.validate(path)
+    assert not report.ok and report.problems[0].startswith("members[0].crc32 at byte 14: w.npy: the data's CRC")
+    with pytest.raises(zipfile.BadZipFile):  # (what numpy.load meets)
+        np.load(path)["w"]
+    np.savez(path, w=np.arange(4.0))
+    data = bytearray(path.read_bytes())
+    at = data.index(b"PK\x01\x02") + 42
+    data[at:at + 4] = struct.pack("<I", 7)  # the directory puts the member elsewhere
+    path.write_bytes(bytes(data))
+    report = wv.validate(path)
+    assert any(p.startswith("directory[0].local_header_offset") for p in report.problems)
+    assert cli.main(["validate", str(path)]) == 1
+
+
+def test_a_member_claiming_more_than_deflate_can_give_is_refused_before_inflating():
+    data = bytearray(saved(np.savez_compressed, w=np.zeros(1000)))
+    # the zip64 extra's uncompressed size (bytes 39..46): 2^40 from 30-odd deflated bytes
+    data[39:47] = struct.pack("<Q", 1 << 40)
+    with pytest.raises(FormatError) as e:
+        parse_npz(bytes(data))
+    assert (e.value.format, e.value.path, e.value.offset) == ("npz", "members[0].data", 55)
+    assert "more than deflate can give" in str(e.value)
+
+
+def test_damage_inside_a_deflated_member_is_located():
+    data = bytearray(saved(np.savez_compressed, w=np.arange(50.0)))
+    data[60] ^= 0xFF
+    with pytest.raises(FormatError) as e:
+        parse_npz(bytes(data))
+    assert e.value.format == "npz" and e.value.path.startswith("members[0].data") and e.value.offset == 55
+
+
+SAMPLES = [saved(np.savez, a=np.arange(4.0), b=np.array(["x"])), saved(np.savez_compressed, a=np.arange(4.0)),
+           written({"é": np.ones(2, np.int8)}, True)]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "compiled"])
+def test_every_cut_of_an_archive_fails_with_the_npz_error(compiled):
+    for sample in SAMPLES:
+        assert_truncations_fail(schema.npz, sample, format="npz", compiled=compiled)
+
+
+def test_mutants_fail_in_our_words_at_a_field():
+    assert fuzz("npz", SAMPLES, cases=48) >= 48 * len(SAMPLES)
+    assert fuzz("npz-embeddings", [saved(np.savez, words=np.array(["a"]), vectors=np.ones((1, 2)))], cases=24) >= 24
+
+
+def test_a_zip_that_is_not_an_npz_is_refused_at_a_field(tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("readme.txt", "hello")
+    with pytest.raises(FormatError) as e:
+        parse_npz(buf.getvalue())
+    assert (e.value.path, e.value.offset) == ("members[0].name", 30) and "ends with" not in str(e.value)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_BZIP2) as z:
+        z.writestr("a.npy", b"\x93NUMPY")
+    with pytest.raises(FormatError) as e:
+        parse_npz(buf.getvalue())
+    assert e.value.path == "members[0].compression" and e.value.offset == 8 and "Compression" in str(e.value)
+
+
+def test_a_wrong_crc_of_a_deflated_member_is_reported_by_check():
+    data = bytearray(saved(np.savez_compressed, w=np.arange(3.0)))
+    data[14] ^= 1  # the local header's CRC-32
+    model = npz_to_model(parse_npz(bytes(data)))
+    assert np.array_equal(model["w"], np.arange(3.0))
+    problems = wv.registry.get("npz").check(parse_npz(bytes(data)))
+    assert problems and problems[0].startswith("members[0].crc32 at byte 14")
+
+
+WHISPER = Path(__file__).parents[2] / "data" / "numpy" / "mel_filters.npz"  # (see tests/data/numpy/README.md)
+
+
+def test_an_archive_an_older_numpy_wrote_round_trips(tmp_path):
+    # OpenAI Whisper's mel filterbanks: savez_compressed of an older numpy and Python, whose zip64 extra fields
+    # sit beside sizes kept in the 32-bit fields (version 2.0); numpy.load's values, the same bytes back
+    parsed = bytes_roundtrip(schema.npz, WHISPER.read_bytes(), format="npz")
+    assert [m.version_needed for m in parsed.members] == [20, 20]
+    assert all(m.compressed_size != schema.FULL and m.extra[0].data[0] == m.uncompressed_size
+               for m in parsed.members)
+    model = wv.read(WHISPER)
+    with np.load(WHISPER) as want:
+        assert list(model) == want.files == ["mel_80", "mel_128"]
+        assert all(np.array_equal(model[n], want[n]) and model[n].dtype == want[n].dtype for n in want.files)
+    assert wv.validate(WHISPER).ok
+    out = tmp_path / "again.npz"
+    wv.write(model, out)
+    assert out.read_bytes() == WHISPER.read_bytes()
+    model["mel_80"] = model["mel_80"] * 2  # a changed member: written as numpy writes it today, the other kept
+    wv.write(model, out)
+    with np.load(out) as back:
+        assert np.array_equal(back["mel_80"], model["mel_80"]) and np.array_equal(back["mel_128"], model["mel_128"])
+    assert wv.validate(out).ok
