@@ -892,6 +892,33 @@ def test_entry_table_finds_words_whatever_their_type_byte(compiled):
     roundtrip(s, cs.Container(new_format=True, dictionary=d), format=F, compiled=compiled)
 
 
+@given(st.lists(st.sampled_from(["a", "b", "", "é", "w1", "w10", "\udcff", "ab" * 40]), max_size=30),
+       st.sampled_from(["a", "", "é", "zz", "w1", 5, None, b"a"]))
+def test_word_index_finds_each_words_first_row_as_a_dict_does(words, probe):
+    """The compact index a lookup of one word uses (2 slots of int32 a word, not a dict and its ints) gives
+    what ``vocab`` gives: a repeated word's first row, None for anything else."""
+    from wvformats.embeddings import WordIndex
+
+    index = WordIndex(words)
+    expected = dict(zip(reversed(words), range(len(words) - 1, -1, -1), strict=True))
+    assert [index.get(w) for w in words] == [expected[w] for w in words]
+    assert index.get(probe) == expected.get(probe)
+
+
+def test_one_word_lookups_make_no_vocab_dict():
+    """embedding, [], get, in and get_word_vector of one word (known, unknown) leave ``vocab`` and the entries'
+    index unmade: on the 200k-word model of the memory test below a dict and its ints are 16 MB, the compact
+    index 2 MB."""
+    m = wv.read(lee(), mmap=True)
+    known, unknown = m.words[3], "zzqxv"
+    for call in (m.embedding, m.__getitem__, m.get, m.__contains__, m.get_word_vector):
+        call(known), call(unknown)
+    assert m._index is None and m._raw_index is None
+    assert np.array_equal(m[known], m.vectors[3]) and np.array_equal(m.get_word_vector(known), m.vectors[3])
+    assert np.array_equal(m[unknown], m.word_vectors([unknown])[0])
+    assert m.vocab[known] == 3 and np.array_equal(m[known], m.vectors[3])  # vocab made on demand, then used
+
+
 # -- memory of the mmap open -----------------------------------------------------------------------------------
 
 _OPEN_MEMORY = r"""

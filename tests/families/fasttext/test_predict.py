@@ -167,3 +167,15 @@ def test_one_lines_subwords_equal_the_vectorised_cut(lid):
         assert rows._ngram_rows(w) == m._rows_of([w], np.array([-1]))[0].tolist(), repr(w)
     line = " ".join(words)
     assert m.predict(line, k=3)[0] == m.predict([line, "x"], k=3)[0][0]
+
+
+def test_a_lines_tokens_are_cut_at_fasttexts_separators_only(lid):
+    """The printable-ASCII shortcut (str.split) cuts where Dictionary::readWord does; other lines (a control
+    character, a separator of Python's that is not fastText's, a NUL) go through fastText's own separators."""
+    import re
+
+    m = wv.read(lid)
+    lines = ["Hello  world ", " a b ", "", "x\x1cy z", "x\x1fy", "a\x85b c", "a\xa0b", "a\u2003b", "a\0b",
+             "tab\there", "a\vb\fc\rd\ne", "!?.,;:'\"()[]{}<>~`@#$%^&*-_=+|\\/"]
+    for line in lines:
+        assert m._tokens(line) == [*re.findall("[^ \n\r\t\v\f\0]+", line), "</s>"], repr(line)

@@ -13,7 +13,12 @@ SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as
 def fasttext_hash(ngram: str) -> int:
     """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
     h = FNV_OFFSET
-    for b in ngram.encode("utf-8", "surrogatepass"):
+    data = ngram.encode("utf-8", "surrogatepass")
+    if data.isascii():  # no byte to sign-extend; the low 32 bits of a product depend on the low 32 bits alone
+        for b in data:
+            h = (h ^ b) * FNV_PRIME
+        return h & MASK
+    for b in data:
         h = ((h ^ SIGNED[b]) * FNV_PRIME) & MASK
     return h
 

@@ -11,7 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import Embeddings, LazyRows, Storage, Subwords, as_read, decoded_all, word_encoding
+from ...embeddings import (
+    Embeddings,
+    LazyRows,
+    Storage,
+    Subwords,
+    WordIndex,
+    as_read,
+    decoded_all,
+    word_encoding,
+)
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -22,7 +31,7 @@ from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
 from .neighbors import vector_norm
-from .predict import exp_to_float, expf, predict_lines, std_log
+from .predict import exp_to_float, expf, predict_line, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -142,6 +151,8 @@ class FastText(Embeddings):
         self.parsed = parsed
         self._raw = raw
         self._raw_index: dict[str, int] | None = None
+        self._same: bool | None = None  # (_raw_is_words)
+        self._word_index: WordIndex | None = None
         prune = d["pruneidx"] if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 else None
         self.buckets = Buckets(nwords, int(a["bucket"]), prune)
         self.minn, self.maxn = ngram_lengths(a, parsed["version"])
@@ -185,7 +196,7 @@ class FastText(Embeddings):
     def _ids(self, raw: Sequence[str]) -> np.ndarray:
         """Dictionary ids of words as fastText finds them (by their bytes); -1 for none. Labels count too."""
         if self._raw_index is None:
-            if not self.labels and (self._raw is self.words or self._raw == self.words):
+            if self._raw_is_words():
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
                 self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
@@ -292,7 +303,7 @@ class FastText(Embeddings):
             (word,) = self._raw_words([word])
         except UnicodeEncodeError:  # a word the model's encoding cannot spell is none of its words
             return None
-        i = -1 if self._raw_index is self.vocab else self._raw_id(word)
+        i = -1 if self._raw_is_words() else self._raw_id(word)  # (a word of the vocabulary is not asked here)
         if 0 <= i < self.nwords:
             return self._known(i)
         if i < 0 and not self._composes:
@@ -307,13 +318,32 @@ class FastText(Embeddings):
 
     def _raw_id(self, word: str) -> int:
         if self._raw_index is None:
+            if self._raw_is_words():  # (one word: the compact index will do)
+                i = self._word_id(word)
+                return -1 if i is None else i
             self._ids([])
         return self._raw_index.get(word, -1)  # type: ignore[union-attr]
+
+    def _raw_is_words(self) -> bool:
+        """Whether the entries are the words as shown (no labels, every word UTF-8): one index serves both."""
+        if self._same is None:
+            self._same = not self.labels and (self._raw is self.words or self._raw == self.words)
+        return self._same
+
+    def _word_id(self, word: str) -> int | None:
+        """``vocab.get(word)`` without making ``vocab`` (a dict of every word and its int: 16 MB for 200k words)
+        for a lookup of one word: a :class:`~wvformats.embeddings.WordIndex` (2 MB) until ``vocab`` is made."""
+        if self._index is not None:
+            return self._index.get(word)
+        index = self._word_index
+        if index is None:
+            index = self._word_index = WordIndex(self.words)
+        return index.get(word)
 
     def embedding(self, word: str) -> np.ndarray | None:
         """``get_word_vector(word)`` for a word of the vocabulary or any word the model composes (a model with
         character n-grams composes every str); None otherwise. Read-only for a word of the vocabulary."""
-        i = self.vocab.get(word)
+        i = self._word_id(word)
         if i is not None:
             table = self._table
             if table.state[i >> CHUNK_BITS] == MADE:  # (the hot path: _known's first line, inlined)
@@ -337,7 +367,7 @@ class FastText(Embeddings):
         gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
         if not isinstance(word, str):
             return False
-        if self._composes or word in self.vocab:
+        if self._composes or self._word_id(word) is not None:
             return True
         try:
             return self._raw_id(self._raw_words([word])[0]) >= 0
@@ -461,8 +491,10 @@ class FastText(Embeddings):
     def _tokens(self, text: str) -> list[str]:
         """``Dictionary::getLine`` over one line: its whitespace-separated tokens, then ``</s>``; a token
         ``</s>`` in the line ends it there, as fastText stops at the first ``</s>`` it reads (the rest of the
-        line is not read: see :func:`examples` for fastText's program, which reads it as the next example)."""
-        tokens = _TOKEN.findall(text)
+        line is not read: see :func:`examples` for fastText's program, which reads it as the next example).
+        (Printable ASCII holds no separator of fastText's but the space, nor any other that ``str.split``
+        splits at.)"""
+        tokens = text.split() if text.isascii() and text.isprintable() else _TOKEN.findall(text)
         if EOS in tokens:
             return tokens[: tokens.index(EOS) + 1]
         tokens.append(EOS)
@@ -529,15 +561,16 @@ class FastText(Embeddings):
                 threshold: float = 0.0) -> tuple[Any, Any]:
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
         probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
-        if (problem := self._not_predictable()) is not None:
-            raise ValueError(problem)
-        single = isinstance(text, str)
-        lines = self._raw_words([text] if single else text)
-        k = len(self.labels) if k < 0 else min(k, len(self.labels))
-        ids, probs = predict_lines(self, lines, k, threshold)
+        if "_predict" not in self.__dict__ and (problem := self._not_predictable()) is not None:
+            raise ValueError(problem)  # (checked until the first prediction makes the model's caches)
         labels = self.labels
-        found = [tuple([labels[i] for i in row]) for row in ids]
-        return (found[0], probs[0]) if single else (found, probs)
+        k = len(labels) if k < 0 else min(k, len(labels))
+        if isinstance(text, str):
+            line = text if self.encoding is None else self._raw_words([text])[0]
+            ids, probs = predict_line(self, line, k, threshold)
+            return tuple([labels[i] for i in ids]), probs
+        ids, found_p = predict_lines(self, self._raw_words(text), k, threshold)
+        return [tuple([labels[i] for i in row]) for row in ids], found_p
 
     def _not_predictable(self) -> str | None:
         """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""

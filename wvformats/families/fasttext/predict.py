@@ -7,13 +7,15 @@ vectorised one for the new tokens of a batch. The rows are summed in fastText's 
 (a quantized one reconstructed once, when it is small: :data:`TABLE_BYTES`). Hierarchical softmax
 (``lid.176.ftz``'s loss) runs fastText's depth-first search in Python floats rounded to float32 for one line
 (:func:`hs_predict_one`) and evaluates every node of the tree at once for a batch (:func:`hs_predict`), the
-search replayed only where its pruning or its heap could decide differently. ``expf``, ``exp`` and ``log``
+search replayed only where its pruning or its heap could decide differently. One line pays four numpy calls
+(its rows gathered, summed, scaled; the output layer's dot products in one ``matmul``) and the search's
+Python floats, each rounded through a float32 memoryview. ``expf``, ``exp`` and ``log``
 are the C library's, as fastText calls them (:func:`expf`, :func:`exp_to_float`, :func:`std_log`): the
 labels and probabilities are the peer's to the bit.
 
 Caches, each bounded: the token -> (rows, hash) dict (at most :data:`MAX_TOKENS` tokens, cleared when full;
 about 0.3 KB a token of 20 rows: ~40 MB at most, 3 MB after 10,000 lines of text), a pruned model's
-bucket -> row table (one int32 per bucket: 8 MB for ``lid.176.ftz``'s 2M) and the reconstructed quantized
+bucket -> row table (:meth:`.subwords.Buckets.table`: one int32 per bucket, 8 MB for ``lid.176.ftz``'s 2M) and the reconstructed quantized
 input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`: 3.2 MB for ``lid.176.ftz``).
 """
 
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..finalfusion.lookups import composed_batch, sum_rows
+from ..finalfusion.lookups import as_row_items, composed_batch, sum_rows
 from . import subwords
 from .hashing import fasttext_hash_many
 from .heap import pop_heap, push_heap, sort_heap
@@ -49,6 +51,9 @@ _MASK64 = (1 << 64) - 1
 first = itemgetter(0)
 _EOS = "</s>"
 _LABEL = "__label__"
+_ZERO = np.float32(0)
+_NEW = object()  # a token not kept yet
+_INVERSES = [np.array(1.0 / n if n else 0.0, np.float32) for n in range(256)]  # float32(1 / n) as 0-d arrays
 
 
 # -- the C library's expf and log, as fastText calls them --------------------------------------------------
@@ -149,17 +154,42 @@ def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -
     without input rows predicts nothing (``FastText::predict`` returns at once)."""
     from .model import _k_best_all
 
-    if "_predict" not in m.__dict__:  # made on the first call: the caches above
-        m._predict = (Lines(m), Tree(m) if m.loss == "hs" else None)
-    rows, tree = m._predict
+    rows, tree = state(m)
+    if len(lines) == 1:
+        ids, probs = predict_line(m, lines[0], k, threshold)
+        return [ids], [probs]
     hidden, found = rows.hidden(lines)
-    if tree and len(lines) == 1:
-        ids, probs = hs_predict_one(tree, hidden[0], k, threshold) if found[0] else ([], [])
-        return [ids], [np.array(probs, np.float64)]
     ids, probs = hs_predict(tree, hidden, k, threshold) if tree else _k_best_all(m._scores(hidden), k, threshold)
     for i in np.flatnonzero(~found).tolist():
         ids[i], probs[i] = [], np.zeros(0)
     return ids, probs
+
+
+def state(m: FastText) -> tuple[Lines, Tree | None]:
+    """The model's prediction caches (made on the first call): its :class:`Lines` and, with hierarchical
+    softmax, its :class:`Tree`."""
+    got = m.__dict__.get("_predict")
+    if got is None:
+        got = m._predict = (Lines(m), Tree(m) if m.loss == "hs" else None)
+    return got
+
+
+def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list[int], np.ndarray]:
+    """fastText's ``predict`` of one line, with as few numpy calls as its arithmetic allows: the line's rows
+    gathered and summed (:meth:`Lines.hidden_one`), the output layer's dot products in one product and one
+    reduction, then the search in Python floats (:func:`hs_predict_one`)."""
+    from .model import _k_best_all
+
+    lines, tree = m.__dict__.get("_predict") or state(m)
+    rows = lines.rows(m._tokens(text))
+    if not rows:
+        return [], np.zeros(0)
+    hidden = lines.hidden_one(rows)
+    if tree is None:
+        ids, probs = _k_best_all(m._scores(hidden[None]), k, threshold)
+        return ids[0], probs[0]
+    found, probs = hs_predict_one(tree, hidden, k, threshold)
+    return found, np.array(probs, np.float64)
 
 
 # -- a line's input rows -------------------------------------------------------------------------------------
@@ -175,16 +205,22 @@ class Lines:
         b = m.buckets
         # a pruned model's bucket -> input row (-1: pruned away), one int32 per bucket; read one at a time
         # through a memoryview (a Python int, as fast as a dict's)
-        self.kept: Any = None
-        if b.pruned:
-            table = np.full(max(self.bucket, 0), -1, np.int32)
-            hit = (b.keys >= 0) & (b.keys < self.bucket)  # (a key outside the buckets no hash reaches)
-            table[b.keys[hit]] = b.values[hit] + self.nwords
-            self.table_rows, self.kept = table, memoryview(table)
+        self.kept: Any = b.table() if b.pruned else None  # (rows after the words, -1: pruned away)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
         inp = m.input
         self.table = inp.part["data"] if not inp.quantized else (
             inp.rows(np.arange(inp.shape[0])) if inp.shape[0] * inp.shape[1] * 4 <= TABLE_BYTES else None)
+        # one line's rows gathered with np.take (a matrix read from the file may be unaligned: its rows are then
+        # opaque items, which np.take copies as they are), summed down the rows (two columns or more: numpy adds
+        # whole rows in order); else the batch path's sum_rows
+        self._take: Any = None
+        t = self.table
+        if t is not None and t.ndim == 2 and t.shape[1] > 1 and t.dtype == np.float32:
+            if t.flags.aligned and t.flags.c_contiguous:
+                self._take = t.take
+            else:
+                items = as_row_items(t)[:, None]
+                self._take = lambda at, axis: items.take(at, axis=axis).view(np.float32)
         m._ids([])  # the word index
         if self.maxn > 0 and self.bucket > 0 and m.nwords <= MAX_TOKENS // 4:
             # the vocabulary's rows at once (fastText's initNgrams does so at load): 7,235 words, ~30 ms
@@ -192,7 +228,8 @@ class Lines:
 
     def _bucket_row(self, h: int) -> int:
         """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
-        return self.nwords + h if self.kept is None else self.kept[h]
+        r = h if self.kept is None else self.kept[h]
+        return self.nwords + r if r >= 0 else -1
 
     def _ngram_rows(self, token: str) -> list[int]:
         """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it (through the prune
@@ -243,35 +280,31 @@ class Lines:
         # every n-gram of every new word at once (computeSubwords), through the bucket table
         blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
         hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
-        rows = self.table_rows[hashed] if self.kept is not None else hashed.astype(np.int64) + self.nwords
+        rows = np.asarray(self.kept)[hashed] if self.kept is not None else hashed.astype(np.int64)
         kept = rows >= 0
-        flat = rows[kept].tolist()
+        flat = (rows[kept].astype(np.int64) + self.nwords).tolist()
         bounds = np.searchsorted(owner[kept], np.arange(len(words) + 1)).tolist()
         grams = [tuple(flat[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
         own = [(w,) if w >= 0 else () for w in wids]  # a word's own row first (getSubwords)
         hashes = subwords.token_hashes(words).tolist() if self.wordngrams > 1 else [0] * len(words)
         self.tokens.update(zip(words, zip(map(add, own, grams), hashes, strict=True), strict=True))
 
-    def words(self, tokens: list[str]) -> tuple[list[int], list[int]]:
-        """The input rows of one line's words (labels left out) and their hashes (with word n-grams)."""
-        get = self.tokens.get
-        out: list[int] = []
-        hashes: list[int] = []
-        for t in tokens:
-            got = get(t, 0)
-            if got == 0:
-                got = self._token(t)
-            if got is not None:
-                out += got[0]
-                hashes.append(got[1])
-        return out, hashes
-
     def rows(self, tokens: list[str]) -> list[int]:
         """The input rows of one line's tokens: each word's rows (labels left out), then the word n-grams
         (``addWordNgrams``: int32 token hashes sign-extended to u64, chained h * 116049371 + hash)."""
-        out, hashes = self.words(tokens)
-        n = self.wordngrams
-        if n > 1 and self.bucket > 0:
+        get, new = self.tokens.get, _NEW
+        out: list[int] = []
+        n = self.wordngrams if self.bucket > 0 else 1
+        hashes: list[int] = []
+        for t in tokens:
+            got = get(t, new)
+            if got is new:
+                got = self._token(t)
+            if got is not None:
+                out += got[0]
+                if n > 1:
+                    hashes.append(got[1])
+        if n > 1:
             signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
             for i in range(len(signed)):
                 h = signed[i] & _MASK64
@@ -282,19 +315,23 @@ class Lines:
                         out.append(r)
         return out
 
+    def hidden_one(self, rows: list[int]) -> np.ndarray:
+        """One line's hidden vector from its input rows (at least one): their float32 sum in order onto +0.0,
+        times float32(1 / count) (``Vector::mul``)."""
+        if self._take is not None:
+            s = np.add.reduce(self._take(rows, axis=0), axis=0, initial=_ZERO)
+        else:
+            s = sum_rows(self.input_rows(np.array(rows, np.intp)))
+        n = len(rows)
+        np.multiply(s, _INVERSES[n] if n < len(_INVERSES) else np.array(1.0 / n, np.float32), out=s)
+        return s
+
     def input_rows(self, at: np.ndarray) -> np.ndarray:
         return self.table[at] if self.table is not None else self.m.input.rows(at)
 
     def hidden(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
-        lines have any row."""
-        if len(lines) == 1:
-            rows = self.rows(self.m._tokens(lines[0]))
-            if not rows:
-                return np.zeros((1, self.m.dim), np.float32), np.zeros(1, bool)
-            h = sum_rows(self.input_rows(np.array(rows, np.intp)))
-            h *= np.float32(1.0 / len(rows))
-            return h[None], np.ones(1, bool)
+        lines have any row (one line: :meth:`hidden_one`)."""
         if self.maxn <= 0 or self.bucket <= 0:  # a word is its own row: the model's vectorised lookup is faster
             rows, owner = self.m._line_rows(lines)
             return self.m._mean_rows(rows, owner, len(lines))
@@ -334,8 +371,13 @@ class Tree:
         w = m.output
         rows = w.rows(np.arange(inner), scaled=False) if w.quantized else np.asarray(w.part["data"][:inner])
         self.wt = np.ascontiguousarray(rows.T, np.float32)  # dim x inner nodes
+        # the same, its columns viewed in reverse: a matrix without a unit stride, which np.matmul multiplies in
+        # its own loop (each product rounded, added down the dimensions in order: Matrix::dotRow's float32
+        # arithmetic) where BLAS would sum in another order; its products come last node first
+        self.wt_reversed = self.wt[:, ::-1]
         self.norms = w._norms[w.part["norm_codes"][:inner]].astype(np.float32) if w.quantized and \
             w._norms is not None else None
+        self.norms_reversed = self.norms[::-1] if self.norms is not None else None
         # each node's term: a left child takes its parent's log(1 - f), a right child its log(f); terms are
         # columns of [log(1 - f) of the inner nodes, log(f) of the inner nodes, 0]
         nodes = 2 * osz - 1
@@ -359,6 +401,15 @@ class Tree:
         self.path = path
         self.levels = [np.flatnonzero(depth == d) for d in range(1, self.depth + 1)]
         self.parent, self.term = parent, term
+        self.log_threshold = 0.0, _r32(math.log(1e-5))  # the last threshold one line was predicted with, its log
+
+    def dots(self, hidden: np.ndarray) -> np.ndarray:
+        """The inner nodes' ``dotRow`` with one hidden vector (float32 products summed in order, in one call), the
+        last node's first: node ``v``'s at ``2 * osz - 2 - v``."""
+        dots = np.matmul(hidden, self.wt_reversed)
+        if self.norms_reversed is not None:
+            dots *= self.norms_reversed
+        return dots
 
     def terms(self, hidden: np.ndarray) -> np.ndarray:
         """Each line's node terms (lines x 2 * inner + 1): log(1 - f) and log(f) of each inner node, then 0."""
@@ -444,48 +495,73 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
 def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tuple[list[int], list[float]]:
     """:func:`hs_predict` of one hidden vector, as ``HierarchicalSoftmaxLoss::dfs`` runs: only the nodes it
     visits are evaluated, in Python floats rounded to float32 after each operation as fastText's floats are
-    (a float32 sum, product or quotient computed in double and rounded is the float32 one)."""
-    dots = np.add.reduce(tree.wt * hidden[:, None], axis=0)
-    if tree.norms is not None:
-        dots *= tree.norms
-    d = dots.tolist()
-    lt = _r32(math.log(_r32(threshold) + 1e-5))
+    (a float32 sum, product or quotient computed in double and rounded is the float32 one). A float is
+    rounded by storing it into a float32 memoryview (a C cast) and reading it back: a tenth of a struct
+    round trip's cost; the view is the call's own (threads share none)."""
+    last, lt = tree.log_threshold  # (one tuple: threads see a threshold with its own log)
+    if threshold != last:
+        lt = _r32(math.log(_r32(threshold) + 1e-5))
+        tree.log_threshold = threshold, lt
     if 0 < lt or k <= 0:
         return [], []
-    children, osz, log, exp, ulp, expf1 = tree.children, tree.osz, math.log, math.exp, math.ulp, _expf1
-    pack, unpack = _F32.pack, _F32.unpack  # unpack(pack(x))[0]: x rounded to float32 (inlined: per node)
+    dot = tree.dots(hidden).item  # (a float32 item as a Python float: only the nodes the search visits)
+    children, last, log, exp, ulp, expf1, settled = tree.children, 2 * tree.osz - 2, math.log, math.exp, math.ulp, \
+        _expf1, _SETTLED
+    r = memoryview(bytearray(4)).cast("f")  # r[0] = x; r[0]: x rounded to float32
+    best, best_score = -1, -math.inf  # k = 1: a heap of one (the better score stays; ties keep the one found first)
     heap: list[tuple[float, int]] = []
-    stack = [(len(children) - 1, 0.0)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, score = pop()
-        if score < lt or len(heap) == k and score < heap[0][0]:
-            continue
-        left, right = children[node]
-        if left == -1:
-            if k == 1:  # a heap of one: the better score stays (ties keep the one found first)
-                if not heap or heap[0][0] < score:
-                    heap[:] = [(score, node)]
-            else:
+    stack: list[tuple[int, float]] = []  # right children to visit (the left one is visited at once)
+    node, score = len(children) - 1, 0.0
+    while True:
+        if not (score < lt or (score < best_score if k == 1 else len(heap) == k and score < heap[0][0])):
+            left, right = children[node]
+            if left != -1:
+                x = -dot(last - node)
+                if -80.0 < x < 80.0:  # std::exp of a float: exp rounded, unless near a rounding boundary (_expf)
+                    r[0] = v = exp(x)
+                    e = r[0]
+                    if abs(v - e) > settled * ulp(v):
+                        e = expf1(x)
+                else:
+                    e = expf1(x)
+                r[0] = 1.0 + e
+                r[0] = 1.0 / r[0]
+                f = r[0]  # 1. / (1 + std::exp(-f)), stored as a float
+                r[0] = log(f + 1e-5)  # std_log(f)
+                r[0] = score + r[0]
+                stack.append((right, r[0]))
+                r[0] = 1.0 - f
+                r[0] = log(r[0] + 1e-5)  # std_log(1.0 - f)
+                r[0] = score + r[0]
+                node, score = left, r[0]
+                continue
+            if k != 1:
                 heap.append((score, node))
                 push_heap(heap)
                 if len(heap) > k:
                     pop_heap(heap, len(heap))
                     heap.pop()
-            continue
-        x = -d[node - osz]
-        if not -80.0 < x < 80.0:  # near expf's overflow or its subnormal results: the C library's own
-            v = e = expf1(x)
-        else:
-            v = exp(x)
-            e = unpack(pack(v))[0]
-            if abs(v - e) > _SETTLED * ulp(v):  # near a rounding boundary of float32: the C library's own
-                e = expf1(x)
-        f = unpack(pack(1.0 / unpack(pack(1.0 + e))[0]))[0]
-        push((right, unpack(pack(score + unpack(pack(log(f + 1e-5)))[0]))[0]))
-        push((left, unpack(pack(score + unpack(pack(log(unpack(pack(1.0 - f))[0] + 1e-5)))[0]))[0]))
+            elif best < 0 or best_score < score:
+                best, best_score = node, score
+        if not stack:
+            break
+        node, score = stack.pop()
+    if k == 1:
+        return ([best], [_expf(best_score)]) if best >= 0 else ([], [])
     found = sort_heap(heap)
-    return [i for _, i in found], [expf1(s) for s, _ in found]
+    return [i for _, i in found], [_expf(s) for s, _ in found]
+
+
+def _expf(x: float) -> float:
+    """The C library's ``expf`` of a float32 value: Python's exp rounded to float32 where that rounding is
+    settled (its double is further from a float32 rounding boundary than the two functions can differ), else
+    the C library's own (about 1 in 200 values; near overflow and in the subnormal range always)."""
+    if -80.0 < x < 80.0:
+        v = math.exp(x)
+        e = _F32.unpack(_F32.pack(v))[0]
+        if abs(v - e) <= _SETTLED * math.ulp(v):
+            return e
+    return _expf1(x)
 
 
 def _dfs(tree: Tree, score: np.ndarray, k: int, log_threshold: float) -> list[tuple[int, float]]:

@@ -37,7 +37,7 @@ class Buckets:
     def __init__(self, nwords: int, bucket: int, pruneidx: np.ndarray | None) -> None:
         self.nwords, self.bucket = nwords, bucket
         self.pruned = pruneidx is not None
-        self._rows_of: dict[int, int] | None = None
+        self._table: memoryview | None = None
         if self.pruned:
             order = np.argsort(pruneidx[:, 0], kind="stable")
             self.keys, self.values = pruneidx[order, 0].astype(np.int64), pruneidx[order, 1].astype(np.int64)
@@ -52,11 +52,16 @@ class Buckets:
         kept = (self.keys[at] == ids) if len(self.keys) else np.zeros(len(ids), bool)
         return self.values[at] + self.nwords, kept
 
-    def row_of(self) -> dict[int, int]:
-        """A pruned model's bucket -> row after the words as a dict, for one word at a time (made on first use)."""
-        if self._rows_of is None:
-            self._rows_of = dict(zip(self.keys.tolist(), self.values.tolist(), strict=True))
-        return self._rows_of
+    def table(self) -> memoryview:
+        """A pruned model's bucket -> row after the words, -1 where the prune index drops the bucket (keys outside
+        the buckets, which no hash reaches, left out): one int32 a bucket (8 MB for 2M buckets), made on first use,
+        read an item at a time as a Python int."""
+        if self._table is None:
+            table = np.full(max(self.bucket, 0), -1, np.int32)
+            hit = (self.keys >= 0) & (self.keys < self.bucket)
+            table[self.keys[hit]] = self.values[hit]  # (a key listed twice: the last, as fastText's map keeps it)
+            self._table = memoryview(table)
+        return self._table
 
 
 def char_ngrams(words: Sequence[str], minn: int, maxn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -104,6 +109,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
     b = ("<" + word + ">").encode("utf-8", "surrogateescape")
     out: list[int] = []
     add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
+    table = buckets.table() if buckets.pruned else None  # (a pruned bucket's row read as the n-gram is cut)
     if word.isascii() and minn >= 2:  # every byte a character, no byte sign-extended, no single "<" or ">"
         first = _FIRST
         for i in range(len(b) - minn + 1):
@@ -112,7 +118,10 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
                 h = (h ^ c) * prime  # (the low 32 bits of a product depend on the low 32 bits alone)
             for c in b[i + minn - 1 : i + maxn]:
                 h = ((h ^ c) * prime) & mask
-                add(h % bucket)
+                if table is None:
+                    add(h % bucket)
+                elif (r := table[h % bucket]) >= 0:
+                    add(r)
     else:  # Dictionary::computeSubwords, line by line
         n = len(b)
         for i in range(n):
@@ -127,11 +136,11 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
                     j += 1
                 k += 1
                 if k >= minn and not (k == 1 and (i == 0 or j == n)):
-                    add(h % bucket)
-    if not buckets.pruned:
-        return out
-    row_of = buckets.row_of()
-    return [r for r in map(row_of.get, out) if r is not None]
+                    if table is None:
+                        add(h % bucket)
+                    elif (r := table[h % bucket]) >= 0:
+                        add(r)
+    return out
 
 
 def token_hashes(words: Sequence[str]) -> np.ndarray:

@@ -210,7 +210,8 @@ def _model(parsed: Any, dtype: Any) -> Embeddings:
     if vocab["name"] != "simple_vocab":
         subwords = Subwords(vocab["name"], vocab_fields, subword_rows, indices=rows_of, lookup_batch=oov_batch,
                             lookup=None if rows_of is None else
-                            lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1])))
+                            lookups.oov_lookup(rows_of, storage_rows, int(vectors.shape[1]),
+                                               body["data"] if storage["chunk_id"] == C.NDARRAY else None))
     return Embeddings(words, vectors, norms=None if norms is None else norms["body"]["norms"],
                       metadata=metadata, subwords=subwords, storage=parts, kept=kept)
 

@@ -16,6 +16,8 @@ UnicodeEncodeError (a finalfusion-rust string cannot hold one).
 from __future__ import annotations
 
 import functools
+import math
+import struct
 from collections.abc import Callable
 
 import numpy as np
@@ -47,6 +49,29 @@ def _length_state(n: int) -> int:
 
 
 _FNV64_PRIME2, _FNV64_PRIME3, _FNV64_PRIME4 = (pow(_FNV64_PRIME, k, 1 << 64) for k in (2, 3, 4))
+
+
+def _finalfusion_rows(mask: int, offset: int) -> Callable[[str], int]:
+    """n-gram -> ``offset + (finalfusion_hash(ngram) & mask)``; an ASCII n-gram from a table of the state after its
+    length and first character (per length, made on first use), each further character one step, the 64-bit
+    truncation taken once at the end (the low 64 bits of a product depend on the low 64 bits alone)."""
+    first: dict[int, list[int]] = {}
+
+    def row(ngram: str) -> int:
+        if not ngram.isascii():
+            return offset + (finalfusion_hash(ngram) & mask)
+        data = ngram.encode("ascii")
+        n = len(data)
+        table = first.get(n)
+        if table is None:
+            state = _length_state(n)
+            table = first[n] = [((state ^ c) * _FNV64_PRIME4) & _MASK64 for c in range(128)]
+        h = table[data[0]]
+        for c in data[1:]:
+            h = (h ^ c) * _FNV64_PRIME4
+        return offset + (h & _MASK64 & mask)
+
+    return row
 
 
 def finalfusion_hash(ngram: str) -> int:
@@ -150,17 +175,21 @@ def _memo_rows(row_of: Callable[[str], int], min_n: int, max_n: int) -> Callable
 
 
 def oov_lookup(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[int]], np.ndarray],
-               dim: int) -> Callable[[str], np.ndarray | None]:
+               dim: int, data: np.ndarray | None = None) -> Callable[[str], np.ndarray | None]:
     """:func:`composed` of one unknown word, each word's vector kept once made (a copy is returned): the
     cache holds up to :data:`_MEMO_VECTORS_BYTES` of vectors (16 MB: 41k words of 100 dims, 14k of 300) and
-    is cleared when full."""
+    is cleared when full. ``data``: the storage as a dense float32 matrix (of two columns or more), whose rows
+    are gathered, summed and normalised in four numpy calls, to :func:`composed`'s bits."""
     cache: dict[str, np.ndarray] = {}
     limit = max(1, _MEMO_VECTORS_BYTES // max(4 * dim, 1))
+    dense = data is not None and data.ndim == 2 and data.shape[1] > 1 and data.dtype == np.float32 and \
+        data.flags.aligned and data.flags.c_contiguous  # (finalfusion pads its matrix to its alignment)
+    make = _dense_composed(rows_of, data) if dense else lambda word: composed(rows_of, storage_rows, word)
 
     def lookup(word: str) -> np.ndarray | None:
         v = cache.get(word)
         if v is None:
-            v = composed(rows_of, storage_rows, word)
+            v = make(word)
             if v is None:
                 return None
             if len(cache) >= limit:
@@ -172,11 +201,32 @@ def oov_lookup(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list
     return lookup
 
 
+def _dense_composed(rows_of: Callable[[str], list[int]], data: np.ndarray) -> Callable[[str], np.ndarray | None]:
+    """:func:`composed` over a dense, aligned float32 matrix with the fewest numpy calls: the rows gathered by
+    np.take, summed down the rows onto +0.0 (whole rows in order), the squares summed as :func:`_finished` sums
+    them (numpy's pairwise sum), the square root in double rounded to float32 (a correctly rounded root either
+    way), the division in place."""
+    take, add, multiply, divide, sqrt, zero = data.take, np.add.reduce, np.multiply, np.divide, math.sqrt, np.float32(0)
+    rounded = struct.Struct("<f")
+
+    def make(word: str) -> np.ndarray | None:
+        rows = rows_of(word)
+        if not rows:
+            return None
+        sums = add(take(rows, axis=0), axis=0, initial=zero)
+        norm = rounded.unpack(rounded.pack(sqrt(float(add(multiply(sums, sums))))))[0]
+        if norm > 0:
+            divide(sums, norm, out=sums)
+        return sums
+
+    return make
+
+
 def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[int]] | None:
     """A function word -> storage rows of its n-grams for a subword vocabulary (None for a simple one)."""
     if vocab_type == "bucket_subword_vocab":
         mask, lo, hi = (1 << int(vocab["bucket_exp"])) - 1, int(vocab["min_n"]), int(vocab["max_n"])
-        return _memo_rows(lambda g: n_words + (finalfusion_hash(g) & mask), lo, hi)
+        return _memo_rows(_finalfusion_rows(mask, n_words), lo, hi)
     if vocab_type == "fasttext_subword_vocab":
         buckets, lo, hi = int(vocab["buckets"]), int(vocab["min_n"]), int(vocab["max_n"])
         return _memo_rows(lambda g: n_words + fasttext_hash(g) % buckets, lo, hi)
