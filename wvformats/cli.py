@@ -128,7 +128,8 @@ def _parser() -> argparse.ArgumentParser:
                         "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
     s.add_argument("--shard-size", metavar="SIZE",
                    help="sharded safetensors output (DST a *.safetensors.index.json): the most tensor bytes in a "
-                        "shard, 5GB as transformers writes it (default), 500MB, 2GiB")
+                        "shard (5GB, 500MB, 2GiB, as huggingface_hub reads them); without it a sharded source keeps its "
+                        "own shards and index, anything else is split at 5GB")
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),

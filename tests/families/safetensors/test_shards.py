@@ -2,6 +2,7 @@
 oracle), each shard and the index read back by the safetensors library, and read as one lazy mapping."""
 
 import json
+from pathlib import Path
 
 import gguf
 import numpy as np
@@ -180,3 +181,60 @@ def test_dump_shows_the_index(sharded, capsys):
     assert cli.main(["dump", str(sharded)]) == 0
     out = capsys.readouterr().out
     assert "[safetensors-sharded]" in out and "index = {'metadata'" in out and "weight_map" in out
+
+
+TRANSFORMERS = Path(__file__).parents[2] / "data" / "safetensors"
+
+
+def test_a_file_transformers_wrote_reads_and_writes_back_identical(tmp_path):
+    """transformers' save_pretrained of a bfloat16 model: the header is the JSON it wrote, each BF16 tensor's
+    float32 is its bits shifted up 16, and the file writes back byte for byte."""
+    import json
+    import struct
+
+    path = TRANSFORMERS / "transformers-bf16" / "model.safetensors"
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    st = wv.read(path)
+    assert st.metadata == header["__metadata__"] == {"format": "pt"}
+    assert sorted(st) == sorted(k for k in header if k != "__metadata__")
+    for name in st:
+        begin, end = header[name]["data_offsets"]
+        raw = np.frombuffer(data, "<u2", (end - begin) // 2, 8 + n + begin)
+        want = (raw.astype(np.uint32) << 16).view(np.float32).reshape(header[name]["shape"])
+        assert st.dtypes[name] == header[name]["dtype"] == "BF16"
+        assert np.array_equal(st.to_numpy(name, np.float32), want), name
+    out = tmp_path / "model.safetensors"
+    wv.write(st, out)
+    assert out.read_bytes() == data
+    assert wv.validate(path).ok
+
+
+def test_a_checkpoint_transformers_sharded_reads_as_one_and_writes_back_identical(tmp_path):
+    """transformers' save_pretrained(max_shard_size=...): the folder reads as one model whose tensors are the
+    shards' (safetensors.numpy as the oracle), validates, and a write keeps its shards and its index byte for
+    byte (transformers 5's index has sort_keys and total_parameters; a new split is huggingface_hub's)."""
+    from safetensors.numpy import load_file
+
+    folder = TRANSFORMERS / "transformers-sharded"
+    model = wv.read(folder)
+    shards = sorted(folder.glob("model-*.safetensors"))
+    assert len(shards) == 2 and len(model.files) == 2
+    want = {}
+    for shard in shards:
+        want.update(load_file(shard))
+    assert sorted(model) == sorted(want)
+    for name, array in want.items():
+        assert np.array_equal(np.asarray(model[name]), array) and np.asarray(model[name]).dtype == array.dtype
+    assert wv.validate(folder).ok
+    out = tmp_path / "out"
+    wv.write(model, out / "model.safetensors.index.json")
+    for f in [*shards, folder / "model.safetensors.index.json"]:
+        assert (out / f.name).read_bytes() == f.read_bytes(), f.name
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in [*shards, folder /
+                                                                          "model.safetensors.index.json"])
+    resplit = tmp_path / "resplit"
+    wv.write(model, resplit / "model.safetensors.index.json", shard_size="3KB")
+    again = wv.read(resplit)
+    assert len(again.files) >= 2 and all(np.array_equal(np.asarray(again[n]), a) for n, a in want.items())

@@ -24,7 +24,7 @@ from ...schemas import safetensors as schema
 from .model import SafeTensors
 from .sniff import INDEX_SUFFIX, SHARDED_NAME, index_of
 
-DEFAULT_SHARD_SIZE = 5 * 10**9  # transformers' and huggingface_hub's default max_shard_size, "5GB"
+DEFAULT_SHARD_SIZE = 5 * 10**9  # huggingface_hub's default max_shard_size, "5GB" (transformers 5 passes "50GB")
 # huggingface_hub's parse_size_to_int: decimal units, as "5GB"; binary ones spelt out ("5GiB")
 UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -88,6 +88,7 @@ class ShardedSafeTensors(SafeTensors):
 
     def __init__(self, index_path: str | os.PathLike[str]) -> None:
         self.path = index_of(Path(index_path))
+        self.index_bytes = self.path.read_bytes()  # (written back as they are when the layout is kept)
         self.index = read_index(self.path)
         self.weight_map: dict[str, str] = dict(self.index["weight_map"])
         self.index_metadata: dict[str, Any] = dict(self.index.get("metadata") or {})
@@ -217,13 +218,17 @@ def _nbytes(st: SafeTensors, name: str) -> int:
 
 @dataclass
 class Plan:
-    """What writing a checkpoint as shards writes: the model and the most bytes of tensor data in a shard."""
+    """What writing a checkpoint as shards writes: the model and the most bytes of tensor data in a shard
+    (None: a sharded checkpoint's own shards, as they are)."""
 
     model: SafeTensors
-    max_shard_bytes: int
+    max_shard_bytes: int | None
 
 
-def from_model(model: Any, *, shard_size: int | str = DEFAULT_SHARD_SIZE) -> Plan:
+def from_model(model: Any, *, shard_size: int | str | None = None) -> Plan:
+    """Without ``shard_size``, a sharded checkpoint keeps its shards (the same files, each tensor where it was,
+    the index's bytes: a read -> write gives the checkpoint back byte for byte, as transformers wrote it) and
+    any other model is split at :data:`DEFAULT_SHARD_SIZE`; with it, shards are split anew."""
     from ..ggml.gguf import GGUFModel
 
     if isinstance(model, GGUFModel):
@@ -232,6 +237,8 @@ def from_model(model: Any, *, shard_size: int | str = DEFAULT_SHARD_SIZE) -> Pla
         model = from_gguf(model)
     if not isinstance(model, SafeTensors):
         raise BuildError(f"expected SafeTensors, got {type(model).__name__}", format=SHARDED_NAME)
+    if shard_size is None:
+        return Plan(model, None if isinstance(model, ShardedSafeTensors) else DEFAULT_SHARD_SIZE)
     return Plan(model, shard_bytes(shard_size))
 
 
@@ -240,7 +247,25 @@ def build(plan: Plan, path: Path) -> None:
     path = Path(path)
     folder, prefix = (path, "model") if path.is_dir() or not path.name.endswith(INDEX_SUFFIX) else \
         (path.parent, path.name[: -len(INDEX_SUFFIX)])
-    write_sharded(plan.model, folder, plan.max_shard_bytes, prefix=prefix, overwrite=True)
+    if plan.max_shard_bytes is None:
+        _write_as_read(plan.model, folder, prefix)
+    else:
+        write_sharded(plan.model, folder, plan.max_shard_bytes, prefix=prefix, overwrite=True)
+
+
+def _write_as_read(model: ShardedSafeTensors, folder: Path, prefix: str) -> None:
+    """The checkpoint's own shards (each rebuilt from its parse: an unchanged header keeps its bytes) and its
+    index's bytes, under the index name ``prefix``."""
+    from ...fileio import atomic_output
+    from .codec import build as build_file
+    from .codec import from_model as file_from_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in model.files:
+        with atomic_output(folder / file, overwrite=True) as f:
+            build_file(file_from_model(model.shard(file)), f)
+    with atomic_output(folder / f"{prefix}{INDEX_SUFFIX}", overwrite=True) as f:
+        f.write(model.index_bytes)
 
 
 def write_sharded(st: SafeTensors, folder: str | os.PathLike[str], max_shard_bytes: int = DEFAULT_SHARD_SIZE, *,
