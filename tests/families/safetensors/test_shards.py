@@ -238,3 +238,20 @@ def test_a_checkpoint_transformers_sharded_reads_as_one_and_writes_back_identica
     wv.write(model, resplit / "model.safetensors.index.json", shard_size="3KB")
     again = wv.read(resplit)
     assert len(again.files) >= 2 and all(np.array_equal(np.asarray(again[n]), a) for n, a in want.items())
+
+
+def test_the_index_totals_are_checked_against_the_shards(tmp_path):
+    """transformers 5's index states total_parameters beside total_size: validate checks both."""
+    import shutil
+
+    folder = tmp_path / "ck"
+    shutil.copytree(TRANSFORMERS / "transformers-sharded", folder)
+    index = folder / "model.safetensors.index.json"
+    text = index.read_text()
+    told = json.loads(text)["metadata"]
+    assert wv.validate(folder).ok
+    index.write_text(text.replace(f'"total_parameters": {told["total_parameters"]}',
+                                  f'"total_parameters": {told["total_parameters"] + 1}'))
+    report = wv.validate(folder)
+    assert not report.ok and any("total_parameters" in p and str(told["total_parameters"]) in p
+                                 for p in report.problems), report

@@ -132,14 +132,15 @@ def parse(path: Path, **_: Any) -> ShardedSafeTensors:
 def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None) -> list[str]:
     """Each shard parsed and rebuilt byte-exact, with safetensors' own checks; the index against the shards:
     every tensor of the weight_map in the shard it names, every tensor of a shard in the weight_map (so in
-    exactly one shard), ``total_size`` the bytes of tensor data in all."""
+    exactly one shard), ``total_size`` the bytes of tensor data in all, ``total_parameters`` (transformers 5)
+    their elements."""
     from ...fileio import open_buffer
     from .codec import build
     from .codec import check as shard_check
     from .codec import parse as shard_parse
 
     problems: list[str] = []
-    total = 0
+    total = parameters = 0
     seen: dict[str, str] = {}
     prefix = re.escape(model.path.name[: -len(INDEX_SUFFIX)])
     unlisted = sorted(p.name for p in model.path.parent.iterdir() if p.name not in model.files and
@@ -164,6 +165,7 @@ def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None
                 continue
             begin, end = header[name]["data_offsets"]
             total += end - begin
+            parameters += int(np.prod(header[name]["shape"], dtype=np.int64))
             if name in seen:
                 problems.append(f"[{file}] {name}: also in {seen[name]}: a tensor is in one shard")
             seen.setdefault(name, file)
@@ -176,10 +178,12 @@ def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None
                      for n, f in model.weight_map.items() if f == file and n not in header]
         if progress is not None:
             progress(1)
-    told = model.index_metadata.get("total_size")
-    if told is not None and told != total and not any(p.startswith(f"[{f}]:") for f in model.files
-                                                      for p in problems):
-        problems.append(f"index.metadata.total_size: {told}, but the shards hold {total} bytes of tensors")
+    if not any(p.startswith(f"[{f}]:") for f in model.files for p in problems):  # (every shard read)
+        for key, held, what in (("total_size", total, "bytes of tensors"),
+                                ("total_parameters", parameters, "parameters")):  # (transformers 5 writes both)
+            told = model.index_metadata.get(key)
+            if told is not None and told != held:
+                problems.append(f"index.metadata.{key}: {told}, but the shards hold {held} {what}")
     return problems
 
 
