@@ -314,6 +314,8 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
         files = {p.name: [p.stat().st_size, outofcore.crc32(p)] for wr in writers for p in wr.paths.values()}
         with atomic_output(manifest, fsync=False) as f:
             f.write(json.dumps({"options": options, "files": files}).encode())
+        del writers
+        outofcore.trim()  # (the spool's buffers: the sorts that may run in this process come next)
     _tables(work, shards, width, task_budget, eng, report)
     for s in range(shards):
         for kind in KINDS:
@@ -384,19 +386,34 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 step, s, i = pending.pop(fut)
                 result = fut.result()
                 ranges, parts, left = plans[s]
-                how = "reused" if result.get("reused") else "done"
+                corpus = str(work / f"tokenized.{s}")
+                k = pointers.width_for(os.path.getsize(corpus))
+                table = str(work / f"table.{s}")
+                took = f"[{time.perf_counter() - started:.1f} s]"
                 if step == "part":
                     report(f"shard {s}: part {i + 1}/{len(ranges)} {'reused' if result.get('reused') else 'sorted'} "
-                           f"[{time.perf_counter() - started:.1f} s]")
+                           f"{took}")
                     plans[s] = (ranges, parts, left - 1)
+                    if left > 1:
+                        continue
+                    if len(ranges) == 1:
+                        pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
+                                           table)] = ("table", s, 0)
+                    else:  # settled and split into ranges that the workers merge at once
+                        pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, eng.slots,
+                                           table)] = ("split", s, 0)
+                elif step == "split":
+                    plans[s] = (ranges, parts, len(result) - 1)
+                    for j in range(len(result) - 1):
+                        pending[eng.submit(outofcore.merge_piece, corpus, parts, k, budget or 0,
+                                           table + ".merging", j, result)] = ("piece", s, j)
+                elif step == "piece":
+                    plans[s] = (ranges, parts, left - 1)
+                    report(f"shard {s}: merge range {i + 1} {'reused' if result.get('reused') else 'done'} {took}")
                     if left == 1:
-                        corpus = work / f"tokenized.{s}"
-                        k = pointers.width_for(corpus.stat().st_size)
-                        fut = eng.submit(outofcore.finish_shard, str(corpus), parts, ranges, width, k,
-                                         budget or 0, str(work / f"table.{s}"))
-                        pending[fut] = ("table", s, 0)
+                        pending[eng.submit(outofcore.seal_table, corpus, parts, k, table)] = ("table", s, 0)
                 else:
-                    report(f"shard {s}: table {how} [{time.perf_counter() - started:.1f} s]")
+                    report(f"shard {s}: table {'reused' if result.get('reused') else 'done'} {took}")
         interrupted = False
     finally:
         eng.close(interrupted=interrupted)
