@@ -18,6 +18,7 @@ from wvformats.families.infinigram.index import InfiniGramIndex
 
 # about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
 SMALL = "40.25M"
+SMALL2 = "120.25M"  # the same parts for each of 2 workers, beside the parent
 
 
 def _same_files(a: Path, b: Path) -> list[str]:
@@ -101,7 +102,7 @@ def test_the_real_engine_answers_the_same_on_a_parts_build():
     pytest.importorskip("infini_gram")
     width = 2
     docs = _corpus(width, seed=9)
-    d = build(docs, _dir(), token_width=width, shards=2, max_memory="113M", workers=2)
+    d = build(docs, _dir(), token_width=width, shards=2, max_memory=SMALL2, workers=2)
     rng = np.random.default_rng(0)
     flat = np.concatenate([np.array(x, np.int64) for x in docs if x])
     queries = [[], [65535], [1] * 50] + [flat[i : i + int(rng.integers(1, 6))].tolist()
@@ -132,10 +133,11 @@ def test_byte_identical_to_the_real_indexer_in_parts(width, gpt2_cache):
     theirs = real_indexer(root / "src", root / "theirs", width, 4, 2, gpt2_cache, cpus=2)
     tokenize = gpt2_tokenizer(gpt2_cache).encode if width == 2 else None
     ours = build_jsonl(root / "src", root / "ours", token_width=width, shards=2, tokenize=tokenize,
-                       max_memory="113M", workers=2)
+                       max_memory=SMALL2, workers=2)
     for s in range(2):  # (its parts must be over 100 KB, else its table is corrupt: bug 2 of the notes)
         size = (ours / f"tokenized.{s}").stat().st_size
-        assert size > 2 * 100_000 and len(outofcore.plan(size, width, outofcore.task_budget(113 << 20, 2))) > 2
+        share = outofcore.task_budget(outofcore.parse_size(SMALL2), 2)
+        assert size > 2 * 100_000 and len(outofcore.plan(size, width, share)) > 2
     assert len(_same_files(theirs, ours)) == 12
 
 
@@ -155,6 +157,9 @@ def test_a_local_dask_cluster_writes_the_same_bytes():
 def test_options_are_checked_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         build([[1, 2]], tmp_path / "a", max_memory="1M")
+    # 2 workers and their parent: 3 interpreters (40 MiB each) and room for a part in each worker
+    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 120\.2 MiB"):
+        build([[1, 2]], tmp_path / "a", max_memory="113M", workers=2)
     with pytest.raises(ValueError, match="not a memory size"):
         build([[1, 2]], tmp_path / "a", max_memory="lots")
     with pytest.raises(ValueError, match="scheduler"):
@@ -179,7 +184,7 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     _write_jsonl(src, 40, 4000, seed=7)
     out = tmp_path / "idx"
     cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
-           f"{41 if workers == 1 else 113}M", "--shards", "2", "--workers", str(workers)]
+           "41M" if workers == 1 else "123M", "--shards", "2", "--workers", str(workers)]
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in first.stderr:  # stop it once some parts are finished
@@ -303,7 +308,7 @@ def test_two_workers_merge_one_shard_in_two_ranges(capsys):
     docs = _corpus(2, seed=11)
     root = Path(_dir())
     ours = build(docs, root / "ram", token_width=2)
-    par = build(docs, root / "par", token_width=2, max_memory="113M", workers=2, progress_bar=True)
+    par = build(docs, root / "par", token_width=2, max_memory=SMALL2, workers=2, progress_bar=True)
     err = capsys.readouterr().err
     assert "merge range 1 done" in err and "merge range 2 done" in err
     _same_files(ours, par)

@@ -292,9 +292,9 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
     if workers < 1:
         raise ValueError("workers >= 1")
     budget = outofcore.parse_size(max_memory) if max_memory is not None else None
-    task_budget = outofcore.task_budget(budget, workers) if budget is not None and engine == "local" else budget
-    if task_budget is not None:
-        outofcore.part_length(task_budget, options["token_width"])  # refuses a budget too small, up front
+    task_budget = None  # (refused up front when too small)
+    if budget is not None:
+        task_budget = outofcore.task_budget(budget, workers if engine == "local" else 1, options["token_width"])
     eng = engines.engine(engine, workers, scheduler)  # refuses a wrong engine before anything is written
     report = (lambda msg: print(f"infini-gram: {msg}", file=sys.stderr, flush=True)) if show else (lambda _: None)
     work = out / WORK

@@ -39,12 +39,12 @@ import numpy as np
 from ...fileio import atomic_output
 from . import pointers
 
-# What a process holds besides its parts and batches: the interpreter, numpy and pydivsufsort (30 MB
-# resident after the imports) and the library code pages that sorting and merging fault in (~10 MB more,
-# measured); kept out of the share of the budget that sizes parts and batches. A parent that only hands
-# out tasks to worker processes holds PARENT.
+# What every process holds before any part or batch: the interpreter, numpy and pydivsufsort (36-37 MB
+# resident after the imports, anonymous and library pages alike, measured with /proc/self/status) and the
+# code pages that sorting and merging fault in; kept out of the share of the budget that sizes parts and
+# batches. With workers, the parent that spools the documents and hands out the tasks holds as much
+# (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
-PARENT = 32 << 20
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -59,19 +59,37 @@ def parse_size(size: int | str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
+def _per_byte(width: int) -> int:
+    """Bytes of memory per byte of part: the window (2L bytes), its int32 suffix array (8L), and the part's
+    int64 positions (8L/W) with their k-byte copy."""
+    return 2 + 8 + 16 // width + 2
+
+
+def floor(width: int, workers: int = 1) -> int:
+    """The smallest budget: each process's BASELINE and room for a part of 4096 bytes (and, with workers,
+    the parent's BASELINE)."""
+    one = BASELINE + 4096 * _per_byte(width)
+    return one if workers == 1 else BASELINE + workers * one
+
+
 def part_length(budget: int, width: int) -> int:
-    """Bytes of tokens per part for one process's ``budget``: the window (2L bytes), its int32 suffix
-    array (8L), and the part's int64 positions (8L/W) with their k-byte copy."""
-    per_byte = 2 + 8 + 16 // width + 2
-    length = (budget - BASELINE) // per_byte
+    """Bytes of tokens per part for one process's ``budget`` (what is left after BASELINE)."""
+    length = (budget - BASELINE) // _per_byte(width)
     if length < 4096:
-        raise ValueError(f"a memory budget of {budget} bytes is too small: at least {BASELINE + 4096 * per_byte}")
+        raise ValueError(f"a memory budget of {budget} bytes is too small: at least {floor(width)}")
     return length - length % width
 
 
-def task_budget(budget: int, workers: int) -> int:
-    """One worker's share of a machine's ``budget`` (the parent that hands out the tasks holds PARENT)."""
-    return budget if workers == 1 else (budget - PARENT) // workers
+def task_budget(budget: int, workers: int, width: int = 1) -> int:
+    """One worker's share of a machine's ``budget`` (the parent that hands out the tasks holds BASELINE);
+    a budget below :func:`floor` is refused, naming what it has to hold."""
+    if budget < floor(width, workers):
+        procs = "one process" if workers == 1 else f"a parent and {workers} workers"
+        raise ValueError(
+            f"a memory budget of {budget / 2**20:.1f} MiB is too small for {procs}: each process holds "
+            f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort) and needs room "
+            f"for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
+    return budget if workers == 1 else (budget - BASELINE) // workers
 
 
 def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
