@@ -221,6 +221,12 @@ def test_resume_rechecks_what_it_reuses(tmp_path):
     part.write_bytes(bytes(raw))
     again = outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part))
     assert not again.get("reused") and again["crc32"] == first["crc32"]
+    heads = outofcore.heads_path(part)  # the first bytes of each suffix, which the merge orders by
+    assert heads.stat().st_size == outofcore.KEY * part.stat().st_size // 3
+    raw = bytearray(heads.read_bytes())
+    raw[-1] ^= 1
+    heads.write_bytes(bytes(raw))
+    assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part)).get("reused")
     assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 90_000, str(part)).get("reused")
 
 

@@ -284,8 +284,9 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
        and reused.
     3. The files are moved to their places in ``out`` and the work folder is removed.
 
-    Disk: the index itself, plus while a shard is merged its parts (k bytes per token, the size of its
-    table): at most the index and one table per shard merged at once.
+    Disk: the index itself, plus while a shard is sorted and merged its parts (k bytes per token, the
+    size of its table) and their heads (KEY = 16 bytes per token: each suffix's first bytes, which the merge
+    orders by without reading the corpus).
     """
     from . import engines, outofcore
 
@@ -372,7 +373,7 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
             parts = [str(work / f"part.{s}.{i}") for i in range(len(ranges))]
             plans[s] = (ranges, parts, len(ranges))
             report(f"shard {s}: {n // width} tokens, {len(ranges)} part(s) of up to {ranges[0][1] // width} "
-                   f"tokens, scratch {k * (n // width)} bytes")
+                   f"tokens, scratch {(k + outofcore.KEY) * (n // width)} bytes")
             if outofcore.finished(work / f"table.{s}", n=n, k=k) is not None:
                 report(f"shard {s}: table reused")
                 plans[s] = (ranges, parts, 0)

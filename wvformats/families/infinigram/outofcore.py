@@ -45,6 +45,7 @@ from . import pointers
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
 # (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
+KEY = 16  # bytes of each suffix stored beside its pointer in a part: the merge orders by them without reads
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -193,13 +194,16 @@ class Corpus:
         return out.view(">u8"), lens
 
 
-def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20) -> np.ndarray:
+def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20,
+               heads: list[np.ndarray] | None = None) -> np.ndarray:
     """Positions of several runs, each in suffix order, merged into suffix order (exact).
 
-    Sorted by 8 bytes, then groups that still tie and hold suffixes of more than one run by the next
-    16, 32, ... bytes (as many as ``mem`` bytes of keys allow); ties within one run keep the run's order
-    (the sort is stable)."""
-    runs = [r for r in runs if len(r)]
+    Sorted by their first bytes (``heads``: each run's first KEY bytes per suffix, as the parts store
+    them; else 32 bytes read), then groups that still tie and hold suffixes of more than one run by the
+    next 32, 64, ... bytes (as many as ``mem`` bytes of keys allow); ties within one run keep the run's
+    order (the sort is stable)."""
+    keep_ = [i for i, r in enumerate(runs) if len(r)]
+    runs = [runs[i] for i in keep_]
     if len(runs) <= 1:
         return runs[0] if runs else np.zeros(0, np.int64)
     pos = np.concatenate(runs)
@@ -207,13 +211,19 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
     order = np.arange(len(pos))
     sel = order.copy()  # slots of `order` still to sort, group by group (groups are contiguous)
     gid = np.zeros(len(pos), np.int64)
-    off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them (one page fault each)
+    off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them
+    stored = np.concatenate([heads[i] for i in keep_]) if heads is not None else None
     while len(sel):
         if off >= DEEP:  # long ties (repeats): a merge of each group's runs, compared in C
             _merge_deep(corpus, pos, order, sel, gid, src)
             break
         els = order[sel]
-        cols, lens = corpus.keys(pos[els], off, words, gather)
+        if stored is not None:  # the first round: the bytes the parts store, nothing read
+            words = KEY // 8
+            cols, lens = stored.view(">u8"), np.clip(corpus.n - pos, 0, KEY)
+            stored = None
+        else:
+            cols, lens = corpus.keys(pos[els], off, words, gather)
         o = np.lexsort((lens, *(cols[:, w] for w in range(words - 1, -1, -1)), gid))
         els, cols, lens, g = els[o], cols[o], lens[o], gid[o]
         order[sel] = els
@@ -228,7 +238,7 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
         keep = mixed[new]
         sel, gid = sel[keep], new[keep]
         off += 8 * words
-        words = max(1, min(words * 2, mem // (32 * max(len(sel), 1))))
+        words = max(1, min(max(words * 2, 4), mem // (32 * max(len(sel), 1))))
     return pos[order]
 
 
@@ -274,7 +284,8 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     record the segments of neighbours that agree on the whole window (to be ordered by :func:`settle`)."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
-    if (done := finished(path, **params)) is not None:
+    if (done := finished(path, **params)) is not None and heads_path(path).exists() and \
+            crc32(heads_path(path)) == done.get("heads"):
         return {**done, "reused": True}
     from pydivsufsort import divsufsort
 
@@ -307,13 +318,25 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
             edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
             segments = [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
                                                           strict=True)]  # slots a .. b inclusive
+    with atomic_output(heads_path(path), fsync=False) as f:  # each suffix's first KEY bytes (zero past the end)
+        step = np.arange(KEY)
+        for s in range(0, len(local), 1 << 14):
+            at = local[s : s + (1 << 14), None] + step
+            f.write(np.where(at < len(win), win[np.minimum(at, len(win) - 1)], 0).astype(np.uint8).tobytes())
+            del at
     del win
     with atomic_output(path, fsync=False) as f:
         for s in range(0, len(local), 1 << 18):
             f.write(pointers.encode(local[s : s + (1 << 18)] + start, k))
     del local
     trim()
-    return seal(path, **params, segments=segments, settled=not segments)
+    return seal(path, **params, segments=segments, settled=not segments, heads=crc32(heads_path(path)))
+
+
+def heads_path(part: Path) -> Path:
+    """The file of a part's KEY-byte heads. Settling a part leaves it as it is: the suffixes of a segment
+    agree on a whole window (over KEY bytes), so their heads are the same."""
+    return part.with_name(part.name + ".heads")
 
 
 def _positions(path: Path, k: int) -> np.ndarray:
@@ -348,9 +371,10 @@ def settle(parts: list[Path], ranges: list[tuple[int, int]], width: int, k: int,
 class _Run:
     """One sorted part during the merge, read from a cursor (pread: its pages never enter the process)."""
 
-    def __init__(self, path: Path, k: int, lo: int = 0, hi: int | None = None) -> None:
+    def __init__(self, path: Path, k: int, lo: int = 0, hi: int | None = None, heads: bool = False) -> None:
         self.k = k
         self.fd = os.open(path, os.O_RDONLY)
+        self.hfd = os.open(heads_path(path), os.O_RDONLY) if heads else None
         self.cur, self.size = lo, os.path.getsize(path) // k if hi is None else hi
 
     def at(self, i: int) -> int:
@@ -366,10 +390,19 @@ class _Run:
                 hi = mid
         return lo
 
-    def take(self, hi: int) -> np.ndarray:
+    def take(self, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pointers up to ``hi`` (and their heads, when the run reads them), the cursor moved on."""
         raw = os.pread(self.fd, (hi - self.cur) * self.k, self.cur * self.k)
+        heads = np.zeros((0, KEY), np.uint8)
+        if self.hfd is not None:
+            heads = np.frombuffer(os.pread(self.hfd, (hi - self.cur) * KEY, self.cur * KEY), np.uint8).reshape(-1, KEY)
         self.cur = hi
-        return pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)
+        return (pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)), heads
+
+    def close(self) -> None:
+        os.close(self.fd)
+        if self.hfd is not None:
+            os.close(self.hfd)
 
 
 _TRIM: Any = None
@@ -408,7 +441,7 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
     share = max(budget - BASELINE, 1 << 20)
     batch, mem, gather = merge_shares(share)
     corpus = Corpus(corpus_path)
-    runs = [_Run(Path(p), k, lo, hi) for p, lo, hi in zip(parts, los, his, strict=True)]
+    runs = [_Run(Path(p), k, lo, hi, heads=True) for p, lo, hi in zip(parts, los, his, strict=True)]
     fd = os.open(out, os.O_WRONLY)
     at = offset * k
     try:
@@ -421,7 +454,7 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
                 if corpus.cmp(p, pivot) < 0:
                     pivot = p
             taken = [r.take(r.after(corpus, pivot, r.cur, min(r.cur + q, r.size))) for r, _ in cands]
-            merged = merge_runs(corpus, taken, gather, mem)
+            merged = merge_runs(corpus, [t[0] for t in taken], gather, mem, [t[1] for t in taken])
             data = memoryview(pointers.encode(merged, k))
             del taken, merged
             while len(data):
@@ -434,7 +467,7 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
     finally:
         os.close(fd)
         for r in runs:
-            os.close(r.fd)
+            r.close()
         corpus.close()
     return at // k - offset
 
@@ -463,7 +496,7 @@ def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int 
         return bounds
     finally:
         for r in runs:
-            os.close(r.fd)
+            r.close()
         corpus.close()
 
 
@@ -530,8 +563,8 @@ def seal_table(corpus_path: str, parts: list[str], k: int, table: str) -> dict[s
     for old in out.parent.glob(merging.name + ".piece*.json"):
         old.unlink()
     for p in parts:
-        Path(p).unlink(missing_ok=True)
-        _record(Path(p)).unlink(missing_ok=True)
+        for f in (Path(p), _record(Path(p)), heads_path(Path(p))):
+            f.unlink(missing_ok=True)
     return meta
 
 
