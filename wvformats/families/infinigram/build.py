@@ -400,8 +400,10 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                     if len(ranges) == 1:
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
-                    else:  # settled and split into ranges that the workers merge at once
-                        pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, eng.slots,
+                    else:  # settled and split into ranges that the workers merge at once (4 per worker:
+                        # equal counts are not equal work, ties of frequent n-grams cluster in some ranges)
+                        pieces = 1 if eng.slots == 1 else 4 * eng.slots
+                        pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
                                            table)] = ("split", s, 0)
                 elif step == "split":
                     plans[s] = (ranges, parts, len(result) - 1)
