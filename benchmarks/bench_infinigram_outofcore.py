@@ -1,7 +1,7 @@
 """infini-gram builds past memory: a generated corpus several times the budget, built out of core (1 and 2
 workers, and on a local 2-worker Dask cluster) beside the in-memory build of the same corpus.
 
-    python3 benchmarks/bench_infinigram_outofcore.py [--tokens 100000000] [--mem 50M] [--mem2 132M] [--rows ram,mem,workers,dask]
+    python3 benchmarks/bench_infinigram_outofcore.py [--tokens 210000000] [--mem 100M] [--mem2 100M] [--rows mem,workers,ram,dask]
 
 The corpus: u16 tokens, documents of 100 to 4000 tokens drawn from a Zipf law over a 50,000-token
 vocabulary (natural text's repeats: frequent n-grams tie far past the first bytes), one document in 50
@@ -131,10 +131,10 @@ def digest(path: Path) -> dict[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokens", type=int, default=100_000_000)
-    ap.add_argument("--mem", default="50M", help="the budget of the 1-process build")
-    ap.add_argument("--mem2", default="132M", help="the budget of the 2-worker build: its parent and 2 workers")
-    ap.add_argument("--rows", default="ram,mem,workers,dask",
+    ap.add_argument("--tokens", type=int, default=210_000_000)
+    ap.add_argument("--mem", default="100M", help="the budget of the 1-process build")
+    ap.add_argument("--mem2", default="100M", help="the budget of the 2-worker build: its parent and 2 workers")
+    ap.add_argument("--rows", default="mem,workers,ram,dask",
                     help="which builds: ram (in memory), mem (1 process), workers (2), dask (2 Dask workers)")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="igbench"))
@@ -165,7 +165,7 @@ def main() -> None:
           f"budget of {args.mem}); index {rows[0]['size'] / 2**20:.0f} MiB; load {os.getloadavg()[0]:.1f}")
     print("| build | seconds | peak RSS (tree, MiB) | peak disk (MiB) | vs first row | identical |\n|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['name']} | {r['seconds']:.1f} | {r['peak_rss'] / 2**20:.0f} | {r['disk'] / 2**20:.0f} | "
+        print(f"| {r['name']} | {r['seconds']:.1f} | {r['peak_rss'] / 2**20:.1f} | {r['disk'] / 2**20:.0f} | "
               f"{r['seconds'] / rows[0]['seconds']:.2f}x | {r['same']} |")
     shutil.rmtree(root, ignore_errors=True)
 

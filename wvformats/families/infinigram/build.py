@@ -284,17 +284,18 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
        and reused.
     3. The files are moved to their places in ``out`` and the work folder is removed.
 
-    Disk: the index itself, plus while a shard is merged its parts (k bytes per token, the size of its
-    table): at most the index and one table per shard merged at once.
+    Disk: the index itself, plus while a shard is sorted and merged its parts (k bytes per token, the
+    size of its table) and their heads (KEY = 16 bytes per token: each suffix's first bytes, which the merge
+    orders by without reading the corpus).
     """
     from . import engines, outofcore
 
     if workers < 1:
         raise ValueError("workers >= 1")
     budget = outofcore.parse_size(max_memory) if max_memory is not None else None
-    task_budget = outofcore.task_budget(budget, workers) if budget is not None and engine == "local" else budget
-    if task_budget is not None:
-        outofcore.part_length(task_budget, options["token_width"])  # refuses a budget too small, up front
+    task_budget = None  # (refused up front when too small)
+    if budget is not None:
+        task_budget = outofcore.task_budget(budget, workers if engine == "local" else 1, options["token_width"])
     eng = engines.engine(engine, workers, scheduler)  # refuses a wrong engine before anything is written
     report = (lambda msg: print(f"infini-gram: {msg}", file=sys.stderr, flush=True)) if show else (lambda _: None)
     work = out / WORK
@@ -314,6 +315,8 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
         files = {p.name: [p.stat().st_size, outofcore.crc32(p)] for wr in writers for p in wr.paths.values()}
         with atomic_output(manifest, fsync=False) as f:
             f.write(json.dumps({"options": options, "files": files}).encode())
+        del writers
+        outofcore.trim()  # (the spool's buffers: the sorts that may run in this process come next)
     _tables(work, shards, width, task_budget, eng, report)
     for s in range(shards):
         for kind in KINDS:
@@ -370,7 +373,7 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
             parts = [str(work / f"part.{s}.{i}") for i in range(len(ranges))]
             plans[s] = (ranges, parts, len(ranges))
             report(f"shard {s}: {n // width} tokens, {len(ranges)} part(s) of up to {ranges[0][1] // width} "
-                   f"tokens, scratch {k * (n // width)} bytes")
+                   f"tokens, scratch {(k + outofcore.KEY) * (n // width)} bytes")
             if outofcore.finished(work / f"table.{s}", n=n, k=k) is not None:
                 report(f"shard {s}: table reused")
                 plans[s] = (ranges, parts, 0)
@@ -384,19 +387,36 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 step, s, i = pending.pop(fut)
                 result = fut.result()
                 ranges, parts, left = plans[s]
-                how = "reused" if result.get("reused") else "done"
+                corpus = str(work / f"tokenized.{s}")
+                k = pointers.width_for(os.path.getsize(corpus))
+                table = str(work / f"table.{s}")
+                took = f"[{time.perf_counter() - started:.1f} s]"
                 if step == "part":
                     report(f"shard {s}: part {i + 1}/{len(ranges)} {'reused' if result.get('reused') else 'sorted'} "
-                           f"[{time.perf_counter() - started:.1f} s]")
+                           f"{took}")
                     plans[s] = (ranges, parts, left - 1)
+                    if left > 1:
+                        continue
+                    if len(ranges) == 1:
+                        pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
+                                           table)] = ("table", s, 0)
+                    else:  # settled and split into ranges that the workers merge at once (4 per worker:
+                        # equal counts are not equal work, ties of frequent n-grams cluster in some ranges)
+                        pieces = 1 if eng.slots == 1 else 4 * eng.slots
+                        pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
+                                           table)] = ("split", s, 0)
+                elif step == "split":
+                    plans[s] = (ranges, parts, len(result) - 1)
+                    for j in range(len(result) - 1):
+                        pending[eng.submit(outofcore.merge_piece, corpus, parts, k, budget or 0,
+                                           table + ".merging", j, result)] = ("piece", s, j)
+                elif step == "piece":
+                    plans[s] = (ranges, parts, left - 1)
+                    report(f"shard {s}: merge range {i + 1} {'reused' if result.get('reused') else 'done'} {took}")
                     if left == 1:
-                        corpus = work / f"tokenized.{s}"
-                        k = pointers.width_for(corpus.stat().st_size)
-                        fut = eng.submit(outofcore.finish_shard, str(corpus), parts, ranges, width, k,
-                                         budget or 0, str(work / f"table.{s}"))
-                        pending[fut] = ("table", s, 0)
+                        pending[eng.submit(outofcore.seal_table, corpus, parts, k, table)] = ("table", s, 0)
                 else:
-                    report(f"shard {s}: table {how} [{time.perf_counter() - started:.1f} s]")
+                    report(f"shard {s}: table {'reused' if result.get('reused') else 'done'} {took}")
         interrupted = False
     finally:
         eng.close(interrupted=interrupted)

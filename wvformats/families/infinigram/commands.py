@@ -27,9 +27,13 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     b.add_argument("--no-metadata", dest="metadata", action="store_false", help="no metadata/metaoff files")
     b.add_argument("--no-unigram", dest="unigram", action="store_false", help="no unigram files")
     b.add_argument("--force", action="store_true", help="write into OUT even if it holds files")
-    b.add_argument("--mem", help="memory budget, e.g. 400M or 2G: suffix arrays sorted in parts and merged, the "
-                                 "corpus on disk (the same bytes); an interrupted build resumes when run again")
-    b.add_argument("--workers", type=int, default=1, help="processes for the parts and shards (share --mem)")
+    b.add_argument("--mem", help="memory budget of the whole build (every process's resident set, the "
+                                 "interpreter's 40 MiB included), e.g. 400M or 2G: suffix arrays sorted in parts "
+                                 "and merged, the corpus on disk (the same bytes); an interrupted build resumes "
+                                 "when run again")
+    b.add_argument("--workers", type=int, default=1,
+                   help="processes for the parts, shards and ranges of a shard's merge (share --mem with "
+                        "the parent: 2 workers need at least 121M)")
     b.add_argument("--engine", choices=["local", "dask"], default="local",
                    help="dask: run the parts and shards on a Dask cluster (--scheduler; --mem per task)")
     b.add_argument("--scheduler", help="the Dask scheduler's address, e.g. tcp://host:8786")

@@ -21,6 +21,7 @@ class Local:
     def __init__(self, workers: int) -> None:
         self.pool = (cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
                      if workers > 1 else None)
+        self.slots = workers  # tasks that run at once (a shard's merge is split into as many ranges)
         self.queue: dict[cf.Future, tuple[Any, tuple[Any, ...]]] = {}
 
     def submit(self, fn: Any, *args: Any) -> cf.Future:
@@ -60,6 +61,7 @@ class Dask:
         self.distributed = distributed
         self.own = not isinstance(scheduler, distributed.Client)
         self.client = distributed.Client(scheduler) if self.own else scheduler
+        self.slots = max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()))
 
     def submit(self, fn: Any, *args: Any) -> Any:
         return self.client.submit(fn, *args, pure=False)

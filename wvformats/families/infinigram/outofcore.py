@@ -9,11 +9,16 @@ is final, each segment is put in the order of the suffixes ``D`` bytes further o
 from the segment's first position to the part's end, at most ``ext``, so inside the common prefix), which
 all start in the next part and are ranked there. The merge takes a batch from every part up to a pivot,
 orders the batch by the suffixes' bytes read 8, 16, 32, ... at a time (only while suffixes of different
-parts still tie; a part's own order breaks the rest) and appends it to the table. The result is the exact
-byte order of the in-memory build, whatever the repeats (the real indexer's merge compares only the first
-100,000 bytes). Memory: the window (2 part lengths), its suffix array and the part's positions in the
-sort; the batch and the corpus pages it touches (the memory map is told to drop them after each gather,
-so they leave the resident set) in the merge.
+parts still tie; a part's own order breaks the rest) and writes it at its place in the table. The result is
+the exact byte order of the in-memory build, whatever the repeats (the real indexer's merge compares only
+the first 100,000 bytes). A shard's merge can be split into ranges of the merged order (splitters sampled
+from the parts), each merged by its own worker into its known offset of the table.
+
+Memory (all of it counts, as ``top`` shows it): nothing is memory-mapped (the corpus, the parts and the
+table are read and written by ``pread``/``pwrite``, so their pages stay in the page cache, outside the
+process); the window (2 part lengths), its suffix array and the part's positions in the sort; the batch,
+its keys and reads in flight in the merge; and BASELINE for the interpreter and its libraries. The C heap
+is trimmed after each part and batch, so freed arrays do not stay resident.
 
 Every step writes its file atomically with a small JSON record beside it (its parameters and a CRC-32),
 so an interrupted build keeps what it finished: a part or table whose record matches is verified and
@@ -23,7 +28,6 @@ reused, anything else is done again.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
 import zlib
@@ -35,12 +39,13 @@ import numpy as np
 from ...fileio import atomic_output
 from . import pointers
 
-# What a process holds besides its parts and batches: the interpreter, numpy and pydivsufsort (30 MB
-# resident after the imports) and the library code pages that sorting and merging fault in (~10 MB more,
-# measured); kept out of the share of the budget that sizes parts and batches. A parent that only hands
-# out tasks to worker processes holds PARENT.
+# What every process holds before any part or batch: the interpreter, numpy and pydivsufsort (36-37 MB
+# resident after the imports, anonymous and library pages alike, measured with /proc/self/status) and the
+# code pages that sorting and merging fault in; kept out of the share of the budget that sizes parts and
+# batches. With workers, the parent that spools the documents and hands out the tasks holds as much
+# (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
-PARENT = 32 << 20
+KEY = 16  # bytes of each suffix stored beside its pointer in a part: the merge orders by them without reads
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -55,19 +60,37 @@ def parse_size(size: int | str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
+def _per_byte(width: int) -> int:
+    """Bytes of memory per byte of part: the window (2L bytes), its int32 suffix array (8L), and the part's
+    int64 positions (8L/W) with their k-byte copy."""
+    return 2 + 8 + 16 // width + 2
+
+
+def floor(width: int, workers: int = 1) -> int:
+    """The smallest budget: each process's BASELINE and room for a part of 4096 bytes (and, with workers,
+    the parent's BASELINE)."""
+    one = BASELINE + 4096 * _per_byte(width)
+    return one if workers == 1 else BASELINE + workers * one
+
+
 def part_length(budget: int, width: int) -> int:
-    """Bytes of tokens per part for one process's ``budget``: the window (2L bytes), its int32 suffix
-    array (8L), and the part's int64 positions (8L/W) with their k-byte copy."""
-    per_byte = 2 + 8 + 16 // width + 2
-    length = (budget - BASELINE) // per_byte
+    """Bytes of tokens per part for one process's ``budget`` (what is left after BASELINE)."""
+    length = (budget - BASELINE) // _per_byte(width)
     if length < 4096:
-        raise ValueError(f"a memory budget of {budget} bytes is too small: at least {BASELINE + 4096 * per_byte}")
+        raise ValueError(f"a memory budget of {budget} bytes is too small: at least {floor(width)}")
     return length - length % width
 
 
-def task_budget(budget: int, workers: int) -> int:
-    """One worker's share of a machine's ``budget`` (the parent that hands out the tasks holds PARENT)."""
-    return budget if workers == 1 else (budget - PARENT) // workers
+def task_budget(budget: int, workers: int, width: int = 1) -> int:
+    """One worker's share of a machine's ``budget`` (the parent that hands out the tasks holds BASELINE);
+    a budget below :func:`floor` is refused, naming what it has to hold."""
+    if budget < floor(width, workers):
+        procs = "one process" if workers == 1 else f"a parent and {workers} workers"
+        raise ValueError(
+            f"a memory budget of {budget / 2**20:.1f} MiB is too small for {procs}: each process holds "
+            f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort) and needs room "
+            f"for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
+    return budget if workers == 1 else (budget - BASELINE) // workers
 
 
 def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
@@ -81,7 +104,7 @@ def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
 def crc32(path: Path) -> int:
     crc = 0
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
+        while chunk := f.read(1 << 20):
             crc = zlib.crc32(chunk, crc)
     return crc
 
@@ -113,28 +136,17 @@ def seal(path: Path, **params: Any) -> dict[str, Any]:
 
 
 class Corpus:
-    """A tokenized file as a read-only memory map whose pages are dropped from the process after use."""
+    """A tokenized file read by ``pread`` into bounded buffers, never memory-mapped: a mapped file's pages
+    count in the resident set, and a recent kernel maps a whole large folio of the page cache (hundreds of
+    KB, measured 0.1-0.7 MB per random 32-byte read on Linux 6.18/ext4) at each fault."""
 
-    def __init__(self, path: str | os.PathLike[str], keep: int = 0) -> None:
-        self.n, self.keep = os.path.getsize(path), keep
-        with open(path, "rb") as f:
-            self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.n else None
-        self.a = np.frombuffer(self.mm, np.uint8) if self.mm is not None else np.zeros(0, np.uint8)
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.n = os.path.getsize(path)
         self.memo: dict[int, tuple[int, int, int]] = {}
         self.fd = os.open(path, os.O_RDONLY)
 
-    def release(self) -> None:
-        """Drop the pages this process touched (they stay in the page cache; re-reading them is cheap),
-        unless the whole corpus fits in what it may keep."""
-        if self.mm is not None and self.n > self.keep:
-            self.mm.madvise(mmap.MADV_DONTNEED)
-
     def close(self) -> None:
         os.close(self.fd)
-        self.a = np.zeros(0, np.uint8)
-        if self.mm is not None:
-            self.mm.close()
-            self.mm = None
 
     def cmp(self, x: int, y: int) -> int:
         """-1, 0 or 1 as the suffix at ``x`` is before, the same as or after the suffix at ``y``.
@@ -150,7 +162,7 @@ class Corpus:
         if known is not None and known[0] <= x < known[1]:
             return known[2]
         off, step = 0, 64
-        while True:  # (pread, not the map: nothing stays resident)
+        while True:
             a, b = os.pread(self.fd, step, x + off), os.pread(self.fd, step, y + off)
             if a != b:
                 result = -1 if a < b else 1
@@ -166,32 +178,32 @@ class Corpus:
     def keys(self, pos: np.ndarray, off: int, words: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``8 * words`` bytes at ``pos + off`` as big-endian u64 columns (zero past the end), and how
         many of them exist: equal columns with fewer bytes mean a suffix that ends there (sorts first).
-        Gathered ``chunk`` positions at a time, the map's pages dropped in between."""
+        Read by one ``pread`` per position, ``chunk`` bytes of reads at a time."""
         nb = 8 * words
         q = pos + off
         lens = np.clip(self.n - q, 0, nb).astype(np.int64)
         out = np.zeros((len(q), nb), np.uint8)
-        full = lens == nb
-        if full.any():
-            idx = np.flatnonzero(full)
-            step = np.arange(nb)
-            for s in range(0, len(idx), chunk):
-                sel = idx[s : s + chunk]
-                out[sel] = np.take(self.a, q[sel, None] + step)  # (1-D gathers: far faster than 2-D rows)
-                self.release()
-        for i in np.flatnonzero(~full & (lens > 0)).tolist():
-            out[i, : lens[i]] = self.a[q[i] : q[i] + lens[i]]
-        self.release()
+        fd, pread = self.fd, os.pread
+        idx = np.flatnonzero(lens == nb)
+        step = max(1, chunk // (nb + 80))  # (a bytes object costs ~80 bytes besides its data)
+        for s in range(0, len(idx), step):
+            sel = idx[s : s + step]
+            out[sel] = np.frombuffer(b"".join([pread(fd, nb, p) for p in q[sel].tolist()]), np.uint8).reshape(-1, nb)
+        for i in np.flatnonzero((lens < nb) & (lens > 0)).tolist():
+            out[i, : lens[i]] = np.frombuffer(pread(fd, int(lens[i]), int(q[i])), np.uint8)
         return out.view(">u8"), lens
 
 
-def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20) -> np.ndarray:
+def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20,
+               heads: list[np.ndarray] | None = None) -> np.ndarray:
     """Positions of several runs, each in suffix order, merged into suffix order (exact).
 
-    Sorted by 8 bytes, then groups that still tie and hold suffixes of more than one run by the next
-    16, 32, ... bytes (as many as ``mem`` bytes of keys allow); ties within one run keep the run's order
-    (the sort is stable)."""
-    runs = [r for r in runs if len(r)]
+    Sorted by their first bytes (``heads``: each run's first KEY bytes per suffix, as the parts store
+    them; else 32 bytes read), then groups that still tie and hold suffixes of more than one run by the
+    next 32, 64, ... bytes (as many as ``mem`` bytes of keys allow); ties within one run keep the run's
+    order (the sort is stable)."""
+    keep_ = [i for i, r in enumerate(runs) if len(r)]
+    runs = [runs[i] for i in keep_]
     if len(runs) <= 1:
         return runs[0] if runs else np.zeros(0, np.int64)
     pos = np.concatenate(runs)
@@ -199,13 +211,19 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
     order = np.arange(len(pos))
     sel = order.copy()  # slots of `order` still to sort, group by group (groups are contiguous)
     gid = np.zeros(len(pos), np.int64)
-    off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them (one page fault each)
+    off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them
+    stored = np.concatenate([heads[i] for i in keep_]) if heads is not None else None
     while len(sel):
         if off >= DEEP:  # long ties (repeats): a merge of each group's runs, compared in C
             _merge_deep(corpus, pos, order, sel, gid, src)
             break
         els = order[sel]
-        cols, lens = corpus.keys(pos[els], off, words, gather)
+        if stored is not None:  # the first round: the bytes the parts store, nothing read
+            words = KEY // 8
+            cols, lens = stored.view(">u8"), np.clip(corpus.n - pos, 0, KEY)
+            stored = None
+        else:
+            cols, lens = corpus.keys(pos[els], off, words, gather)
         o = np.lexsort((lens, *(cols[:, w] for w in range(words - 1, -1, -1)), gid))
         els, cols, lens, g = els[o], cols[o], lens[o], gid[o]
         order[sel] = els
@@ -220,7 +238,7 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
         keep = mixed[new]
         sel, gid = sel[keep], new[keep]
         off += 8 * words
-        words = max(1, min(words * 2, mem // (32 * max(len(sel), 1))))
+        words = max(1, min(max(words * 2, 4), mem // (32 * max(len(sel), 1))))
     return pos[order]
 
 
@@ -253,7 +271,6 @@ def _merge_deep(corpus: Corpus, pos: np.ndarray, order: np.ndarray, sel: np.ndar
             for e in els:
                 by_run.setdefault(int(src[e]), []).append(_Suffix(corpus, int(pos[e]), e))
             order[slots] = [s.el for s in heapq.merge(*by_run.values())]
-    corpus.release()
 
 
 def _read_window(path: str | os.PathLike[str], start: int, end: int) -> np.ndarray:
@@ -267,7 +284,8 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     record the segments of neighbours that agree on the whole window (to be ordered by :func:`settle`)."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
-    if (done := finished(path, **params)) is not None:
+    if (done := finished(path, **params)) is not None and heads_path(path).exists() and \
+            crc32(heads_path(path)) == done.get("heads"):
         return {**done, "reused": True}
     from pydivsufsort import divsufsort
 
@@ -300,11 +318,25 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
             edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
             segments = [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
                                                           strict=True)]  # slots a .. b inclusive
+    with atomic_output(heads_path(path), fsync=False) as f:  # each suffix's first KEY bytes (zero past the end)
+        step = np.arange(KEY)
+        for s in range(0, len(local), 1 << 14):
+            at = local[s : s + (1 << 14), None] + step
+            f.write(np.where(at < len(win), win[np.minimum(at, len(win) - 1)], 0).astype(np.uint8).tobytes())
+            del at
     del win
     with atomic_output(path, fsync=False) as f:
         for s in range(0, len(local), 1 << 18):
             f.write(pointers.encode(local[s : s + (1 << 18)] + start, k))
-    return seal(path, **params, segments=segments, settled=not segments)
+    del local
+    trim()
+    return seal(path, **params, segments=segments, settled=not segments, heads=crc32(heads_path(path)))
+
+
+def heads_path(part: Path) -> Path:
+    """The file of a part's KEY-byte heads. Settling a part leaves it as it is: the suffixes of a segment
+    agree on a whole window (over KEY bytes), so their heads are the same."""
+    return part.with_name(part.name + ".heads")
 
 
 def _positions(path: Path, k: int) -> np.ndarray:
@@ -339,76 +371,229 @@ def settle(parts: list[Path], ranges: list[tuple[int, int]], width: int, k: int,
 class _Run:
     """One sorted part during the merge, read from a cursor (pread: its pages never enter the process)."""
 
-    def __init__(self, path: Path, k: int) -> None:
-        self.k, self.size = k, os.path.getsize(path) // k
+    def __init__(self, path: Path, k: int, lo: int = 0, hi: int | None = None, heads: bool = False) -> None:
+        self.k = k
         self.fd = os.open(path, os.O_RDONLY)
-        self.cur = 0
+        self.hfd = os.open(heads_path(path), os.O_RDONLY) if heads else None
+        self.cur, self.size = lo, os.path.getsize(path) // k if hi is None else hi
 
     def at(self, i: int) -> int:
         return int.from_bytes(os.pread(self.fd, self.k, i * self.k), "little")
 
-    def take(self, hi: int) -> np.ndarray:
+    def after(self, corpus: Corpus, pivot: int, lo: int, hi: int) -> int:
+        """The first index in ``[lo, hi)`` whose suffix is after the suffix at ``pivot`` (or ``hi``)."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if corpus.cmp(self.at(mid), pivot) <= 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def take(self, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pointers up to ``hi`` (and their heads, when the run reads them), the cursor moved on."""
         raw = os.pread(self.fd, (hi - self.cur) * self.k, self.cur * self.k)
+        heads = np.zeros((0, KEY), np.uint8)
+        if self.hfd is not None:
+            heads = np.frombuffer(os.pread(self.hfd, (hi - self.cur) * KEY, self.cur * KEY), np.uint8).reshape(-1, KEY)
         self.cur = hi
-        return pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)
+        return (pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)), heads
+
+    def close(self) -> None:
+        os.close(self.fd)
+        if self.hfd is not None:
+            os.close(self.hfd)
 
 
-def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path,
-          progress: Any = None) -> None:
-    """The k-way merge of sorted ``parts`` into the table ``out`` (written atomically)."""
+_TRIM: Any = None
+
+
+def trim() -> None:
+    """Give the freed parts of the C heap back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    glibc serves arrays of a few MB from its heap once one such array was freed (its mmap threshold
+    rises), and a heap keeps freed pages resident: without this the resident set of a sort or merge
+    process drifts up by the largest arrays it ever freed (measured: 22 MB above the baseline for parts
+    that need 10 MB)."""
+    global _TRIM
+    if _TRIM is None:
+        import ctypes
+
+        try:
+            _TRIM = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+def merge_shares(share: int) -> tuple[int, int, int]:
+    """How a merge spends its ``share`` of memory: elements per batch (~160 bytes each while a batch is
+    ordered: half the share), bytes of keys per ordering round and of reads in flight (a quarter each)."""
+    return max(1024, share // 2 // 160), share // 4, max(1 << 16, share // 16)
+
+
+def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: str, offset: int,
+                los: list[int], his: list[int], progress: Any = None) -> int:
+    """Merge the slices ``[los[i], his[i])`` of the sorted ``parts`` (pointer indices) and write them at
+    pointer ``offset`` of the existing file ``out`` (``pwrite``: its pages stay in the page cache, out of
+    this process). Returns the number of pointers written."""
     share = max(budget - BASELINE, 1 << 20)
-    corpus = Corpus(corpus_path, keep=share // 4)
-    runs = [_Run(p, k) for p in parts]
-    batch = max(1024, share // 2 // 160)  # ~160 bytes per element while a batch is ordered
-    # positions gathered between two drops: the kernel maps up to 64 KB around each page fault of a file
-    # (fault-around; MADV_RANDOM does not stop it), so each costs up to 64 KB of resident pages until dropped
-    gather = max(16, share // 4 // (1 << 16))
+    batch, mem, gather = merge_shares(share)
+    corpus = Corpus(corpus_path)
+    runs = [_Run(Path(p), k, lo, hi, heads=True) for p, lo, hi in zip(parts, los, his, strict=True)]
+    fd = os.open(out, os.O_WRONLY)
+    at = offset * k
     try:
-        with atomic_output(out, fsync=False) as f:
-            while live := [r for r in runs if r.cur < r.size]:
-                q = max(1, batch // len(live))
-                # the pivot: the smallest of each run's q-th next suffix; then every run gives what is <= it
-                cands = [(r, r.at(min(r.cur + q, r.size) - 1)) for r in live]
-                pivot = cands[0][1]
-                for _, p in cands[1:]:
-                    if corpus.cmp(p, pivot) < 0:
-                        pivot = p
-                taken = []
-                for r, _ in cands:
-                    lo, hi = r.cur, min(r.cur + q, r.size)
-                    while lo < hi:  # first index whose suffix is after the pivot
-                        mid = (lo + hi) // 2
-                        if corpus.cmp(r.at(mid), pivot) <= 0:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    taken.append(r.take(lo))
-                corpus.release()
-                merged = merge_runs(corpus, taken, gather, share // 4)
-                f.write(pointers.encode(merged, k))
-                if progress is not None:
-                    progress(len(merged))
+        while live := [r for r in runs if r.cur < r.size]:
+            q = max(1, batch // len(live))
+            # the pivot: the smallest of each run's q-th next suffix; then every run gives what is <= it
+            cands = [(r, r.at(min(r.cur + q, r.size) - 1)) for r in live]
+            pivot = cands[0][1]
+            for _, p in cands[1:]:
+                if corpus.cmp(p, pivot) < 0:
+                    pivot = p
+            taken = [r.take(r.after(corpus, pivot, r.cur, min(r.cur + q, r.size))) for r, _ in cands]
+            merged = merge_runs(corpus, [t[0] for t in taken], gather, mem, [t[1] for t in taken])
+            data = memoryview(pointers.encode(merged, k))
+            del taken, merged
+            while len(data):
+                wrote = os.pwrite(fd, data, at)
+                data, at = data[wrote:], at + wrote
+            del data
+            trim()
+            if progress is not None:
+                progress(at // k - offset)
+    finally:
+        os.close(fd)
+        for r in runs:
+            r.close()
+        corpus.close()
+    return at // k - offset
+
+
+def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int = 256) -> list[list[int]]:
+    """Where ``pieces`` ranges of the merged order begin in each part: ``[[b_0 per part], [b_1 per part],
+    ..., [sizes]]`` with ``b_0`` all zero. The splitters are sampled from the parts (every part's
+    pointers at even steps, merged in suffix order, taken at even ranks); part ``i`` gives range ``j`` its
+    suffixes after splitter ``j - 1`` and up to splitter ``j``. Every suffix is distinct (suffixes differ
+    in length), so the ranges concatenated are exactly the merged order."""
+    runs = [_Run(Path(p), k) for p in parts]
+    corpus = Corpus(corpus_path)
+    try:
+        sizes = [r.size for r in runs]
+        bounds = [[0] * len(runs)]
+        if pieces > 1 and sum(sizes):
+            step = max(1, sum(sizes) // (pieces * samples))
+            sampled = [np.array([r.at(i) for i in range(step - 1, r.size, step)], np.int64) for r in runs]
+            order = merge_runs(corpus, sampled, 1 << 16, 8 << 20)
+            for j in range(1, pieces):
+                if not len(order):
+                    break
+                pivot = int(order[min(len(order) - 1, j * len(order) // pieces)])
+                bounds.append([r.after(corpus, pivot, lo, r.size) for r, lo in zip(runs, bounds[-1], strict=True)])
+        bounds.append(sizes)
+        return bounds
     finally:
         for r in runs:
-            os.close(r.fd)
+            r.close()
         corpus.close()
 
 
-def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
-                 budget: int, table: str) -> dict[str, Any]:
-    """A shard's table from its sorted parts (settled, then merged; a single part is the table)."""
-    n = os.path.getsize(corpus_path)
-    out = Path(table)
-    if (done := finished(out, n=n, k=k)) is not None:
-        return {**done, "reused": True}
-    paths = [Path(p) for p in parts]
-    if len(paths) == 1:
-        os.replace(paths[0], out)
-    else:
-        settle(paths, ranges, width, k, n)
-        merge(corpus_path, paths, k, budget, out)
-    meta = seal(out, n=n, k=k)
-    for p in paths:
-        p.unlink(missing_ok=True)
-        _record(p).unlink(missing_ok=True)
+def _crc_range(path: Path, start: int, length: int) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        while length > 0 and (chunk := f.read(min(length, 1 << 20))):
+            crc, length = zlib.crc32(chunk, crc), length - len(chunk)
+    return crc
+
+
+def _piece_record(out: Path, j: int) -> Path:
+    return out.with_name(f"{out.name}.piece{j}.json")
+
+
+def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: str, j: int, bounds: list[list[int]],
+                progress: Any = None) -> dict[str, Any]:
+    """Range ``j`` of a shard's merge (:func:`split`), written at its place in ``out`` and recorded beside it
+    (its bounds and the CRC-32 of its bytes), so that an interrupted merge redoes only unfinished ranges."""
+    path = Path(out)
+    los, his = bounds[j], bounds[j + 1]
+    offset, count = sum(los), sum(his) - sum(los)
+    params = {"j": j, "los": los, "his": his}
+    rec = _piece_record(path, j)
+    try:
+        meta = json.loads(rec.read_text())
+        if all(meta.get(key) == v for key, v in params.items()) and \
+                _crc_range(path, offset * k, count * k) == meta.get("crc32"):
+            return {**meta, "reused": True}
+    except (OSError, ValueError):
+        pass
+    merge_range(corpus_path, parts, k, budget, out, offset, los, his, progress)
+    meta = {**params, "crc32": _crc_range(path, offset * k, count * k)}
+    with atomic_output(rec, fsync=False) as f:
+        f.write(json.dumps(meta).encode())
     return meta
+
+
+def prepare_merge(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
+                  pieces: int, table: str) -> list[list[int]]:
+    """Settle the parts, split their merge into ``pieces`` ranges and make the file they are written into
+    (``table`` + ``.merging``, kept with the records of finished ranges when it has the right size)."""
+    n = os.path.getsize(corpus_path)
+    paths = [Path(p) for p in parts]
+    settle(paths, ranges, width, k, n)
+    bounds = split(corpus_path, parts, k, pieces)
+    merging = Path(table + ".merging")
+    size = sum(bounds[-1]) * k
+    if not merging.exists() or merging.stat().st_size != size:
+        for old in merging.parent.glob(merging.name + ".piece*.json"):
+            old.unlink()
+        with open(merging, "wb") as f:
+            f.truncate(size)
+    return bounds
+
+
+def seal_table(corpus_path: str, parts: list[str], k: int, table: str) -> dict[str, Any]:
+    """The merged file becomes the shard's table (recorded); the parts and the range records go."""
+    n = os.path.getsize(corpus_path)
+    out, merging = Path(table), Path(table + ".merging")
+    os.replace(merging, out)
+    meta = seal(out, n=n, k=k)
+    for old in out.parent.glob(merging.name + ".piece*.json"):
+        old.unlink()
+    for p in parts:
+        for f in (Path(p), _record(Path(p)), heads_path(Path(p))):
+            f.unlink(missing_ok=True)
+    return meta
+
+
+def table_done(corpus_path: str, k: int, table: str) -> dict[str, Any] | None:
+    return finished(Path(table), n=os.path.getsize(corpus_path), k=k)
+
+
+def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path, pieces: int = 1) -> None:
+    """The k-way merge of sorted (and settled) ``parts`` into the table ``out``, in ``pieces`` ranges one
+    after the other (written into ``out.merging``, then renamed)."""
+    names = [str(p) for p in parts]
+    bounds = split(corpus_path, names, k, pieces)
+    merging = Path(str(out) + ".merging")
+    with open(merging, "wb") as f:
+        f.truncate(sum(bounds[-1]) * k)
+    for j in range(len(bounds) - 1):
+        merge_range(corpus_path, names, k, budget, str(merging), sum(bounds[j]), bounds[j], bounds[j + 1])
+    os.replace(merging, out)
+
+
+def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
+                 budget: int, table: str, pieces: int = 1) -> dict[str, Any]:
+    """A shard's table from its sorted parts in one process (settled, split, merged; one part is the table)."""
+    if (done := table_done(corpus_path, k, table)) is not None:
+        return {**done, "reused": True}
+    if len(parts) == 1:
+        os.replace(parts[0], table + ".merging")
+        return seal_table(corpus_path, parts, k, table)
+    bounds = prepare_merge(corpus_path, parts, ranges, width, k, pieces, table)
+    for j in range(len(bounds) - 1):
+        merge_piece(corpus_path, parts, k, budget, table + ".merging", j, bounds)
+    return seal_table(corpus_path, parts, k, table)
