@@ -307,3 +307,92 @@ def test_an_archive_an_older_numpy_wrote_round_trips(tmp_path):
     with np.load(out) as back:
         assert np.array_equal(back["mel_80"], model["mel_80"]) and np.array_equal(back["mel_128"], model["mel_128"])
     assert wv.validate(out).ok
+
+
+def _pipe_written(**arrays):
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, "rb").read()))
+    reader.start()
+    with os.fdopen(write, "wb") as f:
+        np.savez(f, **arrays)
+    reader.join()
+    return got[0]
+
+
+def _zip64_ended(data):
+    """The archive with zip64 end records (as test_an_archive_with_zip64_end_records_parses_and_round_trips)."""
+    parsed = parse_npz(data)
+    start, size = parsed.end.directory_offset, parsed.end.directory_size
+    end = _end_records(len(parsed.members), size, start, b"")[2]
+    zip64_end, locator = _end_records(70000, size, start, b"")[:2]
+    zip64_end[0].entries = zip64_end[0].entries_on_disk = len(parsed.members)
+    end.entries = end.entries_on_disk = 0xFFFF
+    parsed.zip64_end, parsed.zip64_locator, parsed.end = zip64_end, locator, end
+    out = io.BytesIO()
+    build_npz(parsed, out)
+    return out.getvalue()
+
+
+INSPECTED = {"a": np.arange(12.0).reshape(3, 4), "b": np.array(["x", "yz"]), "c": np.asfortranarray(np.ones((2, 5))),
+             "d": np.zeros((0, 3), ">i2"), "é": np.array(3.5, np.float16)}
+
+
+@pytest.mark.parametrize("make", [lambda: saved(np.savez, **INSPECTED), lambda: saved(np.savez_compressed, **INSPECTED),
+                                  lambda: _pipe_written(**INSPECTED), lambda: _zip64_ended(saved(np.savez, **INSPECTED)),
+                                  lambda: WHISPER.read_bytes()],
+                         ids=["stored", "deflated", "pipe", "zip64-end", "whisper"])
+def test_inspect_reads_the_directory_and_headers_only_and_says_what_a_full_parse_says(tmp_path, make):
+    """inspect of an .npz (the issue's 'header only'): the end records, the directory and each member's .npy
+    header, the same members a full parse gives, and numpy's dtypes and shapes; an archive whose array bytes are
+    damaged (CRC and all) still inspects, where the full parse refuses it."""
+    path = tmp_path / "a.npz"
+    path.write_bytes(make())
+    quick, full = wv.inspect(path), wv.inspect(path, full=True)
+    assert "parts" not in quick and "parts" in full  # (the quick path: no walk of the schema)
+    assert quick["members"] == full["members"] and quick["arrays"] == full["arrays"]
+    with np.load(path) as z:
+        assert [m["name"] for m in quick["members"]] == [f"{n}.npy" for n in z.files]
+        assert [(m["dtype"], m["shape"]) for m in quick["members"]] == [(str(z[n].dtype), list(z[n].shape))
+                                                                       for n in z.files]
+
+
+def test_inspect_does_not_inflate_the_arrays():
+    """A deflated member cut short after its header's first kilobytes: the full parse fails in the member's
+    data, inspect still tells every member from the headers alone."""
+    data = bytearray(saved(np.savez_compressed, m=np.random.default_rng(0).normal(size=(400, 300)), w=np.arange(3)))
+    parsed = parse_npz(bytes(data))
+    first = parsed.members[0]
+    start = parsed.members.offsets[0] + 30 + first.name_length + first.extra_length  # (its data)
+    data[start + 2000 : start + 4000] = bytes(2000)  # the deflate stream wrecked past the header
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"wv-inflate-{os.getpid()}.npz"
+    try:
+        path.write_bytes(bytes(data))
+        with pytest.raises(FormatError):
+            wv.inspect(path, full=True)
+        quick = wv.inspect(path)
+        assert [(m["name"], m["shape"]) for m in quick["members"]] == [("m.npy", [400, 300]), ("w.npy", [3])]
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_every_cut_of_an_archive_fails_its_inspect_with_the_npz_error(tmp_path):
+    """inspect reads from the end: every cut gives the npz's own error, and every 8-byte window zeroed gives it or
+    an inspect of the two members (a name zeroed in the directory is the directory's, as zipfile lists it),
+    never another exception."""
+    data = saved(np.savez_compressed, a=np.arange(40.0), b=np.array(["x"]))
+    path = tmp_path / "cut.npz"
+    for n in range(0, len(data), 7):
+        path.write_bytes(data[:n])
+        with pytest.raises(FormatError) as e:
+            wv.inspect(path, format="npz")
+        assert e.value.format == "npz", e.value
+    for at in range(0, len(data), 5):
+        path.write_bytes(data[:at] + bytes(8) + data[at + 8 :])
+        try:
+            got = wv.inspect(path, format="npz")
+        except FormatError as e:
+            assert e.format == "npz", e
+        else:
+            assert got["arrays"] == 2 and [(m["dtype"], m["shape"]) for m in got["members"]] == [
+                ("float64", [40]), ("<U1", [1])]

@@ -276,6 +276,79 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
                          **_summary(m["data"]["npy"])} for m in parsed["members"]]}
 
 
+_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
+
+
+def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
+    """:func:`npz_inspect` from the end records, the central directory and each member's ``.npy`` header
+    (a deflated member's first kilobytes inflated): no array read, in time linear in the member count, as
+    ``zipfile`` opens an archive. None for the first bytes of a compressed file (the end is what it needs)."""
+    if not complete:
+        return None
+    view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    size = len(view)
+    tail = max(0, size - (22 + 0xFFFF))  # the end record and an archive comment of at most 65535 bytes
+    at = bytes(view[tail:]).rfind(npz_schema.END_MAGIC)
+    if at < 0:
+        raise FormatError("no end of central directory record (PK\\x05\\x06) in the last 65557 bytes",
+                          format=NPZ.name, path="end", offset=size)
+    end_at = tail + at
+    end = _parse_at(npz_schema.end, view, end_at, "end")
+    count, offset, length, ends = end["entries"], end["directory_offset"], end["directory_size"], end_at
+    if 0xFFFF in (count, end["entries_on_disk"]) or npz_schema.FULL in (offset, length):
+        locator = _parse_at(npz_schema.zip64_locator, view, end_at - 20, "zip64_locator[0]")
+        ends = locator["end_offset"]
+        record = _parse_at(npz_schema.zip64_end, view, ends, "zip64_end[0]")
+        count, offset, length = record["entries"], record["directory_offset"], record["directory_size"]
+    if offset + length != ends:  # (the end records disagree with where they are: the full parse says how)
+        return None
+    if count * 46 > size - offset:  # (each entry at least 46 bytes: checked before any is read)
+        raise FormatError(f"{count} directory entries cannot fit in the {max(0, size - offset)} bytes from byte "
+                          f"{offset}", format=NPZ.name, path="directory", offset=offset)
+    members = []
+    for i in range(count):
+        entry = _parse_at(npz_schema.central_entry, view, offset, f"directory[{i}]")
+        offset += 46 + entry["name_length"] + entry["extra_length"] + entry["comment_length"]
+        local_at = npz_schema.wide("local_header_offset")(entry)
+        if local_at is None or local_at + 30 > size:
+            raise FormatError("the local header is past the end of the archive", format=NPZ.name,
+                              path=f"directory[{i}].local_header_offset", offset=offset)
+        _parse_at(npz_schema.local_entry.subcons[0], view, local_at, f"members[{i}].signature")  # (its magic)
+        name_length, extra_length = (int.from_bytes(view[local_at + k : local_at + k + 2], "little") for k in (26, 28))
+        start = local_at + 30 + name_length + extra_length
+        stored = npz_schema.wide("compressed_size")(entry) or 0
+        data = bytes(view[start : start + min(stored, _HEAD)])
+        if entry["compression"] == npz_schema.Compression.deflated:
+            try:
+                data = zlib.decompressobj(-15).decompress(data, _HEAD)
+            except zlib.error as e:
+                raise FormatError(f"the deflated member does not inflate: {e}", format=NPZ.name,
+                                  path=f"members[{i}].data", offset=start) from None
+        try:
+            npy = framework.parse(header_only, data, format=NPZ.name)
+        except FormatError as e:
+            if len(data) == _HEAD:  # (a header longer than the bytes taken: the full parse tells)
+                return None
+            e.format, e.offset = NPZ.name, start if e.offset is None else start + e.offset
+            raise e.located(prefix=f"members[{i}].data.npy") from None
+        members.append({"name": member_name(entry), "compression": entry["compression"].name, **_summary(npy)})
+    if offset != ends:  # (entries miscounted: the full parse says how)
+        return None
+    return {"arrays": len(members), "members": members}
+
+
+def _parse_at(construct: Any, view: memoryview, at: int, path: str) -> Any:
+    """One record of the archive's schema parsed at byte ``at``; an error located in the whole archive."""
+    if not 0 <= at <= len(view):
+        raise FormatError(f"an offset past the end of the archive ({at} of {len(view)} bytes)", format=NPZ.name,
+                          path=path, offset=min(max(at, 0), len(view)))
+    try:
+        return framework.parse(construct, view[at:], format=NPZ.name)
+    except FormatError as e:
+        e.offset = at if e.offset is None else at + e.offset
+        raise e.located(prefix=path) from None
+
+
 def npz_check(parsed: Any) -> list[str]:
     """What zipfile (and so numpy.load) would find wrong: a CRC-32 that does not match the data, a directory
     entry that disagrees with its member (name, offset, sizes, CRC), end records that miscount."""
@@ -318,7 +391,7 @@ register(Format(
     **NPZ._asdict(), description="NumPy .npz: a zip archive of .npy members (numpy.savez: stored; "
     "numpy.savez_compressed: deflated), local headers with zip64 extra fields, the central directory and "
     "the end records", schema=npz_schema.npz, parse=parse_npz, build=build_npz, to_model=npz_to_model,
-    from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, check=npz_check,
+    from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, inspect_head=npz_inspect_head, check=npz_check,
     array_views=True, read_options=(),
 ))
 
