@@ -277,6 +277,7 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
 
 
 _HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
+_local_header = cs.Struct(*npz_schema.local_entry.subcons[:16])  # a member's local header: no byte of its data
 
 
 def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
@@ -287,7 +288,7 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
         return None
     view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
     size = len(view)
-    tail = max(0, size - (22 + 0xFFFF))  # the end record and an archive comment of at most 65535 bytes
+    tail = max(0, size - (END_FIXED + 0xFFFF))  # the end record and an archive comment of at most 65535 bytes
     at = bytes(view[tail:]).rfind(npz_schema.END_MAGIC)
     if at < 0:
         raise FormatError("no end of central directory record (PK\\x05\\x06) in the last 65557 bytes",
@@ -295,27 +296,26 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
     end_at = tail + at
     end = _parse_at(npz_schema.end, view, end_at, "end")
     count, offset, length, ends = end["entries"], end["directory_offset"], end["directory_size"], end_at
-    if 0xFFFF in (count, end["entries_on_disk"]) or npz_schema.FULL in (offset, length):
-        locator = _parse_at(npz_schema.zip64_locator, view, end_at - 20, "zip64_locator[0]")
+    if COUNT_LIMIT in (count, end["entries_on_disk"]) or npz_schema.FULL in (offset, length):
+        locator = _parse_at(npz_schema.zip64_locator, view, end_at - LOCATOR_SIZE, "zip64_locator[0]")
         ends = locator["end_offset"]
         record = _parse_at(npz_schema.zip64_end, view, ends, "zip64_end[0]")
         count, offset, length = record["entries"], record["directory_offset"], record["directory_size"]
     if offset + length != ends:  # (the end records disagree with where they are: the full parse says how)
         return None
-    if count * 46 > size - offset:  # (each entry at least 46 bytes: checked before any is read)
+    if count * CENTRAL_FIXED > size - offset:  # (each entry takes at least that: checked before any is read)
         raise FormatError(f"{count} directory entries cannot fit in the {max(0, size - offset)} bytes from byte "
                           f"{offset}", format=NPZ.name, path="directory", offset=offset)
     members = []
     for i in range(count):
         entry = _parse_at(npz_schema.central_entry, view, offset, f"directory[{i}]")
-        offset += 46 + entry["name_length"] + entry["extra_length"] + entry["comment_length"]
         local_at = npz_schema.wide("local_header_offset")(entry)
-        if local_at is None or local_at + 30 > size:
+        if local_at is None or local_at + LOCAL_FIXED > size:
             raise FormatError("the local header is past the end of the archive", format=NPZ.name,
                               path=f"directory[{i}].local_header_offset", offset=offset)
-        _parse_at(npz_schema.local_entry.subcons[0], view, local_at, f"members[{i}].signature")  # (its magic)
-        name_length, extra_length = (int.from_bytes(view[local_at + k : local_at + k + 2], "little") for k in (26, 28))
-        start = local_at + 30 + name_length + extra_length
+        offset += _directory_entry_size(entry)
+        local = _parse_at(_local_header, view, local_at, f"members[{i}]")
+        start = local_at + LOCAL_FIXED + local["name_length"] + local["extra_length"]  # (its data)
         stored = npz_schema.wide("compressed_size")(entry) or 0
         data = bytes(view[start : start + min(stored, _HEAD)])
         if entry["compression"] == npz_schema.Compression.deflated:
