@@ -61,11 +61,10 @@ class _ByShard(Mapping):
         return len(self._owner.weight_map)
 
 
-def read_index(path: Path) -> Any:
-    """The index file parsed by its schema (UTF-8 JSON, no key twice), its weight_map checked."""
-    from ...fileio import open_buffer
-
-    index = framework.parse(schema.index, open_buffer(path), format=SHARDED_NAME)["index"]
+def read_index(path: Path, data: Any) -> Any:
+    """The index file's bytes ``data`` parsed by its schema (UTF-8 JSON, no key twice), its weight_map
+    checked."""
+    index = framework.parse(schema.index, data, format=SHARDED_NAME)["index"]
     weights = index.get("weight_map")
     if not isinstance(weights, dict) or not all(isinstance(v, str) for v in weights.values()):
         raise FormatError(f"{path.name} has no weight_map of tensor -> shard file", format=SHARDED_NAME,
@@ -88,8 +87,10 @@ class ShardedSafeTensors(SafeTensors):
 
     def __init__(self, index_path: str | os.PathLike[str]) -> None:
         self.path = index_of(Path(index_path))
-        self.index_bytes = self.path.read_bytes()  # (written back as they are when the layout is kept)
-        self.index = read_index(self.path)
+        from ...fileio import open_buffer
+
+        self.index_bytes = bytes(open_buffer(self.path))  # (written back as they are when the layout is kept)
+        self.index = read_index(self.path, self.index_bytes)
         self.weight_map: dict[str, str] = dict(self.index["weight_map"])
         self.index_metadata: dict[str, Any] = dict(self.index.get("metadata") or {})
         self.files = list(dict.fromkeys(self.weight_map.values()))
