@@ -44,9 +44,13 @@ MODELS = {int(x): x.name for x in Model}
 def named(enum: Any) -> str:
     """``1 cbow, 2 skipgram, 3 supervised``: an enum's numbers and names, for messages."""
     return ", ".join(f"{int(x)} {x.name}" for x in enum)
+
+
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
+
+MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
 def examples(lines: Iterable[str]) -> Iterator[str]:
@@ -65,7 +69,6 @@ def examples(lines: Iterable[str]) -> Iterator[str]:
                 yield " ".join(tokens[start : i + 1])
                 start = i + 1
         yield " ".join(tokens[start:])
-MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
 class Matrix:
