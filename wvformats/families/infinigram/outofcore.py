@@ -101,11 +101,16 @@ def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
     return [(s, min(s + length, size)) for s in range(0, size, length)]
 
 
-def crc32(path: Path) -> int:
+def crc32(path: Path, start: int = 0, length: int | None = None) -> int:
+    """The CRC-32 of ``path``'s bytes from ``start``, ``length`` of them (None: to the end), read 1 MB at a time."""
     crc = 0
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
+        f.seek(start)
+        while (length is None or length > 0) and (chunk := f.read(1 << 20 if length is None else
+                                                                min(length, 1 << 20))):
             crc = zlib.crc32(chunk, crc)
+            if length is not None:
+                length -= len(chunk)
     return crc
 
 
@@ -500,15 +505,6 @@ def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int 
         corpus.close()
 
 
-def _crc_range(path: Path, start: int, length: int) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        f.seek(start)
-        while length > 0 and (chunk := f.read(min(length, 1 << 20))):
-            crc, length = zlib.crc32(chunk, crc), length - len(chunk)
-    return crc
-
-
 def _piece_record(out: Path, j: int) -> Path:
     return out.with_name(f"{out.name}.piece{j}.json")
 
@@ -525,12 +521,12 @@ def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: st
     try:
         meta = json.loads(rec.read_text())
         if all(meta.get(key) == v for key, v in params.items()) and \
-                _crc_range(path, offset * k, count * k) == meta.get("crc32"):
+                crc32(path, offset * k, count * k) == meta.get("crc32"):
             return {**meta, "reused": True}
     except (OSError, ValueError):
         pass
     merge_range(corpus_path, parts, k, budget, out, offset, los, his, progress)
-    meta = {**params, "crc32": _crc_range(path, offset * k, count * k)}
+    meta = {**params, "crc32": crc32(path, offset * k, count * k)}
     with atomic_output(rec, fsync=False) as f:
         f.write(json.dumps(meta).encode())
     return meta
