@@ -1,0 +1,35 @@
+"""The families' compiled kernels: ``wvformats/families/<family>/_*.c``, built by ``pip install`` (setup.py finds
+each one), for per-call paths whose Python per-operation cost would leave them slower than the peers' C.
+
+Every kernel has a pure-Python twin that gives the same bits, used where the kernel is not built (a source
+tree never installed, an interpreter with no C extensions) or when ``WVFORMATS_PURE_PYTHON`` is set to a
+non-empty value (to compare the two, or to rule the kernel out); the tests run both."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+
+PURE_PYTHON_ENV = "WVFORMATS_PURE_PYTHON"
+
+
+def kernel(module: str) -> ModuleType | None:
+    """The compiled module ``module`` (``"wvformats.families.fasttext._kernel"``), or None: not built, or
+    ``WVFORMATS_PURE_PYTHON`` set."""
+    if os.environ.get(PURE_PYTHON_ENV):
+        return None
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def sources() -> list[str]:
+    """The module name of every kernel source in the installed tree (a wheel ships the built modules only:
+    then the names of the built ones)."""
+    here = Path(__file__).parent
+    found = {p.relative_to(here).parts[0] + "." + p.name.split(".")[0]
+             for pattern in ("*/_*.c", "*/_*.so", "*/_*.pyd") for p in here.glob(pattern)}
+    return sorted(f"{__name__.rsplit('.', 1)[0]}.{name}" for name in found)

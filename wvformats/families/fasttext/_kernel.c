@@ -1,0 +1,293 @@
+/* fastText's per-call paths in C: what one word or one line costs, as fastText's own C++ computes it.
+ *
+ * Each function has a pure-Python twin (subwords.one_word_ngrams, predict.Lines._hash, predict.hs_predict_one)
+ * that gives the same bits; the tests run both against the fasttext module. The float arithmetic is fastText's,
+ * operation for operation: float32 sums and products rounded one at a time (built with -ffp-contract=off, no
+ * fused multiply-add), std::exp of a float as the C library's expf, std::log in double.
+ *
+ *   ngram_rows(bracketed: bytes, minn, maxn, bucket, nwords, table) -> list[int]
+ *       Dictionary::computeSubwords on the bytes of "<word>", each n-gram's hash through pushHash: nwords + its
+ *       bucket, or + its row in a pruned model's table (int32 per bucket, -1: pruned away).
+ *   fnv1a(data: bytes) -> int
+ *       Dictionary::hash (FNV-1a 32 over sign-extended bytes).
+ *   hs_predict(matrix, rows, output, norms, children, osz, k, log_threshold) -> (list[int], list[float])
+ *       Model::computeHidden over the input rows, then HierarchicalSoftmaxLoss::predict: the depth-first search
+ *       with its pruning and its heap (libstdc++'s push_heap / pop_heap / sort_heap with comparePairs, so ties
+ *       leave in the peer's order), the label ids best first and std::exp of their scores.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FNV_OFFSET 2166136261u
+#define FNV_PRIME 16777619u
+
+/* -- buffers -------------------------------------------------------------------------------------------------- */
+
+/* A numpy array (or any buffer) of 4-byte items, ``ndim`` dimensions, kind 'f' (float32) or 'i' (int32). */
+static int get_buffer(PyObject *obj, Py_buffer *view, int ndim, char kind, const char *name) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = view->ndim == ndim && view->itemsize == 4 && f[1] == '\0' &&
+             (kind == 'f' ? *f == 'f' : (*f == 'i' || (*f == 'l' && sizeof(long) == 4)));
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a %dd array of %s", name, ndim,
+                     kind == 'f' ? "float32" : "int32");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static inline float load_f(const char *p) { float x; memcpy(&x, p, 4); return x; }
+static inline int32_t load_i(const char *p) { int32_t x; memcpy(&x, p, 4); return x; }
+
+/* -- n-grams -------------------------------------------------------------------------------------------------- */
+
+static PyObject *ngram_rows(PyObject *self, PyObject *args) {
+    Py_buffer word;
+    long long minn, maxn, bucket, nwords;
+    PyObject *table_obj;
+    if (!PyArg_ParseTuple(args, "y*LLLLO", &word, &minn, &maxn, &bucket, &nwords, &table_obj))
+        return NULL;
+    Py_buffer table = {0};
+    int pruned = table_obj != Py_None;
+    if (pruned && get_buffer(table_obj, &table, 1, 'i', "table") < 0) {
+        PyBuffer_Release(&word);
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL || maxn <= 0 || bucket <= 0 || bucket > INT32_MAX)
+        goto done;
+    const unsigned char *w = word.buf;
+    Py_ssize_t size = word.len;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        if ((w[i] & 0xC0) == 0x80)
+            continue;
+        uint32_t h = FNV_OFFSET;
+        Py_ssize_t j = i;
+        for (long long n = 1; j < size && n <= maxn; n++) {
+            h = (h ^ (uint32_t)(int8_t)w[j++]) * FNV_PRIME;
+            while (j < size && (w[j] & 0xC0) == 0x80)
+                h = (h ^ (uint32_t)(int8_t)w[j++]) * FNV_PRIME;
+            if (n >= minn && !(n == 1 && (i == 0 || j == size))) {
+                long long id = (long long)(h % (uint32_t)bucket);
+                if (pruned) {
+                    if (id >= table.shape[0])
+                        continue;
+                    id = load_i((const char *)table.buf + id * table.strides[0]);
+                    if (id < 0)
+                        continue;
+                }
+                PyObject *row = PyLong_FromLongLong(nwords + id);
+                if (row == NULL || PyList_Append(out, row) < 0) {
+                    Py_XDECREF(row);
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                Py_DECREF(row);
+            }
+        }
+    }
+done:
+    PyBuffer_Release(&word);
+    if (pruned)
+        PyBuffer_Release(&table);
+    return out;
+}
+
+static PyObject *fnv1a(PyObject *self, PyObject *arg) {
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t h = FNV_OFFSET;
+    const unsigned char *p = data.buf;
+    for (Py_ssize_t i = 0; i < data.len; i++)
+        h = (h ^ (uint32_t)(int8_t)p[i]) * FNV_PRIME;
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(h);
+}
+
+/* -- hierarchical softmax ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    float score;
+    int32_t id;
+} Pred;
+
+static inline int comes_after(Pred a, Pred b) { return a.score > b.score; } /* comparePairs */
+
+static void sift_up(Pred *heap, Py_ssize_t hole, Py_ssize_t top, Pred value) { /* std::__push_heap */
+    Py_ssize_t parent = (hole - 1) / 2;
+    while (hole > top && comes_after(heap[parent], value)) {
+        heap[hole] = heap[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    heap[hole] = value;
+}
+
+static void pop_heap(Pred *heap, Py_ssize_t n) { /* std::pop_heap over heap[0:n]: the top goes to n - 1 */
+    Pred value = heap[n - 1];
+    heap[n - 1] = heap[0];
+    Py_ssize_t hole = 0, len = n - 1, child = 0;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (comes_after(heap[child], heap[child - 1]))
+            child--;
+        heap[hole] = heap[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        heap[hole] = heap[child - 1];
+        hole = child - 1;
+    }
+    sift_up(heap, hole, 0, value);
+}
+
+static inline float std_log(float x) { return (float)log((double)x + 1e-5); } /* Loss::std_log */
+
+typedef struct {
+    int32_t node;
+    float score;
+} Visit;
+
+static PyObject *hs_predict(PyObject *self, PyObject *args) {
+    PyObject *matrix_obj, *rows_obj, *output_obj, *norms_obj, *children_obj;
+    long long osz, k;
+    float log_threshold;
+    if (!PyArg_ParseTuple(args, "OOOOOLLf", &matrix_obj, &rows_obj, &output_obj, &norms_obj, &children_obj, &osz,
+                          &k, &log_threshold))
+        return NULL;
+    Py_buffer matrix = {0}, output = {0}, norms = {0}, children = {0};
+    PyObject *rows = NULL, *result = NULL;
+    float *hidden = NULL;
+    Pred *heap = NULL;
+    Visit *stack = NULL;
+    int have_norms = norms_obj != Py_None;
+    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
+        return NULL;
+    if (get_buffer(output_obj, &output, 2, 'f', "output") < 0)
+        goto fail;
+    if (have_norms && get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0)
+        goto fail;
+    if (get_buffer(children_obj, &children, 2, 'i', "children") < 0)
+        goto fail;
+    Py_ssize_t dim = matrix.shape[1], nodes = children.shape[0], inner = osz - 1;
+    if (output.shape[1] != dim || output.shape[0] < inner || children.shape[1] != 2 || osz < 1 ||
+        nodes != 2 * osz - 1 || (have_norms && norms.shape[0] < inner) || k < 1) {
+        PyErr_SetString(PyExc_ValueError, "hs_predict: the shapes of the tree and the matrices do not agree");
+        goto fail;
+    }
+    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
+    if (rows == NULL)
+        goto fail;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows);
+    if (k > osz)
+        k = osz;
+    hidden = PyMem_Calloc(dim ? dim : 1, sizeof(float)); /* +0.0 */
+    heap = PyMem_Malloc((k + 1) * sizeof(Pred));
+    stack = PyMem_Malloc((nodes + 1) * sizeof(Visit));
+    if (hidden == NULL || heap == NULL || stack == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* Model::computeHidden: the rows added in order onto zero, times float(1.0 / count) */
+    const char *base = matrix.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
+        if (r == -1 && PyErr_Occurred())
+            goto fail;
+        if (r < 0 || r >= matrix.shape[0]) {
+            PyErr_Format(PyExc_IndexError, "input row %zd is outside the %zd rows of the matrix", r,
+                         matrix.shape[0]);
+            goto fail;
+        }
+        const char *row = base + r * matrix.strides[0];
+        for (Py_ssize_t j = 0; j < dim; j++)
+            hidden[j] += load_f(row + j * matrix.strides[1]);
+    }
+    if (n > 0) {
+        float scale = (float)(1.0 / (double)n);
+        for (Py_ssize_t j = 0; j < dim; j++)
+            hidden[j] *= scale;
+    }
+    /* HierarchicalSoftmaxLoss::dfs from the root, the left child first */
+    Py_ssize_t size = 0, top = 0, visits = 0;
+    stack[top++] = (Visit){(int32_t)(nodes - 1), 0.0f};
+    const char *ch = children.buf;
+    while (top > 0) {
+        Visit v = stack[--top];
+        if (v.score < log_threshold)
+            continue;
+        if (size == k && v.score < heap[0].score)
+            continue;
+        const char *at = ch + v.node * children.strides[0];
+        int32_t left = load_i(at), right = load_i(at + children.strides[1]);
+        if (left == -1 && right == -1) {
+            heap[size++] = (Pred){v.score, v.node};
+            sift_up(heap, size - 1, 0, heap[size - 1]);
+            if (size > k)
+                pop_heap(heap, size--);
+            continue;
+        }
+        if (left < 0 || right < 0 || left >= nodes || right >= nodes || top + 2 > nodes + 1 || v.node < osz ||
+            ++visits > nodes) {
+            PyErr_SetString(PyExc_ValueError, "hs_predict: the tree is not a binary tree over its nodes");
+            goto fail;
+        }
+        /* Matrix::dotRow (QuantMatrix's: the sum over the codes' centroids, then times the row's norm) */
+        const char *w = (const char *)output.buf + (v.node - osz) * output.strides[0];
+        float f = 0.0f;
+        for (Py_ssize_t j = 0; j < dim; j++)
+            f += load_f(w + j * output.strides[1]) * hidden[j];
+        if (have_norms)
+            f *= load_f((const char *)norms.buf + (v.node - osz) * norms.strides[0]);
+        f = (float)(1. / (double)(1 + expf(-f)));
+        stack[top++] = (Visit){right, v.score + std_log(f)};
+        stack[top++] = (Visit){left, v.score + std_log((float)(1.0 - f))};
+    }
+    for (Py_ssize_t m = size; m > 1; m--) /* std::sort_heap: best first */
+        pop_heap(heap, m);
+    PyObject *ids = PyList_New(size), *probs = PyList_New(size);
+    if (ids == NULL || probs == NULL) {
+        Py_XDECREF(ids);
+        Py_XDECREF(probs);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyList_SET_ITEM(ids, i, PyLong_FromLong(heap[i].id));
+        PyList_SET_ITEM(probs, i, PyFloat_FromDouble((double)expf(heap[i].score)));
+    }
+    result = Py_BuildValue("(NN)", ids, probs);
+fail:
+    Py_XDECREF(rows);
+    PyMem_Free(hidden);
+    PyMem_Free(heap);
+    PyMem_Free(stack);
+    PyBuffer_Release(&matrix);
+    if (output.obj)
+        PyBuffer_Release(&output);
+    if (norms.obj)
+        PyBuffer_Release(&norms);
+    if (children.obj)
+        PyBuffer_Release(&children);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"ngram_rows", ngram_rows, METH_VARARGS, "Dictionary::computeSubwords of the bytes of <word>: its input rows."},
+    {"fnv1a", fnv1a, METH_O, "Dictionary::hash of bytes."},
+    {"hs_predict", hs_predict, METH_VARARGS, "Model::predict of one line's input rows, hierarchical softmax."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", "fastText's per-call paths in C.", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
