@@ -1,4 +1,5 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -9,6 +10,29 @@ settings.register_profile("ci", max_examples=100, deadline=None,
 settings.register_profile("thorough", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(params=["compiled", "python"])
+def kernels(request, monkeypatch):
+    """Run a test with the families' compiled kernels and again with their pure-Python twins (every loaded
+    family module's ``_K``, its kernel, set to None). Models must be made inside the test: their caches are
+    filled by whichever path ran."""
+    import importlib
+    import pkgutil
+
+    from wvformats.families import compiled
+
+    for family in {name.rsplit(".", 1)[0] for name in compiled.sources()}:  # every module that may use a kernel
+        for info in pkgutil.iter_modules(importlib.import_module(family).__path__, family + "."):
+            if not info.name.rsplit(".", 1)[1].startswith("_"):
+                importlib.import_module(info.name)
+    loaded = [m for name, m in list(sys.modules.items())
+              if name.startswith("wvformats.families.") and getattr(m, "_K", None) is not None]
+    assert loaded, "no compiled kernel is loaded: the install under test did not build them"
+    if request.param == "python":
+        for m in loaded:
+            monkeypatch.setattr(m, "_K", None)
+    return request.param
 
 
 @pytest.fixture(params=["arrow", "lines"])

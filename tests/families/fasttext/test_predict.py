@@ -10,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import wvformats as wv
 
 pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
+pytestmark = pytest.mark.usefixtures("kernels")  # each test with the C kernel and with its pure-Python twin
 
 PEER = Path(__file__).with_name("peer.py")
 TRAINED = Path(__file__).parents[2] / "data" / "fasttext" / "trained"
@@ -159,3 +162,54 @@ def test_a_lines_tokens_are_cut_at_fasttexts_separators_only(lid):
              "tab\there", "a\vb\fc\rd\ne", "!?.,;:'\"()[]{}<>~`@#$%^&*-_=+|\\/"]
     for line in lines:
         assert m._tokens(line) == [*re.findall("[^ \n\r\t\v\f\0]+", line), "</s>"], repr(line)
+
+
+def test_tied_scores_leave_in_fasttexts_order(tmp_path):
+    """With every output row zero, each node's f is 0.5 and leaves at one depth tie (the labels' counts made equal:
+    three leaves at the top depth): which of them fastText keeps and in what order is its heap's (libstdc++'s
+    push_heap / pop_heap / sort_heap), for every k."""
+    import struct
+
+    src = TRAINED / "sup-hs.bin"
+    m = wv.read(src)
+    data = bytearray(src.read_bytes())
+    size = len(m.labels) * m.dim * 4  # the output matrix is the file's last bytes
+    data[-size:] = bytes(size)
+    for label in m.labels:  # each label's entry: its bytes, a NUL, its int64 count
+        at = data.index(label.encode() + b"\0") + len(label) + 1
+        data[at : at + 8] = struct.pack("<q", 100)
+    tied = tmp_path / "tied.bin"
+    tied.write_bytes(bytes(data))
+    m = wv.read(tied)
+    lines = ["apple banana day", "night sun", "zzqx"]
+    for k in (1, 2, 3, 4, -1):
+        theirs = ask(tied, lines, k, 0.0)
+        batch = m.predict(lines, k=k)
+        for i, line in enumerate(lines):
+            assert_same(m.predict(line, k=k), theirs[i], line)
+            assert_same((batch[0][i], batch[1][i]), theirs[i], line)
+    assert theirs[0][1][:3] == [theirs[0][1][0]] * 3  # (the best three tie)
+
+
+@given(st.binary(max_size=24), st.integers(0, 6), st.integers(-1, 8), st.integers(1, 2**31 - 1),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_the_kernels_computesubwords_is_the_python_loops(data, minn, maxn, bucket, pruned, seed):
+    """``_kernel.ngram_rows`` cuts and hashes bytes as the pure-Python ``one_word_ngrams`` does: any bytes (not
+    UTF-8 ones read as surrogate escapes), any n-gram lengths, with and without a prune index."""
+    from wvformats.families import compiled
+    from wvformats.families.fasttext import subwords
+
+    kernel = compiled.kernel("wvformats.families.fasttext._kernel")
+    bucket = bucket if not pruned else bucket % 4096 + 1
+    rng = np.random.default_rng(seed)
+    b = subwords.Buckets(0, bucket, None)
+    if pruned:
+        keys = rng.choice(bucket, size=min(bucket, 50), replace=False)
+        b = subwords.Buckets(0, bucket, np.stack([keys, rng.integers(0, 1000, len(keys))], axis=1))
+    word = data.decode("utf-8", "surrogateescape")
+    got = kernel.ngram_rows(b"<" + data + b">", minn, maxn, bucket, 0, b.table() if pruned else None)
+    kept, subwords._K = subwords._K, None
+    try:
+        assert got == subwords.one_word_ngrams(word, minn, maxn, b)
+    finally:
+        subwords._K = kept

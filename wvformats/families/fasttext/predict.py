@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..compiled import kernel
 from ..finalfusion.lookups import as_row_items, composed_batch, sum_rows
 from . import subwords
 from .hashing import fasttext_hash_many
@@ -44,6 +45,7 @@ from .subwords import WORD_NGRAM_PRIME
 if TYPE_CHECKING:
     from .model import FastText
 
+_K = kernel(f"{__package__}._kernel")  # one line's predict in C (None: the numpy and Python floats below)
 MAX_TOKENS = 1 << 17  # token -> rows entries kept
 TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
@@ -155,9 +157,10 @@ def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -
     from .model import _k_best_all
 
     rows, tree = state(m)
-    if len(lines) == 1:
-        ids, probs = predict_line(m, lines[0], k, threshold)
-        return [ids], [probs]
+    if len(lines) == 1 or tree is not None and _K is not None and rows.table is not None:
+        # one line at a time: in C, a line costs less than its share of the vectorised path's numpy calls
+        got = [predict_line(m, line, k, threshold) for line in lines]
+        return [g[0] for g in got], [g[1] for g in got]
     hidden, found = rows.hidden(lines)
     ids, probs = hs_predict(tree, hidden, k, threshold) if tree else _k_best_all(m._scores(hidden), k, threshold)
     for i in np.flatnonzero(~found).tolist():
@@ -184,6 +187,12 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
     rows = lines.rows(m._tokens(text))
     if not rows:
         return [], np.zeros(0)
+    if tree is not None and _K is not None and lines.table is not None:
+        lt = tree.log_of(threshold)
+        if 0 < lt or k <= 0:
+            return [], np.zeros(0)
+        found, p = _K.hs_predict(lines.table, rows, tree.inner_rows, tree.norms, tree.nodes, tree.osz, k, lt)
+        return found, np.array(p, np.float64)
     hidden = lines.hidden_one(rows)
     if tree is None:
         ids, probs = _k_best_all(m._scores(hidden[None]), k, threshold)
@@ -256,6 +265,8 @@ class Lines:
         """``Dictionary::hash`` of a whole token (of the bytes it was read from), which only word n-grams use."""
         if self.wordngrams <= 1:
             return 0
+        if _K is not None:
+            return _K.fnv1a(token.encode("utf-8", "surrogateescape"))
         h = _FNV_OFFSET
         for byte in token.encode("utf-8", "surrogateescape"):
             h = ((h ^ _SIGNED[byte]) * _FNV_PRIME) & 0xFFFFFFFF
@@ -402,6 +413,17 @@ class Tree:
         self.levels = [np.flatnonzero(depth == d) for d in range(1, self.depth + 1)]
         self.parent, self.term = parent, term
         self.log_threshold = 0.0, _r32(math.log(1e-5))  # the last threshold one line was predicted with, its log
+        # for the kernel's search: the inner nodes' rows (node v's at v - osz), each node's (left, right)
+        self.inner_rows = np.ascontiguousarray(rows, np.float32)
+        self.nodes = np.array(tree, np.int32).reshape(-1, 2)
+
+    def log_of(self, threshold: float) -> float:
+        """``std_log(threshold)`` as a float32 value (the last one kept: lines are predicted with one threshold)."""
+        last, lt = self.log_threshold  # (one tuple: threads see a threshold with its own log)
+        if threshold != last:
+            lt = _r32(math.log(_r32(threshold) + 1e-5))
+            self.log_threshold = threshold, lt
+        return lt
 
     def dots(self, hidden: np.ndarray) -> np.ndarray:
         """The inner nodes' ``dotRow`` with one hidden vector (float32 products summed in order, in one call), the
@@ -498,17 +520,14 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
     (a float32 sum, product or quotient computed in double and rounded is the float32 one). A float is
     rounded by storing it into a float32 memoryview (a C cast) and reading it back: a tenth of a struct
     round trip's cost; the view is the call's own (threads share none)."""
-    last, lt = tree.log_threshold  # (one tuple: threads see a threshold with its own log)
-    if threshold != last:
-        lt = _r32(math.log(_r32(threshold) + 1e-5))
-        tree.log_threshold = threshold, lt
+    lt = tree.log_of(threshold)
     if 0 < lt or k <= 0:
         return [], []
     dot = tree.dots(hidden).item  # (a float32 item as a Python float: only the nodes the search visits)
     children, last, log, exp, ulp, expf1, settled = tree.children, 2 * tree.osz - 2, math.log, math.exp, math.ulp, \
         _expf1, _SETTLED
     r = memoryview(bytearray(4)).cast("f")  # r[0] = x; r[0]: x rounded to float32
-    best, best_score = -1, -math.inf  # k = 1: a heap of one (the better score stays; ties keep the one found first)
+    best, best_score = -1, -math.inf  # k = 1: a heap of one (a tie goes to the leaf found later: the heap pops the top)
     heap: list[tuple[float, int]] = []
     stack: list[tuple[int, float]] = []  # right children to visit (the left one is visited at once)
     node, score = len(children) - 1, 0.0
@@ -541,7 +560,7 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
                 if len(heap) > k:
                     pop_heap(heap, len(heap))
                     heap.pop()
-            elif best < 0 or best_score < score:
+            elif best < 0 or best_score <= score:
                 best, best_score = node, score
         if not stack:
             break

@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..compiled import kernel
 from .hashing import FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
+
+_K = kernel(f"{__package__}._kernel")  # computeSubwords of one word in C (None: the Python loops below)
 
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
 _MASK = 0xFFFFFFFF
@@ -100,13 +103,15 @@ def subword_rows(words: Sequence[str], minn: int, maxn: int, buckets: Buckets) -
 
 
 def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[int]:
-    """:func:`subword_rows` of one word in plain Python, less ``nwords`` (rows past the words; a lookup of one
-    word pays no numpy call): the character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from
+    """:func:`subword_rows` of one word without numpy, less ``nwords`` (rows past the words; a lookup of one
+    word pays no numpy call), in C (``_kernel.ngram_rows``) or, without the kernel, in plain Python: the character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from
     one length to the next, each taken modulo the buckets (then through the prune index of a pruned model)."""
     bucket = buckets.bucket
     if maxn <= 0 or bucket <= 0:
         return []
     b = ("<" + word + ">").encode("utf-8", "surrogateescape")
+    if _K is not None:
+        return _K.ngram_rows(b, minn, maxn, bucket, 0, buckets.table() if buckets.pruned else None)
     out: list[int] = []
     add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
     table = buckets.table() if buckets.pruned else None  # (a pruned bucket's row read as the n-gram is cut)
