@@ -309,6 +309,7 @@ LINES = ["apple banana day", "night sun über naïve", "日本 cat dog zzz", "",
          "cat\vdog\fsun\rmoon __label__zz"]  # every separator of readWord but \n and \0; an unseen label
 
 
+@pytest.mark.usefixtures("kernels")  # with the C kernel and with its pure-Python twin
 @pytest.mark.parametrize("name", TRAINED)
 def test_lookups_equal_the_peer(trained, name):
     """get_word_vector (in and out of vocabulary), get_subwords ids and get_sentence_vector: bit-identical
@@ -432,6 +433,7 @@ def test_mmap_keeps_the_input_matrix_in_the_file(trained):
 
 # -- one vector per word (issue 27 item 4; issue 30: single lookups) ---------------------------------------------
 
+@pytest.mark.usefixtures("kernels")  # with the C kernel and with its pure-Python twin
 @pytest.mark.parametrize("name", TRAINED)
 def test_every_lookup_gives_get_word_vector(trained, name):
     """``m[w]``, ``m.embedding(w)``, ``m.get(w)``, ``get_word_vector(w)`` and ``embedding_batch`` give fastText's

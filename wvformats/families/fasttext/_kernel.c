@@ -10,6 +10,9 @@
  *       bucket, or + its row in a pruned model's table (int32 per bucket, -1: pruned away).
  *   fnv1a(data: bytes) -> int
  *       Dictionary::hash (FNV-1a 32 over sign-extended bytes).
+ *   mean_rows(matrix, rows, out) -> out
+ *       FastText::getWordVector's (and Model::computeHidden's) mean of input rows: their float32 sum in order onto
+ *       +0.0, times float(1.0 / count).
  *   hs_predict(matrix, rows, output, norms, children, osz, k, log_threshold) -> (list[int], list[float])
  *       Model::computeHidden over the input rows, then HierarchicalSoftmaxLoss::predict: the depth-first search
  *       with its pruning and its heap (libstdc++'s push_heap / pop_heap / sort_heap with comparePairs, so ties
@@ -113,6 +116,62 @@ static PyObject *fnv1a(PyObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLong(h);
 }
 
+/* -- a word's vector, a line's hidden vector ------------------------------------------------------------------ */
+
+/* The mean of matrix rows ``rows`` (a sequence of ints) into ``out`` (dim floats, zeroed here), as fastText makes
+ * it (Model::computeHidden, FastText::getWordVector): the rows added in order onto +0.0, then times
+ * float(1.0 / count); nothing added, zeros. */
+static int mean_of_rows(Py_buffer *matrix, PyObject *rows, float *out) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows), dim = matrix->shape[1];
+    memset(out, 0, dim * sizeof(float));
+    const char *base = matrix->buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
+        if (r == -1 && PyErr_Occurred())
+            return -1;
+        if (r < 0 || r >= matrix->shape[0]) {
+            PyErr_Format(PyExc_IndexError, "row %zd is outside the %zd rows of the matrix", r, matrix->shape[0]);
+            return -1;
+        }
+        const char *row = base + r * matrix->strides[0];
+        for (Py_ssize_t j = 0; j < dim; j++)
+            out[j] += load_f(row + j * matrix->strides[1]);
+    }
+    if (n > 0) {
+        float scale = (float)(1.0 / (double)n);
+        for (Py_ssize_t j = 0; j < dim; j++)
+            out[j] *= scale;
+    }
+    return 0;
+}
+
+static PyObject *mean_rows(PyObject *self, PyObject *args) {
+    PyObject *matrix_obj, *rows_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &matrix_obj, &rows_obj, &out_obj))
+        return NULL;
+    Py_buffer matrix, out;
+    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
+        return NULL;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&matrix);
+        return NULL;
+    }
+    PyObject *rows = NULL, *result = NULL;
+    if (out.itemsize != 4 || out.len != matrix.shape[1] * 4 || out.format == NULL ||
+        strchr(out.format, 'f') == NULL) {
+        PyErr_SetString(PyExc_TypeError, "out: expected a contiguous float32 array of the matrix's width");
+        goto done;
+    }
+    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
+    if (rows != NULL && mean_of_rows(&matrix, rows, out.buf) == 0)
+        result = Py_NewRef(out_obj);
+done:
+    Py_XDECREF(rows);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&matrix);
+    return result;
+}
+
 /* -- hierarchical softmax ------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -188,7 +247,6 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
     rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
     if (rows == NULL)
         goto fail;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows);
     if (k > osz)
         k = osz;
     hidden = PyMem_Calloc(dim ? dim : 1, sizeof(float)); /* +0.0 */
@@ -198,26 +256,8 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
-    /* Model::computeHidden: the rows added in order onto zero, times float(1.0 / count) */
-    const char *base = matrix.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
-        if (r == -1 && PyErr_Occurred())
-            goto fail;
-        if (r < 0 || r >= matrix.shape[0]) {
-            PyErr_Format(PyExc_IndexError, "input row %zd is outside the %zd rows of the matrix", r,
-                         matrix.shape[0]);
-            goto fail;
-        }
-        const char *row = base + r * matrix.strides[0];
-        for (Py_ssize_t j = 0; j < dim; j++)
-            hidden[j] += load_f(row + j * matrix.strides[1]);
-    }
-    if (n > 0) {
-        float scale = (float)(1.0 / (double)n);
-        for (Py_ssize_t j = 0; j < dim; j++)
-            hidden[j] *= scale;
-    }
+    if (mean_of_rows(&matrix, rows, hidden) < 0)
+        goto fail;
     /* HierarchicalSoftmaxLoss::dfs from the root, the left child first */
     Py_ssize_t size = 0, top = 0, visits = 0;
     stack[top++] = (Visit){(int32_t)(nodes - 1), 0.0f};
@@ -284,6 +324,7 @@ fail:
 static PyMethodDef methods[] = {
     {"ngram_rows", ngram_rows, METH_VARARGS, "Dictionary::computeSubwords of the bytes of <word>: its input rows."},
     {"fnv1a", fnv1a, METH_O, "Dictionary::hash of bytes."},
+    {"mean_rows", mean_rows, METH_VARARGS, "The mean of matrix rows into out, as fastText makes a word's vector."},
     {"hs_predict", hs_predict, METH_VARARGS, "Model::predict of one line's input rows, hierarchical softmax."},
     {NULL, NULL, 0, NULL},
 };

@@ -24,6 +24,7 @@ from ...embeddings import (
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
+from ..compiled import kernel
 from ..finalfusion.lookups import as_row_items, composed_batch
 from . import subwords
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
@@ -34,6 +35,8 @@ from .neighbors import vector_norm
 from .predict import exp_to_float, expf, predict_line, predict_lines, std_log
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
+
+_K = kernel(f"{__package__}._kernel")  # a word's vector in C (None: numpy's calls in FastText._one)
 
 NAME = "fasttext"
 # fastText's loss and model names by number (the schema's enums: the one home of these numbers)
@@ -168,7 +171,6 @@ class FastText(Embeddings):
         self._composes = self.maxn > 0 and int(a["bucket"]) > 0  # any word has n-grams
         self._table = ComposedTable(nwords, dim, self._compose_ids)
         self._items: np.ndarray | None = None  # the input rows as opaque items, made by _one when first needed
-        self._ngram_items: np.ndarray | None = None
         # the declared parts a writer reads, made when first asked for: quantized input as a quantized array
         # where that maps (quantized.py says when); with n-grams, a fastText subword vocabulary (the same n-grams
         # and hash) whose rows are the buckets after the words (a pruned model's pruned buckets as zero rows)
@@ -263,27 +265,28 @@ class FastText(Embeddings):
     def _one(self, raw: str, own: int) -> np.ndarray:
         """``get_word_vector`` of one word (its bytes as fastText sees them; ``own``: its dictionary id or -1)
         without the batch path's numpy calls: the same float32 sums in the same order."""
-        ngrams = subwords.one_word_ngrams(raw, self.minn, self.maxn, self.buckets) \
+        rows = subwords.one_word_ngrams(raw, self.minn, self.maxn, self.buckets, self.nwords) \
             if raw != EOS and self._composes else []
-        k = len(ngrams) + (own >= 0)
-        if not k or not self.dim:
+        if own >= 0:
+            rows.insert(0, own)
+        if not rows or not self.dim:
             return np.zeros(self.dim, np.float32)
         if own >= self.input.shape[0]:
             raise self._past_matrix(raw, own)
-        rows, first = (ngrams, self.nwords) if own < 0 else ([own, *(self.nwords + r for r in ngrams)], 0)
+        # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
         if self.input.quantized:
-            x = self.input.rows(np.array(rows, np.intp) + first)
+            x = self.input.rows(np.array(rows, np.intp))
+        elif _K is not None:  # the mean in C: the sums below, in the same order
+            return _K.mean_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32))
         else:
             if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
-                self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row, and
-                self._ngram_items = self._items[self.nwords :]  # those past the words
-            # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
-            x = np.take(self._ngram_items if first else self._items, rows, axis=0, mode="clip").view(np.float32)
+                self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row
+            x = np.take(self._items, rows, axis=0, mode="clip").view(np.float32)
         # float32 sums row after row (a reduction down the rows of a matrix of 2 columns or more adds row by
         # row; of one column it would sum pairwise) onto +0.0, times float32(1 / count) (Vector::mul; a Python
         # float meets a float32 array as a float32)
         s = np.add.reduce(x, axis=0, initial=0) if self.dim > 1 else np.cumsum(x, axis=0, dtype=np.float32)[-1] + 0
-        s *= 1.0 / k
+        s *= 1.0 / len(rows)
         return s
 
     def _past_matrix(self, raw: str, own: int) -> FormatError:

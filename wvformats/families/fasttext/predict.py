@@ -1,5 +1,10 @@
 """fastText's ``predict`` at per-line speed: what a line costs is paid once per token, not per call.
 
+With the compiled kernel (``_kernel.c``, the default install's), a hierarchical-softmax line is one C call
+(``_kernel.hs_predict``: the hidden vector from the line's rows, then fastText's depth-first search with its heap),
+a list of lines one such call a line, and a new token's n-grams one more (``_kernel.ngram_rows``). Without it
+(``WVFORMATS_PURE_PYTHON``, or a kernel not built), the pure-Python twin below gives the same bits:
+
 A line's input rows (``Dictionary::getLine``) are the rows of its tokens, and a token's rows never change:
 they are kept per token (:class:`Lines`), computed on first sight by a scalar path for one line (fastText's
 ``computeSubwords`` on the token's bytes, each n-gram's hash carried on from its prefix's) or by the
@@ -243,8 +248,7 @@ class Lines:
     def _ngram_rows(self, token: str) -> list[int]:
         """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it (through the prune
         index of a pruned model): the input rows of its character n-grams."""
-        nwords = self.nwords
-        return [nwords + r for r in subwords.one_word_ngrams(token, self.minn, self.maxn, self.m.buckets)]
+        return subwords.one_word_ngrams(token, self.minn, self.maxn, self.m.buckets, self.nwords)
 
     def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
         """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""

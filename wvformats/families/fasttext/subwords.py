@@ -102,16 +102,17 @@ def subword_rows(words: Sequence[str], minn: int, maxn: int, buckets: Buckets) -
     return (rows[kept], owner[kept]) if buckets.pruned else (rows, owner)
 
 
-def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[int]:
+def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: int = 0) -> list[int]:
     """:func:`subword_rows` of one word without numpy, less ``nwords`` (rows past the words; a lookup of one
     word pays no numpy call), in C (``_kernel.ngram_rows``) or, without the kernel, in plain Python: the character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from
-    one length to the next, each taken modulo the buckets (then through the prune index of a pruned model)."""
+    one length to the next, each taken modulo the buckets (then through the prune index of a pruned model).
+    ``offset`` is added to each (``nwords``: input rows)."""
     bucket = buckets.bucket
     if maxn <= 0 or bucket <= 0:
         return []
     b = ("<" + word + ">").encode("utf-8", "surrogateescape")
     if _K is not None:
-        return _K.ngram_rows(b, minn, maxn, bucket, 0, buckets.table() if buckets.pruned else None)
+        return _K.ngram_rows(b, minn, maxn, bucket, offset, buckets.table() if buckets.pruned else None)
     out: list[int] = []
     add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
     table = buckets.table() if buckets.pruned else None  # (a pruned bucket's row read as the n-gram is cut)
@@ -145,7 +146,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets) -> list[i
                         add(h % bucket)
                     elif (r := table[h % bucket]) >= 0:
                         add(r)
-    return out
+    return [offset + r for r in out] if offset else out
 
 
 def token_hashes(words: Sequence[str]) -> np.ndarray:
