@@ -699,10 +699,10 @@ surrogates_too = st.lists(st.characters() | st.integers(0xD800, 0xDFFF).map(chr)
        exp=st.integers(1, 40))
 def test_vectorised_bucket_rows_equal_the_per_word_indexer(words, min_n, extra, exp):
     """Lone surrogates included: both hash their code points (the per-word indexer in the kernel and in Python)."""
-    from wvformats.families.finalfusion import lookups
+    from wvformats.families.finalfusion import _kernel, lookups
 
     rows, owner = lookups.bucket_rows_batch(words, min_n, min_n + extra, exp, 7)
-    for kernel in (lookups._K, None):
+    for kernel in (_kernel, None):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(lookups, "_K", kernel)
             rows_of = lookups.indexer("bucket_subword_vocab", {"bucket_exp": exp, "min_n": min_n,

@@ -17,9 +17,10 @@ words = st.lists(st.characters() | st.integers(0xD800, 0xDFFF).map(chr), max_siz
 max_ns = st.integers(0, 7) | st.sampled_from([2**24, 2**32 - 1])
 
 
-def python_indexer(vocab_type, vocab, n_words):
+def indexer(kernel, vocab_type, vocab, n_words):
+    """lookups.indexer with the kernel or without it (None), whatever WVFORMATS_PURE_PYTHON says."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(lookups, "_K", None)
+        m.setattr(lookups, "_K", kernel)
         return lookups.indexer(vocab_type, vocab, n_words)
 
 
@@ -29,9 +30,9 @@ def test_bucket_rows_equal_the_python_indexer(batch, min_n, max_n, exp, n_words)
     """finalfusion's FNV-1a-64 of each code point (lone surrogates too), masked; a max_n of 2^24 or 2^32 - 1
     is the longest n-gram the word has (no loop up to it); a min_n of 0 adds the empty n-gram at each start."""
     vocab = {"bucket_exp": exp, "min_n": min_n, "max_n": max_n}
-    ours = lookups.indexer("bucket_subword_vocab", vocab, n_words)
+    ours = indexer(K, "bucket_subword_vocab", vocab, n_words)
     assert ours.func is K.ngram_rows  # the kernel serves (rows fit int64)
-    theirs = python_indexer("bucket_subword_vocab", vocab, n_words)
+    theirs = indexer(None, "bucket_subword_vocab", vocab, n_words)
     for w in batch:
         assert ours(w) == theirs(w), w
 
@@ -41,16 +42,16 @@ def test_bucket_rows_equal_the_python_indexer(batch, min_n, max_n, exp, n_words)
 def test_fasttext_rows_equal_the_python_indexer(batch, min_n, max_n, buckets, n_words):
     """fastText's FNV-1a-32 over the UTF-8 bytes (a lone surrogate's 3-byte form), sign-extended, mod buckets."""
     vocab = {"buckets": buckets, "min_n": min_n, "max_n": max_n}
-    ours = lookups.indexer("fasttext_subword_vocab", vocab, n_words)
+    ours = indexer(K, "fasttext_subword_vocab", vocab, n_words)
     assert ours.func is K.ngram_rows
-    theirs = python_indexer("fasttext_subword_vocab", vocab, n_words)
+    theirs = indexer(None, "fasttext_subword_vocab", vocab, n_words)
     for w in batch:
         assert ours(w) == theirs(w), w
 
 
 def test_rows_past_int64_leave_the_python_indexer_in_charge():
     """A mask of 2^63 - 1 plus the words' rows overflows the kernel's int64 rows: the Python hash serves."""
-    rows_of = lookups.indexer("bucket_subword_vocab", {"bucket_exp": 63, "min_n": 3, "max_n": 6}, 5)
+    rows_of = indexer(K, "bucket_subword_vocab", {"bucket_exp": 63, "min_n": 3, "max_n": 6}, 5)
     assert getattr(rows_of, "func", None) is not K.ngram_rows
     assert max(rows_of("hallo")) >= 2**62 and len(rows_of("hallo")) == 14
     with pytest.raises(ValueError, match="63 bits"):

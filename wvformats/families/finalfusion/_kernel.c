@@ -64,6 +64,17 @@ static int get_floats(PyObject *obj, Py_buffer *view, int ndim, int writable, co
     return 0;
 }
 
+/* The storage (2-d) and the vector to write (1-d, writable), or both released. */
+static int get_matrix_out(PyObject *matrix_obj, PyObject *out_obj, Py_buffer *matrix, Py_buffer *out) {
+    if (get_floats(matrix_obj, matrix, 2, 0, "matrix") < 0)
+        return -1;
+    if (get_floats(out_obj, out, 1, 1, "out") < 0) {
+        PyBuffer_Release(matrix);
+        return -1;
+    }
+    return 0;
+}
+
 static inline float load_f(const char *p) { float x; memcpy(&x, p, 4); return x; }
 
 /* -- the sum and its normalisation ---------------------------------------------------------------------------- */
@@ -351,7 +362,12 @@ done:
     return count;
 }
 
-static int parse_vocab(PyObject *const *args, Vocab *v) {
+/* The vocabulary arguments (the first five) of a call of ``nargs`` arguments that takes ``expected``. */
+static int parse_vocab(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t expected, const char *usage, Vocab *v) {
+    if (nargs != expected) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
     v->kind = (int)PyLong_AsLong(args[0]);
     v->min_n = PyLong_AsLongLong(args[1]);
     v->max_n = PyLong_AsLongLong(args[2]);
@@ -373,11 +389,7 @@ static int emit_append(void *ctx, long long row) {
 
 static PyObject *ngram_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Vocab v;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "ngram_rows(kind, min_n, max_n, param, offset, word)");
-        return NULL;
-    }
-    if (parse_vocab(args, &v) < 0)
+    if (parse_vocab(args, nargs, 6, "ngram_rows(kind, min_n, max_n, param, offset, word)", &v) < 0)
         return NULL;
     PyObject *out = PyList_New(0);
     if (out != NULL && each_row(&v, args[5], emit_append, out) < 0)
@@ -389,19 +401,11 @@ static int emit_add(void *ctx, long long row) { return rows_add((Rows *)ctx, row
 
 static PyObject *embedding(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Vocab v;
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "embedding(kind, min_n, max_n, param, offset, matrix, word, out)");
-        return NULL;
-    }
-    if (parse_vocab(args, &v) < 0)
+    if (parse_vocab(args, nargs, 8, "embedding(kind, min_n, max_n, param, offset, matrix, word, out)", &v) < 0)
         return NULL;
     Py_buffer matrix, out;
-    if (get_floats(args[5], &matrix, 2, 0, "matrix") < 0)
+    if (get_matrix_out(args[5], args[7], &matrix, &out) < 0)
         return NULL;
-    if (get_floats(args[7], &out, 1, 1, "out") < 0) {
-        PyBuffer_Release(&matrix);
-        return NULL;
-    }
     Rows s;
     rows_start(&s, &matrix);
     Py_ssize_t count = each_row(&v, args[6], emit_add, &s);
@@ -421,12 +425,8 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer matrix, out;
     PyObject *rows = NULL;
     int ok = 0;
-    if (get_floats(args[0], &matrix, 2, 0, "matrix") < 0)
+    if (get_matrix_out(args[0], args[2], &matrix, &out) < 0)
         return NULL;
-    if (get_floats(args[2], &out, 1, 1, "out") < 0) {
-        PyBuffer_Release(&matrix);
-        return NULL;
-    }
     Rows s;
     rows_start(&s, &matrix);
     if (args[1] != Py_None && (rows = PySequence_Fast(args[1], "rows: expected a sequence of ints")) == NULL)
