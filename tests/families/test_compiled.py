@@ -11,6 +11,7 @@ from wvformats.families import compiled
 def test_every_kernel_source_is_built_and_imports():
     names = compiled.sources()
     assert "wvformats.families.fasttext._kernel" in names
+    assert "wvformats.families.finalfusion._kernel" in names
     for name in names:
         assert importlib.import_module(name).__file__.endswith((".so", ".pyd")), name
         assert compiled.kernel(name) is not None, name

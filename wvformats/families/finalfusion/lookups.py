@@ -11,6 +11,12 @@ Every str has n-gram rows, lone surrogates included (from ``surrogateescape`` de
 finalfusion hash takes a surrogate's code point as it takes any other, as finalfusion-python does; the
 fastText and floret hashes take its 3-byte UTF-8 form (``surrogatepass``), where finalfusion-python raises
 UnicodeEncodeError (a finalfusion-rust string cannot hold one).
+
+One unknown word at a time (``embedding(w)``) runs in the compiled kernel (``_kernel.c``) where it is built: a
+bucket or fastText vocabulary's n-gram rows (``indexer``) and, over a float32 storage, the word's whole vector
+(hashes, gather, sum, norm and division: one C call a word); the rows of an explicit or floret vocabulary, and a
+quantized storage's reconstructed rows, are summed and normalised there too. The Python below is its twin, to
+the same rows and bits (``WVFORMATS_PURE_PYTHON=1`` runs it; the tests run both); the batch paths are numpy.
 """
 
 from __future__ import annotations
@@ -22,8 +28,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..compiled import kernel
 from ..fasttext.hashing import fasttext_hash
 
+_K = kernel("wvformats.families.finalfusion._kernel")  # None: the pure-Python twins below serve
+_BUCKET, _FASTTEXT = 0, 1  # the kernel's vocabulary kinds
+_ROWS_LIMIT = (1 << 63) - 1  # the kernel's rows are int64
 _FNV64_OFFSET, _FNV64_PRIME, _MASK64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
@@ -58,7 +68,7 @@ def _finalfusion_rows(mask: int, offset: int) -> Callable[[str], int]:
     first: dict[int, list[int]] = {}
 
     def row(ngram: str) -> int:
-        if not ngram.isascii():
+        if not ngram or not ngram.isascii():  # (an empty n-gram: a file's min_n of 0)
             return offset + (finalfusion_hash(ngram) & mask)
         data = ngram.encode("ascii")
         n = len(data)
@@ -178,13 +188,12 @@ def oov_lookup(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list
                dim: int, data: np.ndarray | None = None) -> Callable[[str], np.ndarray | None]:
     """:func:`composed` of one unknown word, each word's vector kept once made (a copy is returned): the
     cache holds up to :data:`_MEMO_VECTORS_BYTES` of vectors (16 MB: 41k words of 100 dims, 14k of 300) and
-    is cleared when full. ``data``: the storage as a dense float32 matrix (of two columns or more), whose rows
-    are gathered, summed and normalised in four numpy calls, to :func:`composed`'s bits."""
+    is cleared when full. ``data``: the storage as a dense float32 matrix, whose rows are summed and
+    normalised by the kernel (hashed there too for a bucket or fastText vocabulary: one C call a word), or
+    without it in four numpy calls (:func:`_dense_composed`), to :func:`composed`'s bits."""
     cache: dict[str, np.ndarray] = {}
     limit = max(1, _MEMO_VECTORS_BYTES // max(4 * dim, 1))
-    dense = data is not None and data.ndim == 2 and data.shape[1] > 1 and data.dtype == np.float32 and \
-        data.flags.aligned and data.flags.c_contiguous  # (finalfusion pads its matrix to its alignment)
-    make = _dense_composed(rows_of, data) if dense else lambda word: composed(rows_of, storage_rows, word)
+    make = _composer(rows_of, storage_rows, data)
 
     def lookup(word: str) -> np.ndarray | None:
         v = cache.get(word)
@@ -199,6 +208,36 @@ def oov_lookup(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list
 
     lookup.cache = cache  # type: ignore[attr-defined]  (to see what it holds)
     return lookup
+
+
+def _composer(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[int]], np.ndarray],
+              data: np.ndarray | None) -> Callable[[str], np.ndarray | None]:
+    """word -> :func:`composed`, the fastest way the storage and the kernel allow."""
+    floats = data is not None and data.ndim == 2 and data.dtype == np.float32
+    if _K is not None and floats:
+        empty, dim = np.empty, data.shape[1]  # type: ignore[union-attr]
+        if isinstance(rows_of, functools.partial) and rows_of.func is _K.ngram_rows:  # hashed in C too
+            embedding = functools.partial(_K.embedding, *rows_of.args, data)
+
+            def hashed(word: str) -> np.ndarray | None:
+                out = empty(dim, np.float32)
+                return out if embedding(word, out) else None
+
+            return hashed
+        compose = _K.compose
+
+        def gathered(word: str) -> np.ndarray | None:
+            rows = rows_of(word)
+            if not rows:
+                return None
+            out = empty(dim, np.float32)
+            compose(data, rows, out)
+            return out
+
+        return gathered
+    if floats and data.shape[1] > 1 and data.flags.aligned and data.flags.c_contiguous:  # type: ignore[union-attr]
+        return _dense_composed(rows_of, data)  # type: ignore[arg-type]  (finalfusion pads to its alignment)
+    return lambda word: composed(rows_of, storage_rows, word)
 
 
 def _dense_composed(rows_of: Callable[[str], list[int]], data: np.ndarray) -> Callable[[str], np.ndarray | None]:
@@ -223,12 +262,18 @@ def _dense_composed(rows_of: Callable[[str], list[int]], data: np.ndarray) -> Ca
 
 
 def indexer(vocab_type: str, vocab: dict, n_words: int) -> Callable[[str], list[int]] | None:
-    """A function word -> storage rows of its n-grams for a subword vocabulary (None for a simple one)."""
+    """A function word -> storage rows of its n-grams for a subword vocabulary (None for a simple one): the
+    kernel's ``ngram_rows`` for a bucket or fastText vocabulary (a partial, which :func:`oov_lookup` takes
+    to hash and sum in one call), else the memoised Python hashes."""
     if vocab_type == "bucket_subword_vocab":
         mask, lo, hi = (1 << int(vocab["bucket_exp"])) - 1, int(vocab["min_n"]), int(vocab["max_n"])
+        if _K is not None and mask <= _ROWS_LIMIT - n_words:
+            return functools.partial(_K.ngram_rows, _BUCKET, lo, hi, mask, n_words)
         return _memo_rows(_finalfusion_rows(mask, n_words), lo, hi)
     if vocab_type == "fasttext_subword_vocab":
         buckets, lo, hi = int(vocab["buckets"]), int(vocab["min_n"]), int(vocab["max_n"])
+        if _K is not None and 0 < buckets <= _ROWS_LIMIT - n_words:
+            return functools.partial(_K.ngram_rows, _FASTTEXT, lo, hi, buckets, n_words)
         return _memo_rows(lambda g: n_words + fasttext_hash(g) % buckets, lo, hi)
     if vocab_type == "explicit_subword_vocab":
         table: dict[str, int] = {}
@@ -277,11 +322,17 @@ def sum_rows(rows: np.ndarray) -> np.ndarray:
 
 def composed(rows_of: Callable[[str], list[int]], storage_rows: Callable[[list[int]], np.ndarray],
              word: str) -> np.ndarray | None:
-    """The L2-normalised sum of a word's n-gram rows; None when it has no n-gram."""
+    """The L2-normalised sum of a word's n-gram rows (summed and normalised by the kernel where it is built);
+    None when it has no n-gram."""
     rows = rows_of(word)
     if not rows:
         return None
-    return _finished(sum_rows(storage_rows(rows)), len(rows))
+    matrix = storage_rows(rows)
+    if _K is not None and matrix.ndim == 2 and matrix.dtype == np.float32:
+        out = np.empty(matrix.shape[1], np.float32)
+        _K.compose(matrix, None, out)
+        return out
+    return _finished(sum_rows(matrix), len(rows))
 
 
 def _finished(sums: np.ndarray, counts: int | np.ndarray, mean: bool = False) -> np.ndarray:
