@@ -66,7 +66,7 @@ def test_fasttext_to_finalfusion_writes_unit_rows_so_finalfusion_python_similari
     assert _ulps(restored, fasttext_vectors).max() <= 1
 
 
-def test_quantized_storage_stays_quantized_when_normalised(tmp_path, ff_kernel):
+def test_quantized_storage_stays_quantized_when_normalised(tmp_path, kernels):
     """A quantized .ftz without character n-grams becomes finalfusion quantized storage; normalised by
     default, it stays quantized (codes and centroids as they are, the array's per-row norms divided by each
     row's length) with the lengths in NdNorms: finalfusion-python gives fastText's vector's unit vector for
@@ -177,7 +177,7 @@ def test_finalfusion_vocabularies_fasttext_cannot_hold_are_written_without_ngram
 
 # -- 2. fastText -> finalfusion keeps the subwords -----------------------------------------------------------
 
-def test_deduplicated_fasttext_model_keeps_its_subwords(tmp_path, ff_kernel):
+def test_deduplicated_fasttext_model_keeps_its_subwords(tmp_path, kernels):
     """cp852_fasttext.bin read with unicode_errors="replace" repeats words (bytes that are not UTF-8 become
     U+FFFD), so finalfusion needs deduplicate=True, which wrote a simple vocabulary: unknown words had no
     vector. Now the fastText vocabulary and bucket rows stay: finalfusion-python gives each unknown word the
@@ -214,7 +214,7 @@ def _pruned_lookups_equal_fasttexts(src, out):
     np.testing.assert_allclose(got, _unit(want), rtol=0, atol=1e-6)
 
 
-def test_one_character_ngrams_differ_and_say_so_both_ways(tmp_path, ff_kernel):
+def test_one_character_ngrams_differ_and_say_so_both_ways(tmp_path, kernels):
     """With minn 1, fastText leaves out the n-grams '<' and '>' that finalfusion's fastText vocabulary takes:
     unknown words' vectors differ (finalfusion-python against the fasttext module), and each direction of
     the conversion says so in one warning line."""

@@ -44,7 +44,7 @@ def bucket_model(tmp_path_factory):
     return path
 
 
-def test_oov_vectors_are_cached_bounded_and_handed_out_as_copies(bucket_model, monkeypatch, ff_kernel):
+def test_oov_vectors_are_cached_bounded_and_handed_out_as_copies(bucket_model, monkeypatch, kernels):
     monkeypatch.setattr(lookups, "_MEMO_VECTORS_BYTES", 5 * 4 * 12)  # five vectors of 12 dims
     m = wv.read(bucket_model)
     unknown = [f"zz{i}q" for i in range(40)] * 2
