@@ -20,7 +20,7 @@ def kernels(request, monkeypatch):
     import importlib
     import pkgutil
 
-    from wvformats.families import compiled
+    from wvformats import compiled
 
     for family in {name.rsplit(".", 1)[0] for name in compiled.sources()}:  # every module that may use a kernel
         for info in pkgutil.iter_modules(importlib.import_module(family).__path__, family + "."):

@@ -196,7 +196,7 @@ def test_tied_scores_leave_in_fasttexts_order(tmp_path):
 def test_the_kernels_computesubwords_is_the_python_loops(data, minn, maxn, bucket, pruned, seed):
     """``_kernel.ngram_rows`` cuts and hashes bytes as the pure-Python ``one_word_ngrams`` does: any bytes (not
     UTF-8 ones read as surrogate escapes), any n-gram lengths, with and without a prune index."""
-    from wvformats.families import compiled
+    from wvformats import compiled
     from wvformats.families.fasttext import subwords
 
     kernel = compiled.kernel("wvformats.families.fasttext._kernel")

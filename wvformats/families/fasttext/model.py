@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...compiled import kernel
 from ...embeddings import (
     Embeddings,
     LazyRows,
@@ -24,7 +25,6 @@ from ...embeddings import (
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
-from ..compiled import kernel
 from ..finalfusion.lookups import as_row_items, composed_batch
 from . import subwords
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..compiled import kernel
+from ...compiled import kernel
 from ..finalfusion.lookups import as_row_items, composed_batch, sum_rows
 from . import subwords
 from .hashing import fasttext_hash_many

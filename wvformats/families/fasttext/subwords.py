@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..compiled import kernel
+from ...compiled import kernel
 from .hashing import FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
 
 _K = kernel(f"{__package__}._kernel")  # computeSubwords of one word in C (None: the Python loops below)

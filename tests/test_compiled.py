@@ -5,7 +5,7 @@ import importlib
 import subprocess
 import sys
 
-from wvformats.families import compiled
+from wvformats import compiled
 
 
 def test_every_kernel_source_is_built_and_imports():
@@ -18,7 +18,7 @@ def test_every_kernel_source_is_built_and_imports():
 
 
 def test_the_environment_switch_gives_the_pure_python_twins():
-    code = "from wvformats.families import compiled; print(compiled.kernel('wvformats.families.fasttext._kernel'))"
+    code = "from wvformats import compiled; print(compiled.kernel('wvformats.families.fasttext._kernel'))"
     env = {"WVFORMATS_PURE_PYTHON": "1", "PATH": ""}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None"

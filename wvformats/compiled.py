@@ -29,7 +29,7 @@ def kernel(module: str) -> ModuleType | None:
 def sources() -> list[str]:
     """The module name of every kernel source in the installed tree (a wheel ships the built modules only:
     then the names of the built ones)."""
-    here = Path(__file__).parent
-    found = {p.relative_to(here).parts[0] + "." + p.name.split(".")[0]
-             for pattern in ("*/_*.c", "*/_*.so", "*/_*.pyd") for p in here.glob(pattern)}
-    return sorted(f"{__name__.rsplit('.', 1)[0]}.{name}" for name in found)
+    families = Path(__file__).parent / "families"
+    found = {f"{p.parent.name}.{p.name.split('.')[0]}"
+             for pattern in ("*/_*.c", "*/_*.so", "*/_*.pyd") for p in families.glob(pattern)}
+    return sorted(f"wvformats.families.{name}" for name in found)
