@@ -126,16 +126,20 @@ def test_line_caches_are_bounded_and_change_nothing(lid, monkeypatch):
 def test_a_big_quantized_input_is_not_reconstructed_whole(lid, monkeypatch):
     from wvformats.families.fasttext import predict
 
+    size = predict.TABLE_BYTES
     monkeypatch.setattr(predict, "TABLE_BYTES", 1024)
     m = wv.read(lid)
     lines = mixed_lines(m, 50, seed=2)
     labels, probs = m.predict(lines, k=3)
+    one = [m.predict(line, k=3) for line in lines]
     assert m._predict[0].table is None  # rows reconstructed per call instead
-    monkeypatch.undo()
+    monkeypatch.setattr(predict, "TABLE_BYTES", size)
     whole = wv.read(lid)
     expected = whole.predict(lines, k=3)
     assert whole._predict[0].table is not None
     assert labels == expected[0] and all(map(np.array_equal, probs, expected[1]))
+    assert [o[0] for o in one] == expected[0]
+    assert all(np.array_equal(o[1], p) for o, p in zip(one, expected[1], strict=True))
 
 
 def test_one_lines_subwords_equal_the_vectorised_cut(lid):
@@ -213,3 +217,24 @@ def test_the_kernels_computesubwords_is_the_python_loops(data, minn, maxn, bucke
         assert got == subwords.one_word_ngrams(word, minn, maxn, b)
     finally:
         subwords._K = kept
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=12), st.integers(1, 5), st.integers(1, 2**31 - 1),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_the_kernels_word_ngrams_are_the_vectorised_ones(hashes, n, bucket, pruned, seed):
+    """``_kernel.word_ngram_rows`` (``addWordNgrams`` of one line) gives the rows the vectorised batch path gives:
+    int32 token hashes sign-extended and chained in u64, modulo the buckets, through a prune index."""
+    from wvformats import compiled
+    from wvformats.families.fasttext import subwords
+
+    kernel = compiled.kernel("wvformats.families.fasttext._kernel")
+    bucket = bucket if not pruned else bucket % 4096 + 1
+    rng = np.random.default_rng(seed)
+    b = subwords.Buckets(7, bucket, None)
+    if pruned:
+        keys = rng.choice(bucket, size=min(bucket, 50), replace=False)
+        b = subwords.Buckets(7, bucket, np.stack([keys, rng.integers(0, 1000, len(keys))], axis=1))
+    got: list[int] = []
+    kernel.word_ngram_rows(got, hashes, n, bucket, 7, b.table() if pruned else None)
+    rows, _ = subwords.word_ngram_rows(np.array(hashes, np.uint32), np.zeros(len(hashes), np.int64), n, b)
+    assert got == rows.tolist()

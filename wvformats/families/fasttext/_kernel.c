@@ -8,6 +8,8 @@
  *   ngram_rows(bracketed: bytes, minn, maxn, bucket, nwords, table) -> list[int]
  *       Dictionary::computeSubwords on the bytes of "<word>", each n-gram's hash through pushHash: nwords + its
  *       bucket, or + its row in a pruned model's table (int32 per bucket, -1: pruned away).
+ *   word_ngram_rows(out: list, hashes, n, bucket, nwords, table) -> None
+ *       Dictionary::addWordNgrams of one line's token hashes, the rows appended to ``out`` (through pushHash).
  *   fnv1a(data: bytes) -> int
  *       Dictionary::hash (FNV-1a 32 over sign-extended bytes).
  *   mean_rows(matrix, rows, out) -> out
@@ -17,6 +19,10 @@
  *       Model::computeHidden over the input rows, then HierarchicalSoftmaxLoss::predict: the depth-first search
  *       with its pruning and its heap (libstdc++'s push_heap / pop_heap / sort_heap with comparePairs, so ties
  *       leave in the peer's order), the label ids best first and std::exp of their scores.
+ *   flat_predict(matrix, rows, output, norms, softmax, sigmoid_table, k, threshold) -> (list[int], list[float])
+ *       The same for the other losses: every label's dotRow, then SoftmaxLoss::computeOutput (exp in double of
+ *       a float, the sum label after label) or BinaryLogisticLoss's (one-vs-all, negative sampling: fastText's
+ *       sigmoid table), then Loss::findKBest with the same heap.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -102,6 +108,69 @@ done:
     if (pruned)
         PyBuffer_Release(&table);
     return out;
+}
+
+/* Dictionary::addWordNgrams of one line's token hashes (uint32 values read as fastText's int32), each n-gram's
+ * hash through pushHash, appended to ``out`` */
+static PyObject *word_ngram_rows(PyObject *self, PyObject *args) {
+    PyObject *out, *hashes_obj, *table_obj;
+    long long n, bucket, nwords;
+    if (!PyArg_ParseTuple(args, "O!OLLLO", &PyList_Type, &out, &hashes_obj, &n, &bucket, &nwords, &table_obj))
+        return NULL;
+    if (bucket <= 0 || bucket > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "word_ngram_rows: bucket must be in 1..2^31-1");
+        return NULL;
+    }
+    PyObject *hashes = PySequence_Fast(hashes_obj, "hashes: expected a sequence of ints");
+    if (hashes == NULL)
+        return NULL;
+    Py_buffer table = {0};
+    int pruned = table_obj != Py_None;
+    if (pruned && get_buffer(table_obj, &table, 1, 'i', "table") < 0) {
+        Py_DECREF(hashes);
+        return NULL;
+    }
+    Py_ssize_t size = PySequence_Fast_GET_SIZE(hashes);
+    int32_t local[256], *h32 = size <= 256 ? local : PyMem_Malloc(size * sizeof(int32_t));
+    PyObject *result = NULL;
+    if (h32 == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        unsigned long v = PyLong_AsUnsignedLongMask(PySequence_Fast_GET_ITEM(hashes, i));
+        if (v == (unsigned long)-1 && PyErr_Occurred())
+            goto done;
+        h32[i] = (int32_t)(uint32_t)v;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        uint64_t h = (uint64_t)(int64_t)h32[i];
+        for (Py_ssize_t j = i + 1; j < size && j < i + n; j++) {
+            h = h * 116049371u + (uint64_t)(int64_t)h32[j];
+            long long id = (long long)(h % (uint64_t)bucket);
+            if (pruned) {
+                if (id >= table.shape[0])
+                    continue;
+                id = load_i((const char *)table.buf + id * table.strides[0]);
+                if (id < 0)
+                    continue;
+            }
+            PyObject *row = PyLong_FromLongLong(nwords + id);
+            if (row == NULL || PyList_Append(out, row) < 0) {
+                Py_XDECREF(row);
+                goto done;
+            }
+            Py_DECREF(row);
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (h32 != local)
+        PyMem_Free(h32);
+    Py_DECREF(hashes);
+    if (pruned)
+        PyBuffer_Release(&table);
+    return result;
 }
 
 static PyObject *fnv1a(PyObject *self, PyObject *arg) {
@@ -212,6 +281,35 @@ static void pop_heap(Pred *heap, Py_ssize_t n) { /* std::pop_heap over heap[0:n]
 
 static inline float std_log(float x) { return (float)log((double)x + 1e-5); } /* Loss::std_log */
 
+/* std::sort_heap (best first), then (label ids, std::exp of their scores) as the Python module gives them */
+static PyObject *sorted_predictions(Pred *heap, Py_ssize_t size) {
+    for (Py_ssize_t m = size; m > 1; m--)
+        pop_heap(heap, m);
+    PyObject *ids = PyList_New(size), *probs = PyList_New(size);
+    if (ids == NULL || probs == NULL) {
+        Py_XDECREF(ids);
+        Py_XDECREF(probs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyList_SET_ITEM(ids, i, PyLong_FromLong(heap[i].id));
+        PyList_SET_ITEM(probs, i, PyFloat_FromDouble((double)expf(heap[i].score)));
+    }
+    return Py_BuildValue("(NN)", ids, probs);
+}
+
+/* Matrix::dotRow of row ``i`` of ``output`` (QuantMatrix's: the sum over the codes' centroids, then times the
+ * row's norm) */
+static inline float dot_row(Py_buffer *output, Py_buffer *norms, Py_ssize_t i, const float *hidden) {
+    const char *w = (const char *)output->buf + i * output->strides[0];
+    float f = 0.0f;
+    for (Py_ssize_t j = 0; j < output->shape[1]; j++)
+        f += load_f(w + j * output->strides[1]) * hidden[j];
+    if (norms != NULL)
+        f *= load_f((const char *)norms->buf + i * norms->strides[0]);
+    return f;
+}
+
 typedef struct {
     int32_t node;
     float score;
@@ -282,30 +380,12 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "hs_predict: the tree is not a binary tree over its nodes");
             goto fail;
         }
-        /* Matrix::dotRow (QuantMatrix's: the sum over the codes' centroids, then times the row's norm) */
-        const char *w = (const char *)output.buf + (v.node - osz) * output.strides[0];
-        float f = 0.0f;
-        for (Py_ssize_t j = 0; j < dim; j++)
-            f += load_f(w + j * output.strides[1]) * hidden[j];
-        if (have_norms)
-            f *= load_f((const char *)norms.buf + (v.node - osz) * norms.strides[0]);
+        float f = dot_row(&output, have_norms ? &norms : NULL, v.node - osz, hidden);
         f = (float)(1. / (double)(1 + expf(-f)));
         stack[top++] = (Visit){right, v.score + std_log(f)};
         stack[top++] = (Visit){left, v.score + std_log((float)(1.0 - f))};
     }
-    for (Py_ssize_t m = size; m > 1; m--) /* std::sort_heap: best first */
-        pop_heap(heap, m);
-    PyObject *ids = PyList_New(size), *probs = PyList_New(size);
-    if (ids == NULL || probs == NULL) {
-        Py_XDECREF(ids);
-        Py_XDECREF(probs);
-        goto fail;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        PyList_SET_ITEM(ids, i, PyLong_FromLong(heap[i].id));
-        PyList_SET_ITEM(probs, i, PyFloat_FromDouble((double)expf(heap[i].score)));
-    }
-    result = Py_BuildValue("(NN)", ids, probs);
+    result = sorted_predictions(heap, size);
 fail:
     Py_XDECREF(rows);
     PyMem_Free(hidden);
@@ -321,11 +401,114 @@ fail:
     return result;
 }
 
+/* -- softmax, one-vs-all, negative sampling ------------------------------------------------------------------- */
+
+#define MAX_SIGMOID 8
+#define SIGMOID_TABLE_SIZE 512
+
+static PyObject *flat_predict(PyObject *self, PyObject *args) {
+    PyObject *matrix_obj, *rows_obj, *output_obj, *norms_obj, *table_obj;
+    int softmax;
+    long long k;
+    float threshold;
+    if (!PyArg_ParseTuple(args, "OOOOpOLf", &matrix_obj, &rows_obj, &output_obj, &norms_obj, &softmax, &table_obj,
+                          &k, &threshold))
+        return NULL;
+    Py_buffer matrix = {0}, output = {0}, norms = {0}, table = {0};
+    PyObject *rows = NULL, *result = NULL;
+    float *hidden = NULL, *out = NULL;
+    Pred *heap = NULL;
+    int have_norms = norms_obj != Py_None;
+    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
+        return NULL;
+    if (get_buffer(output_obj, &output, 2, 'f', "output") < 0)
+        goto fail;
+    if (have_norms && get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0)
+        goto fail;
+    if (get_buffer(table_obj, &table, 1, 'f', "sigmoid table") < 0)
+        goto fail;
+    Py_ssize_t dim = matrix.shape[1], osz = output.shape[0];
+    if (output.shape[1] != dim || osz < 1 || (have_norms && norms.shape[0] < osz) || k < 1 ||
+        table.shape[0] != SIGMOID_TABLE_SIZE + 1) {
+        PyErr_SetString(PyExc_ValueError, "flat_predict: the shapes of the matrices do not agree");
+        goto fail;
+    }
+    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
+    if (rows == NULL)
+        goto fail;
+    if (k > osz)
+        k = osz;
+    hidden = PyMem_Malloc((dim ? dim : 1) * sizeof(float));
+    out = PyMem_Malloc(osz * sizeof(float));
+    heap = PyMem_Malloc((k + 1) * sizeof(Pred));
+    if (hidden == NULL || out == NULL || heap == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (mean_of_rows(&matrix, rows, hidden) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < osz; i++) /* Vector::mul(Matrix, Vector): dotRow of each label */
+        out[i] = dot_row(&output, have_norms ? &norms : NULL, i, hidden);
+    if (softmax) { /* SoftmaxLoss::computeOutput: exp in double of a float, the sum label after label */
+        float max = out[0], z = 0.0f;
+        for (Py_ssize_t i = 0; i < osz; i++)
+            max = out[i] < max ? max : out[i]; /* std::max(output[i], max) */
+        for (Py_ssize_t i = 0; i < osz; i++) {
+            out[i] = (float)exp((double)(out[i] - max));
+            z += out[i];
+        }
+        for (Py_ssize_t i = 0; i < osz; i++)
+            out[i] /= z;
+    } else { /* BinaryLogisticLoss::computeOutput: Loss::sigmoid, fastText's table */
+        for (Py_ssize_t i = 0; i < osz; i++) {
+            float x = out[i];
+            if (x < -MAX_SIGMOID)
+                out[i] = 0.0f;
+            else if (x > MAX_SIGMOID)
+                out[i] = 1.0f;
+            else if (x != x) /* NaN (fastText's dotRow throws): the twin's table[0] */
+                out[i] = load_f(table.buf);
+            else {
+                int64_t at = (int64_t)((x + MAX_SIGMOID) * SIGMOID_TABLE_SIZE / MAX_SIGMOID / 2);
+                out[i] = load_f((const char *)table.buf + at * table.strides[0]);
+            }
+        }
+    }
+    Py_ssize_t size = 0; /* Loss::findKBest */
+    for (Py_ssize_t i = 0; i < osz; i++) {
+        if (out[i] < threshold)
+            continue;
+        float score = std_log(out[i]);
+        if (size == k && score < heap[0].score)
+            continue;
+        heap[size++] = (Pred){score, (int32_t)i};
+        sift_up(heap, size - 1, 0, heap[size - 1]);
+        if (size > k)
+            pop_heap(heap, size--);
+    }
+    result = sorted_predictions(heap, size);
+fail:
+    Py_XDECREF(rows);
+    PyMem_Free(hidden);
+    PyMem_Free(out);
+    PyMem_Free(heap);
+    PyBuffer_Release(&matrix);
+    if (output.obj)
+        PyBuffer_Release(&output);
+    if (norms.obj)
+        PyBuffer_Release(&norms);
+    if (table.obj)
+        PyBuffer_Release(&table);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"ngram_rows", ngram_rows, METH_VARARGS, "Dictionary::computeSubwords of the bytes of <word>: its input rows."},
     {"fnv1a", fnv1a, METH_O, "Dictionary::hash of bytes."},
+    {"word_ngram_rows", word_ngram_rows, METH_VARARGS, "Dictionary::addWordNgrams of a line's token hashes."},
     {"mean_rows", mean_rows, METH_VARARGS, "The mean of matrix rows into out, as fastText makes a word's vector."},
     {"hs_predict", hs_predict, METH_VARARGS, "Model::predict of one line's input rows, hierarchical softmax."},
+    {"flat_predict", flat_predict, METH_VARARGS, "Model::predict of one line's input rows: softmax, ova or ns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -162,7 +162,7 @@ def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -
     from .model import _k_best_all
 
     rows, tree = state(m)
-    if len(lines) == 1 or tree is not None and _K is not None and rows.table is not None:
+    if len(lines) == 1 or _K is not None and rows.table is not None:
         # one line at a time: in C, a line costs less than its share of the vectorised path's numpy calls
         got = [predict_line(m, line, k, threshold) for line in lines]
         return [g[0] for g in got], [g[1] for g in got]
@@ -192,11 +192,19 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
     rows = lines.rows(m._tokens(text))
     if not rows:
         return [], np.zeros(0)
-    if tree is not None and _K is not None and lines.table is not None:
-        lt = tree.log_of(threshold)
-        if 0 < lt or k <= 0:
+    if _K is not None:
+        if k <= 0:
             return [], np.zeros(0)
-        found, p = _K.hs_predict(lines.table, rows, tree.inner_rows, tree.norms, tree.nodes, tree.osz, k, lt)
+        table = lines.table
+        if table is None:  # a quantized input too big to keep reconstructed: the line's rows only, in its order
+            table, rows = lines.m.input.rows(np.array(rows, np.intp)), range(len(rows))
+        if tree is not None:
+            lt = tree.log_of(threshold)
+            if 0 < lt:
+                return [], np.zeros(0)
+            found, p = _K.hs_predict(table, rows, tree.inner_rows, tree.norms, tree.nodes, tree.osz, k, lt)
+        else:
+            found, p = _K.flat_predict(table, rows, *lines.output(), k, threshold)
         return found, np.array(p, np.float64)
     hidden = lines.hidden_one(rows)
     if tree is None:
@@ -221,6 +229,7 @@ class Lines:
         # through a memoryview (a Python int, as fast as a dict's)
         self.kept: Any = b.table() if b.pruned else None  # (rows after the words, -1: pruned away)
         self.tokens: dict[str, tuple[tuple[int, ...], int] | None] = {}  # token -> (rows, hash); None: a label
+        self._output: tuple | None = None  # (see output())
         inp = m.input
         self.table = inp.part["data"] if not inp.quantized else (
             inp.rows(np.arange(inp.shape[0])) if inp.shape[0] * inp.shape[1] * 4 <= TABLE_BYTES else None)
@@ -239,6 +248,20 @@ class Lines:
         if self.maxn > 0 and self.bucket > 0 and m.nwords <= MAX_TOKENS // 4:
             # the vocabulary's rows at once (fastText's initNgrams does so at load): 7,235 words, ~30 ms
             self._prefetch(set(m._raw[: m.nwords]))
+
+    def output(self) -> tuple[np.ndarray, np.ndarray | None, bool, np.ndarray]:
+        """For the kernel's softmax / one-vs-all / negative-sampling predict: the output rows (a quantized matrix's
+        reconstructed from its centroids, unscaled), their norms (a quantized matrix's, else None), whether the
+        loss is softmax, and fastText's sigmoid table. Made once (labels x dim float32)."""
+        if self._output is None:
+            from .model import _SIGMOID_TABLE
+
+            w = self.m.output
+            rows = w.rows(np.arange(w.shape[0]), scaled=False) if w.quantized else w.part["data"]
+            norms = w._norms[w.part["norm_codes"]].astype(np.float32) if w.quantized and w._norms is not None \
+                else None
+            self._output = np.asarray(rows, np.float32), norms, self.m.loss == "softmax", _SIGMOID_TABLE
+        return self._output
 
     def _bucket_row(self, h: int) -> int:
         """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
@@ -319,7 +342,9 @@ class Lines:
                 out += got[0]
                 if n > 1:
                     hashes.append(got[1])
-        if n > 1:
+        if n > 1 and _K is not None:
+            _K.word_ngram_rows(out, hashes, n, self.bucket, self.nwords, self.kept)
+        elif n > 1:
             signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
             for i in range(len(signed)):
                 h = signed[i] & _MASK64
@@ -333,6 +358,8 @@ class Lines:
     def hidden_one(self, rows: list[int]) -> np.ndarray:
         """One line's hidden vector from its input rows (at least one): their float32 sum in order onto +0.0,
         times float32(1 / count) (``Vector::mul``)."""
+        if _K is not None and self.table is not None and self.table.dtype == np.float32 and self.table.ndim == 2:
+            return _K.mean_rows(self.table, rows, np.empty(self.table.shape[1], np.float32))
         if self._take is not None:
             s = np.add.reduce(self._take(rows, axis=0), axis=0, initial=_ZERO)
         else:
