@@ -238,3 +238,15 @@ def test_the_kernels_word_ngrams_are_the_vectorised_ones(hashes, n, bucket, prun
     kernel.word_ngram_rows(got, hashes, n, bucket, 7, b.table() if pruned else None)
     rows, _ = subwords.word_ngram_rows(np.array(hashes, np.uint32), np.zeros(len(hashes), np.int64), n, b)
     assert got == rows.tolist()
+
+
+@pytest.mark.parametrize("name", ["sup-softmax.ftz", "sup-dsub3.ftz", "many-ova.ftz", "sup-ngrams.ftz"])
+def test_a_few_quantized_rows_are_the_reconstructed_ones(name, kernels):
+    """``Matrix.few_rows`` (the kernel's ``pq_rows``: ProductQuantizer::addcode, a narrower last sub-quantizer,
+    quantized norms) gives the bits of the vectorised reconstruction, for the input and the output matrix."""
+    m = wv.read(TRAINED / name)
+    rng = np.random.default_rng(1)
+    for matrix in (m.input, m.output):
+        assert matrix.quantized or matrix is m.output
+        at = rng.integers(0, matrix.shape[0], 40).tolist()
+        assert matrix.few_rows(at).tobytes() == matrix.rows(np.array(at, np.intp)).tobytes()

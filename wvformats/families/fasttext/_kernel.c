@@ -12,6 +12,9 @@
  *       Dictionary::addWordNgrams of one line's token hashes, the rows appended to ``out`` (through pushHash).
  *   fnv1a(data: bytes) -> int
  *       Dictionary::hash (FNV-1a 32 over sign-extended bytes).
+ *   pq_rows(codes, centroids, dim, dsub, lastdsub, norm_codes, norms, rows, out) -> None
+ *       Rows of a product-quantized matrix as ProductQuantizer::addcode adds them (times the row's quantized
+ *       norm, when there are norms), into ``out`` (one row each).
  *   mean_rows(matrix, rows, out) -> out
  *       FastText::getWordVector's (and Model::computeHidden's) mean of input rows: their float32 sum in order onto
  *       +0.0, times float(1.0 / count).
@@ -212,6 +215,72 @@ static int mean_of_rows(Py_buffer *matrix, PyObject *rows, float *out) {
             out[j] *= scale;
     }
     return 0;
+}
+
+#define KSUB 256
+
+/* Rows ``rows`` of a product-quantized matrix into the rows of ``out`` (n x dim float32, C order): row i of out
+ * is row rows[i], each sub-quantizer's centroid times the row's norm (1 without quantized norms), the products
+ * ProductQuantizer::addcode adds to a vector (written as they are: a -0.0 stays, as in the numpy twin). */
+static PyObject *pq_rows(PyObject *self, PyObject *args) {
+    Py_buffer codes, centroids, out, norm_codes = {0}, norms = {0};
+    PyObject *rows_obj, *norm_codes_obj, *norms_obj, *result = NULL, *rows = NULL;
+    long long dim, dsub, lastdsub;
+    if (!PyArg_ParseTuple(args, "y*y*LLLOOOw*", &codes, &centroids, &dim, &dsub, &lastdsub, &norm_codes_obj,
+                          &norms_obj, &rows_obj, &out))
+        return NULL;
+    int scaled = norms_obj != Py_None;
+    if (scaled && (PyObject_GetBuffer(norm_codes_obj, &norm_codes, PyBUF_SIMPLE) < 0 ||
+                   get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0))
+        goto done;
+    Py_ssize_t nsubq = dsub > 0 ? (dim - lastdsub) / dsub + 1 : 0;
+    if (dim < 1 || dsub < 1 || lastdsub < 1 || lastdsub > dsub || (dim - lastdsub) % dsub != 0 || codes.len % nsubq != 0 ||
+        centroids.len < (Py_ssize_t)(((nsubq - 1) * KSUB * dsub + KSUB * lastdsub) * 4) ||
+        (scaled && (norms.shape[0] < KSUB || norm_codes.len < codes.len / nsubq))) {
+        PyErr_SetString(PyExc_ValueError, "pq_rows: the codes, centroids and output do not agree");
+        goto done;
+    }
+    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
+    if (rows == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows), count = codes.len / nsubq;
+    if (out.len != n * dim * (Py_ssize_t)sizeof(float)) {
+        PyErr_SetString(PyExc_ValueError, "pq_rows: out must hold a row of dim float32 for each row asked for");
+        goto done;
+    }
+    const unsigned char *cd = codes.buf;
+    const char *cents = centroids.buf;
+    float *o = out.buf;
+    for (Py_ssize_t i = 0; i < n; i++, o += dim) {
+        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
+        if (r == -1 && PyErr_Occurred())
+            goto done;
+        if (r < 0 || r >= count) {
+            PyErr_Format(PyExc_IndexError, "row %zd is outside the %zd rows of the matrix", r, count);
+            goto done;
+        }
+        float alpha = scaled ? load_f((const char *)norms.buf +
+                                      ((const unsigned char *)norm_codes.buf)[r] * norms.strides[0]) : 1.0f;
+        const unsigned char *code = cd + r * nsubq;
+        for (Py_ssize_t m = 0; m < nsubq; m++) { /* ProductQuantizer::get_centroids */
+            int last = m == nsubq - 1;
+            Py_ssize_t d = last ? lastdsub : dsub;
+            const char *c = cents + 4 * (last ? m * KSUB * dsub + code[m] * lastdsub : (m * KSUB + code[m]) * dsub);
+            for (Py_ssize_t j = 0; j < d; j++)
+                o[m * dsub + j] = alpha * load_f(c + 4 * j); /* (each column once: +0.0 + x, but -0.0 kept) */
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(rows);
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&centroids);
+    PyBuffer_Release(&out);
+    if (norm_codes.obj)
+        PyBuffer_Release(&norm_codes);
+    if (norms.obj)
+        PyBuffer_Release(&norms);
+    return result;
 }
 
 static PyObject *mean_rows(PyObject *self, PyObject *args) {
@@ -506,6 +575,7 @@ static PyMethodDef methods[] = {
     {"ngram_rows", ngram_rows, METH_VARARGS, "Dictionary::computeSubwords of the bytes of <word>: its input rows."},
     {"fnv1a", fnv1a, METH_O, "Dictionary::hash of bytes."},
     {"word_ngram_rows", word_ngram_rows, METH_VARARGS, "Dictionary::addWordNgrams of a line's token hashes."},
+    {"pq_rows", pq_rows, METH_VARARGS, "ProductQuantizer::addcode of quantized rows into out."},
     {"mean_rows", mean_rows, METH_VARARGS, "The mean of matrix rows into out, as fastText makes a word's vector."},
     {"hs_predict", hs_predict, METH_VARARGS, "Model::predict of one line's input rows, hierarchical softmax."},
     {"flat_predict", flat_predict, METH_VARARGS, "Model::predict of one line's input rows: softmax, ova or ns."},

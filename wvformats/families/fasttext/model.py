@@ -113,6 +113,17 @@ class Matrix:
     def all(self) -> np.ndarray:
         return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
 
+    def few_rows(self, rows: list[int]) -> np.ndarray:
+        """:meth:`rows` of a short list (one word's, one line's): a quantized matrix's in C when the kernel is
+        built (numpy's fixed costs would be most of the call)."""
+        if _K is None or not self.quantized:
+            return self.rows(np.array(rows, np.intp))
+        out = np.empty((len(rows), self.shape[1]), np.float32)
+        scaled = self._norms is not None
+        _K.pq_rows(self.codes, self.centroids, self.shape[1], self.dsub, self.lastdsub,
+                   self.part["norm_codes"] if scaled else None, self._norms if scaled else None, rows, out)
+        return out
+
 
 class FastText(Embeddings):
     """A fastText model: words in dictionary order with their composed vectors (``.vectors``, as fastText's
@@ -274,10 +285,14 @@ class FastText(Embeddings):
         if own >= self.input.shape[0]:
             raise self._past_matrix(raw, own)
         # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
+        if _K is not None:  # the mean in C: the sums below, in the same order
+            if self.input.quantized:
+                matrix, rows = self.input.few_rows(rows), range(len(rows))
+            else:
+                matrix = self.input.part["data"]
+            return _K.mean_rows(matrix, rows, np.empty(self.dim, np.float32))
         if self.input.quantized:
             x = self.input.rows(np.array(rows, np.intp))
-        elif _K is not None:  # the mean in C: the sums below, in the same order
-            return _K.mean_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32))
         else:
             if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
                 self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row

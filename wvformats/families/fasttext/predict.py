@@ -183,11 +183,10 @@ def state(m: FastText) -> tuple[Lines, Tree | None]:
 
 
 def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list[int], np.ndarray]:
-    """fastText's ``predict`` of one line, with as few numpy calls as its arithmetic allows: the line's rows
-    gathered and summed (:meth:`Lines.hidden_one`), the output layer's dot products in one product and one
-    reduction, then the search in Python floats (:func:`hs_predict_one`)."""
-    from .model import _k_best_all
-
+    """fastText's ``predict`` of one line: its rows (:meth:`Lines.rows`), then one call of the kernel (the hidden
+    vector, the output layer and the search or the k best); without the kernel, as few numpy calls as its
+    arithmetic allows: the line's rows gathered and summed (:meth:`Lines.hidden_one`), the output layer's dot
+    products in one product and one reduction, then the search in Python floats (:func:`hs_predict_one`)."""
     lines, tree = m.__dict__.get("_predict") or state(m)
     rows = lines.rows(m._tokens(text))
     if not rows:
@@ -197,7 +196,7 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
             return [], np.zeros(0)
         table = lines.table
         if table is None:  # a quantized input too big to keep reconstructed: the line's rows only, in its order
-            table, rows = lines.m.input.rows(np.array(rows, np.intp)), range(len(rows))
+            table, rows = lines.m.input.few_rows(rows), range(len(rows))
         if tree is not None:
             lt = tree.log_of(threshold)
             if 0 < lt:
@@ -208,6 +207,8 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
         return found, np.array(p, np.float64)
     hidden = lines.hidden_one(rows)
     if tree is None:
+        from .model import _k_best_all
+
         ids, probs = _k_best_all(m._scores(hidden[None]), k, threshold)
         return ids[0], probs[0]
     found, probs = hs_predict_one(tree, hidden, k, threshold)
