@@ -667,8 +667,11 @@ class Embeddings:
                           metadata=self.metadata)
 
     def astype(self, dtype: Any) -> Embeddings:
-        return Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
-                          subwords=self.subwords, storage=self.storage, kept=self.kept)
+        """The same rows in ``dtype``, looked up as ``self`` (the same :attr:`occurrence` of a repeated word)."""
+        out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
+                         subwords=self.subwords, storage=self.storage, kept=self.kept)
+        out.occurrence = self.occurrence
+        return out
 
 
 def _as_list(x: Any) -> list[Any]:

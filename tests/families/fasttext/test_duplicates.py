@@ -88,6 +88,7 @@ def test_every_lookup_of_a_word_listed_twice_is_fasttexts(folder, name, old, dup
     assert m._index is None
     assert m.vocab[dup] == m.index(dup) == last and m.duplicates == 1
     assert m[dup].tobytes() == want[0].tobytes()
+    assert m.astype(np.float64)[dup].tolist() == want[0].tolist()  # (a copy of the rows looks up as the model)
 
     # many at once
     vecs, found = m.embedding_batch(words)
