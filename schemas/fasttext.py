@@ -72,7 +72,9 @@ dictionary = Struct(
     * "nwords, nlabels >= 0 and nwords + nlabels == size",
     "ntokens" / Int64sl * "number of tokens seen in training",
     "pruneidx_size" / If(this._.new_format, Int64sl) * "prune index pairs (-1: not pruned; current releases)",
-    "entries" / EntryTable(this.size) * "per entry: the bytes up to a NUL, i64 count, i8 type (0 word, 1 label)",
+    "entries" / EntryTable(this.size)
+    * "per entry: the bytes up to a NUL, i64 count, i8 type (0 word, 1 label); a word listed twice is found as its "
+      "last entry (Dictionary::load)",
     "pruneidx" / If(this._.new_format, NumpyArray("<i4", (lambda this: max(this.pruneidx_size, 0), 2)))
     * "i32 pairs (n-gram bucket, row after nwords) of a pruned model (current releases)",
 )

@@ -466,7 +466,8 @@ class ValidationReport:
         if self.size == 0 and self.rebuilt_size == 0 and (Path(self.path).is_dir() or getattr(
                 registry.sniffer(self.format), "is_directory", False)):
             return f"ok    {self.path} [{self.format}]: index files consistent"
-        return f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
+        return (f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
+                + "".join(f"; {x}" for x in self.notes))
 
 
 def validate(path: Input, format: str | None = None, *, full: bool = False,
@@ -507,8 +508,10 @@ def _validate(source: Source, format: str | None, *, full: bool, progress: Calla
         out = framework.CompareStream(data)  # compared as it is written: the rebuild is never held
         fmt.build(parsed, out)
         report.rebuilt_size = out.size
-        if fmt.check:
-            report.problems = fmt.check(parsed)
+        if fmt.check:  # a "note: " is said, not failed (a file the format's tools read as they do)
+            for problem in fmt.check(parsed):
+                note = problem.removeprefix("note: ")
+                (report.problems if note == problem else report.notes).append(note)
         first = out.first_difference()
         if first is not None:
             report.first_difference = report.offset = first

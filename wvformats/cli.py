@@ -117,8 +117,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="finalfusion to other formats: multiply the rows by their stored norms (the default when "
                         "the file has norms; with this flag, an error when it has none)")
     s.add_argument("--dedupe", action="store_true",
-                   help="finalfusion and fastText output: keep the first row of each repeated word (they hold each "
-                        "word once)")
+                   help="finalfusion and fastText output (they hold each word once): keep one row of each "
+                        "repeated word, the one lookups use (the first; a fastText model's last, as fastText's)")
     s.add_argument("--upgrade", action="store_true",
                    help="fastText output: write a model of an older release (no magic, or version 11), which "
                         "today's fastText refuses or reads otherwise, as version 12 that it loads, with the same "

@@ -13,7 +13,8 @@ from .errors import BuildError
 
 
 class DuplicateWordsWarning(UserWarning):
-    """A file holds the same word more than once; lookups use the first occurrence."""
+    """A file holds the same word more than once; lookups use one occurrence of it, the one the format's own
+    tools use (:attr:`Embeddings.occurrence`: the first, as gensim and word-vectors; fastText the last)."""
 
 
 class ValuesChangedWarning(UserWarning):
@@ -44,6 +45,38 @@ def unnormalized(obj: Embeddings, unnormalize: bool | None, format: str) -> Embe
     scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
     warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
     return Embeddings(obj.words, scaled, metadata=obj.metadata, subwords=obj.subwords, kept=obj.kept)
+
+
+# which occurrence of a repeated word lookups use (Embeddings.occurrence), and whose choice it is
+OCCURRENCES = {"first": "as gensim and word-vectors do", "last": "fastText uses the last"}
+
+
+def lookups_use(occurrence: str) -> str:
+    """Which occurrence of a repeated word lookups use, in words: "the first occurrence (...)"."""
+    return f"the {occurrence} occurrence ({OCCURRENCES[occurrence]})"
+
+
+def word_rows(words: Sequence[str], occurrence: str = "first") -> dict[str, int]:
+    """word -> the row lookups use: of its ``occurrence`` ("first" or "last") in ``words`` (a dict made at C
+    speed: the later of equal keys overwrites, so the first is kept by making it from the end)."""
+    if occurrence == "last":
+        return dict(zip(words, range(len(words)), strict=True))
+    n = len(words)
+    return dict(zip(reversed(words), range(n - 1, -1, -1), strict=True))
+
+
+def repeats(words: Sequence[str], occurrence: str = "first") -> dict[str, Any]:
+    """What ``inspect`` says of a file's words: ``duplicates``, how many repeat another's, and when some do,
+    ``lookups_use``, which occurrence lookups use (:func:`lookups_use`), and ``first_duplicate``, the first
+    repeated word and the rows it is at."""
+    n = count_duplicates(words)
+    if not n:
+        return {"duplicates": 0}
+    at: dict[str, list[int]] = {}
+    for i, w in enumerate(words):
+        at.setdefault(w, []).append(i)
+    word, rows = next((w, rows) for w, rows in at.items() if len(rows) > 1)
+    return {"duplicates": n, "lookups_use": lookups_use(occurrence), "first_duplicate": {"word": word, "rows": rows}}
 
 
 def count_duplicates(words: Sequence[str]) -> int:
@@ -219,30 +252,34 @@ class Storage:
 
 
 class WordIndex:
-    """word -> the row of its first occurrence, one word at a time, without a dict: an open-addressing table of
+    """word -> the row of its ``occurrence`` (the first, or with "last" the last: as :func:`word_rows`), one
+    word at a time, without a dict: an open-addressing table of
     int32 rows (at most 4 slots a word, load <= 1/2: 8-16 bytes a word, 2 MB for 200k words, where a dict and
     its int values take 16 MB), probed linearly from the word's ``hash`` (Python's, which the str keeps).
     A lookup costs a few tenths of a microsecond more than a dict's; a model looked up one word at a time
     (the mmap open of a large vocabulary) keeps this instead of building :attr:`Embeddings.vocab`."""
 
-    def __init__(self, words: Sequence[str]) -> None:
+    def __init__(self, words: Sequence[str], occurrence: str = "first") -> None:
         n = len(words)
         size = 1 << max(3, (2 * n).bit_length())
         mask = size - 1
         kind = np.int32 if size < 2**31 else np.int64
         table = np.full(size, -1, kind)
-        # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (so
-        # a repeated word's first row comes first on its probe path, as in a table filled row after row)
+        # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (the
+        # last with occurrence "last"), so the occurrence lookups use of a repeated word comes first on its probe
+        # path (equal words move in step), as in a table filled row after row (from the end, for "last")
         # (int32 throughout: the temporaries of the build are a few MB for 200k words, not a dict's worth)
         rows = np.arange(n, dtype=kind)
         at = (np.fromiter(map(hash, words), np.int64, n) & mask).astype(kind)
-        first = np.full(size, n, kind)  # (scratch: the least row reaching each slot in a round)
+        last = occurrence == "last"
+        pick, none = (np.maximum, -1) if last else (np.minimum, n)
+        best = np.full(size, none, kind)  # (scratch: the row reaching each slot in a round that takes it)
         while len(rows):
             free = np.flatnonzero(table[at] < 0)
             slots, candidates = at[free], rows[free]
-            np.minimum.at(first, slots, candidates)
-            won = first[slots] == candidates
-            first[slots] = n
+            pick.at(best, slots, candidates)
+            won = best[slots] == candidates
+            best[slots] = none
             table[slots[won]] = candidates[won]
             left = np.ones(len(rows), bool)
             left[free[won]] = False
@@ -267,7 +304,8 @@ class Embeddings:
     """Words in file order and one float32 row per word.
 
     Duplicate words keep all their rows in ``.words``/``.vectors`` (nothing is dropped), and lookups by word
-    use the first occurrence, as gensim and word-vectors do; ``.duplicates`` counts the shadowed rows.
+    use one occurrence, :attr:`occurrence`: the first, as gensim and word-vectors do (a fastText model the
+    last, as fastText does); ``.duplicates`` counts the shadowed rows.
     ``vectors`` may be a :class:`LazyRows`: lookups then make only the rows they return, and ``.vectors`` is the
     whole matrix, made when first asked for.
 
@@ -280,6 +318,9 @@ class Embeddings:
     """
 
     encoding: str | None = None
+    # which occurrence of a repeated word every lookup by word uses ("first" or "last"): the format's own
+    # tools' choice (a family's model class sets it; ``vocab``, ``deduplicated`` and the messages follow it)
+    occurrence: str = "first"
 
     def __init__(
         self,
@@ -369,18 +410,17 @@ class Embeddings:
 
     @property
     def vocab(self) -> dict[str, int]:
-        """word -> row of its first occurrence (built on first use, as reading and converting need none)."""
+        """word -> the row lookups use, of its :attr:`occurrence` (built on first use, as reading and converting
+        need none)."""
         if self._index is None:
-            n = len(self.words)
-            # built from the last word to the first, so that the first occurrence is the one kept (C speed)
-            index = dict(zip(reversed(self.words), range(n - 1, -1, -1), strict=True))
-            self._duplicates = n - len(index)
+            index = word_rows(self.words, self.occurrence)
+            self._duplicates = len(self.words) - len(index)
             self._index = index
         return self._index
 
     @property
     def duplicates(self) -> int:
-        """How many rows repeat an earlier word (lookups never reach them)."""
+        """How many rows repeat another row's word (lookups reach one row of each word: :attr:`occurrence`)."""
         if self._duplicates is None:
             self._duplicates = count_duplicates(self.words)
         return self._duplicates
@@ -395,7 +435,7 @@ class Embeddings:
         return self._row(self.vocab[word])
 
     def index(self, word: str) -> int:
-        """The row of ``word`` (its first occurrence); KeyError when absent."""
+        """The row of ``word`` (the occurrence lookups use); KeyError when absent."""
         return self.vocab[word]
 
     def get(self, word: str, default: Any = None) -> Any:
@@ -460,8 +500,8 @@ class Embeddings:
     def _nearest(self, query: np.ndarray, skip: set[str], limit: int,
                  restrict_vocab: int | None = None) -> list[tuple[str, float]]:
         """The ``limit`` words whose rows have the highest cosine similarity to ``query``, those in ``skip``
-        and repeated words left out (gensim's ``most_similar`` ranking); of the first ``restrict_vocab`` rows
-        only, when given."""
+        left out and a repeated word ranked by the row lookups use (gensim's ``most_similar`` ranking: gensim
+        keeps one row of a word); of the first ``restrict_vocab`` rows only, when given."""
         return self._ranked(self._cosines(query, restrict_vocab), skip, limit)
 
     def _cosines(self, query: np.ndarray, restrict_vocab: int | None = None) -> np.ndarray:
@@ -480,12 +520,11 @@ class Embeddings:
         else:
             order = np.argsort(-sims, kind="stable")
         out: list[tuple[str, float]] = []
-        seen: set[str] = set()
+        looked_up = self.vocab if self.duplicates else None  # (a shadowed row is no word's vector)
         for i in order.tolist():
             w = self.words[i]
-            if w in skip or w in seen:
+            if w in skip or looked_up is not None and looked_up[w] != i:
                 continue
-            seen.add(w)
             out.append((w, float(sims[i])))
             if len(out) == limit:
                 break
@@ -600,7 +639,7 @@ class Embeddings:
         """Count duplicates now and warn once if there are any."""
         if self.duplicates:
             warnings.warn(
-                f"{self.duplicates} duplicate word(s); lookups use the first occurrence",
+                f"{self.duplicates} duplicate word(s); lookups use {lookups_use(self.occurrence)}",
                 DuplicateWordsWarning,
                 stacklevel=3,
             )
@@ -617,8 +656,9 @@ class Embeddings:
         return cls(words, mat)
 
     def deduplicated(self) -> Embeddings:
-        """The first occurrence of each word only (what lookups see), with its row and norm; ``self`` when no
-        word repeats. Formats that hold each word once (finalfusion) need this before writing."""
+        """One row of each word, the one lookups use (:attr:`occurrence`: the first, a fastText model's last),
+        with its norm, in file order; ``self`` when no word repeats. Lookups of the result give what they gave.
+        Formats that hold each word once (finalfusion, fastText) need this before writing."""
         if not self.duplicates:
             return self
         rows = sorted(self.vocab.values())
@@ -627,8 +667,11 @@ class Embeddings:
                           metadata=self.metadata)
 
     def astype(self, dtype: Any) -> Embeddings:
-        return Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
-                          subwords=self.subwords, storage=self.storage, kept=self.kept)
+        """The same rows in ``dtype``, looked up as ``self`` (the same :attr:`occurrence` of a repeated word)."""
+        out = Embeddings(self.words, self.vectors.astype(dtype), norms=self.norms, metadata=self.metadata,
+                         subwords=self.subwords, storage=self.storage, kept=self.kept)
+        out.occurrence = self.occurrence
+        return out
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -88,6 +88,8 @@ class Format:
     # False when the buffer holds only the first bytes of the file (a compressed one). ``inspect(full=True)``,
     # and every inspect of a format without one, parses the whole file and calls ``inspect``
     inspect_head: Callable[..., dict[str, Any]] | None = None
+    # what the format's tools refuse or misread in a parsed file, a line each (``validate`` fails on them); a line
+    # starting "note: " is said and not failed (a file they read, in a way worth saying)
     check: Callable[[Any], list[str]] | None = None
     is_directory: bool = False
     # sniffers run in ascending priority: magic bytes first (0), content heuristics later

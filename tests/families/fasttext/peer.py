@@ -4,8 +4,9 @@
 skipgram and cbow, supervised softmax, hs, ova and ns with word bigrams, quantized .ftz with pruning,
 quantized norms and a quantized output) from a corpus made here.
 ``python peer.py ask MODEL QUERIES.json ANSWERS.json``: the peer's word vectors (of words, or of byte strings
-given in hex as ``raw_words``), sentence vectors and predictions for the queries, as lists of numbers (float32
-values written exactly via their hex bits), and the model's words and labels.
+given in hex as ``raw_words``), word ids, sentence vectors, predictions, nearest neighbours (``nn``: words) and
+analogies (``analogies``: triplets) for the queries, as lists of numbers (float32 values written exactly via their
+hex bits), and the model's words and labels.
 """
 
 import json
@@ -87,6 +88,9 @@ def ask(model: str, queries: str, answers: str) -> None:
     q = json.load(open(queries))
     m = fasttext.load_model(model)
     out = {"words": [bits(m.get_word_vector(w)) for w in q.get("words", [])],
+           "ids": [m.get_word_id(w) for w in q.get("words", [])],
+           "nn": [[[s, w] for s, w in m.get_nearest_neighbors(w, q.get("k", 10))] for w in q.get("nn", [])],
+           "analogies": [[[s, w] for s, w in m.get_analogies(*abc, q.get("k", 10))] for abc in q.get("analogies", [])],
            "sentences": [bits(m.get_sentence_vector(t)) for t in q.get("sentences", [])],
            "subwords": [m.get_subwords(w)[1].tolist() for w in q.get("words", [])],
            # words given as their bytes (hex): a model whose words are in another encoding than UTF-8

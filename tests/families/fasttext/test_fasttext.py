@@ -870,14 +870,19 @@ def test_entry_table_finds_words_whatever_their_type_byte(compiled):
 
 
 @given(st.lists(st.sampled_from(["a", "b", "", "é", "w1", "w10", "\udcff", "ab" * 40]), max_size=30),
-       st.sampled_from(["a", "", "é", "zz", "w1", 5, None, b"a"]))
-def test_word_index_finds_each_words_first_row_as_a_dict_does(words, probe):
+       st.sampled_from(["a", "", "é", "zz", "w1", 5, None, b"a"]), st.sampled_from(["first", "last"]))
+def test_word_index_finds_the_row_lookups_use_as_a_dict_does(words, probe, occurrence):
     """The compact index a lookup of one word uses (2 slots of int32 a word, not a dict and its ints) gives
-    what ``vocab`` gives: a repeated word's first row, None for anything else."""
-    from wvformats.embeddings import WordIndex
+    what ``vocab`` gives: a repeated word's first row (its last with occurrence "last", as fastText's
+    ``Dictionary::load`` finds it), None for anything else."""
+    from wvformats.embeddings import WordIndex, word_rows
 
-    index = WordIndex(words)
-    expected = dict(zip(reversed(words), range(len(words) - 1, -1, -1), strict=True))
+    index = WordIndex(words, occurrence)
+    if occurrence == "first":
+        expected = dict(zip(reversed(words), range(len(words) - 1, -1, -1), strict=True))
+    else:
+        expected = {w: i for i, w in enumerate(words)}  # (a later row overwrites)
+    assert word_rows(words, occurrence) == expected
     assert [index.get(w) for w in words] == [expected[w] for w in words]
     assert index.get(probe) == expected.get(probe)
 

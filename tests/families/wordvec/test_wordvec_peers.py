@@ -162,3 +162,16 @@ def test_duplicates_first_wins_like_both_peers(tmp_path):
         got = wv.read(p)
     for w in ["a", "b", "c"]:
         assert got[w][0] == mat[vocab[w]][0] == kv[w][0]
+
+
+def test_most_similar_ranks_a_repeated_word_by_its_first_row_as_gensim(tmp_path):
+    """gensim keeps a repeated word's first row only; most_similar ranks the word by that row, not by a later
+    row lookups never give (which is nearer the query here)."""
+    p = tmp_path / "d.txt"
+    p.write_bytes(b"4 2\nq 1 0\na 0 1\nb 1 1\na 1 0.1\n")
+    kv = gensim_kv.load_word2vec_format(str(p))
+    with pytest.warns(wv.DuplicateWordsWarning):
+        got = wv.read(p)
+    ours = got.most_similar("q", topn=2)
+    assert [w for w, _ in ours] == [w for w, _ in kv.most_similar("q", topn=2)] == ["b", "a"]
+    np.testing.assert_allclose([s for _, s in ours], [s for _, s in kv.most_similar("q", topn=2)], rtol=1e-6)

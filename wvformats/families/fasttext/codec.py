@@ -6,7 +6,7 @@ from typing import Any
 
 import construct as cs
 
-from ...embeddings import Embeddings, word_encoding
+from ...embeddings import Embeddings, repeats, word_encoding
 from ...errors import OptionError
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
@@ -38,7 +38,8 @@ def from_model(obj: Any, *, unnormalize: bool | None = None, upgrade: bool = Fal
     that have fastText's (:mod:`.convert`; rows times their stored norms unless ``unnormalize=False``).
 
     ``upgrade=True`` writes a model of an older release as the current one (:func:`.edit.upgraded`), which
-    today's fastText loads; ``deduplicate=True`` keeps the first row of each repeated word. Embeddings' words
+    today's fastText loads; ``deduplicate=True`` keeps one row of each repeated word, the one lookups use (a
+    fastText model's last, as fastText looks it up; the first of other Embeddings). Embeddings' words
     are written in ``to_encoding``, else in the encoding they were read in (a fastText model's are its bytes:
     another encoding is refused), else UTF-8."""
     if isinstance(obj, FastText):
@@ -47,7 +48,7 @@ def from_model(obj: Any, *, unnormalize: bool | None = None, upgrade: bool = Fal
                               f"rows are those of the hashes of their bytes, which {to_encoding} would change "
                               "(unknown words would look up other rows); convert it to a word-vector format to "
                               "write its words in another encoding")
-        parsed = edit.first_of_each(obj.parsed, obj._raw) if deduplicate else obj.parsed
+        parsed = edit.last_of_each(obj.parsed, obj._raw) if deduplicate else obj.parsed
         return edit.upgraded(parsed) if upgrade else parsed
     if deduplicate and isinstance(obj, Embeddings) and obj.duplicates:
         kept = obj.deduplicated()
@@ -68,6 +69,7 @@ def inspect(parsed: Any) -> dict[str, Any]:
                             "output": "quantized" if parsed["qout"] == 1 else "dense"}
     if parsed["new_format"] and int(d["pruneidx_size"]) >= 0:
         info["pruned"] = int(d["pruneidx_size"])
+    info.update(repeats(d["entries"]["words"], FastText.occurrence))  # (entries as read: found by their bytes)
     return info
 
 
@@ -91,6 +93,11 @@ def check(parsed: Any) -> list[str]:
     if parsed["new_format"] and int(d["pruneidx_size"]) >= 0 and parsed["quant_input"] != 1:
         problems.append(f"dictionary.pruneidx_size is {d['pruneidx_size']} (pruned) but the input matrix is not "
                         f"quantized: fastText refuses such a model (\"Invalid model file\")")
+    if (rep := repeats(d["entries"]["words"], FastText.occurrence))["duplicates"]:  # loaded, but one row is dead
+        first = rep["first_duplicate"]
+        problems.append(f"note: {rep['duplicates']} dictionary entr{'y repeats' if rep['duplicates'] == 1 else 'ies repeat'}"
+                        f" another's word (fastText never writes one; first {first['word']!r}, entries "
+                        f"{first['rows']}): lookups use {rep['lookups_use']}")
     return problems
 
 

@@ -94,8 +94,9 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None, to_encoding: str 
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
     obj.check_parts(NAME)
     if obj.duplicates:
-        raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat an earlier "
-                         f"word; deduplicate=True (--dedupe) keeps the first of each", format=NAME,
+        raise BuildError(f"a fastText dictionary holds each word once; {obj.duplicates} row(s) repeat another's "
+                         f"word; deduplicate=True (--dedupe) keeps the {obj.occurrence} of each, which lookups "
+                         "use", format=NAME,
                          path="dictionary.entries.words")
     sw = obj.subwords
     vocab_type, fields = (sw.kind, sw.settings) if sw is not None else (None, {})

@@ -15,6 +15,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
+from ...embeddings import word_rows
 from ...errors import BuildError
 from ...schemas import fasttext as schema
 from ...schemas.fasttext import Model
@@ -63,15 +64,14 @@ def first_words(parsed: Any, limit: int) -> cs.Container:
     return keep_words(parsed, np.arange(min(limit, int(parsed["dictionary"]["nwords"]))))
 
 
-def first_of_each(parsed: Any, raw: list[str]) -> cs.Container:
-    """``parsed`` with the first entry of each repeated word only (``raw``: the entries as read). fastText's
-    dictionary holds each word once; a file that repeats one finds the later one (its hash table keeps the
-    last), wvformats the first, as for every other format: this writes what wvformats looks up."""
+def last_of_each(parsed: Any, raw: list[str]) -> cs.Container:
+    """``parsed`` with the last entry of each repeated word only (``raw``: the entries as read), in file order.
+    fastText's dictionary holds each word once; of a file that repeats one, fastText looks up the last entry
+    (``Dictionary::load`` fills its hash table entry after entry, a later id replacing an earlier one), and so
+    does wvformats: the entries kept are those lookups use, and every lookup gives what it gave."""
     nwords = int(parsed["dictionary"]["nwords"])
-    first: dict[str, int] = {}
-    for i, w in enumerate(raw[:nwords]):
-        first.setdefault(w, i)
-    return keep_words(parsed, np.array(sorted(first.values()), np.int64))
+    last = word_rows(raw[:nwords], "last")
+    return keep_words(parsed, np.array(sorted(last.values()), np.int64))
 
 
 def upgraded(parsed: Any) -> cs.Container:

@@ -21,6 +21,7 @@ from ...embeddings import (
     as_read,
     decoded_all,
     word_encoding,
+    word_rows,
 )
 from ...errors import FormatError
 from ...schemas.constructs.fasttext import entry_offset
@@ -140,7 +141,15 @@ class FastText(Embeddings):
     the file holds and writing gives back, so an edit could not be written. The input and output matrices are
     read-only too. Vectors of the vocabulary are composed once and kept (:class:`.composed.ComposedTable`: 4096
     words at a time, at most ``nwords * dim`` float32 in all); other words are composed at each lookup.
+
+    A dictionary that lists a word twice (fastText never writes one; an edited file may) is looked up as
+    fastText looks it up: ``Dictionary::load`` fills its hash table entry after entry, the later entry's id
+    replacing the earlier's, so every lookup by word (``m[w]``, ``get_word_vector``, ``get_subwords``,
+    ``predict``, sentence vectors, neighbours) uses the LAST entry and its input row (:attr:`occurrence`).
+    ``.words`` and ``.vectors`` keep every entry in file order, each row composed from its own input row.
     """
+
+    occurrence = "last"  # Dictionary::load: word2int_[find(w)] = i, entry after entry
 
     def __init__(self, parsed: Any, *, unicode_errors: str | None = None, encoding: str | None = None) -> None:
         d, a = parsed["dictionary"], parsed["args"]
@@ -215,7 +224,7 @@ class FastText(Embeddings):
             if self._raw_is_words():
                 self._raw_index = self.vocab  # the words as shown are the bytes: one index serves both
             else:
-                self._raw_index = dict(zip(reversed(self._raw), range(len(self._raw) - 1, -1, -1), strict=True))
+                self._raw_index = word_rows(self._raw, self.occurrence)  # (labels too: find compares strings)
         return np.fromiter(map(self._raw_index.get, raw, repeat(-1)), np.int64, len(raw))
 
     def _rows_of(self, raw: Sequence[str], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,7 +367,7 @@ class FastText(Embeddings):
             return self._index.get(word)
         index = self._word_index
         if index is None:
-            index = self._word_index = WordIndex(self.words)
+            index = self._word_index = WordIndex(self.words, self.occurrence)
         return index.get(word)
 
     def embedding(self, word: str) -> np.ndarray | None:
@@ -401,7 +410,8 @@ class FastText(Embeddings):
     @property
     def vectors(self) -> np.ndarray:
         """Every word's composed vector (read-only :class:`.composed.ComposedVectors`), made when first asked
-        for, 4096 words at a time."""
+        for, 4096 words at a time: one row per entry, from its own input row (an entry a later one of the same
+        word shadows too, which fastText's ``.vec`` export writes with the later entry's vector)."""
         if self._vectors is None:
             self._vectors = self._table.whole()
         return self._vectors
@@ -442,6 +452,15 @@ class FastText(Embeddings):
         return self._known(i) if 0 <= i < self.nwords else self._one(word, i)
 
     # -- fastText's Python names ---------------------------------------------------------------------------
+
+    def get_word_id(self, word: str) -> int:
+        """fastText's ``get_word_id``: the dictionary id of ``word`` found by its bytes (a label's too; of a
+        word listed twice, the last entry's), -1 when the dictionary lacks it."""
+        try:
+            (raw,) = self._raw_words([word])
+        except UnicodeEncodeError:  # a word the model's encoding cannot spell is none of its entries
+            return -1
+        return self._raw_id(raw)
 
     def get_subwords(self, word: str) -> tuple[list[str], np.ndarray]:
         """fastText's ``get_subwords``: the word itself when the dictionary has it, then the character n-grams

@@ -22,18 +22,28 @@ def vector_norm(v: np.ndarray) -> np.float32:
     return f32(np.sqrt(np.cumsum(v * v, dtype=f32)[-1])) if len(v) else f32(0)
 
 
-def unit_vectors(model: Any) -> np.ndarray:
+def unit_vectors(model: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """Every word's vector divided by its norm (``Vector::mul(1.0 / norm)``; zero rows stay zero), made once per
-    model and kept with it (words x dim float32: the memory of the matrix of word vectors)."""
+    model and kept with it (words x dim float32: the memory of the matrix of word vectors). As fastText's
+    ``precomputeWordVectors`` makes them: entry ``i``'s is ``getWordVector(getWord(i))``, the later entry's for
+    each entry of a word listed twice. With them, the id each entry's word is looked up as (``Dictionary::find``),
+    or None when every entry is its own."""
     cached = getattr(model, "_fasttext_unit", None)
     if cached is None:
         m = np.array(model.vectors, f32)  # (by id: a word shown otherwise than its bytes is still itself)
+        own = np.arange(model.nwords)
+        ids = model._ids(model._raw[: model.nwords])
+        ids = np.where(ids < model.nwords, ids, own)  # (a word a later label repeats: its own row, not the label's)
+        if np.array_equal(ids, own):
+            ids = None
+        if ids is not None:
+            m = m[ids]
         sq = np.zeros(len(m), f32)
         for j in range(m.shape[1]):  # the squares summed in order, as Vector::norm sums them
             sq += m[:, j] * m[:, j]
         norms = np.sqrt(sq)
         scale = np.where(norms > 0, (1.0 / np.where(norms > 0, norms, 1).astype(np.float64)).astype(f32), f32(1))
-        cached = m * scale[:, None]
+        cached = m * scale[:, None], ids
         model._fasttext_unit = cached
     return cached
 
@@ -46,14 +56,17 @@ def _dot_rows(m: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def nearest(model: Any, query: np.ndarray, k: int, banned: Iterable[str]) -> list[tuple[float, str]]:
-    """``FastText::getNN``: the ``k`` words most similar to ``query`` (words of ``banned`` left out), as
-    (similarity, word) pairs from the most similar."""
-    unit = unit_vectors(model)
+    """``FastText::getNN``: the ``k`` words most similar to ``query`` (words of ``banned`` left out, every entry
+    of one: fastText compares the strings), as (similarity, word) pairs from the most similar (a word listed
+    twice may come twice, as in fastText)."""
+    unit, ids = unit_vectors(model)
     qn = vector_norm(query)
     if abs(qn) < 1e-8:
         qn = f32(1)
     sims = _dot_rows(unit, query.astype(f32)) / qn
-    ban = [i for w in set(banned) if (i := model.vocab.get(w)) is not None]
+    ban = [i for w in set(model._raw_words(list(banned))) if 0 <= (i := model._raw_id(w)) < model.nwords]
+    if ban and ids is not None:
+        ban = np.flatnonzero(np.isin(ids, ban)).tolist()
     if ban:
         sims[ban] = -np.inf
     k = max(0, min(k, len(sims) - len(ban)))

@@ -226,7 +226,8 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
     if obj.duplicates:  # finalfusion-rust and -python refuse such a vocabulary when they load it
         first = next(w for i, w in enumerate(obj.words) if obj.vocab[w] != i)
         raise BuildError(f"a finalfusion vocabulary holds each word once; {obj.duplicates} row(s) repeat an "
-                         f"earlier word (first {first!r}); deduplicate=True (--dedupe) keeps the first of each",
+                         f"earlier word (first {first!r}); deduplicate=True (--dedupe) keeps the {obj.occurrence} "
+                         "of each, which lookups use",
                          format=NAME, path="chunks.vocab.words")
     if vocab_type not in _SUBWORD_IDS or fields is None:
         return cs.Container(chunk_id=C.SIMPLE_VOCAB, name="simple_vocab",
@@ -330,7 +331,7 @@ def _normalized_quantized(q: Any, n: int) -> tuple[Any, np.ndarray]:
 
 
 def _deduplicated(obj: Embeddings) -> Embeddings:
-    """The first row of each word (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
+    """The row of each word lookups use (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
     n-gram rows follow the words and are the same whichever words are dropped."""
     out = obj.deduplicated()
     sw = obj.subwords
@@ -361,7 +362,7 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
     unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back; a
     fastText model keeps its subword vocabulary and bucket rows. Word-vector input gets a simple vocab. A
     vocabulary holds each word once: embeddings that repeat a word are refused unless ``deduplicate=True``
-    keeps the first row of each (and the subword vocabulary).
+    keeps the row of each that lookups use (the first; a fastText model's last) and the subword vocabulary.
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)

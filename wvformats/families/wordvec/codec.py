@@ -11,9 +11,9 @@ import numpy as np
 from ...embeddings import (
     Embeddings,
     as_read,
-    count_duplicates,
     decoded,
     decoded_all,
+    repeats,
     spells,
     unnormalized,
     word_encoding,
@@ -142,7 +142,7 @@ def _inspect(parsed: Any) -> dict[str, Any]:
     trailer = parsed.get("trailer")
     if trailer:
         info["trailing_bytes"] = len(trailer)
-    info["duplicates"] = count_duplicates(rec["words"])
+    info.update(repeats(rec["words"]))
     return info
 
 
