@@ -482,3 +482,15 @@ def test_validate_reports_the_failing_field_and_offset_as_fields_and_cuts_long_v
     report = wv.validate(cut)
     assert not report.ok and report.size == 300 and report.field and report.offset is not None
     assert f"{report.field} at byte {report.offset}" in report.error
+
+
+def test_bytes_paths_are_taken_as_open_takes_them(tmp_path):
+    """A bytes path (os.fsencode, as open() and os.listdir give them) works for every API call, as a str does."""
+    src = Path(__file__).parent / "data" / "fasttext" / "trained" / "sup-hs.bin"
+    b = os.fsencode(src)
+    assert wv.read(b).labels == wv.read(src).labels
+    assert wv.inspect(b)["format"] == "fasttext" and wv.validate(b).ok and wv.sniff(b) == "fasttext"
+    out = os.fsencode(tmp_path / "x.vec")
+    wv.write(wv.read(b), out)
+    wv.convert(b, os.fsencode(tmp_path / "y.vec"))
+    assert (tmp_path / "x.vec").read_bytes() == (tmp_path / "y.vec").read_bytes()

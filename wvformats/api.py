@@ -320,6 +320,11 @@ def _format_for_output(path: PathLike, format: str | None, obj: Any) -> registry
     )
 
 
+def _output_path(path: PathLike) -> PathLike:
+    """An output path as given; a bytes path (as open() takes one) decoded as the file system does."""
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
 def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: bool = True,
           durable: bool = True, progress: Callable[[int], Any] | None = None, **options: Any) -> None:
     """Write a model object to ``path`` atomically (temporary file in the same folder, then rename).
@@ -327,6 +332,7 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
     ``durable``: fsync the file before the rename, so that a crash never leaves a renamed but empty file
     (the default); ``durable=False`` skips it (scratch output, or when the caller syncs itself).
     ``progress``: called with the number of bytes the file has grown by, as it grows (a bar's ``update``)."""
+    path = _output_path(path)
     if isinstance(obj, tuple) and len(obj) == 2:  # (words, vectors): embeddings, as the word-vector writers take
         from .embeddings import Embeddings
 
@@ -408,6 +414,7 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     Never writes over ``src``, and never over an existing ``dst`` unless ``overwrite=True``. Everything that
     can be checked before reading (the output format, its folder, the options) is checked first.
     """
+    dst = _output_path(dst)
     refuse_own_input(dst, src)
     candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
     check_target(dst, overwrite=overwrite)

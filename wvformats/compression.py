@@ -40,7 +40,7 @@ MAX_IN_MEMORY: int | None = None
 def split_member(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     """``archive.zip::member`` as (archive, member); any other path as (path, None). A file whose own name
     holds ``::`` is taken as it is."""
-    text = os.fspath(path)
+    text = os.fsdecode(path)  # (a bytes path, as open() takes one, decoded as the file system does)
     archive, sep, member = text.rpartition(MEMBER_SEPARATOR)
     if sep and not Path(text).exists() and Path(archive).is_file():
         return Path(archive), member

@@ -29,6 +29,8 @@ class Source:
     def __init__(self, path: str | os.PathLike[str] | Source) -> None:
         if isinstance(path, Source):
             path = path.path
+        elif isinstance(path, bytes):  # a bytes path, as open() takes one: decoded as the file system does
+            path = os.fsdecode(path)
         self.path = path
         self.file, self.member = compression.split_member(path)
         self._stat: os.stat_result | None | bool = False  # False: not looked at yet; None: no such path
