@@ -302,7 +302,7 @@ class Lines:
 
     def _prefetch(self, tokens: set[str]) -> None:
         """The rows (and hashes) of tokens not yet kept, vectorised over all of them at once (as many as the
-        cache holds)."""
+        cache holds), or with the kernel, each by the scalar path."""
         m = self.m
         new = [t for t in tokens if t not in self.tokens]
         if len(new) < 64:
@@ -310,6 +310,10 @@ class Lines:
         if len(self.tokens) + len(new) > MAX_TOKENS:
             self.tokens.clear()
             new = new[:MAX_TOKENS]
+        if _K is not None:  # in C one at a time: lid.176's 7,235 words in 13 ms against 30 vectorised
+            for t in new:
+                self._token(t)
+            return
         ids = m._ids(new)
         starts_label = np.fromiter(map(methodcaller("startswith", _LABEL), new), bool, len(new))
         label = (ids >= m.nwords) | (ids < 0) & starts_label
