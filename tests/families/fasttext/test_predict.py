@@ -195,6 +195,19 @@ def test_tied_scores_leave_in_fasttexts_order(tmp_path):
     assert theirs[0][1][:3] == [theirs[0][1][0]] * 3  # (the best three tie)
 
 
+def _buckets(nwords: int, bucket: int, pruned: bool, seed: int):
+    """(bucket count, Buckets): as drawn, or a pruned model's (at most 4,096 buckets, 50 of them kept, at random
+    rows)."""
+    from wvformats.families.fasttext import subwords
+
+    if not pruned:
+        return bucket, subwords.Buckets(nwords, bucket, None)
+    bucket = bucket % 4096 + 1
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(bucket, size=min(bucket, 50), replace=False)
+    return bucket, subwords.Buckets(nwords, bucket, np.stack([keys, rng.integers(0, 1000, len(keys))], axis=1))
+
+
 @given(st.binary(max_size=24), st.integers(0, 6), st.integers(-1, 8), st.integers(1, 2**31 - 1),
        st.booleans(), st.integers(0, 2**32 - 1))
 def test_the_kernels_computesubwords_is_the_python_loops(data, minn, maxn, bucket, pruned, seed):
@@ -204,12 +217,7 @@ def test_the_kernels_computesubwords_is_the_python_loops(data, minn, maxn, bucke
     from wvformats.families.fasttext import subwords
 
     kernel = compiled.kernel("wvformats.families.fasttext._kernel")
-    bucket = bucket if not pruned else bucket % 4096 + 1
-    rng = np.random.default_rng(seed)
-    b = subwords.Buckets(0, bucket, None)
-    if pruned:
-        keys = rng.choice(bucket, size=min(bucket, 50), replace=False)
-        b = subwords.Buckets(0, bucket, np.stack([keys, rng.integers(0, 1000, len(keys))], axis=1))
+    bucket, b = _buckets(0, bucket, pruned, seed)
     word = data.decode("utf-8", "surrogateescape")
     got = kernel.ngram_rows(b"<" + data + b">", minn, maxn, bucket, 0, b.table() if pruned else None)
     kept, subwords._K = subwords._K, None
@@ -228,12 +236,7 @@ def test_the_kernels_word_ngrams_are_the_vectorised_ones(hashes, n, bucket, prun
     from wvformats.families.fasttext import subwords
 
     kernel = compiled.kernel("wvformats.families.fasttext._kernel")
-    bucket = bucket if not pruned else bucket % 4096 + 1
-    rng = np.random.default_rng(seed)
-    b = subwords.Buckets(7, bucket, None)
-    if pruned:
-        keys = rng.choice(bucket, size=min(bucket, 50), replace=False)
-        b = subwords.Buckets(7, bucket, np.stack([keys, rng.integers(0, 1000, len(keys))], axis=1))
+    bucket, b = _buckets(7, bucket, pruned, seed)
     got: list[int] = []
     kernel.word_ngram_rows(got, hashes, n, bucket, 7, b.table() if pruned else None)
     rows, _ = subwords.word_ngram_rows(np.array(hashes, np.uint32), np.zeros(len(hashes), np.int64), n, b)

@@ -61,6 +61,24 @@ static inline int32_t load_i(const char *p) { int32_t x; memcpy(&x, p, 4); retur
 
 /* -- n-grams -------------------------------------------------------------------------------------------------- */
 
+/* Dictionary::pushHash: bucket ``id``'s input row appended to ``out`` (through a pruned model's table, which
+ * drops it where it holds -1); 0, or -1 with an exception set */
+static int push_hash(PyObject *out, long long id, Py_buffer *table, long long nwords) {
+    if (table != NULL) {
+        if (id >= table->shape[0])
+            return 0;
+        id = load_i((const char *)table->buf + id * table->strides[0]);
+        if (id < 0)
+            return 0;
+    }
+    PyObject *row = PyLong_FromLongLong(nwords + id);
+    if (row == NULL)
+        return -1;
+    int rc = PyList_Append(out, row);
+    Py_DECREF(row);
+    return rc;
+}
+
 static PyObject *ngram_rows(PyObject *self, PyObject *args) {
     Py_buffer word;
     long long minn, maxn, bucket, nwords;
@@ -87,22 +105,10 @@ static PyObject *ngram_rows(PyObject *self, PyObject *args) {
             h = (h ^ (uint32_t)(int8_t)w[j++]) * FNV_PRIME;
             while (j < size && (w[j] & 0xC0) == 0x80)
                 h = (h ^ (uint32_t)(int8_t)w[j++]) * FNV_PRIME;
-            if (n >= minn && !(n == 1 && (i == 0 || j == size))) {
-                long long id = (long long)(h % (uint32_t)bucket);
-                if (pruned) {
-                    if (id >= table.shape[0])
-                        continue;
-                    id = load_i((const char *)table.buf + id * table.strides[0]);
-                    if (id < 0)
-                        continue;
-                }
-                PyObject *row = PyLong_FromLongLong(nwords + id);
-                if (row == NULL || PyList_Append(out, row) < 0) {
-                    Py_XDECREF(row);
-                    Py_CLEAR(out);
-                    goto done;
-                }
-                Py_DECREF(row);
+            if (n >= minn && !(n == 1 && (i == 0 || j == size)) &&
+                push_hash(out, (long long)(h % (uint32_t)bucket), pruned ? &table : NULL, nwords) < 0) {
+                Py_CLEAR(out);
+                goto done;
             }
         }
     }
@@ -150,20 +156,8 @@ static PyObject *word_ngram_rows(PyObject *self, PyObject *args) {
         uint64_t h = (uint64_t)(int64_t)h32[i];
         for (Py_ssize_t j = i + 1; j < size && j < i + n; j++) {
             h = h * 116049371u + (uint64_t)(int64_t)h32[j];
-            long long id = (long long)(h % (uint64_t)bucket);
-            if (pruned) {
-                if (id >= table.shape[0])
-                    continue;
-                id = load_i((const char *)table.buf + id * table.strides[0]);
-                if (id < 0)
-                    continue;
-            }
-            PyObject *row = PyLong_FromLongLong(nwords + id);
-            if (row == NULL || PyList_Append(out, row) < 0) {
-                Py_XDECREF(row);
+            if (push_hash(out, (long long)(h % (uint64_t)bucket), pruned ? &table : NULL, nwords) < 0)
                 goto done;
-            }
-            Py_DECREF(row);
         }
     }
     result = Py_NewRef(Py_None);
@@ -384,64 +378,106 @@ typedef struct {
     float score;
 } Visit;
 
+/* What both predicts share: the input matrix, the line's rows, the output matrix and its norms, the hidden
+ * vector made from them, and a heap of k + 1 predictions. */
+typedef struct {
+    Py_buffer matrix, output, norms;
+    int have_norms;
+    PyObject *rows;
+    float *hidden;
+    Pred *heap;
+    Py_ssize_t size; /* predictions in the heap */
+} Line;
+
+static void line_end(Line *c) {
+    Py_XDECREF(c->rows);
+    PyMem_Free(c->hidden);
+    PyMem_Free(c->heap);
+    if (c->matrix.obj)
+        PyBuffer_Release(&c->matrix);
+    if (c->output.obj)
+        PyBuffer_Release(&c->output);
+    if (c->norms.obj)
+        PyBuffer_Release(&c->norms);
+}
+
+/* The buffers taken and checked, the hidden vector made (Model::computeHidden); 0, or -1 with an exception set
+ * (call line_end either way) */
+static int line_start(Line *c, PyObject *matrix, PyObject *rows, PyObject *output, PyObject *norms, long long k) {
+    memset(c, 0, sizeof *c);
+    c->have_norms = norms != Py_None;
+    if (get_buffer(matrix, &c->matrix, 2, 'f', "matrix") < 0 || get_buffer(output, &c->output, 2, 'f', "output") < 0 ||
+        (c->have_norms && get_buffer(norms, &c->norms, 1, 'f', "norms") < 0))
+        return -1;
+    Py_ssize_t dim = c->matrix.shape[1];
+    if (c->output.shape[1] != dim || k < 1) {
+        PyErr_SetString(PyExc_ValueError, "predict: the matrices' widths differ, or k < 1");
+        return -1;
+    }
+    c->rows = PySequence_Fast(rows, "rows: expected a sequence of ints");
+    if (c->rows == NULL)
+        return -1;
+    c->hidden = PyMem_Malloc((dim ? dim : 1) * sizeof(float));
+    c->heap = PyMem_Malloc((k + 1) * sizeof(Pred));
+    if (c->hidden == NULL || c->heap == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return mean_of_rows(&c->matrix, c->rows, c->hidden);
+}
+
+/* Matrix::dotRow of output row ``i`` with the hidden vector */
+static inline float line_dot(Line *c, Py_ssize_t i) {
+    return dot_row(&c->output, c->have_norms ? &c->norms : NULL, i, c->hidden);
+}
+
+/* A prediction offered to the heap of the k best, as fastText's predict and findKBest push and pop */
+static void line_offer(Line *c, long long k, float score, int32_t id) {
+    c->heap[c->size++] = (Pred){score, id};
+    sift_up(c->heap, c->size - 1, 0, c->heap[c->size - 1]);
+    if (c->size > k)
+        pop_heap(c->heap, c->size--);
+}
+
 static PyObject *hs_predict(PyObject *self, PyObject *args) {
-    PyObject *matrix_obj, *rows_obj, *output_obj, *norms_obj, *children_obj;
+    PyObject *matrix, *rows, *output, *norms, *children_obj, *result = NULL;
     long long osz, k;
     float log_threshold;
-    if (!PyArg_ParseTuple(args, "OOOOOLLf", &matrix_obj, &rows_obj, &output_obj, &norms_obj, &children_obj, &osz,
-                          &k, &log_threshold))
+    if (!PyArg_ParseTuple(args, "OOOOOLLf", &matrix, &rows, &output, &norms, &children_obj, &osz, &k,
+                          &log_threshold))
         return NULL;
-    Py_buffer matrix = {0}, output = {0}, norms = {0}, children = {0};
-    PyObject *rows = NULL, *result = NULL;
-    float *hidden = NULL;
-    Pred *heap = NULL;
+    Line c;
+    Py_buffer children = {0};
     Visit *stack = NULL;
-    int have_norms = norms_obj != Py_None;
-    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
-        return NULL;
-    if (get_buffer(output_obj, &output, 2, 'f', "output") < 0)
+    if (k > osz)
+        k = osz;
+    if (line_start(&c, matrix, rows, output, norms, k) < 0 || get_buffer(children_obj, &children, 2, 'i', "children") < 0)
         goto fail;
-    if (have_norms && get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0)
-        goto fail;
-    if (get_buffer(children_obj, &children, 2, 'i', "children") < 0)
-        goto fail;
-    Py_ssize_t dim = matrix.shape[1], nodes = children.shape[0], inner = osz - 1;
-    if (output.shape[1] != dim || output.shape[0] < inner || children.shape[1] != 2 || osz < 1 ||
-        nodes != 2 * osz - 1 || (have_norms && norms.shape[0] < inner) || k < 1) {
+    Py_ssize_t nodes = children.shape[0], inner = osz - 1;
+    if (c.output.shape[0] < inner || children.shape[1] != 2 || osz < 1 || nodes != 2 * osz - 1 ||
+        (c.have_norms && c.norms.shape[0] < inner)) {
         PyErr_SetString(PyExc_ValueError, "hs_predict: the shapes of the tree and the matrices do not agree");
         goto fail;
     }
-    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
-    if (rows == NULL)
-        goto fail;
-    if (k > osz)
-        k = osz;
-    hidden = PyMem_Calloc(dim ? dim : 1, sizeof(float)); /* +0.0 */
-    heap = PyMem_Malloc((k + 1) * sizeof(Pred));
     stack = PyMem_Malloc((nodes + 1) * sizeof(Visit));
-    if (hidden == NULL || heap == NULL || stack == NULL) {
+    if (stack == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    if (mean_of_rows(&matrix, rows, hidden) < 0)
-        goto fail;
     /* HierarchicalSoftmaxLoss::dfs from the root, the left child first */
-    Py_ssize_t size = 0, top = 0, visits = 0;
+    Py_ssize_t top = 0, visits = 0;
     stack[top++] = (Visit){(int32_t)(nodes - 1), 0.0f};
     const char *ch = children.buf;
     while (top > 0) {
         Visit v = stack[--top];
         if (v.score < log_threshold)
             continue;
-        if (size == k && v.score < heap[0].score)
+        if (c.size == k && v.score < c.heap[0].score)
             continue;
         const char *at = ch + v.node * children.strides[0];
         int32_t left = load_i(at), right = load_i(at + children.strides[1]);
         if (left == -1 && right == -1) {
-            heap[size++] = (Pred){v.score, v.node};
-            sift_up(heap, size - 1, 0, heap[size - 1]);
-            if (size > k)
-                pop_heap(heap, size--);
+            line_offer(&c, k, v.score, v.node);
             continue;
         }
         if (left < 0 || right < 0 || left >= nodes || right >= nodes || top + 2 > nodes + 1 || v.node < osz ||
@@ -449,22 +485,15 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "hs_predict: the tree is not a binary tree over its nodes");
             goto fail;
         }
-        float f = dot_row(&output, have_norms ? &norms : NULL, v.node - osz, hidden);
+        float f = line_dot(&c, v.node - osz);
         f = (float)(1. / (double)(1 + expf(-f)));
         stack[top++] = (Visit){right, v.score + std_log(f)};
         stack[top++] = (Visit){left, v.score + std_log((float)(1.0 - f))};
     }
-    result = sorted_predictions(heap, size);
+    result = sorted_predictions(c.heap, c.size);
 fail:
-    Py_XDECREF(rows);
-    PyMem_Free(hidden);
-    PyMem_Free(heap);
+    line_end(&c);
     PyMem_Free(stack);
-    PyBuffer_Release(&matrix);
-    if (output.obj)
-        PyBuffer_Release(&output);
-    if (norms.obj)
-        PyBuffer_Release(&norms);
     if (children.obj)
         PyBuffer_Release(&children);
     return result;
@@ -476,48 +505,31 @@ fail:
 #define SIGMOID_TABLE_SIZE 512
 
 static PyObject *flat_predict(PyObject *self, PyObject *args) {
-    PyObject *matrix_obj, *rows_obj, *output_obj, *norms_obj, *table_obj;
+    PyObject *matrix, *rows, *output, *norms, *table_obj, *result = NULL;
     int softmax;
     long long k;
     float threshold;
-    if (!PyArg_ParseTuple(args, "OOOOpOLf", &matrix_obj, &rows_obj, &output_obj, &norms_obj, &softmax, &table_obj,
-                          &k, &threshold))
+    if (!PyArg_ParseTuple(args, "OOOOpOLf", &matrix, &rows, &output, &norms, &softmax, &table_obj, &k, &threshold))
         return NULL;
-    Py_buffer matrix = {0}, output = {0}, norms = {0}, table = {0};
-    PyObject *rows = NULL, *result = NULL;
-    float *hidden = NULL, *out = NULL;
-    Pred *heap = NULL;
-    int have_norms = norms_obj != Py_None;
-    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
-        return NULL;
-    if (get_buffer(output_obj, &output, 2, 'f', "output") < 0)
+    Line c;
+    Py_buffer table = {0};
+    float *out = NULL;
+    if (line_start(&c, matrix, rows, output, norms, k) < 0 || get_buffer(table_obj, &table, 1, 'f', "sigmoid table") < 0)
         goto fail;
-    if (have_norms && get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0)
-        goto fail;
-    if (get_buffer(table_obj, &table, 1, 'f', "sigmoid table") < 0)
-        goto fail;
-    Py_ssize_t dim = matrix.shape[1], osz = output.shape[0];
-    if (output.shape[1] != dim || osz < 1 || (have_norms && norms.shape[0] < osz) || k < 1 ||
-        table.shape[0] != SIGMOID_TABLE_SIZE + 1) {
+    Py_ssize_t osz = c.output.shape[0];
+    if (osz < 1 || (c.have_norms && c.norms.shape[0] < osz) || table.shape[0] != SIGMOID_TABLE_SIZE + 1) {
         PyErr_SetString(PyExc_ValueError, "flat_predict: the shapes of the matrices do not agree");
         goto fail;
     }
-    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
-    if (rows == NULL)
-        goto fail;
     if (k > osz)
         k = osz;
-    hidden = PyMem_Malloc((dim ? dim : 1) * sizeof(float));
     out = PyMem_Malloc(osz * sizeof(float));
-    heap = PyMem_Malloc((k + 1) * sizeof(Pred));
-    if (hidden == NULL || out == NULL || heap == NULL) {
+    if (out == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    if (mean_of_rows(&matrix, rows, hidden) < 0)
-        goto fail;
     for (Py_ssize_t i = 0; i < osz; i++) /* Vector::mul(Matrix, Vector): dotRow of each label */
-        out[i] = dot_row(&output, have_norms ? &norms : NULL, i, hidden);
+        out[i] = line_dot(&c, i);
     if (softmax) { /* SoftmaxLoss::computeOutput: exp in double of a float, the sum label after label */
         float max = out[0], z = 0.0f;
         for (Py_ssize_t i = 0; i < osz; i++)
@@ -543,29 +555,18 @@ static PyObject *flat_predict(PyObject *self, PyObject *args) {
             }
         }
     }
-    Py_ssize_t size = 0; /* Loss::findKBest */
-    for (Py_ssize_t i = 0; i < osz; i++) {
+    for (Py_ssize_t i = 0; i < osz; i++) { /* Loss::findKBest */
         if (out[i] < threshold)
             continue;
         float score = std_log(out[i]);
-        if (size == k && score < heap[0].score)
+        if (c.size == k && score < c.heap[0].score)
             continue;
-        heap[size++] = (Pred){score, (int32_t)i};
-        sift_up(heap, size - 1, 0, heap[size - 1]);
-        if (size > k)
-            pop_heap(heap, size--);
+        line_offer(&c, k, score, (int32_t)i);
     }
-    result = sorted_predictions(heap, size);
+    result = sorted_predictions(c.heap, c.size);
 fail:
-    Py_XDECREF(rows);
-    PyMem_Free(hidden);
+    line_end(&c);
     PyMem_Free(out);
-    PyMem_Free(heap);
-    PyBuffer_Release(&matrix);
-    if (output.obj)
-        PyBuffer_Release(&output);
-    if (norms.obj)
-        PyBuffer_Release(&norms);
     if (table.obj)
         PyBuffer_Release(&table);
     return result;
