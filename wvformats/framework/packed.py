@@ -22,6 +22,11 @@ import construct as cs
 from .fields import Checked, EnumField, Valid, evaluate
 
 _VALUE, _CONST, _ENUM, _CHECK = range(4)
+_update = dict.update  # (Container's own update is a Python loop)
+
+
+class _NotFine(Exception):
+    """A run whose fast read gives way to reading it field by field."""
 
 
 def _inner(sc: cs.Construct) -> cs.Construct:
@@ -53,6 +58,24 @@ class _Run:
         self.fmt = struct.Struct((order or "<") + "".join(letters))
         self.size = self.fmt.size
         self.items = items
+        fields = [(kind, name, arg) for kind, name, arg in items if kind != _CHECK]
+        self.names = tuple(name for _, name, _ in fields)
+        self.consts = tuple((i, arg) for i, (kind, _, arg) in enumerate(fields) if kind == _CONST)
+        self.enums = tuple((i, arg.enum) for i, (kind, _, arg) in enumerate(fields) if kind == _ENUM)
+        # the fields in stretches, each followed by the checks that come after it: a check sees the fields
+        # before it, as in Struct
+        self.stretches: list[tuple[tuple[str, ...], int, int, tuple[Any, ...]]] = []
+        lo = hi = 0
+        tests: list[Any] = []
+        for kind, _, arg in items:
+            if kind == _CHECK:
+                tests.append(arg.test)
+                continue
+            if tests:
+                self.stretches.append((self.names[lo:hi], lo, hi, tuple(tests)))
+                lo, tests = hi, []
+            hi += 1
+        self.stretches.append((self.names[lo:hi], lo, hi, tuple(tests)))
 
     def parse(self, stream: Any, context: Any, obj: Any) -> bool:
         """Read the run into ``obj`` and ``context``; False (the stream back where it was) where anything is
@@ -62,23 +85,22 @@ class _Run:
         try:
             if len(raw) == self.size:
                 values = self.fmt.unpack(raw)
-                i = 0
-                for kind, name, arg in self.items:
-                    if kind == _CHECK:
-                        if not evaluate(arg.test, context):
-                            break
-                        continue
-                    v = values[i]
-                    i += 1
-                    if kind == _CONST:
-                        if v != arg:
-                            break
-                    elif kind == _ENUM:
-                        v = arg.enum(v)
-                    obj[name] = context[name] = v
-                else:
-                    return True
-        except Exception:  # noqa: BLE001 - an enum's unknown value, a check that cannot be told: read field by field
+                for i, expected in self.consts:
+                    if values[i] != expected:
+                        raise _NotFine
+                if self.enums:
+                    values = list(values)
+                    for i, enum in self.enums:
+                        values[i] = enum(values[i])
+                for names, lo, hi, tests in self.stretches:
+                    pairs = tuple(zip(names, values[lo:hi], strict=True))
+                    _update(obj, pairs)
+                    _update(context, pairs)
+                    for test in tests:
+                        if not evaluate(test, context):
+                            raise _NotFine
+                return True
+        except Exception:  # noqa: BLE001 - not fine (an enum's unknown value, a check that fails or cannot be told)
             pass
         stream.seek(at)
         return False
@@ -112,6 +134,18 @@ class _Run:
         return True
 
 
+class _Field:
+    """A field read on its own: its ``Renamed`` layers (name, doc) unwrapped into the path suffix they add."""
+
+    def __init__(self, field: cs.Construct) -> None:
+        self.field = self.inner = field
+        self.name = field.name
+        self.suffix = ""
+        while isinstance(self.inner, cs.Renamed) and self.inner.parsed is None:
+            self.suffix += f" -> {self.inner.name}"
+            self.inner = self.inner.subcon
+
+
 def _plan(subcons: list[cs.Construct]) -> list[Any]:
     """The struct's fields as steps: runs of two or more fixed-size fields, and the other fields."""
     steps: list[Any] = []
@@ -130,8 +164,8 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
         if fields >= 2:
             steps.append(_Run(run, order, letters, items))
         else:
-            steps.extend(run)
-        steps.extend(tail)
+            steps.extend(map(_Field, run))
+        steps.extend(map(_Field, tail))
         run, letters, items, order = [], [], [], ""
 
     for sc in subcons:
@@ -141,7 +175,7 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
                 run.append(sc)
                 items.append((_CHECK, None, con))
             else:
-                steps.append(sc)
+                steps.append(_Field(sc))
             continue
         kind, arg, field = _VALUE, None, con
         if isinstance(con, cs.Const):
@@ -153,7 +187,7 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
             close()
         if spec is None:
             close()
-            steps.append(sc)
+            steps.append(_Field(sc))
             continue
         order = order or spec[0]
         run.append(sc)
@@ -174,30 +208,29 @@ class PackedStruct(Checked, cs.Struct):
         self.steps = _plan(self.subcons)
 
     def _context(self, stream: Any, context: Any) -> Any:
-        ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=context._parsing,
-                           _building=context._building, _sizing=context._sizing, _subcons=self._subcons,
+        ctx = cs.Container(_=context, _params=context["_params"], _root=None, _parsing=context["_parsing"],
+                           _building=context["_building"], _sizing=context["_sizing"], _subcons=self._subcons,
                            _io=stream, _index=context.get("_index", None))
-        ctx._root = ctx._.get("_root", ctx)
+        ctx["_root"] = context.get("_root", ctx)
         return ctx
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         obj = cs.Container()
         obj._io = stream
         context = self._context(stream, context)
-        for step in self.steps:
-            if type(step) is _Run:
-                if step.parse(stream, context, obj):
-                    continue
-                fields = step.subcons
-            else:
-                fields = (step,)
-            for sc in fields:
-                try:
-                    value = sc._parsereport(stream, context, path)
-                except cs.StopFieldError:
-                    return obj
-                if sc.name:
-                    obj[sc.name] = context[sc.name] = value
+        try:
+            for step in self.steps:
+                if type(step) is _Field:  # (its name's layers unwrapped: what Renamed does, without the calls)
+                    value = step.inner._parsereport(stream, context, path + step.suffix)
+                    if step.name:
+                        obj[step.name] = context[step.name] = value
+                elif not step.parse(stream, context, obj):
+                    for sc in step.subcons:
+                        value = sc._parsereport(stream, context, path)
+                        if sc.name:
+                            obj[sc.name] = context[sc.name] = value
+        except cs.StopFieldError:
+            pass
         return obj
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -206,12 +239,12 @@ class PackedStruct(Checked, cs.Struct):
         context = self._context(stream, context)
         context.update(obj)
         for step in self.steps:
-            if type(step) is _Run:
-                if step.build(obj, stream, context):
-                    continue
-                fields = step.subcons
+            if type(step) is _Field:
+                fields = (step.field,)
+            elif step.build(obj, stream, context):
+                continue
             else:
-                fields = (step,)
+                fields = step.subcons
             for sc in fields:
                 value = obj.get(sc.name, None) if sc.flagbuildnone else obj[sc.name]
                 if sc.name:

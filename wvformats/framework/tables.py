@@ -3,6 +3,7 @@ dtype, shape and byte range another field lists)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,12 @@ class Table(Checked):
         self.length = length
         self.min_size = min_size
         self.lead = lead
+        inner = subcon
+        while isinstance(inner, cs.Renamed):
+            inner = inner.subcon
+        # a table of plain numbers (a FormatField such as Int64ul): read with one unpack
+        self._scalar = struct.Struct(inner.fmtstr) if isinstance(inner, cs.FormatField) and len(
+            inner.fmtstr) == 2 and inner.fmtstr[0] in "<>" else None
 
     def _parse(self, stream: Any, context: Any, path: str) -> Records:
         start = stream.tell()
@@ -68,6 +75,18 @@ class Table(Checked):
                                ValueMismatchError)
                 end = start + left
         i = 0
+        if self._scalar is not None and self.lead is None and (count is not None or self.length is not None):
+            # plain numbers filling the count or the length (all there): one unpack; else the loop names the one
+            # that does not fit
+            size = self._scalar.size
+            n = count if count is not None else (end - start) // size
+            left = remaining(stream)
+            if (n * size == end - start) if count is None else (left is not None and left >= n * size):
+                fmt = self._scalar.format
+                out.extend(struct.unpack(f"{fmt[0]}{n}{fmt[1:]}", stream.read(n * size)))
+                out.offsets = list(range(start, start + (n + 1) * size, size))
+                out._walked = (stream, context)
+                return out
         while (i < count) if count is not None else (stream.tell() < end and self._leads(stream)):
             at = stream.tell()
             out.offsets.append(at)
