@@ -69,7 +69,8 @@ def wide(field):
 
 def zip64_complete(ctx):
     """Each field that says 0xFFFFFFFF has its value in the zip64 extra field."""
-    return all(wide(name)(ctx) is not None for name, _ in ZIP64_ORDER if name in ctx)
+    marked = sum(ctx.get(name) == full for name, full in ZIP64_ORDER)  # (they take its values in order)
+    return not marked or marked <= len(next((e.data for e in ctx.extra if e.id == ZIP64_EXTRA), ()))
 
 
 def has_zip64(ctx):
