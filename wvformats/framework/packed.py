@@ -144,6 +144,8 @@ class _Field:
         while isinstance(self.inner, cs.Renamed) and self.inner.parsed is None:
             self.suffix += f" -> {self.inner.name}"
             self.inner = self.inner.subcon
+        # its _parse, where _parsereport would only call it (no ``parsed`` hook)
+        self.read = self.inner._parse if self.inner.parsed is None else self.inner._parsereport
 
 
 def _plan(subcons: list[cs.Construct]) -> list[Any]:
@@ -221,7 +223,7 @@ class PackedStruct(Checked, cs.Struct):
         try:
             for step in self.steps:
                 if type(step) is _Field:  # (its name's layers unwrapped: what Renamed does, without the calls)
-                    value = step.inner._parsereport(stream, context, path + step.suffix)
+                    value = step.read(stream, context, path + step.suffix)
                     if step.name:
                         obj[step.name] = context[step.name] = value
                 elif not step.parse(stream, context, obj):

@@ -87,14 +87,16 @@ class Table(Checked):
                 out.offsets = list(range(start, start + (n + 1) * size, size))
                 out._walked = (stream, context)
                 return out
-        while (i < count) if count is not None else (stream.tell() < end and self._leads(stream)):
-            at = stream.tell()
-            out.offsets.append(at)
-            out.append(self.subcon._parsereport(stream, context, f"{path}[{i}]"))
-            if end is not None and stream.tell() > end:
-                raise fail(f"{path}[{i}]", at, f"the record runs {stream.tell() - end} bytes past the end of "
-                           "the table", TruncatedError)
-            if count is None and stream.tell() == at:
+        tell, record, offsets = stream.tell, self.subcon._parsereport, out.offsets
+        while (i < count) if count is not None else (tell() < end and self._leads(stream)):
+            at = tell()
+            offsets.append(at)
+            out.append(record(stream, context, f"{path}[{i}]"))
+            after = tell()
+            if end is not None and after > end:
+                raise fail(f"{path}[{i}]", at, f"the record runs {after - end} bytes past the end of the table",
+                           TruncatedError)
+            if count is None and after == at:
                 raise fail(f"{path}[{i}]", at, "a record that takes no bytes would repeat forever",
                            ValueMismatchError)
             i += 1
