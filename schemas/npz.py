@@ -56,12 +56,14 @@ def wide(field):
     """A size or offset as it is: the header's 32-bit field, or, where that holds 0xFFFFFFFF, its 64-bit value
     from the zip64 extra field (None where that has none)."""
 
+    order = [name for name, _ in ZIP64_ORDER]
+    before, full = ZIP64_ORDER[: order.index(field)], dict(ZIP64_ORDER)[field]
+
     def value(ctx):
-        marked = [name for name, full in ZIP64_ORDER if ctx.get(name) == full]
-        if field not in marked:
+        if ctx[field] != full:
             return ctx[field]
-        values = next((list(e.data) for e in ctx.extra if e.id == ZIP64_EXTRA), [])
-        at = marked.index(field)
+        at = sum(ctx.get(name) == mark for name, mark in before)  # (the zip64 values of marked fields before it)
+        values = next((e["data"] for e in ctx["extra"] if e["id"] == ZIP64_EXTRA), ())
         return values[at] if at < len(values) else None
 
     return value

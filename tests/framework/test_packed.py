@@ -5,6 +5,7 @@ wrong Const without a word); plain-number tables read with one unpack; ``this`` 
 evaluated as one function each."""
 
 import enum
+import io
 import operator
 
 import construct as cs
@@ -154,3 +155,10 @@ def test_expressions_evaluate_as_construct_evaluates_them(a, b):
         evaluate(this.missing, ctx)
     assert evaluate(lambda c: c.a * 3, ctx) == 3 * a and evaluate(5, ctx) == 5
     assert operator.eq(evaluate(cs.len_(this._), ctx), 1)  # (an expression it does not compile: called as it is)
+
+
+@MODES
+def test_a_stream_that_is_not_a_buffer_reads_the_same(compiled):
+    data = framework.build(plain, SAMPLE, format="t")
+    for n in range(len(data) + 1):
+        assert outcome(packed, io.BytesIO(data[:n]), compiled) == outcome(plain, data[:n], False), n

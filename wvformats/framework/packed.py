@@ -20,6 +20,7 @@ from typing import Any
 import construct as cs
 
 from .fields import Checked, EnumField, Valid, evaluate
+from .streams import BufferStream
 
 _VALUE, _CONST, _ENUM, _CHECK = range(4)
 _update = dict.update  # (Container's own update is a Python loop)
@@ -81,25 +82,29 @@ class _Run:
         """Read the run into ``obj`` and ``context``; False (the stream back where it was) where anything is
         not fine, for the caller to read the run field by field."""
         at = stream.tell()
-        raw = stream.read(self.size)
         try:
-            if len(raw) == self.size:
-                values = self.fmt.unpack(raw)
-                for i, expected in self.consts:
-                    if values[i] != expected:
+            if type(stream) is BufferStream:  # (unpacked in place: no bytes copied out)
+                if stream.size - at < self.size:
+                    raise _NotFine
+                values = self.fmt.unpack_from(stream.buffer, at)
+                stream.seek(at + self.size)
+            else:
+                values = self.fmt.unpack(stream.read(self.size))  # (struct.error where the input is short)
+            for i, expected in self.consts:
+                if values[i] != expected:
+                    raise _NotFine
+            if self.enums:
+                values = list(values)
+                for i, enum in self.enums:
+                    values[i] = enum(values[i])
+            for names, lo, hi, tests in self.stretches:
+                pairs = tuple(zip(names, values[lo:hi], strict=True))
+                _update(obj, pairs)
+                _update(context, pairs)
+                for test in tests:
+                    if not evaluate(test, context):
                         raise _NotFine
-                if self.enums:
-                    values = list(values)
-                    for i, enum in self.enums:
-                        values[i] = enum(values[i])
-                for names, lo, hi, tests in self.stretches:
-                    pairs = tuple(zip(names, values[lo:hi], strict=True))
-                    _update(obj, pairs)
-                    _update(context, pairs)
-                    for test in tests:
-                        if not evaluate(test, context):
-                            raise _NotFine
-                return True
+            return True
         except Exception:  # noqa: BLE001 - not fine (an enum's unknown value, a check that fails or cannot be told)
             pass
         stream.seek(at)
