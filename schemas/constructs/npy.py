@@ -86,6 +86,9 @@ def numpy_spelling(header: dict[str, Any], version: tuple[int, int], start: int)
     return raw + b" " * pad + b"\n"
 
 
+_U16, _U32 = struct.Struct("<H"), struct.Struct("<I")  # the header length of version 1, of versions 2 and 3
+
+
 class NpyHeader(Checked):
     """The header: its byte length (u16 in version 1, u32 in 2 and 3), then a Python dict literal with exactly
     the keys ``descr`` (a dtype description), ``fortran_order`` (a bool) and ``shape`` (a tuple of ints),
@@ -97,11 +100,11 @@ class NpyHeader(Checked):
         self.limit = limit
 
     def _width(self, context: Any) -> struct.Struct:
-        return struct.Struct("<H" if int(evaluate(self.major, context)) == 1 else "<I")
+        return _U16 if int(evaluate(self.major, context)) == 1 else _U32
 
     def _parse(self, stream: Any, context: Any, path: str) -> NpyDict:
         major = int(evaluate(self.major, context))
-        width = self._width(context)
+        width = _U16 if major == 1 else _U32
         start = tell(stream) or 0
         check_length(stream, width.size, path, "the header length")
         (n,) = width.unpack(stream.read(width.size))

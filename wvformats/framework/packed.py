@@ -222,8 +222,7 @@ class PackedStruct(Checked, cs.Struct):
         return ctx
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        obj = cs.Container()
-        obj._io = stream
+        obj = cs.Container(_io=stream)
         context = self._context(stream, context)
         try:
             for step in self.steps:

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import BuildError, TruncatedError, ValueMismatchError
 from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, write_array
 from .located import check_length, fail, tell
-from .streams import remaining
+from .streams import BufferStream, remaining
 from .walk import Part, walk_parts
 
 
@@ -109,6 +109,8 @@ class Table(Checked):
         if self.lead is None:
             return True
         at = stream.tell()
+        if type(stream) is BufferStream:  # (compared in place)
+            return stream.buffer[at : min(at + len(self.lead), stream.size)] == self.lead
         head = stream.read(len(self.lead))
         stream.seek(at)
         return head == self.lead
