@@ -1,6 +1,6 @@
 """safetensors and NumPy .npy: wvformats vs the safetensors library and numpy, in one run.
 
-    python3 benchmarks/bench_tensors.py [--mb 1024] [--repeat 3] [--gguf-mb 256]
+    python3 benchmarks/bench_tensors.py [--mb 1024] [--repeat 3] [--gguf-mb 256] [--members 2000]
 
 Files are written once to benchmarks/data/ (by safetensors.numpy.save_file, numpy.save and gguf-py). Each row
 is a fresh process with its imports done in the setup and the file read through once (warm cache); the rows
@@ -15,6 +15,9 @@ take turns, and the ratio is the median of the per-turn ratios.
 5. Open an .npz (numpy.savez: stored) holding the ``--mb`` MB matrix and a small array, and read the matrix's
    first row: wv.read (the member a view of the mapped archive) vs numpy.load (which reads the member into
    memory: numpy.load's mmap_mode does not reach into an .npz).
+6. Open an .npz (numpy.savez) of ``--members`` small arrays (8 x 8 f32, as a checkpoint of many layers) and
+   take every array: wv.read vs numpy.load and a read of each member (the zip records of each member, its
+   local header and its directory entry, and each .npy header parsed).
 """
 
 from __future__ import annotations
@@ -38,6 +41,16 @@ def make_npz(npy: Path) -> Path:
     npz = npy.with_suffix(".npz")
     if not npz.exists():
         np.savez(npz, matrix=np.load(npy, mmap_mode="r"), words=np.array(["a", "b"]))
+    return npz
+
+
+def make_many(members: int) -> Path:
+    """numpy.savez of ``members`` arrays of 8 x 8 f32."""
+    npz = DATA / f"bench-{members}-members.npz"
+    if not npz.exists():
+        DATA.mkdir(exist_ok=True)
+        rng = np.random.default_rng(2)
+        np.savez(npz, **{f"layer{i}.weight": rng.standard_normal((8, 8)).astype(np.float32) for i in range(members)})
     return npz
 
 
@@ -75,9 +88,10 @@ def run(rows: list[tuple[str, str, str]], title: str, base: str, repeat: int) ->
     print(table(title, [(name, summary(turns[name])) for name, _, _ in rows], base, turns), flush=True)
 
 
-def tables(st: Path, npy: Path, gg: Path) -> dict[str, tuple[list[tuple[str, str, str]], str, str]]:
+def tables(st: Path, npy: Path, gg: Path, many: Path,
+           members: int) -> dict[str, tuple[list[tuple[str, str, str]], str, str]]:
     """Each table's rows (name, setup, timed), title and base row, by the name ``--only`` takes."""
-    s, n, g, name = str(st), str(npy), str(gg), "layer.7.weight"
+    s, n, g, m, name = str(st), str(npy), str(gg), str(many), "layer.7.weight"
     z = str(make_npz(npy))
     out = str(DATA / "converted.safetensors")
     wv = "import numpy as np\nimport wvformats as wv\nwv.formats()\n"
@@ -111,6 +125,11 @@ def tables(st: Path, npy: Path, gg: Path) -> dict[str, tuple[list[tuple[str, str
                   f"a = wv.read({z!r}, mmap=True)['matrix']\nshape, row = a.shape, float(a[0].sum())")],
                 f"Open an .npz (stored) of {npy.stat().st_size / 1e6:.0f} MB and read its matrix's first row",
                 "numpy.load(npz)['matrix']"),
+        "many": ([("numpy.load + every member", f"import numpy as np\n{warm(m)}",
+                   f"with np.load({m!r}) as f:\n    arrays = {{k: f[k] for k in f.files}}"),
+                  ("wvformats: read", f"{wv}{warm(m)}", f"arrays = dict(wv.read({m!r}))")],
+                 f"Open an .npz (numpy.savez) of {members} arrays of 8 x 8 f32 and take every array",
+                 "numpy.load + every member"),
     }
 
 
@@ -119,11 +138,13 @@ def main() -> None:
     p.add_argument("--mb", type=int, default=1024)
     p.add_argument("--gguf-mb", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--only", choices=["open", "load", "npy", "gguf", "npz"], action="append",
+    p.add_argument("--members", type=int, default=2000)
+    p.add_argument("--only", choices=["open", "load", "npy", "gguf", "npz", "many"], action="append",
                    help="run only this table (repeat the option for several)")
     args = p.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n", flush=True)
-    for key, (rows, title, base) in tables(*make_files(args.mb, args.gguf_mb)).items():
+    files = (*make_files(args.mb, args.gguf_mb), make_many(args.members), args.members)
+    for key, (rows, title, base) in tables(*files).items():
         if args.only is None or key in args.only:
             run(rows, title, base, args.repeat)
     print(f"load: {os.getloadavg()[0]:.2f} (1 min)")

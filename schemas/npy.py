@@ -9,11 +9,11 @@ needs more; ``descr`` is ``numpy.lib.format.dtype_to_descr`` of the dtype (a lis
 structured one). An object array (``'|O'``) is a pickle: refused here.
 """
 
-from construct import Const, GreedyBytes, Int8ul, Struct, this
+from construct import Const, GreedyBytes, Int8ul, this
 from wvformats.schemas.constructs.npy import NpyData, NpyHeader
 from wvformats.schemas.identity import NPY_MAGIC as MAGIC
 
-from wvformats.framework import Valid
+from wvformats.framework import PackedStruct, Valid
 
 array_fields = (
     "magic" / Const(MAGIC) * "b'\\x93NUMPY'",
@@ -28,11 +28,11 @@ array_fields = (
     "fortran_order)",
 )
 
-npy = Struct(
+npy = PackedStruct(
     *array_fields,
     "trailing" / GreedyBytes * "bytes after the array: numpy.load ignores them, numpy.save writes none",
 )
 
-npy_array = Struct(*array_fields)
+npy_array = PackedStruct(*array_fields)
 """The file without what may follow the array: an .npy that ends where its array does (in an .npz member
 whose size is known only after it)."""

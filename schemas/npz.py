@@ -23,7 +23,7 @@ from wvformats.schemas.identity import NPZ_MEMBER_SUFFIX as NPY_SUFFIX
 from wvformats.schemas.identity import ZIP_LOCAL_MAGIC as LOCAL_MAGIC
 from wvformats.schemas.npy import npy, npy_array
 
-from wvformats.framework import CheckedBytes, EnumField, Table, Valid
+from wvformats.framework import CheckedBytes, EnumField, PackedStruct, Table, Valid
 
 CENTRAL_MAGIC = b"PK\x01\x02"
 DESCRIPTOR_MAGIC = b"PK\x07\x08"
@@ -56,12 +56,14 @@ def wide(field):
     """A size or offset as it is: the header's 32-bit field, or, where that holds 0xFFFFFFFF, its 64-bit value
     from the zip64 extra field (None where that has none)."""
 
+    order = [name for name, _ in ZIP64_ORDER]
+    before, full = ZIP64_ORDER[: order.index(field)], dict(ZIP64_ORDER)[field]
+
     def value(ctx):
-        marked = [name for name, full in ZIP64_ORDER if ctx.get(name) == full]
-        if field not in marked:
+        if ctx[field] != full:
             return ctx[field]
-        values = next((list(e.data) for e in ctx.extra if e.id == ZIP64_EXTRA), [])
-        at = marked.index(field)
+        at = sum(ctx.get(name) == mark for name, mark in before)  # (the zip64 values of marked fields before it)
+        values = next((e["data"] for e in ctx["extra"] if e["id"] == ZIP64_EXTRA), ())
         return values[at] if at < len(values) else None
 
     return value
@@ -69,7 +71,8 @@ def wide(field):
 
 def zip64_complete(ctx):
     """Each field that says 0xFFFFFFFF has its value in the zip64 extra field."""
-    return all(wide(name)(ctx) is not None for name, _ in ZIP64_ORDER if name in ctx)
+    marked = sum(ctx.get(name) == full for name, full in ZIP64_ORDER)  # (they take its values in order)
+    return not marked or marked <= len(next((e.data for e in ctx.extra if e.id == ZIP64_EXTRA), ()))
 
 
 def has_zip64(ctx):
@@ -77,7 +80,7 @@ def has_zip64(ctx):
 
 
 # APPNOTE 4.5.1: extra fields, each a header id, a size and that many bytes
-extra_field = Struct(
+extra_field = PackedStruct(
     "id" / Int16ul * "header id: 0x0001 zip64 extended information; others kept as bytes",
     "size" / Int16ul * "bytes of data that follow",
     "data" / IfThenElse(this.id == ZIP64_EXTRA, Table(Int64ul, length=this.size, min_size=8),
@@ -88,7 +91,7 @@ extra_field = Struct(
 
 
 # APPNOTE 4.3.7: local file header, then 4.3.8: file data, then 4.3.9: data descriptor
-local_entry = Struct(
+local_entry = PackedStruct(
     "signature" / Const(LOCAL_MAGIC) * "b'PK\\x03\\x04'",
     "version_needed" / Int16ul * "version needed to extract, x10: 20 (2.0), 45 (4.5: zip64)",
     "flags" / Int16ul * "general purpose bits: 3 a data descriptor follows the data, 11 a UTF-8 name",
@@ -111,7 +114,7 @@ local_entry = Struct(
                         lambda ctx: None if ctx.flags & FLAG_DESCRIPTOR else wide("compressed_size")(ctx),
                         lambda ctx: None if ctx.flags & FLAG_DESCRIPTOR else wide("uncompressed_size")(ctx))
     * "the .npy: as it is (stored: its arrays are views of the archive) or a raw deflate stream",
-    "descriptor" / If(this.flags & FLAG_DESCRIPTOR, Struct(
+    "descriptor" / If(this.flags & FLAG_DESCRIPTOR, PackedStruct(
         "signature" / Const(DESCRIPTOR_MAGIC) * "b'PK\\x07\\x08' (optional in APPNOTE; zipfile writes it)",
         "crc32" / Int32ul * "CRC-32 of the uncompressed bytes",
         "compressed_size" / IfThenElse(lambda ctx: has_zip64(ctx._), Int64ul, Int32ul)
@@ -122,7 +125,7 @@ local_entry = Struct(
 )
 
 # APPNOTE 4.3.12: central directory file header, one per member, in member order
-central_entry = Struct(
+central_entry = PackedStruct(
     "signature" / Const(CENTRAL_MAGIC) * "b'PK\\x01\\x02'",
     "version_made_by" / Int8ul * "zip version of the writer, x10 (45 after zip64)",
     "host_system" / Int8ul * "the writer's system: 0 MS-DOS, 3 Unix (what external_attributes mean)",
@@ -150,7 +153,7 @@ central_entry = Struct(
 )
 
 # APPNOTE 4.3.14 and 4.3.15: zip64 end of central directory record and locator
-zip64_end = Struct(
+zip64_end = PackedStruct(
     "signature" / Const(ZIP64_END_MAGIC) * "b'PK\\x06\\x06'",
     "record_size" / Int64ul * "bytes of the record after this field: 44 (and any extensible data)",
     Valid("record_size", this.record_size >= ZIP64_END_SIZE) * "at least 44",
@@ -165,7 +168,7 @@ zip64_end = Struct(
     "extensible" / CheckedBytes(this.record_size - ZIP64_END_SIZE) * "zip64 extensible data (zipfile: none)",
 )
 
-zip64_locator = Struct(
+zip64_locator = PackedStruct(
     "signature" / Const(ZIP64_LOCATOR_MAGIC) * "b'PK\\x06\\x07'",
     "end_disk" / Int32ul * "disk of the zip64 end record: 0",
     "end_offset" / Int64ul * "where the zip64 end record starts",
@@ -173,7 +176,7 @@ zip64_locator = Struct(
 )
 
 # APPNOTE 4.3.16: end of central directory record
-end = Struct(
+end = PackedStruct(
     "signature" / Const(END_MAGIC) * "b'PK\\x05\\x06'",
     "disk" / Int16ul * "this disk: 0",
     "directory_disk" / Int16ul * "disk where the central directory starts: 0",

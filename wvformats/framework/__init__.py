@@ -7,6 +7,7 @@ One module per concern:
 * :mod:`.located` -- errors located at a field path and byte offset; length checks before allocation.
 * :mod:`.fields` -- field constructs: :class:`NumpyArray`, :class:`AlignTo`, :class:`Valid`,
   :class:`CheckedString`, :class:`CheckedBytes`, :class:`ShapeOf`.
+* :mod:`.packed` -- :class:`PackedStruct`, a Struct whose runs of fixed-size fields take one unpack.
 * :mod:`.strings` -- :class:`StringTable` and the vectorised decoding of many strings.
 * :mod:`.records` -- record tables walked and packed with numpy (length-prefixed and word-and-space records).
 * :mod:`.chunks` -- :class:`Chunks`, chunked files with a user-extensible table of chunk types.
@@ -43,6 +44,7 @@ from .fields import (
     write_array,
 )
 from .located import check_length, dotted, fail, tell, warn
+from .packed import PackedStruct
 from .records import (
     WalkPolicy,
     follow_chain,
@@ -101,7 +103,7 @@ __all__ = [
     "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
     # field constructs
     "NumpyArray", "AlignTo", "Valid", "EnumField", "CheckedString", "CheckedBytes", "ShapeOf", "JSONField",
-    "JSONObject", "JSONArray", "compact", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
+    "JSONObject", "JSONArray", "compact", "PackedStruct", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
     # writing a custom construct that stays checked when compiled
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
     "encode_utf8", "explicit_dtype", "read_array", "write_array",

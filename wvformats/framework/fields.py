@@ -11,6 +11,7 @@ schema keeps every check.
 from __future__ import annotations
 
 import enum as _enum
+import operator
 import re
 import struct
 from collections.abc import Sequence
@@ -44,7 +45,51 @@ class Checked(cs.Construct):
 def evaluate(value: Any, context: Any) -> Any:
     """A construct parameter's value in ``context``: a ``this`` expression or a callable is called with it,
     anything else is the value itself."""
-    return value(context) if callable(value) else value
+    if not isinstance(value, cs.expr.ExprMixin):
+        return value(context) if callable(value) else value
+    fast = _FAST.get(id(value))
+    if fast is None or fast[0] is not value:
+        if len(_FAST) >= 4096:  # (expressions made on the fly: the cache stays bounded)
+            _FAST.clear()
+        fast = _FAST[id(value)] = (value, _compiled_expression(value) or value)
+    return fast[1](context)
+
+
+# a schema's ``this`` expressions, each as one Python function (construct calls a method per node of it)
+_FAST: dict[int, tuple[Any, Any]] = {}  # id -> (expression, its function)
+
+
+def _source(x: Any) -> str | None:
+    """Python source of a ``this`` expression (paths, operators, literals), as construct's compiler writes it;
+    None for anything else."""
+    if isinstance(x, cs.expr.Path):
+        parent, field = x._Path__parent, x._Path__field
+        if parent is None:
+            return "this" if x._Path__name == "this" else None
+        inner = _source(parent)
+        return None if inner is None or not isinstance(field, str) else f"{inner}[{field!r}]"
+    if isinstance(x, cs.expr.BinExpr) and x.op in _BINARY:
+        lhs, rhs = _source(x.lhs), _source(x.rhs)
+        return None if lhs is None or rhs is None else f"({lhs} {_BINARY[x.op]} {rhs})"
+    if isinstance(x, cs.expr.UniExpr) and x.op in _UNARY:
+        operand = _source(x.operand)
+        return None if operand is None else f"({_UNARY[x.op]}{operand})"
+    if type(x) in (int, bytes, str, bool) or x is None:
+        return repr(x)
+    return None
+
+
+def _compiled_expression(x: Any) -> Any:
+    """A ``this`` expression as one Python function (what construct's own compiler does with it), or None."""
+    text = _source(x)
+    return None if text is None else eval(f"lambda this: {text}", {})  # noqa: S307 - source built above
+
+
+_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.truediv: "/",
+           operator.mod: "%", operator.pow: "**", operator.lshift: "<<", operator.rshift: ">>",
+           operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.eq: "==", operator.ne: "!=",
+           operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 
 
 class ShapeOf(cs.expr.ExprMixin):

@@ -194,21 +194,25 @@ def zero_copy(stream: Any, n: int) -> memoryview | None:
 
 
 
-@contextlib.contextmanager
-def bounded(stream: Any, n: int) -> Any:
+class bounded:  # noqa: N801 - a context manager used as a function (a class: cheaper to enter than a generator)
     """The stream ended ``n`` bytes from its position while the block runs, its offsets unchanged: a field
     inside a container's member (a zip member's ``.npy``) parsed in place, so that its arrays stay zero-copy
     views of the file and its errors and dump spans keep the file's offsets. Another kind of stream yields
     the next ``n`` bytes as a stream of their own (offsets then count from the member's start)."""
-    if isinstance(stream, BufferStream):
-        size = stream.size
-        stream.size = min(size, stream.tell() + n)
-        try:
-            yield stream
-        finally:
-            stream.size = size
-        return
-    yield BufferStream(stream.read(n))
+
+    def __init__(self, stream: Any, n: int) -> None:
+        self.stream, self.n, self.size = stream, n, None
+
+    def __enter__(self) -> Any:
+        if isinstance(self.stream, BufferStream):
+            self.size = self.stream.size
+            self.stream.size = min(self.size, self.stream.tell() + self.n)
+            return self.stream
+        return BufferStream(self.stream.read(self.n))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.size is not None:
+            self.stream.size = self.size
 
 
 def window(stream: Any) -> tuple[Any, int]:

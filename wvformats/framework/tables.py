@@ -3,6 +3,7 @@ dtype, shape and byte range another field lists)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 from ..errors import BuildError, TruncatedError, ValueMismatchError
 from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, write_array
 from .located import check_length, fail, tell
-from .streams import remaining
+from .streams import BufferStream, remaining
 from .walk import Part, walk_parts
 
 
@@ -44,6 +45,12 @@ class Table(Checked):
         self.length = length
         self.min_size = min_size
         self.lead = lead
+        inner = subcon
+        while isinstance(inner, cs.Renamed):
+            inner = inner.subcon
+        # a table of plain numbers (a FormatField such as Int64ul): read with one unpack
+        self._scalar = struct.Struct(inner.fmtstr) if isinstance(inner, cs.FormatField) and len(
+            inner.fmtstr) == 2 and inner.fmtstr[0] in "<>" else None
 
     def _parse(self, stream: Any, context: Any, path: str) -> Records:
         start = stream.tell()
@@ -68,14 +75,28 @@ class Table(Checked):
                                ValueMismatchError)
                 end = start + left
         i = 0
-        while (i < count) if count is not None else (stream.tell() < end and self._leads(stream)):
-            at = stream.tell()
-            out.offsets.append(at)
-            out.append(self.subcon._parsereport(stream, context, f"{path}[{i}]"))
-            if end is not None and stream.tell() > end:
-                raise fail(f"{path}[{i}]", at, f"the record runs {stream.tell() - end} bytes past the end of "
-                           "the table", TruncatedError)
-            if count is None and stream.tell() == at:
+        if self._scalar is not None and self.lead is None and (count is not None or self.length is not None):
+            # plain numbers filling the count or the length (all there): one unpack; else the loop names the one
+            # that does not fit
+            size = self._scalar.size
+            n = count if count is not None else (end - start) // size
+            left = remaining(stream)
+            if (n * size == end - start) if count is None else (left is not None and left >= n * size):
+                fmt = self._scalar.format
+                out.extend(struct.unpack(f"{fmt[0]}{n}{fmt[1:]}", stream.read(n * size)))
+                out.offsets = list(range(start, start + (n + 1) * size, size))
+                out._walked = (stream, context)
+                return out
+        tell, record, offsets = stream.tell, self.subcon._parsereport, out.offsets
+        while (i < count) if count is not None else (tell() < end and self._leads(stream)):
+            at = tell()
+            offsets.append(at)
+            out.append(record(stream, context, f"{path}[{i}]"))
+            after = tell()
+            if end is not None and after > end:
+                raise fail(f"{path}[{i}]", at, f"the record runs {after - end} bytes past the end of the table",
+                           TruncatedError)
+            if count is None and after == at:
                 raise fail(f"{path}[{i}]", at, "a record that takes no bytes would repeat forever",
                            ValueMismatchError)
             i += 1
@@ -88,6 +109,8 @@ class Table(Checked):
         if self.lead is None:
             return True
         at = stream.tell()
+        if type(stream) is BufferStream:  # (compared in place)
+            return stream.buffer[at : min(at + len(self.lead), stream.size)] == self.lead
         head = stream.read(len(self.lead))
         stream.seek(at)
         return head == self.lead

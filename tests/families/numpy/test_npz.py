@@ -396,3 +396,19 @@ def test_every_cut_of_an_archive_fails_its_inspect_with_the_npz_error(tmp_path):
         else:
             assert got["arrays"] == 2 and [(m["dtype"], m["shape"]) for m in got["members"]] == [
                 ("float64", [40]), ("<U1", [1])]
+
+
+@pytest.mark.parametrize("fields", [2, 4], ids=["local header", "directory entry"])
+@pytest.mark.parametrize("values", range(5))
+def test_zip64_complete_is_every_marked_field_having_its_zip64_value(fields, values):
+    """The count the schema's check makes holds to its definition: each field holding 0xFFFFFFFF (0xFFFF for the
+    disk) has its value in the zip64 extra field (``wide``), in every combination of marked fields."""
+    import itertools
+
+    import construct as cs
+
+    for marked in itertools.product([False, True], repeat=fields):
+        ctx = cs.Container({name: full if m else 7 for (name, full), m in zip(schema.ZIP64_ORDER[:fields], marked, strict=True)})
+        ctx.extra = [cs.Container(id=9, data=b"x"), cs.Container(id=schema.ZIP64_EXTRA, data=list(range(values)))]
+        defined = all(schema.wide(name)(ctx) is not None for name, _ in schema.ZIP64_ORDER if name in ctx)
+        assert schema.zip64_complete(ctx) == defined == (sum(marked) <= values)

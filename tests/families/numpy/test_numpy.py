@@ -2,6 +2,7 @@
 numpy.load reads it and written back byte for byte), numpy's own old test files, gensim's KeyedVectors.save,
 object arrays refused, zero-copy reads, hostile headers, and the property tests."""
 
+import ast
 import io
 import struct
 import zipfile
@@ -9,6 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from wvformats.schemas.constructs.npy import canonical_header
 
 import wvformats as wv
 from wvformats import cli
@@ -281,3 +286,47 @@ def test_an_npz_of_other_arrays_is_not_embeddings(tmp_path):
     with pytest.raises(FormatError) as e:
         wv.read(path)
     assert e.value.format == "npz-embeddings" and "one word" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the header's fast path: numpy.save's own spelling read without ast.literal_eval, exactly as it reads it
+
+def _numpy_header(descr, fortran, shape, version):
+    out = io.BytesIO()
+    write = np.lib.format.write_array_header_1_0 if version == 1 else np.lib.format.write_array_header_2_0
+    write(out, {"descr": descr, "fortran_order": fortran, "shape": shape})
+    raw = out.getvalue()
+    return raw[10 if version == 1 else 12 :].decode("latin-1")
+
+
+_PLAIN = hnp.scalar_dtypes() | hnp.byte_string_dtypes() | hnp.unicode_string_dtypes()
+_STRUCTURED = st.lists(st.tuples(st.text(st.characters(max_codepoint=255), min_size=1), _PLAIN), min_size=1,
+                       max_size=2, unique_by=lambda f: f[0]).map(np.dtype)  # (names version 1.0 and 2.0 hold)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=_PLAIN | _STRUCTURED,
+       fortran=st.booleans(), shape=st.lists(st.integers(0, 2**63 - 1), max_size=4).map(tuple),
+       version=st.sampled_from([1, 2]))
+def test_headers_numpy_writes_read_as_literal_eval_reads_them(dtype, fortran, shape, version):
+    descr = np.lib.format.dtype_to_descr(dtype)
+    text = _numpy_header(descr, fortran, shape, version)
+    fast = canonical_header(text)
+    assert (fast is None) == (not isinstance(descr, str))  # every plain dtype's header takes the fast path
+    if fast is not None:
+        assert repr(fast) == repr(ast.literal_eval(text))
+
+
+@settings(max_examples=500, deadline=None)
+@given(shape=st.lists(st.integers(0, 10**20), max_size=3).map(tuple), fortran=st.booleans(),
+       edits=st.lists(st.tuples(st.integers(0, 200), st.sampled_from(list("'\"\\ \n\t,()0123456789Ll_+-xe.:{}#TF")
+                                                                     + ["", "True", "1", "\x0c", "\u00e9"])),
+                      min_size=1, max_size=3))
+def test_near_misses_of_the_spelling_read_as_literal_eval_reads_them_or_go_to_it(shape, fortran, edits):
+    text = _numpy_header("<f4", fortran, shape, 1)
+    for at, piece in edits:  # a character replaced, dropped or added
+        at %= len(text) + 1
+        text = text[:at] + piece + text[at + (len(piece) != 1 or at % 2) :]
+    fast = canonical_header(text)
+    if fast is not None:
+        assert repr(fast) == repr(ast.literal_eval(text))

@@ -24,7 +24,7 @@ from ...schemas.constructs.npz import Digest, Member, compress
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
 parse, build = schema_io(NPY.name, schema.npy)
-header_only = cs.Struct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
+header_only = framework.PackedStruct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
 
 
 def header_of(array: np.ndarray, version: tuple[int, int] | None = None) -> tuple[tuple[int, int], dict[str, Any]]:
@@ -277,7 +277,7 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
 
 
 _HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
-_local_header = cs.Struct(*npz_schema.local_entry.subcons[:16])  # a member's local header: no byte of its data
+_local_header = framework.PackedStruct(*npz_schema.local_entry.subcons[:16])  # a member's local header: no byte of its data
 
 
 def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
