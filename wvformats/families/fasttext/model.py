@@ -114,6 +114,16 @@ class Matrix:
     def all(self) -> np.ndarray:
         return self.part["data"] if not self.quantized else self.rows(np.arange(self.shape[0]))
 
+    def dot_rows(self, n: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The first ``n`` rows (all by default) as ``Matrix::dotRow`` multiplies with them: float32 rows (a
+        quantized matrix's reconstructed without its norms, as ``mulcode`` sums with the raw centroids) and the
+        norm each row's dot product is then scaled by (None: none)."""
+        n = self.shape[0] if n is None else n
+        if not self.quantized:
+            return np.asarray(self.part["data"][:n]), None
+        norms = self._norms[self.part["norm_codes"][:n]].astype(np.float32) if self._norms is not None else None
+        return self.rows(np.arange(n), scaled=False), norms
+
     def few_rows(self, rows: list[int]) -> np.ndarray:
         """:meth:`rows` of a short list (one word's, one line's): a quantized matrix's in C when the kernel is
         built (numpy's fixed costs would be most of the call)."""
@@ -632,13 +642,12 @@ class FastText(Embeddings):
     def _dot(self, hidden: np.ndarray) -> np.ndarray:
         """``output @ hidden`` for each hidden vector as ``Matrix::dotRow`` sums it: product by product in
         float32, column after column (the same bits for one line or a batch, unlike a BLAS product)."""
-        w = self.output
-        rows = w.rows(np.arange(w.shape[0]), scaled=False) if w.quantized else w.part["data"]
-        out = np.zeros((len(hidden), w.shape[0]), np.float32)
-        for j in range(w.shape[1]):
+        rows, norms = self.output.dot_rows()
+        out = np.zeros((len(hidden), rows.shape[0]), np.float32)
+        for j in range(rows.shape[1]):
             out += hidden[:, j : j + 1] * rows[:, j]
-        if w.quantized and w._norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
-            out *= w._norms[w.part["norm_codes"]][None, :]
+        if norms is not None:  # mulcode sums with the raw centroids, then scales by the norm
+            out *= norms[None, :]
         return out
 
     def _scores(self, hidden: np.ndarray) -> np.ndarray:

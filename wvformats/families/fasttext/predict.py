@@ -257,10 +257,7 @@ class Lines:
         if self._output is None:
             from .model import _SIGMOID_TABLE
 
-            w = self.m.output
-            rows = w.rows(np.arange(w.shape[0]), scaled=False) if w.quantized else w.part["data"]
-            norms = w._norms[w.part["norm_codes"]].astype(np.float32) if w.quantized and w._norms is not None \
-                else None
+            rows, norms = self.m.output.dot_rows()
             self._output = np.asarray(rows, np.float32), norms, self.m.loss == "softmax", _SIGMOID_TABLE
         return self._output
 
@@ -363,8 +360,6 @@ class Lines:
     def hidden_one(self, rows: list[int]) -> np.ndarray:
         """One line's hidden vector from its input rows (at least one): their float32 sum in order onto +0.0,
         times float32(1 / count) (``Vector::mul``)."""
-        if _K is not None and self.table is not None and self.table.dtype == np.float32 and self.table.ndim == 2:
-            return _K.mean_rows(self.table, rows, np.empty(self.table.shape[1], np.float32))
         if self._take is not None:
             s = np.add.reduce(self._take(rows, axis=0), axis=0, initial=_ZERO)
         else:
@@ -415,15 +410,12 @@ class Tree:
         self.children = tree
         osz = self.osz = len(m.labels)
         inner = osz - 1
-        w = m.output
-        rows = w.rows(np.arange(inner), scaled=False) if w.quantized else np.asarray(w.part["data"][:inner])
+        rows, self.norms = m.output.dot_rows(inner)
         self.wt = np.ascontiguousarray(rows.T, np.float32)  # dim x inner nodes
         # the same, its columns viewed in reverse: a matrix without a unit stride, which np.matmul multiplies in
         # its own loop (each product rounded, added down the dimensions in order: Matrix::dotRow's float32
         # arithmetic) where BLAS would sum in another order; its products come last node first
         self.wt_reversed = self.wt[:, ::-1]
-        self.norms = w._norms[w.part["norm_codes"][:inner]].astype(np.float32) if w.quantized and \
-            w._norms is not None else None
         self.norms_reversed = self.norms[::-1] if self.norms is not None else None
         # each node's term: a left child takes its parent's log(1 - f), a right child its log(f); terms are
         # columns of [log(1 - f) of the inner nodes, log(f) of the inner nodes, 0]

@@ -104,9 +104,10 @@ def subword_rows(words: Sequence[str], minn: int, maxn: int, buckets: Buckets) -
 
 def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: int = 0) -> list[int]:
     """:func:`subword_rows` of one word without numpy, less ``nwords`` (rows past the words; a lookup of one
-    word pays no numpy call), in C (``_kernel.ngram_rows``) or, without the kernel, in plain Python: the character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from
-    one length to the next, each taken modulo the buckets (then through the prune index of a pruned model).
-    ``offset`` is added to each (``nwords``: input rows)."""
+    word pays no numpy call), in C (``_kernel.ngram_rows``) or, without the kernel, in plain Python: the
+    character n-grams of ``<word>`` hashed as each is cut, FNV-1a carried from one length to the next, each
+    taken modulo the buckets (then through the prune index of a pruned model). ``offset`` is added to each
+    (``nwords``: input rows)."""
     bucket = buckets.bucket
     if maxn <= 0 or bucket <= 0:
         return []
