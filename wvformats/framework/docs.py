@@ -7,7 +7,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from .fields import EnumField, NumpyArray, Valid, expression
+from .fields import EnumField, NumpyArray, Valid, expression, unnamed
 from .jsonfield import JSONField
 from .protobuf import F, MessageType, ProtoMessage, enum_names, wire_type_of
 from .protowire import WIRE_NAMES
@@ -133,9 +133,7 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
         if isinstance(inner, Valid):  # a constraint on the field above: no bytes of its own
             rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc} |")
             continue
-        element = inner.subcon if isinstance(inner, Table) else None
-        while isinstance(element, cs.Renamed):
-            element = element.subcon
+        element = unnamed(inner.subcon) if isinstance(inner, Table) else None
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
@@ -231,9 +229,7 @@ def page(fmt: Any) -> str:
     if fmt.schema is not None:
         schemas = {fmt.name: fmt.schema, **schemas}
     for title, schema in schemas.items():
-        described = schema
-        while isinstance(described, cs.Renamed):
-            described = described.subcon
+        described = unnamed(schema)
         if isinstance(described, ProtoMessage):  # fields by number, not by offset: one table per message
             lines += [PROTOBUF, *message_tables(described.mtype)]
             continue

@@ -42,6 +42,13 @@ class Checked(cs.Construct):
         return f"linkedinstances[{id(self)}]._build(obj, io, this, '(compiled)')"
 
 
+def unnamed(con: cs.Construct) -> cs.Construct:
+    """The construct inside a field's names and docs (``"x" / Int32ul * "doc"`` -> ``Int32ul``)."""
+    while isinstance(con, cs.Renamed):
+        con = con.subcon
+    return con
+
+
 def evaluate(value: Any, context: Any) -> Any:
     """A construct parameter's value in ``context``: a ``this`` expression or a callable is called with it,
     anything else is the value itself."""

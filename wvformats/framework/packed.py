@@ -19,7 +19,7 @@ from typing import Any
 
 import construct as cs
 
-from .fields import Checked, EnumField, Valid, evaluate
+from .fields import Checked, EnumField, Valid, evaluate, unnamed
 from .streams import BufferStream
 
 _VALUE, _CONST, _ENUM, _CHECK = range(4)
@@ -28,12 +28,6 @@ _update = dict.update  # (Container's own update is a Python loop)
 
 class _NotFine(Exception):
     """A run whose fast read gives way to reading it field by field."""
-
-
-def _inner(sc: cs.Construct) -> cs.Construct:
-    while isinstance(sc, cs.Renamed):
-        sc = sc.subcon
-    return sc
 
 
 def _fixed(con: cs.Construct) -> tuple[str, str] | None:
@@ -165,7 +159,7 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
         nonlocal run, letters, items, order
         fields = len(letters)
         tail = []
-        while run and isinstance(_inner(run[-1]), Valid):  # checks after the last field go on their own
+        while run and isinstance(unnamed(run[-1]), Valid):  # checks after the last field go on their own
             tail.insert(0, run.pop())
             items.pop()
         if fields >= 2:
@@ -176,7 +170,7 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
         run, letters, items, order = [], [], [], ""
 
     for sc in subcons:
-        con = _inner(sc)
+        con = unnamed(sc)
         if isinstance(con, Valid):
             if run:
                 run.append(sc)

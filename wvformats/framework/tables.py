@@ -11,7 +11,7 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
-from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, write_array
+from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, unnamed, write_array
 from .located import check_length, fail, tell
 from .streams import BufferStream, remaining
 from .walk import Part, walk_parts
@@ -45,9 +45,7 @@ class Table(Checked):
         self.length = length
         self.min_size = min_size
         self.lead = lead
-        inner = subcon
-        while isinstance(inner, cs.Renamed):
-            inner = inner.subcon
+        inner = unnamed(subcon)
         # a table of plain numbers (a FormatField such as Int64ul): read with one unpack
         self._scalar = struct.Struct(inner.fmtstr) if isinstance(inner, cs.FormatField) and len(
             inner.fmtstr) == 2 and inner.fmtstr[0] in "<>" else None
