@@ -43,7 +43,7 @@ from .fields import (
     read_array,
     write_array,
 )
-from .located import check_length, dotted, fail, tell, warn
+from .located import UNCHECKED, check_length, dotted, fail, tell, warn
 from .packed import PackedStruct
 from .records import (
     WalkPolicy,
@@ -54,7 +54,7 @@ from .records import (
     selected_rows,
     walk_region,
 )
-from .run import INTERPRETED_ONLY, UNCHECKED, build, compiled, field_docs, parse
+from .run import INTERPRETED_ONLY, build, compiled, field_docs, parse
 from .streams import (
     BufferStream,
     CompareStream,

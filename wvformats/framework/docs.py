@@ -7,7 +7,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from .fields import EnumField, NumpyArray, Valid, expression, unnamed
+from .fields import EnumField, NumpyArray, Valid, expression, unnamed, unnamed_field
 from .jsonfield import JSONField
 from .protobuf import F, MessageType, ProtoMessage, enum_names, wire_type_of
 from .protowire import WIRE_NAMES
@@ -80,6 +80,10 @@ def describe(con: cs.Construct) -> str:
     if isinstance(con, cs.IfThenElse):
         then = f"if {_expr(con.condfunc)}: {describe(con.thensubcon)}"
         return then if isinstance(con.elsesubcon, type(cs.Pass)) else f"{then}, else {describe(con.elsesubcon)}"
+    if isinstance(con, cs.Switch):
+        cases = [f"{key!r}: {describe(case)}" for key, case in con.cases.items()]
+        other = "" if isinstance(con.default, type(cs.Pass)) else f", else {describe(con.default)}"
+        return f"switch on {_expr(con.keyfunc)}: {', '.join(cases)}{other}"
     if isinstance(con, cs.Peek):
         return f"peek {describe(con.subcon)} (not consumed)"
     if isinstance(con, cs.Computed):
@@ -127,23 +131,42 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
         inner = con
         size = _size(con)
         where = str(offset) if offset is not None else "variable"
-        path = f"{prefix}{name}" if name else prefix.rstrip(".")
+        path = f"{prefix}{name or unnamed_field(con)}" if name or unnamed_field(con) else prefix.rstrip(".")
         if isinstance(inner, cs.IfThenElse) and isinstance(inner.thensubcon, Valid):  # a check of an optional field
             inner = inner.thensubcon
         if isinstance(inner, Valid):  # a constraint on the field above: no bytes of its own
             rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc} |")
             continue
-        element = unnamed(inner.subcon) if isinstance(inner, Table) else None
+        element = unnamed(inner.subcon) if isinstance(inner, (Table, cs.Array, cs.GreedyRange)) else None
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
         elif isinstance(element, cs.Struct):  # a table of records: each record's fields, from its start
-            rows.append(f"| {where} | `{path}` | Table {_cell(_extent(inner))} | {size} | {doc} |")
+            kind = f"Table {_extent(inner)}" if isinstance(inner, Table) else describe(inner)
+            rows.append(f"| {where} | `{path}` | {_cell(kind)} | {size} | {doc} |")
             rows.extend(schema_table(element, prefix=f"{path}[i]."))
+        elif branches := _branches(inner):  # If / IfThenElse / Switch: each branch that is a Struct, its fields
+            rows.append(f"| {where} | `{path}` | {_cell(describe(inner))} | {size} | {doc} |")
+            for label, when, struct in branches:  # (a row that opens the fields of each branch)
+                rows.append(f"| | ({_cell(label)}) | Struct | {_size(struct)} | `{path}` {_cell(when)} |")
+                rows.extend(schema_table(struct, prefix=f"{path}."))
         else:
             rows.append(f"| {where} | `{path}` | {_cell(describe(inner))} | {size} | {doc} |")
         offset = offset + int(size) if offset is not None and size.isdigit() else None
     return rows
+
+
+def _branches(con: cs.Construct) -> list[tuple[str, str, cs.Struct]]:
+    """The branches of an ``IfThenElse`` / ``Switch`` that are Structs: (label, when it is taken, Struct)."""
+    if isinstance(con, cs.IfThenElse):
+        found = [("then", f"when {_expr(con.condfunc)}", con.thensubcon), ("else", "otherwise", con.elsesubcon)]
+    elif isinstance(con, cs.Switch):
+        key = _expr(con.keyfunc)
+        found = [(f"case {case!r}", f"when {key} == {case!r}", sub) for case, sub in con.cases.items()]
+        found.append(("default", "otherwise", con.default))
+    else:
+        return []
+    return [(label, when, unnamed(b)) for label, when, b in found if isinstance(unnamed(b), cs.Struct)]
 
 
 PROTOBUF = ("A protobuf message: each field is a varint tag `number << 3 | wire_type`, then its value "

@@ -49,6 +49,17 @@ def unnamed(con: cs.Construct) -> cs.Construct:
     return con
 
 
+def unnamed_field(con: cs.Construct) -> str:
+    """The path segment of a field that has no name (``<Terminated>``, ``<Padded>``): its construct's kind, so
+    that an error in it and its bytes in a dump are located all the same. Empty for a ``Valid``, which names
+    the field it checks."""
+    con = unnamed(con)
+    if isinstance(con, cs.IfThenElse):  # a check made only in some files: If(this.new, Valid(...))
+        return "" if all(isinstance(unnamed(c), Valid) or c is cs.Pass
+                         for c in (con.thensubcon, con.elsesubcon)) else "<IfThenElse>"
+    return "" if isinstance(con, Valid) else f"<{type(con).__name__}>"
+
+
 def evaluate(value: Any, context: Any) -> Any:
     """A construct parameter's value in ``context``: a ``this`` expression or a callable is called with it,
     anything else is the value itself."""
@@ -369,13 +380,84 @@ _BOUND: dict[int, cs.Construct] = {}
 
 
 def require_bound_checks(schema: cs.Construct) -> None:
-    """Raise :class:`SchemaError` unless every Valid of ``schema`` follows its field (once per schema)."""
+    """Make ``schema`` ready to run, once per schema: raise :class:`SchemaError` unless every Valid follows its
+    field, and read its half and single floats bit for bit (:func:`exact_floats`)."""
     if _BOUND.get(id(schema)) is schema:
         return
     problems = bound_checks(schema)
     if problems:
         raise SchemaError("; ".join(problems))
+    exact_floats(schema)
     _BOUND[id(schema)] = schema
+
+
+# ---------------------------------------------------------------------------------------------------------
+# floats kept bit for bit
+
+
+class ExactFloat(float):
+    """A float read from a file that keeps the bytes it was read from (``raw``, in the format ``fmt``), so
+    that it is written back as those bytes: a half or single float becomes a Python float (a double) on the
+    way, and a signalling NaN is made quiet there. Arithmetic gives plain floats."""
+
+    __slots__ = ("raw", "fmt")
+
+
+class ExactFloatField(cs.FormatField):
+    """construct's ``Float16*``/``Float32*``, read as an :class:`ExactFloat` and written back as the bytes it
+    was read from (a signalling NaN, a NaN's payload); any other float, or a numpy float of the field's
+    width, is written as ``struct`` (numpy) writes it."""
+
+    def __init__(self, endianity: str, format: str) -> None:
+        super().__init__(endianity, format)
+        self.packer = struct.Struct(self.fmtstr)
+        self.dtype = np.dtype(f"{'>' if endianity == '>' else '<'}f{self.length}")
+
+    def _parse(self, stream: Any, context: Any, path: str) -> ExactFloat:
+        raw = cs.stream_read(stream, self.length, path)
+        value = ExactFloat(self.packer.unpack(raw)[0])
+        value.raw, value.fmt = bytes(raw), self.fmtstr
+        return value
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        if isinstance(obj, ExactFloat) and obj.fmt == self.fmtstr:
+            raw = obj.raw
+        elif isinstance(obj, np.floating) and obj.dtype.itemsize == self.length:
+            raw = np.asarray(obj).astype(self.dtype).tobytes()  # (numpy keeps the bits: no double between)
+        else:
+            try:
+                raw = self.packer.pack(obj)
+            except Exception:
+                raise cs.FormatFieldError(f"struct {self.fmtstr!r} error during building, given value {obj!r}",
+                                          path=path) from None
+        cs.stream_write(stream, raw, self.length, path)
+        return obj
+
+    _emitparse = Checked._emitparse
+    _emitbuild = Checked._emitbuild
+
+
+def exact_floats(schema: cs.Construct) -> None:
+    """Put an :class:`ExactFloatField` in ``schema`` wherever it holds construct's half or single float field
+    (``Float16l``, ``Float32b``, ...), in place: its floats are then rebuilt bit for bit. Doubles need no
+    change (``struct`` keeps a double's bits)."""
+    seen: set[int] = set()
+
+    def swap(con: Any) -> Any:
+        if type(con) is cs.FormatField and con.fmtstr[-1] in "ef":
+            return ExactFloatField(con.fmtstr[0], con.fmtstr[-1])
+        if isinstance(con, cs.Construct) and id(con) not in seen:
+            seen.add(id(con))
+            for attr in ("subcon", "thensubcon", "elsesubcon", "default"):
+                if isinstance(getattr(con, attr, None), cs.Construct):
+                    setattr(con, attr, swap(getattr(con, attr)))
+            if isinstance(getattr(con, "subcons", None), list):
+                con.subcons[:] = [swap(sub) for sub in con.subcons]
+            if isinstance(getattr(con, "cases", None), dict):
+                con.cases.update({key: swap(case) for key, case in con.cases.items()})
+        return con
+
+    swap(schema)
 
 
 # ---------------------------------------------------------------------------------------------------------

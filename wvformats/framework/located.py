@@ -3,9 +3,12 @@ that run before anything is allocated."""
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from typing import Any
+
+import construct as cs
 
 from ..errors import FormatError, TruncatedError, ValueMismatchError
 from .streams import remaining
@@ -66,6 +69,78 @@ def check_length(stream: Any, nbytes: int, path: str, what: str) -> None:
             TruncatedError,
         )
 
+
+_CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
+_SHORT = re.compile(r"stream read less than specified amount, expected (\d+), found (\d+)\Z")
+
+# the words that open the message of an error raised by numpy, construct or Python inside a reader rather than
+# by a check of ours: wvformats lacks a check for that input (a bug to report); the fuzz tests look for them
+UNCHECKED = "unchecked input:"
+
+
+def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
+    """The byte size of the Const field at dotted ``path`` of ``schema`` (None when it cannot be told)."""
+    con = schema
+    for name in (path or "").split("."):
+        name = name.split("[", 1)[0]
+        con = _unwrap(con) if con is not None else None
+        con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
+    con = _unwrap(con) if con is not None else None
+    if not isinstance(con, cs.Const):
+        return None
+    try:
+        return int(con.subcon.sizeof())
+    except (cs.SizeofError, TypeError):
+        return None
+
+
+def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
+    path = dotted(getattr(e, "path", None)) or None
+    offset = tell(stream)
+    if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
+        # construct has read the field when it compares: name where it starts, and what it holds
+        size = _const_size(schema, path)
+        start = offset - size if offset is not None and size is not None else offset
+        return ValueMismatchError("constant field does not match", format=format, path=path, offset=start,
+                                  expected=_literal(m.group(1)), found=_literal(m.group(2)))
+    message = str(e)
+    if isinstance(e, cs.ConstructError):
+        # construct prefixes "Error in path ... |"; the path is ours to print
+        message = message.split("\n")[-1].split(" | ", 1)[-1].strip()
+    if isinstance(e, cs.StreamError) and (m := _SHORT.search(message)):
+        # a fixed-size field the file ends inside: the stream has read what there was of it
+        needs, found = int(m.group(1)), int(m.group(2))
+        return TruncatedError(f"the field needs {needs} bytes but only {found} remain", format=format,
+                              path=path, offset=None if offset is None else offset - found)
+    if isinstance(e, cs.TerminatedError):  # a schema that ends with Terminated: bytes after the data
+        end = None if offset is None else offset - 1  # (Terminated has read the first byte past the end)
+        after = remaining(stream)  # bytes after the one Terminated read
+        left = "" if end is None else f" ({after + 1} more bytes)" if after is not None else " (more bytes)"
+        return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
+                                  offset=end)
+    if isinstance(e, MemoryError):
+        return FormatError("a length in the file asks for more memory than is available", format=format,
+                           path=path, offset=offset)
+    if isinstance(e, (cs.ValidationError, cs.CheckError, cs.MappingError)):  # a schema's own Check, Enum
+        return ValueMismatchError(message, format=format, path=path, offset=offset)
+    cls = TruncatedError if isinstance(e, (cs.StreamError, EOFError)) else FormatError
+    error = cls(f"{UNCHECKED} {type(e).__name__}: {message or '(no message)'} (a check wvformats lacks: "
+                "please report it)", format=format, path=path, offset=offset)
+    error.__cause__ = e
+    return error
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _unwrap(c: cs.Construct) -> cs.Construct:
+    while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
+        c = c.subcon
+    return c
 
 
 

@@ -3,7 +3,7 @@
 A hot record (a zip entry read once per member of an archive of thousands) spends most of its time in
 construct's per-field machinery: a ``_parsereport``, a ``Renamed`` and a stream read for each integer.
 :class:`PackedStruct` is a ``Struct`` written the same way, one field per line with its doc, that reads each
-run of consecutive fixed-size fields (integers and floats of one byte order, fixed-length ``Bytes``, ``Const``
+run of consecutive fixed-size fields (integers and doubles of one byte order, fixed-length ``Bytes``, ``Const``
 of either, :class:`EnumField` of an integer, and the :class:`Valid` checks between them) in one unpack.
 
 Only the path where every field is fine is fast: where the run's bytes are not all there, a constant or an
@@ -19,7 +19,7 @@ from typing import Any
 
 import construct as cs
 
-from .fields import Checked, EnumField, Valid, evaluate, unnamed
+from .fields import Checked, EnumField, Valid, evaluate, exact_floats, unnamed
 from .streams import BufferStream
 
 _VALUE, _CONST, _ENUM, _CHECK = range(4)
@@ -35,7 +35,7 @@ def _fixed(con: cs.Construct) -> tuple[str, str] | None:
     The order is "" for a field whose order does not matter (one byte, bytes)."""
     if isinstance(con, cs.FormatField):
         order, letter = con.fmtstr[0], con.fmtstr[1:]
-        if order not in "<>" or len(letter) != 1:
+        if order not in "<>" or len(letter) != 1 or letter in "ef":  # (half, single: read bit for bit, alone)
             return None
         return ("" if con.length == 1 else order), letter
     if type(con) is cs.Bytes and isinstance(con.length, int):
@@ -206,6 +206,7 @@ class PackedStruct(Checked, cs.Struct):
 
     def __init__(self, *subcons: Any, **subconskw: Any) -> None:
         super().__init__(*subcons, **subconskw)
+        exact_floats(self)  # (before the plan: a step holds the field it reads)
         self.steps = _plan(self.subcons)
 
     def _context(self, stream: Any, context: Any) -> Any:

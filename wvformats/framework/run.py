@@ -3,20 +3,19 @@ naming the format, the field path and the byte offset, and the compiled form of 
 
 from __future__ import annotations
 
-import ast
 import io
 import mmap
-import re
 import struct
 from typing import Any
 
 import construct as cs
 import numpy as np
 
-from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
-from .fields import require_bound_checks
-from .located import dotted, tell
-from .streams import BufferStream, remaining
+from ..errors import BuildError, FormatError
+from .fields import require_bound_checks, unnamed_field
+from .located import _unwrap, translate
+from .streams import BufferStream
+from .walk import locate
 
 
 def compiled(schema: cs.Construct) -> cs.Construct:
@@ -56,6 +55,36 @@ _TRANSLATE = (
 )
 
 
+def _unlocated(schema: cs.Construct) -> bool:
+    """Whether construct's own error paths can leave out where a failure is: the schema holds an array of
+    construct's, or a field without a name (cached per schema)."""
+    got = _ELEMENTS.get(id(schema))
+    if got is None or got[0] is not schema:
+        found = False
+        seen: set[int] = set()
+
+        def visit(con: Any, named: bool) -> None:
+            nonlocal found
+            if found or not isinstance(con, cs.Construct) or id(con) in seen:
+                return
+            seen.add(id(con))
+            if isinstance(con, (cs.Array, cs.GreedyRange, cs.RepeatUntil)) or (not named and unnamed_field(con)):
+                found = True
+            for sub in getattr(con, "subcons", None) or ():
+                visit(sub, bool(sub.name) or isinstance(con, (cs.Sequence,)))
+            for attr in ("subcon", "thensubcon", "elsesubcon", "default"):
+                visit(getattr(con, attr, None), True)
+            for case in (getattr(con, "cases", None) or {}).values():
+                visit(case, True)
+
+        visit(schema, True)
+        got = _ELEMENTS[id(schema)] = (schema, found)
+    return got[1]
+
+
+_ELEMENTS: dict[int, tuple[cs.Construct, bool]] = {}
+
+
 def parse(
     schema: cs.Construct,
     data: Any,
@@ -69,6 +98,7 @@ def parse(
     Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
     """
     require_bound_checks(schema)
+    _unlocated(schema)
     stream = _as_stream(data)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
@@ -78,16 +108,12 @@ def parse(
     except FormatError as e:
         error = e.located(format=format)
     except _TRANSLATE as e:
-        error = _translate(e, stream, format, schema)
-    if compile:
-        # compiled code carries no field paths: parse again interpreted to name the failing field
+        error = translate(e, stream, format, schema)
+    if compile or _ELEMENTS.get(id(schema), (None, True))[1]:
+        # compiled code carries no field paths, nor construct's the index of an array's element or a field
+        # without a name: parse again with the walk (interpreted) to name the failing field
         stream.seek(start)
-        try:
-            schema.parse_stream(stream, **params)
-        except FormatError as e:
-            error = e.located(format=format)
-        except _TRANSLATE as e:
-            error = _translate(e, stream, format, schema)
+        error = locate(schema, stream, format=format, **params) or error
     raise error
 
 
@@ -126,7 +152,7 @@ def _build_into(runner: cs.Construct, obj: Any, out: Any, format: str, params: d
     except FormatError as e:
         raise e.located(format=format) from None
     except _TRANSLATE as e:
-        err = _translate(e, out, format)
+        err = translate(e, out, format)
         raise BuildError(err.message, format=format, path=err.path, offset=err.offset) from None
 
 
@@ -157,73 +183,6 @@ class _Sink(io.RawIOBase):
         return self.pos
 
 
-_CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
-_SHORT = re.compile(r"stream read less than specified amount, expected (\d+), found (\d+)\Z")
-
-# the words that open the message of an error raised by numpy, construct or Python inside a reader rather than
-# by a check of ours: wvformats lacks a check for that input (a bug to report); the fuzz tests look for them
-UNCHECKED = "unchecked input:"
-
-
-def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
-    """The byte size of the Const field at dotted ``path`` of ``schema`` (None when it cannot be told)."""
-    con = schema
-    for name in (path or "").split("."):
-        name = name.split("[", 1)[0]
-        con = _unwrap(con) if con is not None else None
-        con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
-    con = _unwrap(con) if con is not None else None
-    if not isinstance(con, cs.Const):
-        return None
-    try:
-        return int(con.subcon.sizeof())
-    except (cs.SizeofError, TypeError):
-        return None
-
-
-def _translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
-    path = dotted(getattr(e, "path", None)) or None
-    offset = tell(stream)
-    if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
-        # construct has read the field when it compares: name where it starts, and what it holds
-        size = _const_size(schema, path)
-        start = offset - size if offset is not None and size is not None else offset
-        return ValueMismatchError("constant field does not match", format=format, path=path, offset=start,
-                                  expected=_literal(m.group(1)), found=_literal(m.group(2)))
-    message = str(e)
-    if isinstance(e, cs.ConstructError):
-        # construct prefixes "Error in path ... |"; the path is ours to print
-        message = message.split("\n")[-1].split(" | ", 1)[-1].strip()
-    if isinstance(e, cs.StreamError) and (m := _SHORT.search(message)):
-        # a fixed-size field the file ends inside: the stream has read what there was of it
-        needs, found = int(m.group(1)), int(m.group(2))
-        return TruncatedError(f"the field needs {needs} bytes but only {found} remain", format=format,
-                              path=path, offset=None if offset is None else offset - found)
-    if isinstance(e, cs.TerminatedError):  # a schema that ends with Terminated: bytes after the data
-        end = None if offset is None else offset - 1  # (Terminated has read the first byte past the end)
-        after = remaining(stream)  # bytes after the one Terminated read
-        left = "" if end is None else f" ({after + 1} more bytes)" if after is not None else " (more bytes)"
-        return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
-                                  offset=end)
-    if isinstance(e, MemoryError):
-        return FormatError("a length in the file asks for more memory than is available", format=format,
-                           path=path, offset=offset)
-    if isinstance(e, (cs.ValidationError, cs.CheckError, cs.MappingError)):  # a schema's own Check, Enum
-        return ValueMismatchError(message, format=format, path=path, offset=offset)
-    cls = TruncatedError if isinstance(e, (cs.StreamError, EOFError)) else FormatError
-    error = cls(f"{UNCHECKED} {type(e).__name__}: {message or '(no message)'} (a check wvformats lacks: "
-                "please report it)", format=format, path=path, offset=offset)
-    error.__cause__ = e
-    return error
-
-
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def _strip_private(obj: Any) -> Any:
     """Drop construct's ``_io`` and other private keys from a parsed Container before rebuilding.
 
@@ -248,9 +207,3 @@ def field_docs(schema: cs.Construct) -> list[tuple[str, cs.Construct, str]]:
             inner = inner.subcon
         out.append((name or "", inner, doc))
     return out
-
-
-def _unwrap(c: cs.Construct) -> cs.Construct:
-    while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
-        c = c.subcon
-    return c

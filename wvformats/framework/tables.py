@@ -135,8 +135,8 @@ class Table(Checked):
     def parts(self, records: Any) -> list[Any]:
         """Each record's fields, for dumps (see :mod:`.walk`)."""
         stream, context = getattr(records, "_walked", (None, None))
-        if stream is None or not len(records):
-            return []
+        if stream is None or not len(records) or isinstance(unnamed(self.subcon), cs.FormatField):
+            return []  # (a table of plain numbers shows as one field, as an array of them does)
         out: list[Any] = []
         for i, at in enumerate(records.offsets[:-1]):
             stream.seek(at)

@@ -23,8 +23,8 @@ import numpy as np
 
 from ..errors import FormatError
 from .chunks import Chunks
-from .fields import require_bound_checks
-from .run import _translate
+from .fields import evaluate, require_bound_checks, unnamed, unnamed_field
+from .located import translate
 from .streams import BufferStream
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) ->
     except FormatError as e:
         raise e.located(format=format) from None
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
-        error = _translate(e, stream, format, schema)
+        error = translate(e, stream, format, schema)
         raise error from error.__cause__  # (an unchecked input's error keeps the one it came from)
     return value, spans
 
@@ -88,8 +88,10 @@ def walk(schema: cs.Construct, data: Any, *, format: str = "", **params: Any) ->
 def walk_into(con: cs.Construct, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
     """Parse ``con`` from the stream in ``context`` as :func:`walk` does, appending the spans of its fields
     (under ``path``) to ``out``; returns the value."""
+    named = False  # ("name" / X * "doc" nests two Renamed of one name: one path segment)
     while isinstance(con, cs.Renamed):
-        path = _join(path, con.name) if con.name and not path.endswith(con.name) else path
+        if con.name and not named:
+            path, named = _join(path, con.name), True
         doc = doc or (con.docs or "")
         con = con.subcon
     start = stream.tell()
@@ -102,23 +104,122 @@ def walk_into(con: cs.Construct, stream: Any, context: Any, path: str, doc: str,
         _walk_message(con.mtype, fields, start, path, out, con)
         out.append(Span(path, start, stream.tell(), fields, doc, con))
         return fields
-    if isinstance(con, cs.Struct):
-        obj = cs.Container()
-        ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
-                           _sizing=False, _subcons=con._subcons, _io=stream, _index=context.get("_index"))
-        ctx._root = ctx._.get("_root", ctx)
-        for sc in con.subcons:
-            sub = walk_into(sc, stream, ctx, path, "", out)
-            if sc.name:
-                obj[sc.name] = sub
-                ctx[sc.name] = sub
-        out.append(Span(path, start, stream.tell(), obj, doc, con))
-        return obj
-    value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
-    if hasattr(con, "parts"):  # a record table that says where each record's fields lie (the Part protocol)
-        out += [Span(path + sub, a, b, v, d, con) for sub, a, b, v, d in con.parts(value)]
-    out.append(Span(path, start, stream.tell(), value, doc, con))
+    if isinstance(con, (cs.Struct, cs.Sequence, cs.FocusedSeq)):
+        value = _walk_fields(con, stream, context, path, out)
+    elif isinstance(con, cs.IfThenElse):  # (If too) the branch the condition picks, under the field's own name
+        branch = con.thensubcon if evaluate(con.condfunc, context) else con.elsesubcon
+        value = walk_into(branch, stream, context, path, "", out)
+    elif isinstance(con, cs.Switch):
+        value = walk_into(con.cases.get(evaluate(con.keyfunc, context), con.default), stream, context, path, "", out)
+    elif isinstance(con, (cs.Array, cs.GreedyRange, cs.RepeatUntil)) and (
+            isinstance(out, _Drop) or isinstance(unnamed(con.subcon), _COMPOUND)):  # (numbers: one field)
+        value = _walk_elements(con, stream, context, path, out)
+    elif isinstance(con, cs.Pointer) and con.stream is None:  # a member at an offset another field gives
+        back = stream.tell()
+        offset = evaluate(con.offset, context)
+        stream.seek(offset, 2 if offset < 0 else 0)
+        value = walk_into(con.subcon, stream, context, path, doc, out)
+        stream.seek(back)
+        return value
+    else:
+        value = con._parsereport(stream, context, f"(parsing) -> {path.replace('.', ' -> ')}")
+        if hasattr(con, "parts") and not isinstance(out, _Drop):  # a record table that says where each
+            out += [Span(path + sub, a, b, v, d, con) for sub, a, b, v, d in con.parts(value)]  # record's fields lie
+    span = Span(path, start, stream.tell(), value, doc, con)
+    if out and (out[-1].path, out[-1].start, out[-1].end) == (path, span.start, span.end):
+        span.doc = doc or out[-1].doc  # a branch (of If, Switch) that is the field itself: one span of it
+        out[-1] = span
+    else:
+        out.append(span)
     return value
+
+
+# the elements of an array that a dump shows one by one: those with fields of their own
+_COMPOUND = (cs.Struct, cs.Sequence, cs.FocusedSeq, cs.IfThenElse, cs.Switch, cs.Array, cs.GreedyRange,
+             cs.RepeatUntil, Chunks)
+
+
+def _walk_fields(con: cs.Construct, stream: Any, context: Any, path: str, out: list[Span]) -> Any:
+    """A Struct's (Sequence's, FocusedSeq's) fields in their own context, as construct parses them."""
+    ctx = cs.Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
+                       _sizing=False, _subcons=con._subcons, _io=stream, _index=context.get("_index"))
+    ctx._root = ctx._.get("_root", ctx)
+    values = []
+    for i, sc in enumerate(con.subcons):
+        where = _join(path, unnamed_field(sc)) if not sc.name else path
+        if isinstance(con, cs.Sequence) and not sc.name:
+            where = f"{path}[{i}]"
+        try:
+            sub = walk_into(sc, stream, ctx, where, "", out)
+        except cs.StopFieldError:
+            break
+        values.append((sc.name, sub))
+        if sc.name:
+            ctx[sc.name] = sub
+    if isinstance(con, cs.Sequence):
+        return cs.ListContainer(v for _, v in values)
+    if isinstance(con, cs.FocusedSeq):
+        focus = evaluate(con.parsebuildfrom, ctx)
+        return next((v for name, v in values if name == focus), None)
+    return cs.Container((name, v) for name, v in values if name)
+
+
+def _walk_elements(con: cs.Construct, stream: Any, context: Any, path: str, out: list[Span]) -> Any:
+    """An Array's (GreedyRange's, RepeatUntil's) elements as ``path[i]``, each with its fields."""
+    items = cs.ListContainer()
+    count = evaluate(con.count, context) if isinstance(con, cs.Array) else None
+    if count is not None and count < 0:
+        raise cs.RangeError(f"invalid count {count}", path=f"(parsing) -> {path.replace('.', ' -> ')}")
+    i = 0
+    while count is None or i < count:
+        context._index = i
+        back, kept = stream.tell(), len(out)
+        try:
+            item = walk_into(con.subcon, stream, context, f"{path}[{i}]", "", out)
+        except (cs.StopFieldError, cs.ExplicitError, FormatError):
+            raise
+        except Exception:
+            if not isinstance(con, cs.GreedyRange):
+                raise
+            del out[kept:]  # (a GreedyRange ends at the first element that does not parse)
+            stream.seek(back)
+            break
+        if not con.discard:
+            items.append(item)
+        i += 1
+        if isinstance(con, cs.RepeatUntil) and _until(con.predicate, item, items, context):
+            break
+    return items
+
+
+def _until(predicate: Any, item: Any, items: Any, context: Any) -> bool:
+    return bool(predicate(item, items, context) if callable(predicate) else predicate)
+
+
+class _Drop(list):
+    """Spans not kept: a walk that only locates a failure (:func:`locate`)."""
+
+    def append(self, span: Any) -> None:
+        pass
+
+    def __iadd__(self, spans: Any) -> _Drop:
+        return self
+
+
+def locate(schema: cs.Construct, stream: Any, *, format: str, **params: Any) -> FormatError | None:
+    """The error of parsing ``schema`` from the stream's position, located by the walk: array elements by
+    index (``items[3].y``) and fields without a name by their kind (``<Terminated>``), which construct's
+    own paths leave out; None when the walk parses it (the stream is then past it)."""
+    context = cs.Container({"_format": format, **params})
+    context._parsing, context._building, context._sizing = True, False, False
+    context._params = context
+    try:
+        walk_into(schema, stream, context, "", "", _Drop())
+    except FormatError as e:
+        return e.located(format=format)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
+        return translate(e, stream, format, schema)
+    return None
 
 
 def _walk_chunks(con: Chunks, stream: Any, context: Any, path: str, doc: str, out: list[Span]) -> Any:
