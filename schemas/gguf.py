@@ -66,6 +66,8 @@ header = Struct(
 metadata_kv = Struct(
     "key" / GGUFString(_VERSION) * "the key, e.g. general.architecture",
     "value_type" / Int32ul * "VALUE_TYPES: 0 u8, 1 i8, ..., 8 string, 9 array, 10 u64, 11 i64, 12 f64",
+    Valid("value_type", this.value_type <= max(VALUE_TYPES), "GGUF's value types are 0 to 12")
+    * "a type GGUF defines: 0 to 12",
     "value" / GGUFValue(this.value_type, _VERSION, VALUE_TYPES)
     * "the value; an array is u32 element_type, count, elements (strings and arrays included)",
 )

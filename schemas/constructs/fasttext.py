@@ -100,6 +100,16 @@ class EntryTable(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
 
+    def strategy(self, context: Any) -> Any:
+        """``count`` entries: words without a NUL (which would end them), any i64 counts and i8 types."""
+        from hypothesis import strategies as st
+        from hypothesis.extra import numpy as hnp
+
+        count = int(evaluate(self.count, context))
+        words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=6)
+        return st.builds(cs.Container, words=st.lists(words, min_size=count, max_size=count),
+                         counts=hnp.arrays("<i8", count), types=hnp.arrays("i1", count))
+
 
 def _record_spans(u8: np.ndarray, buf: Any, pos: int, count: int, path: str,
                   base: int) -> tuple[np.ndarray, np.ndarray, int]:

@@ -62,6 +62,11 @@ class GGUFString(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
 
+    def strategy(self, context: Any) -> Any:
+        from hypothesis import strategies as st
+
+        return st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+
 
 class StringArray(Sequence):
     """The strings of a GGUF string array, decoded all at once on first use (one pass over one block).
@@ -345,6 +350,39 @@ class GGUFValue(Checked):
         self._write(obj, stream, int(evaluate(self.value_type, context)), _width(self.version, context), path)
         return obj
 
+    def strategy(self, context: Any) -> Any:
+        """A value of the type drawn before it: a scalar, a string, or an array of up to three elements of a
+        type drawn here (arrays of arrays one level deep)."""
+        return self._values(int(evaluate(self.value_type, context)), 0)
+
+    def _values(self, kind: int, depth: int) -> Any:
+        from hypothesis import strategies as st
+        from hypothesis.extra import numpy as hnp
+
+        name, dtype = self.types[kind]
+        if name == "BOOL":
+            return st.booleans()
+        if dtype is not None:
+            dt = np.dtype(dtype)
+            if dt.kind == "f":  # (a numpy float keeps its bits: NaNs compared by bytes)
+                return hnp.from_dtype(dt, allow_nan=False).map(dt.type)
+            return hnp.from_dtype(dt).map(int)
+        if name == "STRING":
+            return st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+        elements = [k for k, (n, _) in self.types.items() if n != "ARRAY" or depth == 0]
+
+        def array(element: int) -> Any:
+            ename, edtype = self.types[element]
+            if edtype is not None:
+                data = hnp.arrays(np.dtype("?" if ename == "BOOL" else edtype), st.integers(0, 3))
+            elif ename == "STRING":
+                data = st.lists(self._values(element, depth + 1), max_size=3)
+            else:
+                data = st.lists(self._values(element, depth + 1), max_size=2)
+            return data.map(lambda d: cs.Container(element_type=element, count=len(d), data=d))
+
+        return st.sampled_from(elements).flatmap(array)
+
     def _write(self, obj: Any, stream: Any, kind: int, fmt: struct.Struct, path: str) -> None:
         if kind not in self.types:
             raise fail(path, tell(stream), f"unknown value type {kind}", BuildError, found=kind)
@@ -458,6 +496,12 @@ class MetadataAlignment(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         return 0
 
+    def strategy(self, context: Any) -> Any:
+        """None: the alignment is the metadata's, found again when the file is built."""
+        from hypothesis import strategies as st
+
+        return st.none()
+
 
 class BytesLeft(Checked):
     """No bytes: whether any bytes follow (parsing); building, the value given."""
@@ -473,6 +517,11 @@ class BytesLeft(Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         return 0
+
+    def strategy(self, context: Any) -> Any:
+        from hypothesis import strategies as st
+
+        return st.booleans()
 
 
 class TensorData(Checked):
@@ -503,3 +552,9 @@ class TensorData(Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
+
+    def strategy(self, context: Any) -> Any:
+        """A few bytes of data (a data section that follows has at least one)."""
+        from hypothesis import strategies as st
+
+        return st.binary(min_size=1, max_size=16).map(lambda b: np.frombuffer(b, np.uint8))

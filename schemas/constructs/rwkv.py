@@ -131,3 +131,23 @@ class ParameterRecords(Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
+
+    def strategy(self, context: Any) -> Any:
+        """Up to three records of the version's types: a non-empty UTF-8 key, 1-3 dimensions whose rows fill
+        whole blocks, and blocks of any bytes (``offset`` None: where the parse finds them)."""
+        from hypothesis import strategies as st
+
+        types = self.blocks[int(evaluate(self.version, context))]
+
+        @st.composite
+        def record(draw: Any) -> cs.Container:
+            data_type = draw(st.sampled_from(sorted(types)))
+            _, block, dtype = types[data_type]
+            shape = [block * draw(st.integers(0, 2))] + draw(st.lists(st.integers(0, 2), max_size=2))
+            count, nbytes = data_size(block, dtype, tuple(shape))
+            raw = draw(st.binary(min_size=nbytes, max_size=nbytes))
+            key = draw(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=6))
+            return cs.Container(key=key, data_type=data_type, shape=shape, data=np.frombuffer(raw, dtype, count),
+                                offset=None)
+
+        return st.lists(record(), max_size=3).map(cs.ListContainer)

@@ -60,6 +60,26 @@ class _BinaryRecords(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)  # (the words' lengths decide)
 
+    def strategy(self, context: Any) -> Any:
+        """``count`` words (as :meth:`words` draws them) and a ``count x dim`` float32 matrix (no NaN: a
+        parsed value is compared with the drawn one)."""
+        from hypothesis import strategies as st
+        from hypothesis.extra import numpy as hnp
+
+        count, dim = int(evaluate(self.count, context)), int(evaluate(self.dim, context))
+        floats = st.floats(width=32, allow_nan=False)
+        return st.builds(cs.Container, words=st.lists(self.words(), min_size=count, max_size=count),
+                         vectors=hnp.arrays(np.float32, (count, dim), elements=floats),
+                         **{name: st.none() for name in self.layout})
+
+    layout: tuple[str, ...] = ()  # what a parse keeps of the file's layout (drawn as None: the writer's default)
+
+    def words(self) -> Any:
+        """Any text: a length-prefixed word may hold anything."""
+        from hypothesis import strategies as st
+
+        return st.text(max_size=6)
+
 
 class LeaderRecords(_BinaryRecords):
     """``count`` Leader records: u32 byte length, UTF-8 word, ``dim`` little-endian float32."""
@@ -302,6 +322,16 @@ class Word2VecRecords(_BinaryRecords):
                 chunk.clear()
         stream.write(b"".join(chunk))
         return obj
+
+
+    layout = ("newlines",)
+
+    def words(self) -> Any:
+        """What :func:`_word_bytes` writes: no space, no line break, not empty."""
+        from hypothesis import strategies as st
+
+        return st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)), min_size=1,
+                       max_size=6)
 
 
 def _word_bytes(w: Any, path: str, stream: Any) -> bytes:

@@ -610,6 +610,26 @@ class TextRecords(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
 
+    def strategy(self, context: Any) -> Any:
+        """Words without a space or line break and finite float32 rows (their shortest digits read back as the
+        same float32); the layout is the writer's default (None: whatever the parse finds fits)."""
+        from hypothesis import strategies as st
+        from hypothesis.extra import numpy as hnp
+
+        words = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs", "Zs", "Cc")),
+                        min_size=1, max_size=6)
+        floats = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+        def rows(count: int, dim: int) -> Any:
+            return st.builds(cs.Container, words=st.lists(words, min_size=count, max_size=count),
+                             vectors=hnp.arrays(np.float32, (count, dim), elements=floats), layout=st.none())
+
+        count = None if self.count is None else int(evaluate(self.count, context))
+        dim = None if self.dim is None else int(evaluate(self.dim, context))
+        counts = st.integers(0, 3) if count is None else st.just(count)
+        # (a width read from the first line: none without lines)
+        return counts.flatmap(lambda n: rows(n, dim if dim is not None else 0 if n == 0 else 1 + n % 3))
+
 
 class HeaderLine(Checked):
     """The ASCII line ``"<count> <dim>\\n"`` of word2vec files; any whitespace is tolerated and kept."""
@@ -640,6 +660,12 @@ class HeaderLine(Checked):
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
 
+    def strategy(self, context: Any) -> Any:
+        """A small count and dimension, written in the canonical spelling (raw None)."""
+        from hypothesis import strategies as st
+
+        return st.builds(cs.Container, count=st.integers(0, 3), dim=st.integers(1, 3), raw=st.none())
+
 
 class Trailer(Checked):
     """Bytes after the last record, kept so the file rebuilds byte-exact (the peers ignore them).
@@ -659,3 +685,9 @@ class Trailer(Checked):
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)
+
+    def strategy(self, context: Any) -> Any:
+        """Bytes of any kind after the records: the parse keeps them whatever they are."""
+        from hypothesis import strategies as st
+
+        return st.binary(max_size=4)

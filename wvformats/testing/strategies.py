@@ -17,6 +17,7 @@ from ``fields={"dotted.path": strategy or function of the context}`` or from a m
 from __future__ import annotations
 
 import math
+import operator
 import re
 import struct
 import types
@@ -165,18 +166,23 @@ class _Draw:
         if inner._root is None:
             inner._root = inner
         obj = cs.Container()
+        checks = _checks(con)
         for sub in con.subcons:
             core = sub
             while isinstance(core, cs.Renamed) and not core.name:
                 core = core.subcon
             if isinstance(core, framework.Valid):
-                hypothesis.assume(bool(framework.evaluate(core.test, inner)))
+                hypothesis.assume(bool(framework.evaluate(core.test, inner)))  # (drawn within it where it can)
                 continue
             where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
+            self.within = _within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
             v = self.value(draw, sub, inner, where)
+            self.within = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
         return obj
+
+    within: tuple[int | None, int | None] | None = None  # the bounds the checks of the field drawn set
 
     def number(self, con: Any, ctx: Any, name: str) -> Any:
         if isinstance(con, cs.BytesInteger):
@@ -187,8 +193,11 @@ class _Draw:
                 return st.floats(width={"e": 16, "f": 32, "d": 64}[code], allow_nan=False)
             bits, signed = 8 * struct.calcsize(con.fmtstr), code.islower()
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        within, self.within = self.within, None
+        if within is not None:  # a Valid's bounds: drawn inside them, not filtered after
+            lo, hi = max(lo, within[0] if within[0] is not None else lo), min(hi, within[1] if within[1] is not None else hi)
         if name in self.counts:  # a count, a size or a flag: small
-            return st.integers(max(lo, 0), min(hi, self.small))
+            return st.integers(max(lo, 0), max(min(hi, self.small), max(lo, 0)))
         return st.integers(lo, hi)
 
     def framework_value(self, draw: Any, con: Any, ctx: Any, path: str) -> Any:
@@ -218,8 +227,13 @@ class _Draw:
             if con.top is dict:
                 return draw(st.dictionaries(st.text(max_size=6), json_values(), max_size=4))
             return draw(st.lists(json_values(), max_size=4))
-        if isinstance(con, framework.Table) and con.length is None:
-            n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
+        if isinstance(con, framework.Table) and (con.length is None or _fixed_size(con.subcon)):
+            if con.length is not None:  # records of a fixed size that fill the length drawn before
+                size, length = con.subcon.sizeof(), int(ev(con.length, ctx))
+                hypothesis.assume(size > 0 and length % size == 0)
+                n = length // size
+            else:
+                n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
             return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
         if isinstance(con, framework.Tensors):
             return {name: draw(hnp.arrays(dtype, dims))
@@ -236,6 +250,107 @@ class _Draw:
             return chunks
         raise TypeError(f"no strategy for {type(con).__name__} at {path or 'the top'}: give one as "
                         f"fields={{{path!r}: strategy}} or define {type(con).__name__}.strategy(context)")
+
+
+def _fixed_size(con: cs.Construct) -> bool:
+    try:
+        con.sizeof()
+    except (cs.SizeofError, KeyError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _checks(con: cs.Struct) -> dict[str, list[Any]]:
+    """The tests of a Struct's Valid checks by the field each checks."""
+    out: dict[str, list[Any]] = {}
+    for sub in con.subcons:
+        core = sub
+        while isinstance(core, cs.Renamed):
+            core = core.subcon
+        if isinstance(core, framework.Valid):
+            out.setdefault(core.field, []).append(core.test)
+    return out
+
+
+_FLIP = {operator.ge: operator.le, operator.le: operator.ge, operator.gt: operator.lt, operator.lt: operator.gt,
+         operator.eq: operator.eq}
+
+
+def _within(tests: Any, name: str, context: Any) -> tuple[int | None, int | None] | None:
+    """The bounds ``lo <= field <= hi`` that checks of the plain form ``this.f >= 100``, ``this.f < 64``,
+    ``this.f == 3`` and their ``&`` set on field ``name`` (None where no check is of that form): the kit draws
+    inside them, so that chained checks do not make hypothesis discard nearly every draw. An equality whose
+    other terms are fields drawn before (``this.a + this.f == this.size``) gives the one value that fits."""
+    lo = hi = None
+    found = False
+
+    def solve(side: Any, value: int) -> int | None:
+        """The value of ``this.<name>`` that makes ``side`` equal ``value`` (sums and differences)."""
+        if _field_of(side) == name:
+            return value
+        if isinstance(side, cs.expr.BinExpr) and side.op in (operator.add, operator.sub):
+            try:
+                if _mentions(side.rhs, name):
+                    other = framework.evaluate(side.lhs, context)
+                    return solve(side.rhs, value - other if side.op is operator.add else other - value)
+                other = framework.evaluate(side.rhs, context)
+                return solve(side.lhs, value - other if side.op is operator.add else value + other)
+            except Exception:  # noqa: BLE001 - a term not drawn yet
+                return None
+        return None
+
+    def bound(op: Any, value: Any) -> None:
+        nonlocal lo, hi, found
+        if type(value) is not int:
+            return
+        found = True
+        if op in (operator.ge, operator.gt, operator.eq):
+            low = value + (op is operator.gt)
+            lo = low if lo is None else max(lo, low)
+        if op in (operator.le, operator.lt, operator.eq):
+            high = value - (op is operator.lt)
+            hi = high if hi is None else min(hi, high)
+
+    def visit(x: Any) -> None:
+        if not isinstance(x, cs.expr.BinExpr):
+            return
+        if x.op is operator.and_:
+            visit(x.lhs)
+            visit(x.rhs)
+        elif x.op in _FLIP:
+            if _field_of(x.lhs) == name:
+                bound(x.op, x.rhs)
+            elif _field_of(x.rhs) == name:
+                bound(_FLIP[x.op], x.lhs)
+            elif x.op is operator.eq:
+                for side, other in ((x.lhs, x.rhs), (x.rhs, x.lhs)):
+                    if _mentions(side, name) and not _mentions(other, name):
+                        try:
+                            value = framework.evaluate(other, context)
+                        except Exception:  # noqa: BLE001 - a term not drawn yet
+                            continue
+                        if type(value) is int:
+                            bound(operator.eq, solve(side, value))
+
+    for test in tests:
+        visit(test)
+    return (lo, hi) if found else None
+
+
+def _mentions(x: Any, name: str) -> bool:
+    """Whether expression ``x`` reads ``this.<name>``."""
+    if _field_of(x) == name:
+        return True
+    if isinstance(x, cs.expr.BinExpr):
+        return _mentions(x.lhs, name) or _mentions(x.rhs, name)
+    return isinstance(x, cs.expr.UniExpr) and _mentions(x.operand, name)
+
+
+def _field_of(x: Any) -> str | None:
+    """``this.name`` -> "name"; None for any other expression."""
+    if isinstance(x, cs.expr.Path) and x._Path__parent is not None and x._Path__parent._Path__parent is None:
+        return x._Path__field
+    return None
 
 
 def strategy(what: Any, *, format: str | None = None, fields: dict[str, Any] | None = None,

@@ -188,7 +188,7 @@ def s8(text):
     (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 9, 2**60), "metadata[0].value.data", 49),
     (header(0, 1) + s8("k") + struct.pack("<IIQ", 9, 8, 2) + s8("ab") + struct.pack("<Q", 99) + b"x",
      "metadata[0].value.data[1]", 59),
-    (header(0, 1) + s8("k") + struct.pack("<I", 13), "metadata[0].value", 37),
+    (header(0, 1) + s8("k") + struct.pack("<I", 13), "metadata[0].value_type", 33),  # (the type itself)
     (header(1, 0) + s8("t") + struct.pack("<I", 2**31) + bytes(12), "tensor_infos[0].dims", 37),
 ], ids=["n_kv", "n_tensors", "key length", "string count", "u8 count", "array count", "string length",
         "value type", "n_dims"])
