@@ -9,7 +9,7 @@ import pytest
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import BuildError
+from wvformats.errors import BuildError, OptionError
 from wvformats.families.safetensors.model import SafeTensors
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
@@ -150,3 +150,14 @@ def test_written_lists_the_types_quantize_writes():
         except NotImplementedError:
             pass
     assert sorted(written) == sorted(quants.WRITTEN)
+
+
+def test_gguf_writer_refuses_options_it_would_ignore(tmp_path, gguf_file):
+    """``--type`` to GGUF from a GGUF model, and options of other writers (``--newline``), were taken and
+    ignored (exit 0); they are refused before anything is written."""
+    with pytest.raises(OptionError, match=r"type='Q8_0' \(--type\) quantizes the tensors of safetensors input"):
+        wv.convert(gguf_file, tmp_path / "a.gguf", type="Q8_0")
+    src = _tensors(tmp_path / "s.safetensors", w=(2, 32))
+    with pytest.raises(OptionError, match="gguf files take no write option 'newline'"):
+        wv.convert(src, tmp_path / "a.gguf", newline=True)
+    assert not (tmp_path / "a.gguf").exists()
