@@ -49,7 +49,7 @@ def test_a_damaged_text_file_reports_its_own_family_error(tmp_path, text, family
         wv.read(f)
     assert e.value.format == family and where in str(e.value) and "wrong number of values" in str(e.value)
     r = run("inspect", f)
-    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {family} {where}")
+    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {f}: {family} {where}")
 
 
 def test_real_binary_files_still_sniff_as_binary():
@@ -494,3 +494,83 @@ def test_bytes_paths_are_taken_as_open_takes_them(tmp_path):
     wv.write(wv.read(b), out)
     wv.convert(b, os.fsencode(tmp_path / "y.vec"))
     assert (tmp_path / "x.vec").read_bytes() == (tmp_path / "y.vec").read_bytes()
+
+
+# -- every error names its file ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory):
+    """A fastText model cut short, a GGUF header cut short, good files beside them, and a safetensors file no
+    tensor of which Q8_0 fits."""
+    d = tmp_path_factory.mktemp("damaged")
+    toy = Path(__file__).parent / "data" / "fasttext" / "toy-model.bin"
+    (d / "cut.bin").write_bytes(toy.read_bytes()[:3000])
+    (d / "cut.gguf").write_bytes(b"GGUF\x03\0\0\0\xff\xff\xff\xff")
+    (d / "good.vec").write_bytes(sample("sample.txt").read_bytes())
+    (d / "good.gguf").write_bytes((Path(wv.__file__).parent / "sample_files" / "sample-tiny.gguf").read_bytes())
+    from safetensors.numpy import save_file
+
+    save_file({"w": np.ones((2, 100), np.float32)}, d / "rows100.safetensors")
+    return d
+
+
+@pytest.mark.parametrize("args,named", [
+    (["inspect", "{d}/cut.bin"], "cut.bin"),
+    (["inspect", "--full", "{d}/cut.bin"], "cut.bin"),
+    (["inspect", "-f", "glove", "{d}/cut.bin"], "cut.bin"),
+    (["dump", "{d}/cut.bin"], "cut.bin"),
+    (["validate", "{d}/good.vec", "{d}/cut.gguf", "--encoding", "cp852"], "cut.gguf"),
+    (["similar", "{d}/cut.bin", "night"], "cut.bin"),
+    (["analogy", "{d}/cut.bin", "a", "b", "c"], "cut.bin"),
+    (["convert", "{d}/cut.bin", "{d}/out.vec"], "cut.bin"),
+    (["convert", "{d}/rows100.safetensors", "{d}/out.gguf", "--type", "Q8_0"], "out.gguf"),
+    (["convert", "{d}/good.vec", "{d}/out.gguf"], "good.vec"),
+    (["convert", "{d}/good.vec", "{d}/out.leader", "--newline"], "out.leader"),
+    (["gguf", "dump", "{d}/cut.gguf"], "cut.gguf"),
+    (["gguf", "set", "{d}/cut.gguf", "general.name", "x"], "cut.gguf"),
+    (["gguf", "new", "{d}/cut.gguf", "{d}/out.gguf"], "cut.gguf"),
+    (["gguf", "new", "{d}/good.gguf", "{d}/out.gguf", "--set", "general.nmae=x"], "good.gguf"),
+    (["fasttext", "predict", "{d}/cut.bin", "{d}/good.vec"], "cut.bin"),
+    (["fasttext", "nn", "{d}/cut.bin", "night"], "cut.bin"),
+    (["fasttext", "analogies", "{d}/cut.bin", "a", "b", "c"], "cut.bin"),
+    (["sentencepiece", "export", "{d}/cut.bin", "{d}/out.json", "--to", "hf"], "cut.bin"),
+    (["rwkv", "quantize", "{d}/cut.bin", "{d}/out.bin", "--type", "Q8_0"], "cut.bin"),
+])
+def test_every_command_line_error_names_its_file(damaged, capsys, args, named):
+    """A parse error named the format, field and offset but not the file (``wvformats: error: fasttext
+    output.data at byte 2873: ...``); with several files, or a source and a destination, the user could not
+    tell which. The error line starts with the file the error is in."""
+    from wvformats import cli
+
+    assert cli.main([a.format(d=damaged) for a in args]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"wvformats: error: {damaged / named}: "), err
+
+
+def test_the_api_names_the_file_of_a_format_error(damaged):
+    """``FormatError.file`` is set where the API opens a file (read, or the destination of write)."""
+    with pytest.raises(FormatError) as e:
+        wv.read(damaged / "cut.bin")
+    assert e.value.file == str(damaged / "cut.bin") and e.value.path == "output.data"
+    st = wv.read(damaged / "rows100.safetensors")
+    with pytest.raises(FormatError) as e:
+        wv.write(st, damaged / "out.gguf", type="Q8_0")
+    assert e.value.file == str(damaged / "out.gguf")
+
+
+def test_an_error_a_model_raises_later_names_the_commands_input():
+    """A FormatError raised after the API returned (a lazily read part of a model) names the command's one
+    input file; one that names its file is not named twice."""
+    import argparse
+
+    from wvformats.cli import _sentence
+
+    args = argparse.Namespace(model=Path("lid.ftz"), input="-")
+    e = FormatError("bad code", format="fasttext", path="input.codes", offset=459292)
+    assert _sentence(e, args) == "lid.ftz: fasttext input.codes at byte 459292: bad code"
+    assert _sentence(e, argparse.Namespace(files=[Path("a"), Path("b")])) == str(e)  # (which one: unknown)
+    e.file = "other.ftz"
+    assert _sentence(e, args).startswith("other.ftz: fasttext")
+    assert _sentence(FileNotFoundError(2, "No such file or directory", "x.vec"), args) == \
+        "x.vec: No such file or directory"

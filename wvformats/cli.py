@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         # ValueError: an argument the API refuses (a limit below 0, a token id the index cannot hold)
         if args.debug:
             traceback.print_exc()
-        print(f"wvformats: error: {_sentence(e)}", file=sys.stderr)
+        print(f"wvformats: error: {_sentence(e, args)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -235,12 +235,19 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _sentence(e: Exception) -> str:
-    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name)."""
+def _sentence(e: Exception, args: argparse.Namespace | None = None) -> str:
+    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name);
+    a FormatError or OptionError as ``FILE: ...``, FILE the file the API was reading or writing (else, for a
+    FormatError raised later by a model, the command's one input file)."""
     if isinstance(e, OSError) and not isinstance(e, FormatError) and e.strerror:
         name = e.filename2 if e.filename2 is not None else e.filename
         return f"{name}: {e.strerror}" if name is not None else e.strerror
-    return str(api.hinted(e) if isinstance(e, FormatError) else e)
+    text = str(api.hinted(e) if isinstance(e, FormatError) else e)
+    name = getattr(e, "file", None)  # (a FormatError's or an OptionError's)
+    if name is None and isinstance(e, FormatError):
+        inputs = [v for k in ("file", "src", "model", "index") if isinstance(v := getattr(args, k, None), Path)]
+        name = str(inputs[0]) if len(inputs) == 1 else None
+    return f"{name}: {text}" if name and not text.startswith(name) else text
 
 
 class _Terminated(BaseException):
@@ -288,7 +295,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
         try:
             results.append({"path": str(f), "format": api.sniff(f)})
         except FormatError as e:
-            results.append({"path": str(f), "format": None, "error": str(e)})
+            results.append({"path": str(f), "format": None, "error": _sentence(e)})
             status = EXIT_INPUT
     if args.json:
         print_json(results)

@@ -32,7 +32,7 @@ def _rwkv(args: argparse.Namespace) -> int:
     try:
         out = quantize_model(model, args.type, args.version)
     except ValueError as e:
-        print(f"wvformats: error: {e}", file=sys.stderr)
+        print(f"wvformats: error: {args.src}: {e}", file=sys.stderr)
         return EXIT_INPUT
     refuse_own_input(args.dst, args.src)
     api.write(out, args.dst, "rwkv", overwrite=args.force)
