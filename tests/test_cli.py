@@ -574,3 +574,63 @@ def test_an_error_a_model_raises_later_names_the_commands_input():
     assert _sentence(e, args).startswith("other.ftz: fasttext")
     assert _sentence(FileNotFoundError(2, "No such file or directory", "x.vec"), args) == \
         "x.vec: No such file or directory"
+
+
+# -- --dedupe, for every format that holds words --------------------------------------------------------------
+
+WORD_TARGETS = [("out.vec", "word2vec-text"), ("out.w2v", "word2vec-binary"), ("out.glove", "glove"),
+                ("out.leader", "leader"), ("out.fifu", "finalfusion"), ("out.npz", "npz-embeddings"),
+                ("out.bin", "fasttext")]
+
+
+@pytest.mark.parametrize("name,format", WORD_TARGETS)
+def test_dedupe_works_for_every_target_that_holds_words(tmp_path, name, format):
+    """``--dedupe`` worked to finalfusion and fastText only ("word2vec-text files take no write option
+    'deduplicate'"): the embeddings are deduplicated once, for any writer; the words, written in the encoding
+    they were read in, are each kept once with the row lookups use (the first)."""
+    from wvformats import cli
+
+    words = ["ŕ", "b", "ŕ", "c"]  # (a word cp852 holds, which is not ASCII)
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    src = tmp_path / "dup.vec"
+    wv.write(wv.Embeddings(words, vectors), src, to_encoding="cp852")
+    out = tmp_path / name
+    keep = ["--no-normalize"] if format == "finalfusion" else []  # (rows as given, not L2-normalised)
+    assert cli.main(["convert", str(src), str(out), "--to", format, "--encoding", "cp852", "--dedupe", *keep]) == 0
+    back = wv.read(out, format, encoding="cp852") if format not in ("finalfusion", "npz-embeddings") else \
+        wv.read(out, format)
+    assert back.words == ["ŕ", "b", "c"]
+    np.testing.assert_array_equal(back.embedding_batch(back.words)[0], vectors[[0, 1, 3]])
+    if format not in ("finalfusion", "npz-embeddings"):  # their words are UTF-8 by the format
+        assert "ŕ".encode("cp852") in out.read_bytes() and "ŕ".encode() not in out.read_bytes()
+
+
+@pytest.mark.parametrize("name,format", WORD_TARGETS)
+def test_dedupe_of_the_issues_fasttext_model(tmp_path, name, format):
+    """The command of the report: a cp852 fastText model read as UTF-8 with replacement characters, whose words
+    then repeat, converted with --dedupe; the words lookups use, once each. A fastText model to fastText looks
+    its words up by their bytes, which repeat none: written as read."""
+    from wvformats import cli
+
+    src = Path(__file__).parent / "data" / "fasttext" / "cp852_fasttext.bin"
+    m = wv.read(src, unicode_errors="replace")
+    assert m.duplicates == 6
+    out = tmp_path / name
+    assert cli.main(["convert", str(src), str(out), "--to", format, "--unicode-errors", "replace", "--dedupe"]) == 0
+    if format == "fasttext":
+        assert out.read_bytes() == src.read_bytes()
+        return
+    back, once = wv.read(out), m.deduplicated()
+    assert back.words == once.words and back.duplicates == 0
+    rows = back.embedding_batch(once.words)[0]
+    if format == "finalfusion":  # (normalised, as finalfusion writes rows from elsewhere, the norms kept)
+        rows = rows * back.norms[:, None]
+    np.testing.assert_allclose(rows, once.vectors, rtol=1e-6, atol=1e-7)
+
+
+def test_dedupe_is_refused_by_formats_without_words(tmp_path):
+    from wvformats.errors import OptionError
+
+    st = wv.safetensors.SafeTensors.from_arrays({"w": np.ones((2, 32), np.float32)})
+    with pytest.raises(OptionError, match="gguf files take no write option 'deduplicate'"):
+        wv.write(st, tmp_path / "x.gguf", deduplicate=True)

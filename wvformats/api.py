@@ -353,6 +353,7 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
         fmt = _format_for_output(path, format, obj)
         options = _norm_options(fmt, options)
         _check_write_options(fmt, options)
+        obj, options = _deduplicated(fmt, obj, options)
         try:
             parsed = fmt.from_model(obj, **options)
         except FormatError as e:  # (a writer's refusal names the format it writes)
@@ -386,9 +387,35 @@ def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    if "deduplicate" not in takes and _holds_words(fmt):
+        takes.append("deduplicate")
     if unknown := sorted(k for k in options if k not in takes):
         raise OptionError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(takes) or 'none'})")
+
+
+def _holds_words(fmt: registry.Format) -> bool:
+    """The format's writer takes embeddings (words and their rows)."""
+    from .embeddings import Embeddings
+
+    return fmt.model is not None and _fit(fmt, Embeddings) is not None
+
+
+def _deduplicated(fmt: registry.Format, obj: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``deduplicate=True`` (``--dedupe``), an option of every format that holds words: embeddings with one row
+    of each repeated word, the one lookups use (:meth:`Embeddings.deduplicated`), made here for every writer.
+    A writer that takes the option itself is given it (fastText: a fastText model's own entries dropped as
+    fastText looks them up, the rest of the file byte for byte)."""
+    import inspect as inspect_module
+
+    from .embeddings import Embeddings
+
+    if "deduplicate" not in options or "deduplicate" in inspect_module.signature(fmt.from_model).parameters:
+        return obj, options
+    options = dict(options)
+    if options.pop("deduplicate") and isinstance(obj, Embeddings):
+        obj = obj.deduplicated()
+    return obj, options
 
 
 def _norm_options(fmt: registry.Format, options: dict[str, Any]) -> dict[str, Any]:

@@ -117,15 +117,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="finalfusion to other formats: multiply the rows by their stored norms (the default when "
                         "the file has norms; with this flag, an error when it has none)")
     s.add_argument("--dedupe", action="store_true",
-                   help="finalfusion and fastText output (they hold each word once): keep one row of each "
-                        "repeated word, the one lookups use (the first; a fastText model's last, as fastText's)")
+                   help="output of any format that holds words: keep one row of each repeated word, the one lookups "
+                        "use (the first; a fastText model's last, as fastText's); finalfusion and fastText, which "
+                        "hold each word once, refuse a repeated word without it")
     s.add_argument("--upgrade", action="store_true",
                    help="fastText output: write a model of an older release (no magic, or version 11), which "
                         "today's fastText refuses or reads otherwise, as version 12 that it loads, with the same "
                         "lookups and predictions (default: written as it was read, byte for byte)")
     s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",
-                   help="GGUF output from safetensors: the ggml type (Q8_0, Q4_K, F16, ...) of the float tensors "
-                        "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
+                   help="GGUF output from safetensors: the ggml type (Q8_0, Q4_0, F16, ...) of the float tensors "
+                        "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored); "
+                        "a warning line names the matrices whose rows do not, and none that can take it is an error")
     s.add_argument("--shard-size", metavar="SIZE",
                    help="sharded safetensors output (DST a *.safetensors.index.json): the most tensor bytes in a "
                         "shard (5GB, 500MB, 2GiB, as huggingface_hub reads them); without it a sharded source keeps its "
