@@ -548,6 +548,12 @@ def test_every_command_line_error_names_its_file(damaged, capsys, args, named):
     assert len(err) == 1 and err[0].startswith(f"wvformats: error: {damaged / named}: "), err
 
 
+def test_an_error_writing_to_standard_output_names_no_temporary_file(damaged):
+    r = run("convert", damaged / "rows100.safetensors", "-", "--to", "gguf", "--type", "Q8_0")
+    assert r.returncode == 2 and r.stdout == ""
+    assert one_error_line(r).startswith("wvformats: error: standard output: gguf: type Q8_0 (--type) applied to 0")
+
+
 def test_the_api_names_the_file_of_a_format_error(damaged):
     """``FormatError.file`` is set where the API opens a file (read, or the destination of write)."""
     with pytest.raises(FormatError) as e:

@@ -411,7 +411,12 @@ def _convert_to_stdout(args: argparse.Namespace, options: dict[str, Any]) -> int
         raise OptionError("convert to standard output (-) needs --to FORMAT: there is no extension to tell it")
     with tempfile.TemporaryDirectory(prefix="wvformats-") as tmp:
         out = Path(tmp) / "out"
-        api.convert(args.src, out, args.to, from_format=args.from_format, **options)
+        try:
+            api.convert(args.src, out, args.to, from_format=args.from_format, **options)
+        except (FormatError, OptionError) as e:
+            if e.file == str(out):  # (the temporary file is no name of the user's)
+                e.file = "standard output"
+            raise
         with open(out, "rb") as f:
             shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
     sys.stdout.flush()
