@@ -49,7 +49,7 @@ def test_a_damaged_text_file_reports_its_own_family_error(tmp_path, text, family
         wv.read(f)
     assert e.value.format == family and where in str(e.value) and "wrong number of values" in str(e.value)
     r = run("inspect", f)
-    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {family} {where}")
+    assert r.returncode == 2 and one_error_line(r).startswith(f"wvformats: error: {f}: {family} {where}")
 
 
 def test_real_binary_files_still_sniff_as_binary():
@@ -494,3 +494,149 @@ def test_bytes_paths_are_taken_as_open_takes_them(tmp_path):
     wv.write(wv.read(b), out)
     wv.convert(b, os.fsencode(tmp_path / "y.vec"))
     assert (tmp_path / "x.vec").read_bytes() == (tmp_path / "y.vec").read_bytes()
+
+
+# -- every error names its file ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory):
+    """A fastText model cut short, a GGUF header cut short, good files beside them, and a safetensors file no
+    tensor of which Q8_0 fits."""
+    d = tmp_path_factory.mktemp("damaged")
+    toy = Path(__file__).parent / "data" / "fasttext" / "toy-model.bin"
+    (d / "cut.bin").write_bytes(toy.read_bytes()[:3000])
+    (d / "cut.gguf").write_bytes(b"GGUF\x03\0\0\0\xff\xff\xff\xff")
+    (d / "good.vec").write_bytes(sample("sample.txt").read_bytes())
+    (d / "good.gguf").write_bytes((Path(wv.__file__).parent / "sample_files" / "sample-tiny.gguf").read_bytes())
+    from safetensors.numpy import save_file
+
+    save_file({"w": np.ones((2, 100), np.float32)}, d / "rows100.safetensors")
+    return d
+
+
+@pytest.mark.parametrize("args,named", [
+    (["inspect", "{d}/cut.bin"], "cut.bin"),
+    (["inspect", "--full", "{d}/cut.bin"], "cut.bin"),
+    (["inspect", "-f", "glove", "{d}/cut.bin"], "cut.bin"),
+    (["dump", "{d}/cut.bin"], "cut.bin"),
+    (["validate", "{d}/good.vec", "{d}/cut.gguf", "--encoding", "cp852"], "cut.gguf"),
+    (["similar", "{d}/cut.bin", "night"], "cut.bin"),
+    (["analogy", "{d}/cut.bin", "a", "b", "c"], "cut.bin"),
+    (["convert", "{d}/cut.bin", "{d}/out.vec"], "cut.bin"),
+    (["convert", "{d}/rows100.safetensors", "{d}/out.gguf", "--type", "Q8_0"], "out.gguf"),
+    (["convert", "{d}/good.vec", "{d}/out.gguf"], "good.vec"),
+    (["convert", "{d}/good.vec", "{d}/out.leader", "--newline"], "out.leader"),
+    (["gguf", "dump", "{d}/cut.gguf"], "cut.gguf"),
+    (["gguf", "set", "{d}/cut.gguf", "general.name", "x"], "cut.gguf"),
+    (["gguf", "new", "{d}/cut.gguf", "{d}/out.gguf"], "cut.gguf"),
+    (["gguf", "new", "{d}/good.gguf", "{d}/out.gguf", "--set", "general.nmae=x"], "good.gguf"),
+    (["fasttext", "predict", "{d}/cut.bin", "{d}/good.vec"], "cut.bin"),
+    (["fasttext", "nn", "{d}/cut.bin", "night"], "cut.bin"),
+    (["fasttext", "analogies", "{d}/cut.bin", "a", "b", "c"], "cut.bin"),
+    (["sentencepiece", "export", "{d}/cut.bin", "{d}/out.json", "--to", "hf"], "cut.bin"),
+    (["rwkv", "quantize", "{d}/cut.bin", "{d}/out.bin", "--type", "Q8_0"], "cut.bin"),
+])
+def test_every_command_line_error_names_its_file(damaged, capsys, args, named):
+    """A parse error named the format, field and offset but not the file (``wvformats: error: fasttext
+    output.data at byte 2873: ...``); with several files, or a source and a destination, the user could not
+    tell which. The error line starts with the file the error is in."""
+    from wvformats import cli
+
+    assert cli.main([a.format(d=damaged) for a in args]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"wvformats: error: {damaged / named}: "), err
+
+
+def test_an_error_writing_to_standard_output_names_no_temporary_file(damaged):
+    r = run("convert", damaged / "rows100.safetensors", "-", "--to", "gguf", "--type", "Q8_0")
+    assert r.returncode == 2 and r.stdout == ""
+    assert one_error_line(r).startswith("wvformats: error: standard output: gguf: type Q8_0 (--type) applied to 0")
+
+
+def test_the_api_names_the_file_of_a_format_error(damaged):
+    """``FormatError.file`` is set where the API opens a file (read, or the destination of write)."""
+    with pytest.raises(FormatError) as e:
+        wv.read(damaged / "cut.bin")
+    assert e.value.file == str(damaged / "cut.bin") and e.value.path == "output.data"
+    st = wv.read(damaged / "rows100.safetensors")
+    with pytest.raises(FormatError) as e:
+        wv.write(st, damaged / "out.gguf", type="Q8_0")
+    assert e.value.file == str(damaged / "out.gguf")
+
+
+def test_an_error_a_model_raises_later_names_the_commands_input():
+    """A FormatError raised after the API returned (a lazily read part of a model) names the command's one
+    input file; one that names its file is not named twice."""
+    import argparse
+
+    from wvformats.cli import _sentence
+
+    args = argparse.Namespace(model=Path("lid.ftz"), input="-")
+    e = FormatError("bad code", format="fasttext", path="input.codes", offset=459292)
+    assert _sentence(e, args) == "lid.ftz: fasttext input.codes at byte 459292: bad code"
+    assert _sentence(e, argparse.Namespace(files=[Path("a"), Path("b")])) == str(e)  # (which one: unknown)
+    e.file = "other.ftz"
+    assert _sentence(e, args).startswith("other.ftz: fasttext")
+    assert _sentence(FileNotFoundError(2, "No such file or directory", "x.vec"), args) == \
+        "x.vec: No such file or directory"
+
+
+# -- --dedupe, for every format that holds words --------------------------------------------------------------
+
+WORD_TARGETS = [("out.vec", "word2vec-text"), ("out.w2v", "word2vec-binary"), ("out.glove", "glove"),
+                ("out.leader", "leader"), ("out.fifu", "finalfusion"), ("out.npz", "npz-embeddings"),
+                ("out.bin", "fasttext")]
+
+
+@pytest.mark.parametrize("name,format", WORD_TARGETS)
+def test_dedupe_works_for_every_target_that_holds_words(tmp_path, name, format):
+    """``--dedupe`` worked to finalfusion and fastText only ("word2vec-text files take no write option
+    'deduplicate'"): the embeddings are deduplicated once, for any writer; the words, written in the encoding
+    they were read in, are each kept once with the row lookups use (the first)."""
+    from wvformats import cli
+
+    words = ["ŕ", "b", "ŕ", "c"]  # (a word cp852 holds, which is not ASCII)
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    src = tmp_path / "dup.vec"
+    wv.write(wv.Embeddings(words, vectors), src, to_encoding="cp852")
+    out = tmp_path / name
+    keep = ["--no-normalize"] if format == "finalfusion" else []  # (rows as given, not L2-normalised)
+    assert cli.main(["convert", str(src), str(out), "--to", format, "--encoding", "cp852", "--dedupe", *keep]) == 0
+    back = wv.read(out, format, encoding="cp852") if format not in ("finalfusion", "npz-embeddings") else \
+        wv.read(out, format)
+    assert back.words == ["ŕ", "b", "c"]
+    np.testing.assert_array_equal(back.embedding_batch(back.words)[0], vectors[[0, 1, 3]])
+    if format not in ("finalfusion", "npz-embeddings"):  # their words are UTF-8 by the format
+        assert "ŕ".encode("cp852") in out.read_bytes() and "ŕ".encode() not in out.read_bytes()
+
+
+@pytest.mark.parametrize("name,format", WORD_TARGETS)
+def test_dedupe_of_the_issues_fasttext_model(tmp_path, name, format):
+    """The command of the report: a cp852 fastText model read as UTF-8 with replacement characters, whose words
+    then repeat, converted with --dedupe; the words lookups use, once each. A fastText model to fastText looks
+    its words up by their bytes, which repeat none: written as read."""
+    from wvformats import cli
+
+    src = Path(__file__).parent / "data" / "fasttext" / "cp852_fasttext.bin"
+    m = wv.read(src, unicode_errors="replace")
+    assert m.duplicates == 6
+    out = tmp_path / name
+    assert cli.main(["convert", str(src), str(out), "--to", format, "--unicode-errors", "replace", "--dedupe"]) == 0
+    if format == "fasttext":
+        assert out.read_bytes() == src.read_bytes()
+        return
+    back, once = wv.read(out), m.deduplicated()
+    assert back.words == once.words and back.duplicates == 0
+    rows = back.embedding_batch(once.words)[0]
+    if format == "finalfusion":  # (normalised, as finalfusion writes rows from elsewhere, the norms kept)
+        rows = rows * back.norms[:, None]
+    np.testing.assert_allclose(rows, once.vectors, rtol=1e-6, atol=1e-7)
+
+
+def test_dedupe_is_refused_by_formats_without_words(tmp_path):
+    from wvformats.errors import OptionError
+
+    st = wv.safetensors.SafeTensors.from_arrays({"w": np.ones((2, 32), np.float32)})
+    with pytest.raises(OptionError, match="gguf files take no write option 'deduplicate'"):
+        wv.write(st, tmp_path / "x.gguf", deduplicate=True)

@@ -256,7 +256,7 @@ def test_debug_and_quiet_also_after_the_command(tmp_path, capsys):
     assert "Traceback" in capsys.readouterr().err
     assert cli.main(["inspect", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and err.startswith("wvformats: error: leader")
+    assert "Traceback" not in err and err.startswith(f"wvformats: error: {bad}: leader")
     assert cli.main(["validate", str(_tiny(tmp_path)), "-q"]) == 0
 
 

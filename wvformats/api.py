@@ -38,8 +38,20 @@ def _source(path: Input) -> Iterator[Source]:
     if isinstance(path, Source):
         yield path
         return
-    with Source(path) as source:
+    with Source(path) as source, _in_file(source):
         yield source
+
+
+@contextlib.contextmanager
+def _in_file(path: Input) -> Iterator[None]:
+    """A FormatError (or OptionError) raised in the block names the file ``path`` (:attr:`FormatError.file`),
+    unless it names one already: the one home of the file an error is in."""
+    try:
+        yield
+    except (FormatError, OptionError) as e:
+        if e.file is None:
+            e.file = os.fsdecode(os.fspath(path))
+        raise
 
 
 def formats() -> list[str]:
@@ -222,7 +234,7 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
                 parsed = fmt.parse(source.buffer(use_mmap=True if use_mmap is None else bool(use_mmap)), **options)
         except FormatError as e:
             raise _explained(source, fmt, format, e) from None
-    return fmt.to_model(parsed, mmap=use_mmap, **options)
+        return fmt.to_model(parsed, mmap=use_mmap, **options)
 
 
 def _parse_beside_copy(fmt: registry.Format, source: Source, options: dict[str, Any]) -> Any:
@@ -337,13 +349,21 @@ def write(obj: Any, path: PathLike, format: str | None = None, *, overwrite: boo
         from .embeddings import Embeddings
 
         obj = Embeddings(*obj)
-    fmt = _format_for_output(path, format, obj)
-    options = _norm_options(fmt, options)
-    _check_write_options(fmt, options)
-    try:
-        parsed = fmt.from_model(obj, **options)
-    except FormatError as e:  # (a writer's refusal names the format it writes)
-        raise e.located(format=fmt.name) from None
+    with _in_file(path):
+        fmt = _format_for_output(path, format, obj)
+        options = _norm_options(fmt, options)
+        _check_write_options(fmt, options)
+        obj, options = _deduplicated(fmt, obj, options)
+        try:
+            parsed = fmt.from_model(obj, **options)
+        except FormatError as e:  # (a writer's refusal names the format it writes)
+            raise e.located(format=fmt.name) from None
+        _build(fmt, parsed, path, overwrite, durable, progress)
+
+
+def _build(fmt: registry.Format, parsed: Any, path: PathLike, overwrite: bool, durable: bool,
+           progress: Callable[[int], Any] | None) -> None:
+    """``parsed`` built into ``path``, atomically (a compressed output built whole first, then compressed)."""
     if fmt.is_directory:
         fmt.build(parsed, Path(path))
         return
@@ -367,9 +387,35 @@ def _check_write_options(fmt: registry.Format, options: dict[str, Any]) -> None:
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    if "deduplicate" not in takes and _holds_words(fmt):
+        takes.append("deduplicate")
     if unknown := sorted(k for k in options if k not in takes):
         raise OptionError(f"{fmt.name} files take no write option {', '.join(map(repr, unknown))} "
                           f"(options: {', '.join(takes) or 'none'})")
+
+
+def _holds_words(fmt: registry.Format) -> bool:
+    """The format's writer takes embeddings (words and their rows)."""
+    from .embeddings import Embeddings
+
+    return fmt.model is not None and _fit(fmt, Embeddings) is not None
+
+
+def _deduplicated(fmt: registry.Format, obj: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``deduplicate=True`` (``--dedupe``), an option of every format that holds words: embeddings with one row
+    of each repeated word, the one lookups use (:meth:`Embeddings.deduplicated`), made here for every writer.
+    A writer that takes the option itself is given it (fastText: a fastText model's own entries dropped as
+    fastText looks them up, the rest of the file byte for byte)."""
+    import inspect as inspect_module
+
+    from .embeddings import Embeddings
+
+    if "deduplicate" not in options or "deduplicate" in inspect_module.signature(fmt.from_model).parameters:
+        return obj, options
+    options = dict(options)
+    if options.pop("deduplicate") and isinstance(obj, Embeddings):
+        obj = obj.deduplicated()
+    return obj, options
 
 
 def _norm_options(fmt: registry.Format, options: dict[str, Any]) -> dict[str, Any]:
@@ -416,13 +462,14 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     """
     dst = _output_path(dst)
     refuse_own_input(dst, src)
-    candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
-    check_target(dst, overwrite=overwrite)
     read_opts = {k: v for k, v in options.items() if k in ("limit", "vocab", "unicode_errors", "encoding", "dtype")}
     write_opts = {k: v for k, v in options.items() if k not in read_opts}
     own = {k: write_opts.pop(k) for k in ("progress", "durable") if k in write_opts}  # write()'s, not the format's
-    if len(candidates) == 1:
-        _check_write_options(candidates[0], _norm_options(candidates[0], write_opts))
+    with _in_file(dst):
+        candidates = _formats_for_output(dst, to)  # several for a shared extension: the model read chooses
+        check_target(dst, overwrite=overwrite)
+        if len(candidates) == 1:
+            _check_write_options(candidates[0], _norm_options(candidates[0], write_opts))
     with _source(src) as source:
         model = read(source, from_format, **read_opts)
         try:

@@ -117,15 +117,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="finalfusion to other formats: multiply the rows by their stored norms (the default when "
                         "the file has norms; with this flag, an error when it has none)")
     s.add_argument("--dedupe", action="store_true",
-                   help="finalfusion and fastText output (they hold each word once): keep one row of each "
-                        "repeated word, the one lookups use (the first; a fastText model's last, as fastText's)")
+                   help="output of any format that holds words: keep one row of each repeated word, the one lookups "
+                        "use (the first; a fastText model's last, as fastText's); finalfusion and fastText, which "
+                        "hold each word once, refuse a repeated word without it")
     s.add_argument("--upgrade", action="store_true",
                    help="fastText output: write a model of an older release (no magic, or version 11), which "
                         "today's fastText refuses or reads otherwise, as version 12 that it loads, with the same "
                         "lookups and predictions (default: written as it was read, byte for byte)")
     s.add_argument("--type", dest="tensor_type", metavar="GGML_TYPE",
-                   help="GGUF output from safetensors: the ggml type (Q8_0, Q4_K, F16, ...) of the float tensors "
-                        "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored)")
+                   help="GGUF output from safetensors: the ggml type (Q8_0, Q4_0, F16, ...) of the float tensors "
+                        "of 2+ dimensions whose rows fill its blocks, by ggml's quantizers (default: kept as stored); "
+                        "a warning line names the matrices whose rows do not, and none that can take it is an error")
     s.add_argument("--shard-size", metavar="SIZE",
                    help="sharded safetensors output (DST a *.safetensors.index.json): the most tensor bytes in a "
                         "shard (5GB, 500MB, 2GiB, as huggingface_hub reads them); without it a sharded source keeps its "
@@ -224,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         # ValueError: an argument the API refuses (a limit below 0, a token id the index cannot hold)
         if args.debug:
             traceback.print_exc()
-        print(f"wvformats: error: {_sentence(e)}", file=sys.stderr)
+        print(f"wvformats: error: {_sentence(e, args)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -235,12 +237,19 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _sentence(e: Exception) -> str:
-    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name)."""
+def _sentence(e: Exception, args: argparse.Namespace | None = None) -> str:
+    """An error as one line: a system error as ``PATH: what went wrong`` (no errno number, no temporary name);
+    a FormatError or OptionError as ``FILE: ...``, FILE the file the API was reading or writing (else, for a
+    FormatError raised later by a model, the command's one input file)."""
     if isinstance(e, OSError) and not isinstance(e, FormatError) and e.strerror:
         name = e.filename2 if e.filename2 is not None else e.filename
         return f"{name}: {e.strerror}" if name is not None else e.strerror
-    return str(api.hinted(e) if isinstance(e, FormatError) else e)
+    text = str(api.hinted(e) if isinstance(e, FormatError) else e)
+    name = getattr(e, "file", None)  # (a FormatError's or an OptionError's)
+    if name is None and isinstance(e, FormatError):
+        inputs = [v for k in ("file", "src", "model", "index") if isinstance(v := getattr(args, k, None), Path)]
+        name = str(inputs[0]) if len(inputs) == 1 else None
+    return f"{name}: {text}" if name and not text.startswith(name) else text
 
 
 class _Terminated(BaseException):
@@ -288,7 +297,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
         try:
             results.append({"path": str(f), "format": api.sniff(f)})
         except FormatError as e:
-            results.append({"path": str(f), "format": None, "error": str(e)})
+            results.append({"path": str(f), "format": None, "error": _sentence(e)})
             status = EXIT_INPUT
     if args.json:
         print_json(results)
@@ -402,7 +411,12 @@ def _convert_to_stdout(args: argparse.Namespace, options: dict[str, Any]) -> int
         raise OptionError("convert to standard output (-) needs --to FORMAT: there is no extension to tell it")
     with tempfile.TemporaryDirectory(prefix="wvformats-") as tmp:
         out = Path(tmp) / "out"
-        api.convert(args.src, out, args.to, from_format=args.from_format, **options)
+        try:
+            api.convert(args.src, out, args.to, from_format=args.from_format, **options)
+        except (FormatError, OptionError) as e:
+            if e.file == str(out):  # (the temporary file is no name of the user's)
+                e.file = "standard output"
+            raise
         with open(out, "rb") as f:
             shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
     sys.stdout.flush()

@@ -657,14 +657,17 @@ class Embeddings:
 
     def deduplicated(self) -> Embeddings:
         """One row of each word, the one lookups use (:attr:`occurrence`: the first, a fastText model's last),
-        with its norm, in file order; ``self`` when no word repeats. Lookups of the result give what they gave.
-        Formats that hold each word once (finalfusion, fastText) need this before writing."""
+        with its norm, in file order, with the subword vocabulary (its n-gram rows follow the words' and are the
+        same whichever words are dropped) and the words' encoding; ``self`` when no word repeats. Lookups of the
+        result give what they gave. ``deduplicate=True`` (``--dedupe``) writes this, to any format."""
         if not self.duplicates:
             return self
         rows = sorted(self.vocab.values())
         norms = None if self.norms is None else np.asarray(self.norms)[rows]
-        return Embeddings([self.words[i] for i in rows], self.rows(np.array(rows, np.intp)), norms=norms,
-                          metadata=self.metadata)
+        out = Embeddings([self.words[i] for i in rows], self.rows(np.array(rows, np.intp)), norms=norms,
+                         metadata=self.metadata, subwords=self.subwords)
+        out.encoding = self.encoding
+        return out
 
     def astype(self, dtype: Any) -> Embeddings:
         """The same rows in ``dtype``, looked up as ``self`` (the same :attr:`occurrence` of a repeated word)."""

@@ -12,7 +12,10 @@ import os
 
 
 class FormatError(Exception):
-    """A file (or an object to be written) does not fit its format."""
+    """A file (or an object to be written) does not fit its format. ``file`` names the file, where the public
+    API opened one to read or write (the command line's error line starts with it)."""
+
+    file: str | None = None
 
     def __init__(
         self,
@@ -117,7 +120,10 @@ class MissingFileError(FormatError, FileNotFoundError):
 
 class OptionError(TypeError, ValueError):
     """A read or write option the format does not take: a TypeError, as for any unexpected keyword, and a
-    ValueError, as for any other argument a call refuses (the command line's usage errors, exit 2)."""
+    ValueError, as for any other argument a call refuses (the command line's usage errors, exit 2). ``file``
+    as a FormatError's: the file it was given for, where the public API opened one."""
+
+    file: str | None = None
 
 
 class NoFinalNewlineWarning(UserWarning):

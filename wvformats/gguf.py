@@ -16,9 +16,10 @@ ids.
 
 from .families.ggml.gguf import GGUFModel, GGUFTensor, Metadata
 from .families.ggml.quants import dequantize, quantize
+from .families.safetensors.convert import TypeNotAppliedWarning
 from .families.sentencepiece.gguf import from_gguf as to_sentencepiece
 from .families.sentencepiece.gguf import to_gguf as from_sentencepiece
 from .schemas.ggml import GGUF_TYPES, LAYOUTS
 
 __all__ = ["GGUF_TYPES", "LAYOUTS", "GGUFModel", "GGUFTensor", "Metadata", "dequantize", "from_sentencepiece",
-           "quantize", "to_sentencepiece"]
+           "TypeNotAppliedWarning", "quantize", "to_sentencepiece"]

@@ -90,3 +90,43 @@ def test_new_sets_and_removes_as_gguf_new_metadata(tmp_path):
     assert json.loads(ours("dump", mine, "--json", "--json-array").stdout)["metadata"]["general.name"]["value"] \
         == "renamed"
     assert ours("new", src, src, "--set", "general.name=x").returncode == 2  # never over its own input
+
+
+def test_set_of_a_key_the_file_lacks_is_refused_unless_asked_for(tmp_path):
+    """A mistyped key (``llama.context_lenght``) was added as a new STRING key, exit 0; gguf-set-metadata
+    refuses a key the file lacks, and so does ``set`` now (exit 2, a usage error: the file is untouched), naming
+    the file and the closest key; --add or --type adds it, and says "added"."""
+    path, theirs = tmp_path / "m.gguf", tmp_path / "theirs.gguf"
+    shutil.copy(TINY, path)
+    shutil.copy(TINY, theirs)
+    assert script("gguf_set_metadata", theirs, "llama.context_lenght", "8192", "--force").returncode == 1
+    before = path.read_bytes()
+    r = ours("set", path, "llama.context_lenght", "8192")
+    assert r.returncode == 2, r
+    assert f"{path}: no metadata key 'llama.context_lenght' (the closest is 'llama.context_length')" in r.stderr
+    assert "--add" in r.stderr and path.read_bytes() == before
+    r = ours("set", path, "llama.context_lenght", "8192", "--add")
+    assert r.returncode == 0 and r.stdout.startswith("added llama.context_lenght = '8192' [STRING,")
+    assert wv.read(path).metadata["llama.context_lenght"] == "8192"
+    r = ours("set", path, "llama.rope.freq_bass", "1e4", "--type", "FLOAT32")
+    assert r.returncode == 0 and r.stdout.startswith("added llama.rope.freq_bass")
+    assert wv.read(path).metadata.type("llama.rope.freq_bass") == "FLOAT32"
+
+
+def test_new_refuses_to_set_a_key_the_source_lacks_without_a_type(tmp_path):
+    src, dst = TINY, tmp_path / "new.gguf"
+    r = ours("new", src, dst, "--set", "general.nmae=x")
+    assert r.returncode == 2 and not dst.exists()
+    assert f"{src}: no metadata key 'general.nmae' (the closest is 'general.name')" in r.stderr
+    assert "--set general.nmae:STRING=x" in r.stderr
+    assert ours("new", src, dst, "--set", "general.nmae:STRING=x").returncode == 0
+    assert wv.read(dst).metadata["general.nmae"] == "x"
+
+
+def test_metadata_mapping_adds_keys_as_a_dict_does():
+    """The Python API keeps a mapping's semantics (a model is built key by key, ``update`` and ``setdefault``
+    add): only the command line, where a key is typed at a shell, refuses a key the file lacks."""
+    model = wv.read(TINY)
+    model.metadata["general.nmae"] = "x"
+    model.metadata.update({"a.b": 1})
+    assert model.metadata["general.nmae"] == "x" and model.metadata.type("a.b") == "UINT32"

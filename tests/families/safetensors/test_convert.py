@@ -2,13 +2,14 @@
 and the safetensors library as the oracles."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import BuildError
+from wvformats.errors import BuildError, OptionError
 from wvformats.families.safetensors.model import SafeTensors
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
@@ -88,3 +89,75 @@ def test_a_type_gguf_lacks_is_refused(tmp_path):
     with pytest.raises(BuildError, match="U8"):
         wv.write(SafeTensors({"u": np.zeros(4, np.uint8)}), tmp_path / "u.gguf")
     assert not (tmp_path / "u.gguf").exists()
+
+
+def _tensors(path, **shapes):
+    save_file({name: RNG.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}, path)
+    return path
+
+
+def test_type_kept_by_some_tensors_says_which_and_why(tmp_path, capsys):
+    """``--type`` that a float matrix cannot take (its rows do not fill the type's blocks) was silent: the tensor
+    stayed F32 and the command said only ``wrote``. One warning line now says how many took the type, which
+    kept theirs and why; the tensors that fit are quantized as before."""
+    src = _tensors(tmp_path / "s.safetensors", **{"tok.weight": (8, 100), "w1": (4, 64), "w2": (2, 32),
+                                                   "norm": (100,)})
+    with pytest.warns(wv.gguf.TypeNotAppliedWarning) as caught:
+        model = wv.read(src)
+        wv.write(model, tmp_path / "a.gguf", type="Q8_0")
+    assert [str(w.message) for w in caught] == [
+        "type Q8_0 (--type) applied to 2 of 4 tensors; 2 kept F32: rows of 100 values do not fill Q8_0's "
+        "32-value blocks (tok.weight); of one dimension (norm)"]
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(tmp_path / "a.gguf").tensors}
+    assert types == {"tok.weight": T.F32, "w1": T.Q8_0, "w2": T.Q8_0, "norm": T.F32}
+    assert cli.main(["convert", str(src), str(tmp_path / "b.gguf"), "--type", "Q8_0"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"wvformats: warning: {caught[0].message}"]
+    assert (tmp_path / "b.gguf").read_bytes() == (tmp_path / "a.gguf").read_bytes()
+    with warnings.catch_warnings():  # every matrix fits: vectors and integers keep their types without a word
+        warnings.simplefilter("error")
+        wv.write(SafeTensors({"w": F32, "b": np.ones(64, np.float32)}), tmp_path / "c.gguf", type="Q8_0")
+
+
+def test_type_no_tensor_can_take_is_refused(tmp_path, capsys):
+    """When no tensor can take ``--type`` the file was written all F32; now nothing is written (exit 2), the
+    input untouched."""
+    src = _tensors(tmp_path / "s.safetensors", **{"tok.weight": (8, 100), "out.weight": (4, 100), "norm": (100,)})
+    before = src.read_bytes()
+    with pytest.raises(BuildError, match=r"applied to 0 of 3 tensors; 3 kept F32: rows of 100 values do not fill "
+                                         r"Q8_0's 32-value blocks \(out.weight, tok.weight\); of one dimension"):
+        wv.convert(src, tmp_path / "a.gguf", type="Q8_0")
+    assert cli.main(["convert", str(src), str(tmp_path / "a.gguf"), "--type", "Q8_0"]) == 2
+    assert "applied to 0 of 3 tensors" in capsys.readouterr().err
+    assert not (tmp_path / "a.gguf").exists() and src.read_bytes() == before
+    assert cli.main(["convert", str(src), str(tmp_path / "a.gguf"), "--type", "Q4_K"]) == 2  # (no quantizer)
+    assert "quantizing Q4_K is not implemented" in capsys.readouterr().err
+    assert not (tmp_path / "a.gguf").exists()
+
+
+def test_written_lists_the_types_quantize_writes():
+    """``quants.WRITTEN``, which ``--type`` is checked against (Q4_K rows that fit crashed with a bare
+    NotImplementedError), is every type ``quantize`` writes."""
+    from wvformats.schemas.ggml import LAYOUTS
+
+    from wvformats.families.ggml import quants
+
+    written = []
+    for kind, (block, _) in LAYOUTS.items():
+        try:
+            quants.quantize(np.zeros(2 * block, np.float32), kind)
+            written.append(kind)
+        except NotImplementedError:
+            pass
+    assert sorted(written) == sorted(quants.WRITTEN)
+
+
+def test_gguf_writer_refuses_options_it_would_ignore(tmp_path, gguf_file):
+    """``--type`` to GGUF from a GGUF model, and options of other writers (``--newline``), were taken and
+    ignored (exit 0); they are refused before anything is written."""
+    with pytest.raises(OptionError, match=r"type='Q8_0' \(--type\) quantizes the tensors of safetensors input"):
+        wv.convert(gguf_file, tmp_path / "a.gguf", type="Q8_0")
+    src = _tensors(tmp_path / "s.safetensors", w=(2, 32))
+    with pytest.raises(OptionError, match="gguf files take no write option 'newline'"):
+        wv.convert(src, tmp_path / "a.gguf", newline=True)
+    assert not (tmp_path / "a.gguf").exists()

@@ -219,7 +219,7 @@ def test_a_file_that_fails_is_not_also_warned_about(tmp_path, capsys):
     p.write_bytes(b"a 1 2\nb 3 x")  # no final newline, and not a number
     assert cli.main(["inspect", "-f", "glove", str(p)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("wvformats: error: glove records[1]"), err
+    assert len(err) == 1 and err[0].startswith(f"wvformats: error: {p}: glove records[1]"), err
 
 
 def test_cli_prints_a_warning_once_as_one_line(tmp_path, capsys):

@@ -330,21 +330,7 @@ def _normalized_quantized(q: Any, n: int) -> tuple[Any, np.ndarray]:
     return unit, lengths
 
 
-def _deduplicated(obj: Embeddings) -> Embeddings:
-    """The row of each word lookups use (:meth:`Embeddings.deduplicated`), with the subword vocabulary kept: its
-    n-gram rows follow the words and are the same whichever words are dropped."""
-    out = obj.deduplicated()
-    sw = obj.subwords
-    if out is obj or sw is None or sw.kind not in _SUBWORD_IDS or sw.kind == "floret_subword_vocab":
-        return out
-    sub = subword_matrix(obj)
-    if sub is not None:  # the same n-grams and rows; the words' lookups are the deduplicated model's own
-        out.subwords = Subwords(sw.kind, sw.settings, sub, indices=sw.indices, lookup=sw.lookup,
-                                lookup_batch=sw.lookup_batch)
-    return out
-
-
-def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = False) -> cs.Container:
+def from_model(obj: Any, *, normalize: bool | None = None) -> cs.Container:
     """Embeddings -> [Metadata] Vocab Storage [NdNorms].
 
     ``normalize``: by default, embeddings of another format (word2vec, GloVe, a fastText model, ...) are
@@ -362,15 +348,14 @@ def from_model(obj: Any, *, normalize: bool | None = None, deduplicate: bool = F
     unchanged), their metadata bytes and any other chunk, so that reading and writing a file gives it back; a
     fastText model keeps its subword vocabulary and bucket rows. Word-vector input gets a simple vocab. A
     vocabulary holds each word once: embeddings that repeat a word are refused unless ``deduplicate=True``
-    keeps the row of each that lookups use (the first; a fastText model's last) and the subword vocabulary.
+    (the API's, :meth:`~wvformats.embeddings.Embeddings.deduplicated`) keeps the row of each that lookups use
+    (the first; a fastText model's last) and the subword vocabulary.
     """
     if isinstance(obj, tuple):
         obj = Embeddings(*obj)
     if not isinstance(obj, Embeddings):
         raise BuildError(f"expected Embeddings, got {type(obj).__name__}", format=NAME)
     obj.check_parts(NAME)
-    if deduplicate:
-        obj = _deduplicated(obj)
     # (a vocabulary or metadata the format cannot hold is refused before the rows are computed)
     vocab, metadata = _vocab_chunk(obj), _metadata_chunk(obj)
     if normalize is None:  # finalfusion's convention for rows from elsewhere; a finalfusion file's rows as read

@@ -8,7 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...errors import BuildError
+from ...errors import BuildError, OptionError
 from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
 from ...schemas import gguf as gguf_schema
@@ -117,16 +117,19 @@ def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
     return model
 
 
-def gguf_from_model(model: Any, **options: Any) -> cs.Container:
+def gguf_from_model(model: Any, *, type: str | None = None) -> cs.Container:
     """A GGUFModel's layout; a SentencePiece model as the vocabulary-only GGUF llama.cpp's converter writes
     (:func:`wvformats.sentencepiece.to_gguf`); safetensors tensors quantized to the write option ``type``
-    where they fit (:func:`wvformats.families.safetensors.convert.to_gguf`)."""
+    where they fit (:func:`wvformats.families.safetensors.convert.to_gguf`), which nothing else takes."""
+    if type is not None and not isinstance(model, SafeTensors):
+        raise OptionError(f"type={type!r} (--type) quantizes the tensors of safetensors input; a "
+                          f"{model.__class__.__name__}'s are written as they are")
     if isinstance(model, SentencePieceModel):
         model = to_gguf(model)
     if isinstance(model, SafeTensors):
         from ..safetensors.convert import to_gguf as tensors_to_gguf
 
-        model = tensors_to_gguf(model, options.get("type"))
+        model = tensors_to_gguf(model, type)
     if not isinstance(model, GGUFModel):
         raise BuildError(f"expected GGUFModel, got {type(model).__name__}", format=GGUF)
     entries = model.metadata.entries()

@@ -32,7 +32,7 @@ def _rwkv(args: argparse.Namespace) -> int:
     try:
         out = quantize_model(model, args.type, args.version)
     except ValueError as e:
-        print(f"wvformats: error: {e}", file=sys.stderr)
+        print(f"wvformats: error: {args.src}: {e}", file=sys.stderr)
         return EXIT_INPUT
     refuse_own_input(args.dst, args.src)
     api.write(out, args.dst, "rwkv", overwrite=args.force)
@@ -56,12 +56,16 @@ def _gguf_arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     s.add_argument("value", help="its new value (a number, true/false, or text)")
     s.add_argument("--type", dest="value_type", metavar="TYPE",
                    help="the value's GGUF type (UINT32, FLOAT32, STRING, BOOL, ...; default: the key's, or STRING "
-                        "for a new key)")
+                        "for a new key); a key the file lacks is added with it")
+    s.add_argument("--add", action="store_true",
+                   help="add the key if the file lacks it (default: refused, naming the closest key, as "
+                        "gguf-set-metadata refuses: a mistyped key is no new one)")
     n = subcommand(gs, "new", help="a copy with metadata set and removed (gguf-new-metadata)")
     n.add_argument("src", type=Path, help="the GGUF file to read")
     n.add_argument("dst", type=Path, help="the GGUF file to write")
     n.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="set a key (repeat; its type as the key's, or KEY:TYPE=VALUE)")
+                   help="set a key (repeat; its type as the key's, or KEY:TYPE=VALUE, which also adds a key the "
+                        "file lacks: without a type one is refused, naming the closest key)")
     n.add_argument("--remove", action="append", default=[], metavar="KEY", help="remove a key (repeat)")
     n.add_argument("--force", action="store_true", help="replace DST if it exists")
 
@@ -86,10 +90,24 @@ def _typed(text: str, type_name: str) -> object:
     return text
 
 
-def _set(model: object, key: str, text: str, type_name: str | None) -> None:
+def _set(model: object, key: str, text: str, type_name: str | None, file: Path) -> None:
     meta = model.metadata  # type: ignore[attr-defined]
-    kind = type_name or (meta.type(key) if key in meta else "STRING")
+    if key not in meta and not type_name:
+        _refuse_new_key(meta, key, file, f"--set {key}:STRING={text} (or another type) adds it")
+    kind = type_name or meta.type(key)
     meta.set(key, _typed(text, kind), type=kind)
+
+
+def _refuse_new_key(meta: object, key: str, file: Path, how: str) -> None:
+    """A key the file lacks is refused unless asked for (as gguf-set-metadata refuses it): a mistyped key
+    (``llama.context_lenght``) would otherwise be added as a new one, which no reader looks at."""
+    import difflib
+
+    from ...errors import OptionError
+
+    close = difflib.get_close_matches(key, list(meta), n=1)  # type: ignore[call-overload]
+    hint = f" (the closest is {close[0]!r})" if close else ""
+    raise OptionError(f"{file}: no metadata key {key!r}{hint}; {how}")
 
 
 def _gguf(args: argparse.Namespace) -> int:
@@ -110,7 +128,7 @@ def _gguf(args: argparse.Namespace) -> int:
         if not sep:
             raise OptionError(f"--set takes KEY=VALUE, not {item!r}")
         key, _, type_name = key.partition(":")
-        _set(model, key, text, type_name or None)
+        _set(model, key, text, type_name or None, args.src)
     refuse_own_input(args.dst, args.src)
     api.write(model, args.dst, "gguf", overwrite=args.force)
     print(f"wrote {args.dst} [gguf, {len(model.metadata)} keys, {len(model.tensors)} tensors]")
@@ -119,7 +137,8 @@ def _gguf(args: argparse.Namespace) -> int:
 
 def _set_file(args: argparse.Namespace) -> int:
     """In place when the key holds a number of the same type (the bytes of the value alone change), as
-    gguf-set-metadata does; otherwise the whole file rewritten, atomically."""
+    gguf-set-metadata does; otherwise the whole file rewritten, atomically. A key the file lacks is added only
+    with --add or --type (else refused, as gguf-set-metadata refuses it)."""
     import numpy as np
 
     from ... import api
@@ -128,6 +147,8 @@ def _set_file(args: argparse.Namespace) -> int:
     model = api.read(args.file, "gguf", mmap=True)  # (a model of GBs: only the metadata is read)
     meta = model.metadata
     kv = meta._kv.get(args.key)  # (this family's own model)
+    if kv is None and not (args.add or args.value_type):
+        _refuse_new_key(meta, args.key, args.file, "--add adds it (a STRING, or of --type TYPE)")
     kind = args.value_type or (meta.type(args.key) if kv is not None else "STRING")
     value = _typed(args.value, kind)
     dtype = dict(VALUE_TYPES.values()).get(kind)
@@ -142,7 +163,7 @@ def _set_file(args: argparse.Namespace) -> int:
         return EXIT_OK
     meta.set(args.key, value, type=kind)
     api.write(model, args.file, "gguf", overwrite=True)
-    print(f"set {args.key} = {value!r} [{kind}, {args.file} rewritten]")
+    print(f"{'set' if kv is not None else 'added'} {args.key} = {value!r} [{kind}, {args.file} rewritten]")
     return EXIT_OK
 
 

@@ -426,6 +426,11 @@ def _trunc_i8(v: np.ndarray) -> np.ndarray:
     return v.astype(np.int32)
 
 
+# the GGUF types quantize() writes (the k-quants, i-quants, NVFP4, Q1_0 and Q2_0 are read only)
+WRITTEN = ("F32", "F16", "BF16", "F64", "I8", "I16", "I32", "I64", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
+           "TQ1_0", "TQ2_0", "MXFP4")
+
+
 def quantize(values: np.ndarray, type_name: str, version: int = 101) -> np.ndarray:
     """float32 values -> blocks of ``type_name`` in the layout of ``version``, as ggml's reference quantizer.
 

@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             text = S.to_tsv(model)
     except ValueError as e:
-        print(f"wvformats: error: {e}", file=sys.stderr)
+        print(f"wvformats: error: {args.model}: {e}", file=sys.stderr)
         return EXIT_INPUT
     refuse_own_input(args.out, args.model)
     try:
