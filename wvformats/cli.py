@@ -133,10 +133,12 @@ def _parser() -> argparse.ArgumentParser:
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),
-            ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C",
-             "by cosine similarity of the unit vectors, A, B and C left out")):
+            ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C (gensim's "
+             "most_similar(positive=[B, C], negative=[A]); `fasttext analogies` reads A B C as fastText does, "
+             "A - B + C)", "by cosine similarity of the unit vectors, A, B and C left out")):
         s = command(sub, name, help=what, description=f"{what}, {more} (gensim's most_similar ranking). A word "
-                    "the file lacks is composed from its subwords where the file has them (finalfusion).")
+                    "the file lacks is composed from its subwords where the file has them (finalfusion). Prints a "
+                    "line per word found: the word, a tab, its similarity.")
         s.add_argument("file", type=Path, help="an embedding file of any format")
         if name == "similar":
             s.add_argument("word", metavar="WORD", nargs="+", help="the query words (their unit vectors' mean)")
@@ -426,12 +428,13 @@ def cmd_similar(args: argparse.Namespace) -> int:
             return EXIT_INPUT
     found = (model.most_similar(args.word, args.negative, topn=args.limit) if args.command == "similar"
              else model.analogy(*words, limit=args.limit))
-    if args.json:
-        query = {"query": args.word, "negative": args.negative} if args.command == "similar" else {"query": words}
+    if args.json:  # (an analogy's query in gensim's terms too: most_similar(positive=[B, C], negative=[A]))
+        query = ({"query": args.word, "negative": args.negative} if args.command == "similar"
+                 else {"query": words, "positive": words[1:], "negative": words[:1]})
         print_json({**query, "results": [{"word": w, "similarity": s} for w, s in found]})
-    else:
+    else:  # word, then similarity: the columns of gensim's pairs and of `fasttext nn` / `analogies`
         for w, sim in found:
-            print(f"{sim:.6f}\t{w}")
+            print(f"{w}\t{sim:.6f}")
     return EXIT_OK
 
 
