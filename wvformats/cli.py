@@ -22,9 +22,11 @@ from .commands import (
     EXIT_FAILED,
     EXIT_INPUT,
     EXIT_OK,
+    LONG,
     index_arguments,
     print_json,
     read_options,
+    shown,
     unicode_argument,
 )
 from .errors import FormatError, OptionError
@@ -74,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                         "header and a sample, in bounded time and memory)")
     index_arguments(s)
     unicode_argument(s)
-    s.add_argument("--json", action="store_true", help="the summary as a JSON object")
+    s.add_argument("--all", action="store_true", help="every item of long lists (default: the first 16 and how "
+                                                      "many in all, as `gguf dump`)")
+    s.add_argument("--json", action="store_true", help="the summary as a JSON object (every list whole)")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path, help="the file whose fields are shown with their bytes")
     s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
@@ -308,6 +312,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return EXIT_OK
+    keep = None if args.all else LONG
+
+    def text(v: Any) -> str:  # a value as the summary prints it: long lists cut
+        return shown(v, keep) if isinstance(v, (dict, list, tuple)) else str(v)
+
     for k, v in info.items():
         if k == "parts":
             print("parts:")
@@ -316,9 +325,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # a table: a row per line
             print(f"{k}:")
             for row in v:
-                print("  " + ", ".join(f"{a}={b}" for a, b in row.items()))
+                print("  " + ", ".join(f"{a}={text(b)}" for a, b in row.items()))
         else:
-            print(f"{k}: {v}")
+            print(f"{k}: {text(v)}")
     return EXIT_OK
 
 
