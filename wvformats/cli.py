@@ -391,14 +391,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["shard_size"] = args.shard_size
     if str(args.dst) == "-":
         return _convert_to_stdout(args, options)
-    spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
-    if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
-        options["progress"] = spinner.bar.update
+    bars = _ConvertBars(args)
+    if bars.shown:
+        options["progress"] = bars.written
     try:
         written = api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force,
                               **options)
     finally:
-        spinner.close()
+        bars.close()
     print(f"wrote {args.dst} [{written}]")
     return EXIT_OK
 
@@ -492,31 +492,60 @@ def _progress(items: list[Any], args: argparse.Namespace, desc: str) -> Any:
     return progress.iterate(items, not args.quiet and len(items) > 1, desc=desc, unit="file")
 
 
-class _Spinner:
-    """A bar on stderr for one long step: the bytes it reports to ``bar.update`` with their rate, and the
-    elapsed time ticking while it reports nothing (reading); silent when not a terminal or with --quiet."""
+class _ConvertBars:
+    """``convert``'s bars on stderr (silent when not a terminal or with --quiet): ``reading SRC`` with the
+    file's size as its total, then ``writing DST``, the bytes written and their rate.
 
-    def __init__(self, args: argparse.Namespace, desc: str) -> None:
+    The readers parse a memory map (or pyarrow a buffer) in one call, so no position is known while reading:
+    that bar shows the size and the elapsed time (no percentage it cannot know), and when the first bytes are
+    written (the read is over) the size over the time the read took."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
         from .progress import _tqdm
 
-        self.bar = None
-        tqdm = _tqdm(not args.quiet)
-        if tqdm is None:
+        self._tqdm = _tqdm(not args.quiet)
+        self.shown = self._tqdm is not None
+        if not self.shown:
             return
-        self.bar = tqdm(desc=desc, file=sys.stderr, unit="B", unit_scale=True)
-        self._stop = threading.Event()
+        self._dst, self._lock, self._stop = args.dst, threading.Lock(), threading.Event()
+        size = args.src.stat().st_size if args.src.is_file() else None  # (an index folder: no one size)
+        self._bar = self._new(f"reading {args.src}", size, None if size is None else "{desc} ({total_fmt}B): {elapsed}")
+        self._reading = True
 
-        def tick() -> None:
+        def tick() -> None:  # the elapsed time, while nothing is reported
             while not self._stop.wait(0.5):
-                self.bar.refresh()
+                with self._lock:
+                    self._bar.refresh()
 
         self._thread = threading.Thread(target=tick, daemon=True)
         self._thread.start()
 
+    def _new(self, desc: str, total: int | None, bar_format: str | None = None) -> Any:
+        return self._tqdm(desc=desc, total=total, file=sys.stderr, unit="B", unit_scale=True, bar_format=bar_format)
+
+    def written(self, n: int) -> None:
+        """The output has grown by ``n`` bytes (the writers' ``progress``)."""
+        with self._lock:
+            if self._reading:
+                self._end_reading()
+                self._bar = self._new(f"writing {self._dst}", None)
+            self._bar.update(n)
+
+    def _end_reading(self) -> None:
+        self._reading = False
+        if self._bar.total is not None:
+            self._bar.bar_format = "{desc}: {total_fmt}B in {elapsed}, {rate_fmt}"
+            self._bar.update(self._bar.total - self._bar.n)
+        self._bar.close()
+
     def close(self) -> None:
-        if self.bar is not None:
-            self._stop.set()
-            self.bar.close()
+        if not self.shown:
+            return
+        self._stop.set()
+        with self._lock:
+            if self._reading:  # (a writer that reports nothing, or a failed read: the bar is closed as it is)
+                self._reading = False
+            self._bar.close()
 
 
 if __name__ == "__main__":
