@@ -509,7 +509,8 @@ class _ConvertBars:
             return
         self._dst, self._lock, self._stop = args.dst, threading.Lock(), threading.Event()
         size = args.src.stat().st_size if args.src.is_file() else None  # (an index folder: no one size)
-        self._bar = self._new(f"reading {args.src}", size, None if size is None else "{desc} ({total_fmt}B): {elapsed}")
+        self._bar = self._new(f"reading {args.src}", size, "{desc}: {elapsed}" if size is None else
+                              "{desc} ({total_fmt}B): {elapsed}")
         self._reading = True
 
         def tick() -> None:  # the elapsed time, while nothing is reported
