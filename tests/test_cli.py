@@ -314,8 +314,13 @@ def test_similar_and_analogy_agree_with_gensim(random_vectors, name):
     want = kv.most_similar(positive=[b, c], negative=[a], topn=5)
     assert [g["word"] for g in got] == [w for w, _ in want]
     np.testing.assert_allclose([g["similarity"] for g in got], [s for _, s in want], rtol=1e-5, atol=1e-6)
-    text = run("similar", path, a, "-k", "2")  # plain output: similarity, tab, word
-    assert [line.split("\t")[1] for line in text.stdout.splitlines()] == [w for w, _ in kv.most_similar(a, topn=2)]
+    text = run("similar", path, a, "-k", "2")  # plain output: word, tab, similarity, as gensim's pairs
+    want = kv.most_similar(a, topn=2)
+    assert [line.split("\t")[0] for line in text.stdout.splitlines()] == [w for w, _ in want]
+    assert [float(line.split("\t")[1]) for line in text.stdout.splitlines()] == pytest.approx(
+        [s for _, s in want], abs=1e-6)
+    got = json.loads(run("analogy", path, a, b, c, "--json").stdout)  # the query in gensim's terms too
+    assert (got["query"], got["positive"], got["negative"]) == ([a, b, c], [b, c], [a])
 
 
 def test_similar_composes_unknown_words_as_finalfusion_does(tmp_path):

@@ -2,6 +2,8 @@
 pure-Python twins works."""
 
 import importlib
+import os
+import re
 import subprocess
 import sys
 
@@ -22,3 +24,33 @@ def test_the_environment_switch_gives_the_pure_python_twins():
     env = {"WVFORMATS_PURE_PYTHON": "1", "PATH": ""}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None"
+
+
+def test_a_missing_kernel_warns_once_in_one_line():
+    """Kernels not built (as an install without a C compiler leaves them; here hidden from import): the results
+    are the twins', the same, and the first use warns once, in one line; WVFORMATS_PURE_PYTHON warns not."""
+    from pathlib import Path
+
+    model = Path(__file__).parent / "data" / "fasttext" / "trained" / "skipgram.bin"
+    hide = ("import sys\n"
+            "for k in ('fasttext', 'finalfusion'):\n"
+            "    sys.modules[f'wvformats.families.{k}._kernel'] = None\n")
+    run = "from wvformats import cli\nsys.exit(cli.main(sys.argv[1:]))\n"
+    args = ["fasttext", "nn", str(model), "night", "nightt", "-k", "3"]
+    want = subprocess.run([sys.executable, "-c", "import sys\n" + run, *args], capture_output=True, text=True,
+                          check=True)
+    got = subprocess.run([sys.executable, "-c", hide + run, *args], capture_output=True, text=True, check=True)
+    assert got.stdout == want.stdout and want.stderr == ""
+    line, = got.stderr.splitlines()
+    assert re.match(r"wvformats: warning: wvformats\.families\.(fasttext|finalfusion)\._kernel is not built \(", line)
+    assert "pure-Python twin" in line and "WVFORMATS_PURE_PYTHON=1" in line
+    code = hide + ("import warnings\nwarnings.simplefilter('always')\n"
+                   "with warnings.catch_warnings(record=True) as seen:\n"
+                   "    import wvformats.families.fasttext.predict, wvformats.families.finalfusion.lookups\n"
+                   "print([(w.category.__name__, len(str(w.message).splitlines())) for w in seen])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[('KernelMissingWarning', 1)]"
+    env = {**os.environ, "WVFORMATS_PURE_PYTHON": "1"}
+    quiet = subprocess.run([sys.executable, "-c", hide + run, *args], capture_output=True, text=True, check=True,
+                           env=env)
+    assert quiet.stdout == want.stdout and quiet.stderr == ""

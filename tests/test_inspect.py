@@ -178,6 +178,39 @@ def test_sentencepiece_trainer_and_normalizer_summary():
     assert info["normalizer"]["precompiled_charsmap"] == f"{len(proto.normalizer_spec.precompiled_charsmap)} bytes"
 
 
+def test_long_lists_are_cut_as_gguf_dump_cuts_them(tmp_path, capsys):
+    """A SentencePiece model with 760 control pieces (as Mistral's tokenizer.model), made by sentencepiece's
+    trainer: inspect prints the first 16 of its trainer's control_symbols and how many in all, as ``gguf dump``
+    does; --all and --json show every one."""
+    import sentencepiece as spm
+
+    (tmp_path / "c.txt").write_text("\n".join(f"the quick brown fox jumps over the lazy dog {i}" for i in range(200)))
+    controls = [f"[control_{i}]" for i in range(760)]
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "c.txt"), model_prefix=str(tmp_path / "m"), vocab_size=800,
+                                   model_type="bpe", control_symbols=controls, minloglevel=2)
+    path = str(tmp_path / "m.model")
+    assert cli.main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("trainer: "))
+    assert "'[control_15]', ... (760 in all; --all shows them)]" in line and "[control_16]" not in line
+    assert len(text) < 2000
+    assert cli.main(["inspect", path, "--all"]) == 0
+    text = capsys.readouterr().out
+    assert all(f"'{c}'" in text for c in controls) and "in all" not in text
+    assert cli.main(["inspect", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trainer"]["control_symbols"] == controls
+
+
+def test_shown_cuts_lists_at_any_depth():
+    from wvformats.commands import shown
+
+    value = {"a": list(range(20)), "b": [(1,), ("x", list(range(17)))], "c": "s"}
+    assert shown(value) == ("{'a': [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, ... (20 in all; --all shows "
+                            "them)], 'b': [(1,), ('x', [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, ... (17 "
+                            "in all; --all shows them)])], 'c': 's'}")
+    assert shown(value, None) == repr(value) and shown(value, 2).startswith("{'a': [0, 1, ... (20 in all;")
+
+
 def test_rwkv_types_per_tensor(tmp_path):
     p = tmp_path / "tiny.bin"
     p.write_bytes(lzma.decompress((DATA / "rwkv" / "tiny-rwkv-4v0-660K-FP16.bin.xz").read_bytes()))

@@ -190,7 +190,11 @@ def test_convert_counts_the_bytes_written_on_a_terminal(tmp_path, monkeypatch, c
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     assert cli.main(["convert", str(src), str(dst), "--to", "glove"]) == 0
     shown = capsys.readouterr().err
-    assert "converting" in shown and tqdm.format_sizeof(dst.stat().st_size, "B") in shown
+    # reading: the input's size as the total, then the read's rate; writing: the bytes written and their rate
+    size = tqdm.format_sizeof(src.stat().st_size, "B")
+    assert f"reading {src} ({size}): " in shown and f"reading {src}: {size} in " in shown and "B/s" in shown
+    assert "0.00B" not in shown.split("writing")[0]  # (no count of bytes read it cannot know)
+    assert f"writing {dst}: " in shown and tqdm.format_sizeof(dst.stat().st_size, "B") in shown
     assert cli.main(["--quiet", "convert", str(src), str(tmp_path / "c.txt"), "--to", "glove"]) == 0
     assert capsys.readouterr().err == ""
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given
@@ -220,3 +221,25 @@ def test_plugins_still_sniff_and_replace_formats(tmp_path):
         rc, result, description = _fresh(code, mine, env=env)
         assert rc == 0 and result == [{"path": str(mine), "format": "wvtest"}], how
         assert description == "glove, as the plugin has it", how
+
+
+ROOT = Path(__file__).parents[1]  # the source folder these tests are in
+
+
+def test_the_source_folder_imports_after_the_readme_install():
+    """The README's test command installs in place (pip install -e): ``import wvformats`` from the source folder
+    (its wvformats/ first on sys.path) then finds schemas/ as wvformats.schemas."""
+    done = subprocess.run([sys.executable, "-c", "import wvformats, wvformats.schemas as s; print(s.__file__)"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "schemas" / "__init__.py"
+
+
+def test_a_source_folder_never_installed_says_how_to_install_it():
+    """No install at all (-S: no site-packages, so no in-place install either): one ImportError naming the
+    command, not the bare ``No module named 'wvformats.schemas'``."""
+    done = subprocess.run([sys.executable, "-S", "-c", "import wvformats"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and last.startswith("ModuleNotFoundError: No module named 'wvformats.schemas': ")
+    assert f"`python3 -m pip install -e {ROOT}`" in last and "not installed" in last

@@ -11,6 +11,7 @@ Public API, the same for every format::
     inspect(path)                  a structure summary as a dict
 """
 
+from . import _installed  # noqa: F401 - first: a source folder never installed says how to install it
 from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
 from .errors import (
     BuildError,

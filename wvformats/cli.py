@@ -22,9 +22,11 @@ from .commands import (
     EXIT_FAILED,
     EXIT_INPUT,
     EXIT_OK,
+    LONG,
     index_arguments,
     print_json,
     read_options,
+    shown,
     unicode_argument,
 )
 from .errors import FormatError, OptionError
@@ -74,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                         "header and a sample, in bounded time and memory)")
     index_arguments(s)
     unicode_argument(s)
-    s.add_argument("--json", action="store_true", help="the summary as a JSON object")
+    s.add_argument("--all", action="store_true", help="every item of long lists (default: the first 16 and how "
+                                                      "many in all, as `gguf dump`)")
+    s.add_argument("--json", action="store_true", help="the summary as a JSON object (every list whole)")
     s = command(sub, "dump", help="annotated hex dump")
     s.add_argument("file", type=Path, help="the file whose fields are shown with their bytes")
     s.add_argument("--format", "-f", help="the format to read the input as (default: sniffed from its content; `wvformats formats` lists them)")
@@ -135,10 +139,12 @@ def _parser() -> argparse.ArgumentParser:
     for name, words, what, more in (
             ("similar", ["word"], "the words nearest to WORD (to the mean of several, minus the --negative ones) "
              "in an embedding file", "by cosine similarity"),
-            ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C",
-             "by cosine similarity of the unit vectors, A, B and C left out")):
+            ("analogy", ["a", "b", "c"], "A is to B as C is to ...: the words nearest to B - A + C (gensim's "
+             "most_similar(positive=[B, C], negative=[A]); `fasttext analogies` reads A B C as fastText does, "
+             "A - B + C)", "by cosine similarity of the unit vectors, A, B and C left out")):
         s = command(sub, name, help=what, description=f"{what}, {more} (gensim's most_similar ranking). A word "
-                    "the file lacks is composed from its subwords where the file has them (finalfusion).")
+                    "the file lacks is composed from its subwords where the file has them (finalfusion). Prints a "
+                    "line per word found: the word, a tab, its similarity.")
         s.add_argument("file", type=Path, help="an embedding file of any format")
         if name == "similar":
             s.add_argument("word", metavar="WORD", nargs="+", help="the query words (their unit vectors' mean)")
@@ -315,6 +321,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return EXIT_OK
+    keep = None if args.all else LONG
+
+    def text(v: Any) -> str:  # a value as the summary prints it: long lists cut
+        return shown(v, keep) if isinstance(v, (dict, list, tuple)) else str(v)
+
     for k, v in info.items():
         if k == "parts":
             print("parts:")
@@ -323,9 +334,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # a table: a row per line
             print(f"{k}:")
             for row in v:
-                print("  " + ", ".join(f"{a}={b}" for a, b in row.items()))
+                print("  " + ", ".join(f"{a}={text(b)}" for a, b in row.items()))
         else:
-            print(f"{k}: {v}")
+            print(f"{k}: {text(v)}")
     return EXIT_OK
 
 
@@ -389,14 +400,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["shard_size"] = args.shard_size
     if str(args.dst) == "-":
         return _convert_to_stdout(args, options)
-    spinner = _Spinner(args, f"converting {args.src} -> {args.dst}")
-    if spinner.bar is not None:  # bytes written so far and their rate, the elapsed time ticking meanwhile
-        options["progress"] = spinner.bar.update
+    bars = _ConvertBars(args)
+    if bars.shown:
+        options["progress"] = bars.written
     try:
         written = api.convert(args.src, args.dst, args.to, from_format=args.from_format, overwrite=args.force,
                               **options)
     finally:
-        spinner.close()
+        bars.close()
     print(f"wrote {args.dst} [{written}]")
     return EXIT_OK
 
@@ -440,12 +451,13 @@ def cmd_similar(args: argparse.Namespace) -> int:
             return EXIT_INPUT
     found = (model.most_similar(args.word, args.negative, topn=args.limit) if args.command == "similar"
              else model.analogy(*words, limit=args.limit))
-    if args.json:
-        query = {"query": args.word, "negative": args.negative} if args.command == "similar" else {"query": words}
+    if args.json:  # (an analogy's query in gensim's terms too: most_similar(positive=[B, C], negative=[A]))
+        query = ({"query": args.word, "negative": args.negative} if args.command == "similar"
+                 else {"query": words, "positive": words[1:], "negative": words[:1]})
         print_json({**query, "results": [{"word": w, "similarity": s} for w, s in found]})
-    else:
+    else:  # word, then similarity: the columns of gensim's pairs and of `fasttext nn` / `analogies`
         for w, sim in found:
-            print(f"{sim:.6f}\t{w}")
+            print(f"{w}\t{sim:.6f}")
     return EXIT_OK
 
 
@@ -494,31 +506,61 @@ def _progress(items: list[Any], args: argparse.Namespace, desc: str) -> Any:
     return progress.iterate(items, not args.quiet and len(items) > 1, desc=desc, unit="file")
 
 
-class _Spinner:
-    """A bar on stderr for one long step: the bytes it reports to ``bar.update`` with their rate, and the
-    elapsed time ticking while it reports nothing (reading); silent when not a terminal or with --quiet."""
+class _ConvertBars:
+    """``convert``'s bars on stderr (silent when not a terminal or with --quiet): ``reading SRC`` with the
+    file's size as its total, then ``writing DST``, the bytes written and their rate.
 
-    def __init__(self, args: argparse.Namespace, desc: str) -> None:
+    The readers parse a memory map (or pyarrow a buffer) in one call, so no position is known while reading:
+    that bar shows the size and the elapsed time (no percentage it cannot know), and when the first bytes are
+    written (the read is over) the size over the time the read took."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
         from .progress import _tqdm
 
-        self.bar = None
-        tqdm = _tqdm(not args.quiet)
-        if tqdm is None:
+        self._tqdm = _tqdm(not args.quiet)
+        self.shown = self._tqdm is not None
+        if not self.shown:
             return
-        self.bar = tqdm(desc=desc, file=sys.stderr, unit="B", unit_scale=True)
-        self._stop = threading.Event()
+        self._dst, self._lock, self._stop = args.dst, threading.Lock(), threading.Event()
+        size = args.src.stat().st_size if args.src.is_file() else None  # (an index folder: no one size)
+        self._bar = self._new(f"reading {args.src}", size, "{desc}: {elapsed}" if size is None else
+                              "{desc} ({total_fmt}B): {elapsed}")
+        self._reading = True
 
-        def tick() -> None:
+        def tick() -> None:  # the elapsed time, while nothing is reported
             while not self._stop.wait(0.5):
-                self.bar.refresh()
+                with self._lock:
+                    self._bar.refresh()
 
         self._thread = threading.Thread(target=tick, daemon=True)
         self._thread.start()
 
+    def _new(self, desc: str, total: int | None, bar_format: str | None = None) -> Any:
+        return self._tqdm(desc=desc, total=total, file=sys.stderr, unit="B", unit_scale=True, bar_format=bar_format)
+
+    def written(self, n: int) -> None:
+        """The output has grown by ``n`` bytes (the writers' ``progress``)."""
+        with self._lock:
+            if self._reading:
+                self._end_reading()
+                self._bar = self._new(f"writing {self._dst}", None)
+            self._bar.update(n)
+
+    def _end_reading(self) -> None:
+        self._reading = False
+        if self._bar.total is not None:
+            self._bar.bar_format = "{desc}: {total_fmt}B in {elapsed}, {rate_fmt}"
+            self._bar.update(self._bar.total - self._bar.n)
+        self._bar.close()
+
     def close(self) -> None:
-        if self.bar is not None:
-            self._stop.set()
-            self.bar.close()
+        if not self.shown:
+            return
+        self._stop.set()
+        with self._lock:
+            if self._reading:  # (a writer that reports nothing, or a failed read: the bar is closed as it is)
+                self._reading = False
+            self._bar.close()
 
 
 if __name__ == "__main__":

@@ -84,6 +84,26 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+LONG = 16  # the items of a list printed before it is cut (``--all`` shows every one)
+
+
+def shown(value: Any, keep: int | None = LONG) -> str:
+    """``repr(value)`` with every list or tuple in it (also inside dicts and lists) longer than ``keep`` items cut
+    to its first ``keep`` and its length: ``['a', 'b', ... (760 in all; --all shows them)]``; ``keep=None``:
+    whole. How the commands print long arrays (``inspect``, ``gguf dump``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {shown(v, keep)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        items = [shown(v, keep) for v in (value if keep is None else value[:keep])]
+        if keep is not None and len(value) > keep:
+            items.append(f"... ({len(value)} in all; --all shows them)")
+        elif isinstance(value, tuple) and len(value) == 1:
+            items[0] += ","
+        inside = ", ".join(items)
+        return f"({inside})" if isinstance(value, tuple) else f"[{inside}]"
+    return repr(value)
+
+
 def _jsonable(o: Any) -> Any:
     if type(o).__module__ == "numpy" and hasattr(o, "item"):  # (numpy itself is not imported for this)
         return o.item()

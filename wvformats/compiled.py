@@ -2,8 +2,9 @@
 each one), for per-call paths whose Python per-operation cost would leave them slower than the peers' C.
 
 Every kernel has a pure-Python twin that gives the same bits, used where the kernel is not built (a source
-tree never installed, an interpreter with no C extensions) or when ``WVFORMATS_PURE_PYTHON`` is set to a
-non-empty value (to compare the two, or to rule the kernel out); the tests run both."""
+tree never installed, an interpreter with no C extensions), with one warning line the first time, or when
+``WVFORMATS_PURE_PYTHON`` is set to a non-empty value (to compare the two, or to rule the kernel out; no
+warning); the tests run both."""
 
 from __future__ import annotations
 
@@ -22,8 +23,29 @@ def kernel(module: str) -> ModuleType | None:
         return None
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ImportError as e:
+        _missing(module, e)
         return None
+
+
+class KernelMissingWarning(RuntimeWarning):
+    """A compiled kernel is not built (no C compiler at install): its pure-Python twin stands in."""
+
+
+_WARNED: list[str] = []
+
+
+def _missing(module: str, error: ImportError) -> None:
+    """One warning line, the first time a kernel is missing in this process (the others are missing alike)."""
+    if _WARNED:
+        return
+    _WARNED.append(module)
+    import warnings
+
+    why = " ".join(str(error).split())
+    warnings.warn(f"{module} is not built ({why}; no C compiler when wvformats was installed?): its pure-Python "
+                  f"twin gives the same results, slower; reinstall with a C compiler, or set {PURE_PYTHON_ENV}=1 "
+                  "to choose the twins", KernelMissingWarning, stacklevel=3)
 
 
 def sources() -> list[str]:

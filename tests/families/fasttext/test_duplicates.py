@@ -182,7 +182,8 @@ def test_commands_look_the_word_up_as_fasttext(folder):
     assert run("print-word-vectors", str(path), stdin=dup) == f"{dup} {vector}\n"
     want = "".join(" ".join(f"{lab} {p:g}" for lab, p in zip(*pred, strict=True)) + "\n" for pred in a["predictions"])
     assert run("predict", str(path), "-", "-k", "2", "--prob", stdin="\n".join(lines) + "\n") == want
-    assert run("nn", str(path), dup, "-k", "2") == "".join(f"{w} {s:g}\n" for s, w in a["nn"][0])  # (k 2 too)
+    assert run("nn", str(path), dup, "-k", "2") == f"Query word? {dup}\n" + "".join(
+        f"{w} {s:g}\n" for s, w in a["nn"][0])  # (k 2 too)
 
 
 def test_validate_inspect_and_the_warning_say_fasttext_uses_the_last(folder, capsys):

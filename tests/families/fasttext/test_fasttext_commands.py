@@ -121,13 +121,53 @@ def test_print_word_and_sentence_vectors_as_fasttext(model):
 def test_nn_and_analogies_answer_as_fasttext(model):
     want = peer(model, nn=["night", "nightt"], analogies=[["night", "day", "sun"]], k=5)
     got = wvformats("nn", str(model), "night", "nightt", "-k", "5").splitlines()
+    # each query's results under the line fastText's interactive program shows: its prompt and the query
+    assert got[0] == "Query word? night" and got[6] == "Query word? nightt" and len(got) == 12
+    got = got[1:6] + got[7:]
     expected = [pair for query in want["nn"] for pair in query]
     assert [line.split(" ")[0] for line in got] == [w for _, w in expected]
     assert [float(line.split(" ")[1]) for line in got] == pytest.approx([s for s, _ in expected], abs=2e-6)
     got = wvformats("analogies", str(model), "-k", "5", stdin="night day sun\n").splitlines()
-    assert [line.split(" ")[0] for line in got] == [w for _, w in want["analogies"][0]]
-    assert [float(line.split(" ")[1]) for line in got] == pytest.approx([s for s, _ in want["analogies"][0]],
-                                                                        abs=2e-6)
+    assert got[0] == "Query triplet (A - B + C)? night day sun"
+    assert [line.split(" ")[0] for line in got[1:]] == [w for _, w in want["analogies"][0]]
+    assert [float(line.split(" ")[1]) for line in got[1:]] == pytest.approx(
+        [s for s, _ in want["analogies"][0]], abs=2e-6)
+
+
+def test_each_query_is_labelled_and_json_gives_an_object_per_query(tmp_path):
+    """Several queries, one of them unknown to the vocabulary: the text output says which query each result
+    line answers, and ``--json`` gives one object (a line) per query, of the same results."""
+    model = DATA / "skipgram.bin"
+    text = wvformats("nn", str(model), "night", "xyzzyq", "-k", "3").splitlines()
+    assert [line for line in text if line.startswith("Query word? ")] == ["Query word? night", "Query word? xyzzyq"]
+    assert len(text) == 8 and text.index("Query word? xyzzyq") == 4
+    objects = [json.loads(line) for line in wvformats("nn", str(model), "night", "xyzzyq", "-k", "3", "--json")
+               .splitlines()]
+    assert [o["query"] for o in objects] == ["night", "xyzzyq"]
+    assert [f"{r['word']} {r['similarity']:g}" for o in objects for r in o["results"]] == text[1:4] + text[5:]
+    got = [json.loads(line) for line in wvformats("analogies", str(model), "night", "day", "sun", "apple", "sun",
+                                                  "moon", "-k", "2", "--json").splitlines()]
+    assert [(o["query"], o["expression"]) for o in got] == [(["night", "day", "sun"], "night - day + sun"),
+                                                           (["apple", "sun", "moon"], "apple - sun + moon")]
+    assert all(len(o["results"]) == 2 for o in got)
+    # the commands whose text output is fastText's, byte for byte: a JSON object per word, line or example
+    words = [json.loads(line) for line in wvformats("print-word-vectors", str(model), "--json",
+                                                    stdin="night zzzz\n").splitlines()]
+    plain = wvformats("print-word-vectors", str(model), stdin="night zzzz\n").splitlines()
+    assert [f"{o['word']} {vector(o['vector'])}" for o in words] == plain
+    sentences = [json.loads(line) for line in wvformats("print-sentence-vectors", str(model), "--json",
+                                                        stdin="the night\n\nsun\n").splitlines()]
+    plain = wvformats("print-sentence-vectors", str(model), stdin="the night\n\nsun\n").splitlines()
+    assert [o["text"] for o in sentences] == ["the night", "", "sun"]
+    assert [vector(o["vector"]) for o in sentences] == plain
+    (tmp_path / "in.txt").write_text("apple banana\nsun moon\n")
+    sup = DATA / "sup-softmax.bin"
+    found = [json.loads(line) for line in wvformats("predict", str(sup), str(tmp_path / "in.txt"), "-k", "2",
+                                                    "--json").splitlines()]
+    plain = wvformats("predict", str(sup), str(tmp_path / "in.txt"), "-k", "2", "--prob").splitlines()
+    assert [o["text"] for o in found] == ["apple banana", "sun moon"]
+    assert [" ".join(f"{lab} {p:g}" for lab, p in zip(o["labels"], o["probabilities"], strict=True))
+            for o in found] == plain
 
 
 def test_the_python_functions_equal_the_peer():

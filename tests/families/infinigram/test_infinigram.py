@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -605,3 +606,55 @@ def test_cli_count_text_tokenizes_or_refuses(gpt2_cache, capsys):
     assert out == "" and len(err.strip().splitlines()) == 1 and "--tokenizer" in err
     assert main(["infinigram", "count", str(d), "1", "--text", "hello", "--tokenizer", str(snapshot)]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+SENTENCEPIECE_MODELS = Path(__file__).parents[2] / "data" / "sentencepiece"
+SP_TEXTS = ["I am a cat. As yet I have no name.", "  the cat  sat\ton the mat ", "ÉTÉ ﬁne naïve 日本", "a cat", ""]
+
+
+@pytest.mark.parametrize("name", ["botchan_en_unigram_1000.model", "botchan_en_bpe_1000.model"])
+@pytest.mark.parametrize("without", ["tokenizers", "sentencepiece"])
+def test_a_sentencepiece_model_encodes_with_either_package(tmp_path, monkeypatch, capsys, name, without):
+    """The default install brings neither package: a tokenizer.model is encoded by sentencepiece where it is
+    installed (without tokenizers), else by tokenizers through the tokenizer.json export; both give
+    sentencepiece's own ids, and `infinigram build --tokenizer tokenizer.model` indexes them."""
+    import sentencepiece as spm
+
+    from wvformats.cli import main
+    from wvformats.families.infinigram.commands import tokenizer
+
+    path = SENTENCEPIECE_MODELS / name
+    want = [spm.SentencePieceProcessor(model_file=str(path)).encode(t) for t in SP_TEXTS]
+    monkeypatch.setitem(sys.modules, without, None)  # (the package is then not importable)
+    encode = tokenizer(str(path))
+    assert [list(encode(t)) for t in SP_TEXTS] == want
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in SP_TEXTS))
+    out = tmp_path / "idx"
+    assert main(["-q", "infinigram", "build", str(src), str(out), "--token-width", "2", "--tokenizer", str(path),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == sum(map(len, want)) + len(SP_TEXTS)
+    assert main(["infinigram", "count", str(out), *map(str, want[3]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cnt"] >= 1
+
+
+def test_a_tokenizer_file_without_its_package_names_the_install(tmp_path, monkeypatch, capsys):
+    """Neither sentencepiece nor tokenizers (the default install): one error line with the exact pip install."""
+    from wvformats.cli import main
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text(json.dumps({"text": "a cat"}) + "\n")
+    model = SENTENCEPIECE_MODELS / "botchan_en_bpe_1000.model"
+    assert main(["-q", "infinigram", "build", str(src), str(tmp_path / "o"), "--token-width", "2",
+                 "--tokenizer", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "SentencePiece model" in err and err.rstrip().endswith("pip install sentencepiece")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    assert main(["-q", "infinigram", "build", str(src), str(tmp_path / "o"), "--token-width", "2",
+                 "--tokenizer", str(tmp_path / "tokenizer.json")]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("pip install tokenizers")
+    assert not (tmp_path / "o").exists()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ...commands import EXIT_INPUT, EXIT_OK, Command, Subcommand, refuse_own_input
+from ...commands import EXIT_INPUT, EXIT_OK, LONG, Command, Subcommand, refuse_own_input, shown
 from .sniff import QUANTIZE_TYPES
 
 
@@ -208,12 +208,7 @@ def _dump(model: object, args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"# {args.file}: GGUF v{model.version}, {len(meta)} keys, {len(tensors)} tensors")  # type: ignore[attr-defined]
     for i, key in enumerate(meta):
-        value = _jsonable(meta[key])
-        if isinstance(value, list) and not args.all and len(value) > 16:
-            shown = f"{value[:16]!r}[:-1] ... ({len(value)} in all; --all shows them)".replace("][:-1]", "")
-        else:
-            shown = repr(value)
-        print(f"{i:5}: {meta.type(key):16} {key} = {shown}")
+        print(f"{i:5}: {meta.type(key):16} {key} = {shown(_jsonable(meta[key]), None if args.all else LONG)}")
     if not args.no_tensors:
         for i, (name, t) in enumerate(tensors.items()):
             print(f"{i:5}: {t.dtype:8} {name} {list(reversed(t.shape))} (ggml order: ne0 first)")

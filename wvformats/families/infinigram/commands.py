@@ -18,8 +18,9 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
     b.add_argument("out_dir", type=Path, help="the index folder to write")
     b.add_argument("--token-width", type=int, choices=[1, 2, 4], default=1,
                    help="bytes per token: 1 indexes raw UTF-8 bytes (default), 2/4 need --tokenizer")
-    b.add_argument("--tokenizer", help="a tokenizer.json or SentencePiece tokenizer.model file, or a Hugging Face "
-                                       "tokenizer name or folder (needs transformers)")
+    b.add_argument("--tokenizer", help="a SentencePiece tokenizer.model (needs sentencepiece or tokenizers) or "
+                                       "tokenizer.json file (needs tokenizers), or a Hugging Face tokenizer name or "
+                                       "folder (needs transformers)")
     b.add_argument("--version", type=int, choices=[4, 5, 6], default=4,
                    help="4: suffixed files; 5: documents reversed; 6: files without suffix")
     b.add_argument("--shards", type=int, default=1, help="shards to split the corpus into (default 1)")
@@ -129,34 +130,28 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def tokenizer(name: str) -> Any:
-    """The ``encode`` (text -> ids, no special tokens added) of the tokenizer ``name``: a ``tokenizer.json``
-    file (the tokenizers package), a SentencePiece ``tokenizer.model`` (read by this library and encoded
-    through its tokenizer.json export), or a Hugging Face tokenizer name or folder, loaded as the real
-    infini-gram indexer loads it (transformers). Anything that cannot be loaded is one error line, at once:
-    a name is looked up in the local cache only when the Hub cannot be reached (no minute of retries)."""
-    import json
-
+    """The ``encode`` (text -> ids, no special tokens added) of the tokenizer ``name``: a SentencePiece
+    ``tokenizer.model`` (see :func:`sentencepiece_encoder`), a ``tokenizer.json`` file (the tokenizers
+    package), or a Hugging Face tokenizer name or folder, loaded as the real infini-gram indexer loads it
+    (transformers). Anything that cannot be loaded is one error line, at once: a name is looked up in the local
+    cache only when the Hub cannot be reached (no minute of retries)."""
     from ... import api
     from ...errors import FormatError, OptionError
 
     path = Path(name)
     if path.is_file():
         try:
+            if api.sniff(path) == "sentencepiece":
+                return sentencepiece_encoder(path)
+        except FormatError:  # (a tokenizer.json is of no registered format)
+            pass
+        try:
             import tokenizers
         except ImportError:
-            raise OptionError("--tokenizer FILE needs the tokenizers package") from None
+            raise OptionError(f"--tokenizer {path} (a tokenizer.json) needs the tokenizers package: "
+                              "pip install tokenizers") from None
         try:
-            sentencepiece = api.sniff(path) == "sentencepiece"
-        except FormatError:  # (a tokenizer.json is of no registered format)
-            sentencepiece = False
-        if sentencepiece:
-            from ..sentencepiece.model import to_hf_tokenizer
-
-            text = json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece")))
-        else:
-            text = path.read_text(encoding="utf-8")
-        try:
-            tok = tokenizers.Tokenizer.from_str(text)
+            tok = tokenizers.Tokenizer.from_str(path.read_text(encoding="utf-8"))
         except Exception as e:  # noqa: BLE001 - the tokenizers package raises its own exception types
             raise OptionError(f"{path} is neither a tokenizer.json nor a SentencePiece model ({e})") from None
         return lambda t: tok.encode(t, add_special_tokens=False).ids
@@ -177,6 +172,34 @@ def tokenizer(name: str) -> Any:
                if os.environ.get("HF_HUB_OFFLINE") else str(e).splitlines()[0])
         raise OptionError(f"cannot load the tokenizer {name!r}: {why}; give a local tokenizer.json or "
                           "SentencePiece tokenizer.model file instead") from None
+
+
+def sentencepiece_encoder(path: Path) -> Any:
+    """The ``encode`` of a SentencePiece ``tokenizer.model``: wvformats reads the model but does not encode with
+    it, so the sentencepiece package encodes it (the reference, as the real indexer's slow Llama tokenizer),
+    else the tokenizers package through wvformats' tokenizer.json export (checked against sentencepiece; its
+    limits in :func:`wvformats.sentencepiece.to_hf_tokenizer`), else an OptionError naming the install."""
+    try:
+        import sentencepiece
+    except ImportError:
+        pass
+    else:
+        processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        return lambda t: processor.encode(t)
+    try:
+        import tokenizers
+    except ImportError:
+        from ...errors import OptionError
+
+        raise OptionError(f"--tokenizer {path} (a SentencePiece model) is encoded by the sentencepiece package: "
+                          "pip install sentencepiece") from None
+    import json
+
+    from ... import api
+    from ..sentencepiece.model import to_hf_tokenizer
+
+    tok = tokenizers.Tokenizer.from_str(json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece"))))
+    return lambda t: tok.encode(t, add_special_tokens=False).ids
 
 
 def _reachable(host: str, timeout: float = 3.0) -> bool:
