@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dependencies import INSTALL, require
 from .fuzz import FOREIGN, HOSTILE, Limits, check_mutant, fuzz, mutants, mutate, run_bounded
 from .roundtrip import (
     Target,
@@ -36,6 +37,7 @@ from .roundtrip import (
 
 __all__ = [
     "FOREIGN",
+    "INSTALL",
     "HOSTILE",
     "MODES",
     "Limits",
@@ -55,20 +57,6 @@ __all__ = [
     "strategy",
     "target",
 ]
-
-INSTALL = "pip install 'wvformats[test]'  (or: pip install hypothesis pytest)"
-
-
-def require(module: str) -> Any:
-    """Import a test dependency, or say what to install."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"wvformats.testing needs {module.split('.')[0]}, a test dependency that wvformats "
-                          f"itself does not install: {INSTALL}") from e
-
 
 def strategy(what: Any, **kwargs: Any) -> Any:
     """A hypothesis strategy of valid instances of a schema or registered format (see :mod:`.strategies`)."""

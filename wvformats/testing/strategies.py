@@ -27,7 +27,7 @@ import construct as cs
 import numpy as np
 
 from .. import framework
-from . import require
+from .dependencies import require
 from .roundtrip import Target, assert_truncations_fail, check_roundtrip, roundtrip, target
 
 hypothesis = require("hypothesis")
