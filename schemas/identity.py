@@ -34,3 +34,21 @@ NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))
 ZIP_LOCAL_MAGIC = b"PK\x03\x04"
 NPZ_MEMBER_SUFFIX = b".npy"
 NPZ_SUFFIX = ".npz"
+
+# infini-gram: an index is a folder of files with no header (their sizes give every count); a shard's files
+# are these kinds, the first three required. The indexer's versions and token widths; version 5 stores each
+# document's tokens reversed.
+INFINIGRAM_KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
+INFINIGRAM_REQUIRED = INFINIGRAM_KINDS[:3]
+INFINIGRAM_VERSIONS = (4, 5, 6)
+INFINIGRAM_REVERSED = (5,)
+INFINIGRAM_TOKEN_WIDTHS = (1, 2, 4)
+
+
+def infinigram_name(kind: str, shard: int | str, *, version: int, shards: int) -> str:
+    """Where a shard's file lies in the index folder, as the indexer of ``version`` names it: ``table.0``
+    (versions 4 and 5: a suffix per shard), ``table`` (version 6, one shard) or ``0/table`` (version 6: a
+    folder per shard)."""
+    if version == 6:
+        return kind if shards == 1 else f"{shard}/{kind}"
+    return f"{kind}.{shard}"

@@ -15,12 +15,43 @@ v5 stores each document's tokens reversed (SEP still first). ``tok_cnt = size(to
 ``doc_cnt = size(offset) / 8``, ``k = size(table) / tok_cnt``.
 """
 
+import math
+
 from construct import Struct, this
+from wvformats.schemas.identity import (  # noqa: F401 - the file set, named here with the files' schemas
+    INFINIGRAM_KINDS,
+    INFINIGRAM_REQUIRED,
+    INFINIGRAM_REVERSED,
+    INFINIGRAM_TOKEN_WIDTHS,
+    INFINIGRAM_VERSIONS,
+    infinigram_name,
+)
 
 from wvformats.framework import NumpyArray
 
+OFFSET_WIDTH = 8  # bytes of each u64 in offset and metaoff
+
+
+def pointer_width(tokenized_bytes: int) -> int:
+    """``k``, the bytes of each suffix-array pointer: the fewest whole bytes that hold the largest byte offset
+    of the tokenized file, as the indexer computes it (ceil(log2(size) / 8); 0 for an empty file)."""
+    return math.ceil(math.log2(tokenized_bytes) / 8) if tokenized_bytes > 0 else 0
+
+
+def counts(tokenized: int, table: int, offset: int, width: int) -> tuple[int, int, int]:
+    """(tok_cnt, doc_cnt, k) of a shard from its files' sizes in bytes; a size that is not a whole number
+    of its units raises ValueError naming the file."""
+    if tokenized % width:
+        raise ValueError(f"tokenized: {tokenized} bytes are not a whole number of {width}-byte tokens")
+    if offset % OFFSET_WIDTH:
+        raise ValueError(f"offset: {offset} bytes are not a whole number of u64")
+    tok_cnt = tokenized // width
+    if tok_cnt and table % tok_cnt:
+        raise ValueError(f"table: {table} bytes are not a whole number of pointers for {tok_cnt} tokens")
+    return tok_cnt, offset // OFFSET_WIDTH, table // tok_cnt if tok_cnt else 0
+
 tokenized = {w: Struct("tokens" / NumpyArray(f"<u{w}" if w > 1 else "u1", this._.tok_cnt)
-                       * f"{w}-byte little-endian tokens, SEP before each document") for w in (1, 2, 4)}
+                       * f"{w}-byte little-endian tokens, SEP before each document") for w in INFINIGRAM_TOKEN_WIDTHS}
 
 table = Struct(
     "pointers" / NumpyArray("u1", (this._.tok_cnt, this._.k))

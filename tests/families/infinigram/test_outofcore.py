@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_infinigram import _dir, engine_counts, gpt2_tokenizer, real_indexer
+from wvformats.schemas.infinigram import pointer_width
 
-from wvformats.families.infinigram import outofcore, pointers
+from wvformats.families.infinigram import outofcore
 from wvformats.families.infinigram.build import build, build_jsonl
 from wvformats.families.infinigram.index import InfiniGramIndex
 
@@ -69,7 +70,7 @@ def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
     ds = b"\xff" + doc + b"\xff" + doc + b"\xff" + bytes(2500) + b"\xff" + doc[:1500]
     corpus = tmp_path / "c"
     corpus.write_bytes(ds)
-    n, k = len(ds), pointers.width_for(len(ds))
+    n, k = len(ds), pointer_width(len(ds))
     ranges = [(s, min(s + 700, n)) for s in range(0, n, 700)]
     parts = [tmp_path / f"p{i}" for i in range(len(ranges))]
     metas = [outofcore.sort_part(str(corpus), 1, k, a, b, str(p)) for (a, b), p in zip(ranges, parts, strict=True)]
@@ -259,7 +260,7 @@ def test_the_merge_reads_the_corpus_without_mapping_it(tmp_path):
 def _sorted_parts(tmp_path, ds, length):
     corpus = tmp_path / "c"
     corpus.write_bytes(ds)
-    n, k = len(ds), pointers.width_for(len(ds))
+    n, k = len(ds), pointer_width(len(ds))
     ranges = [(s, min(s + length, n)) for s in range(0, n, length)]
     parts = [str(tmp_path / f"p{i}") for i in range(len(ranges))]
     for (a, b), p in zip(ranges, parts, strict=True):

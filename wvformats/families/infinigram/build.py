@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import progress
 from ...fileio import atomic_output
+from ...schemas import infinigram as schema
 from . import pointers
 from .pointers import sep
 from .sniff import KINDS
@@ -113,11 +114,12 @@ class _ShardWriter:
             self.metaoff.append(len(self.meta))
             self.meta += meta_line or b""
 
-    def write(self, out: Path, suffix: str, show: bool) -> None:
+    def write(self, path: Callable[[str], Path], show: bool) -> None:
+        """Write the shard's files, each to ``path(kind)``."""
         w = self.width
 
         def put(kind: str, data: Any) -> None:
-            with atomic_output(out / f"{kind}{suffix}") as f:
+            with atomic_output(path(kind)) as f:
                 f.write(data)
 
         put("tokenized", self.ds)
@@ -127,10 +129,10 @@ class _ShardWriter:
             put("metaoff", np.array(self.metaoff, "<u8").tobytes())
         if self.unigram:
             put("unigram", _unigram_text([np.frombuffer(self.ds, f"<u{w}" if w > 1 else "u1")], w))
-        k = pointers.width_for(len(self.ds))
-        bar = progress.bar(show, total=len(self.ds) // w, desc=f"suffix array{suffix}", unit="tok",
+        k = schema.pointer_width(len(self.ds))
+        bar = progress.bar(show, total=len(self.ds) // w, desc=f"suffix array {path('table').name}", unit="tok",
                            unit_scale=True)
-        with atomic_output(out / f"table{suffix}") as f:
+        with atomic_output(path("table")) as f:
             if k:
                 for part in _sorted_token_suffixes(self.ds, w):
                     f.write(pointers.encode(part, k))
@@ -139,7 +141,7 @@ class _ShardWriter:
 
 
 def _check_build(token_width: int, version: int, shards: int) -> None:
-    if token_width not in (1, 2, 4) or version not in (4, 5, 6) or shards < 1:
+    if token_width not in schema.INFINIGRAM_TOKEN_WIDTHS or version not in schema.INFINIGRAM_VERSIONS or shards < 1:
         raise ValueError("token_width 1, 2 or 4; version 4, 5 or 6; shards >= 1")
 
 
@@ -154,13 +156,9 @@ def _write_shards(writers: list[_ShardWriter], out: Path, version: int, show: bo
     _refuse_empty([len(wr.offsets) for wr in writers])
     out.mkdir(parents=True, exist_ok=True)
     for s, wr in enumerate(writers):
-        if version == 6 and len(writers) == 1:  # the v6 indexer's layout: files without suffix
-            wr.write(out, "", show)
-        elif version == 6:  # several v6 shards: one directory each
-            (out / str(s)).mkdir(parents=True, exist_ok=True)
-            wr.write(out / str(s), "", show)
-        else:
-            wr.write(out, f".{s}", show)
+        folder = _final_path(out, "table", s, version, len(writers)).parent
+        folder.mkdir(parents=True, exist_ok=True)  # (v6 shards: a folder each)
+        wr.write(lambda kind, s=s: _final_path(out, kind, s, version, len(writers)), show)
     return out
 
 
@@ -199,7 +197,7 @@ def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: 
     where it stopped when called again with the same arguments (the same ``docs``).
     """
     _check_build(token_width, version, shards)
-    rev = version == 5 if reverse is None else reverse
+    rev = version in schema.INFINIGRAM_REVERSED if reverse is None else reverse
 
     def feed(writers: list[Any]) -> None:
         metas = iter(metadata) if metadata is not None else None
@@ -226,7 +224,7 @@ class _SpoolWriter:
     def __init__(self, folder: Path, shard: int, width: int, metadata: bool, unigram: bool) -> None:
         self.width, self.unigram, self.sep = width, unigram, b"\xff" * width
         kinds = ("tokenized", "offset", "metadata", "metaoff") if metadata else ("tokenized", "offset")
-        self.paths = {kind: folder / f"{kind}.{shard}" for kind in kinds}
+        self.paths = {kind: _work_file(folder, kind, shard) for kind in kinds}
         self.files = {kind: builtins.open(p, "wb", buffering=1 << 20) for kind, p in self.paths.items()}
         self.size = self.meta_size = self.docs = 0
 
@@ -264,11 +262,13 @@ WORK = ".wvformats-work"  # inside the output folder while an out-of-core build 
 
 
 def _final_path(out: Path, kind: str, shard: int, version: int, shards: int) -> Path:
-    if version == 6 and shards == 1:  # the v6 indexer's layout: files without suffix
-        return out / kind
-    if version == 6:  # several v6 shards: one directory each
-        return out / str(shard) / kind
-    return out / f"{kind}.{shard}"
+    """Where the indexer of ``version`` puts a shard's file (the schema names it)."""
+    return out / schema.infinigram_name(kind, shard, version=version, shards=shards)
+
+
+def _work_file(work: Path, kind: str, shard: int) -> Path:
+    """A shard's file in the work folder of an out-of-core build: laid out as a version 4 index."""
+    return work / schema.infinigram_name(kind, shard, version=4, shards=1)
 
 
 def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_memory: int | str | None,
@@ -320,7 +320,7 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
     _tables(work, shards, width, task_budget, eng, report)
     for s in range(shards):
         for kind in KINDS:
-            if (src := work / f"{kind}.{s}").exists():
+            if (src := _work_file(work, kind, s)).exists():
                 dst = _final_path(out, kind, s, options["version"], shards)
                 dst.parent.mkdir(exist_ok=True)
                 os.replace(src, dst)
@@ -366,15 +366,15 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
     interrupted = True
     try:
         for s in range(shards):
-            corpus = work / f"tokenized.{s}"
+            corpus = _work_file(work, "tokenized", s)
             n = corpus.stat().st_size
-            k = pointers.width_for(n)
+            k = schema.pointer_width(n)
             ranges = outofcore.plan(n, width, budget)
             parts = [str(work / f"part.{s}.{i}") for i in range(len(ranges))]
             plans[s] = (ranges, parts, len(ranges))
             report(f"shard {s}: {n // width} tokens, {len(ranges)} part(s) of up to {ranges[0][1] // width} "
                    f"tokens, scratch {(k + outofcore.KEY) * (n // width)} bytes")
-            if outofcore.finished(work / f"table.{s}", n=n, k=k) is not None:
+            if outofcore.finished(_work_file(work, "table", s), n=n, k=k) is not None:
                 report(f"shard {s}: table reused")
                 plans[s] = (ranges, parts, 0)
                 continue
@@ -387,9 +387,9 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 step, s, i = pending.pop(fut)
                 result = fut.result()
                 ranges, parts, left = plans[s]
-                corpus = str(work / f"tokenized.{s}")
-                k = pointers.width_for(os.path.getsize(corpus))
-                table = str(work / f"table.{s}")
+                corpus = str(_work_file(work, "tokenized", s))
+                k = schema.pointer_width(os.path.getsize(corpus))
+                table = str(_work_file(work, "table", s))
                 took = f"[{time.perf_counter() - started:.1f} s]"
                 if step == "part":
                     report(f"shard {s}: part {i + 1}/{len(ranges)} {'reused' if result.get('reused') else 'sorted'} "
@@ -457,7 +457,7 @@ def build_jsonl(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     ``max_memory``, ``workers`` or ``engine`` as for :func:`build` (out of core, resumable: the input
     files' names, sizes and times are part of what a resumed build must match)."""
     _check_build(token_width, version, shards)
-    rev = version == 5 if reverse is None else reverse
+    rev = version in schema.INFINIGRAM_REVERSED if reverse is None else reverse
     root = Path(data_dir)
     files = sorted(str(p) for p in root.glob("**/*.json*") if p.is_file())
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError, OptionError, TruncatedError, ValueMismatchError
+from ...schemas import infinigram as schema
 from . import pointers
 from .build import build, build_jsonl, suffix_array
 from .pointers import sep
@@ -28,20 +29,15 @@ class Shard:
     def __init__(self, files: dict[str, Path], width: int) -> None:
         self.width = width
         self.maps = {kind: _map(p) for kind, p in files.items()}
-        ds, table, offset = (self.maps.get(k) for k in ("tokenized", "table", "offset"))
+        ds, table, offset = (self.maps.get(k) for k in schema.INFINIGRAM_REQUIRED)
         if ds is None or table is None or offset is None:
-            raise FormatError("a shard needs tokenized, table and offset files", format=NAME)
-        if len(ds) % width:
-            raise FormatError(f"tokenized size {len(ds)} is not a multiple of the token width {width}",
-                              format=NAME, path=str(files["tokenized"]))
-        self.tok_cnt = len(ds) // width
-        if len(offset) % 8:
-            raise TruncatedError("offset size is not a multiple of 8", format=NAME, path=str(files["offset"]))
-        self.doc_cnt = len(offset) // 8
-        if self.tok_cnt and len(table) % self.tok_cnt:
-            raise ValueMismatchError(f"table size {len(table)} is not a whole number of pointers for "
-                                     f"{self.tok_cnt} tokens", format=NAME, path=str(files["table"]))
-        self.k = len(table) // self.tok_cnt if self.tok_cnt else 0
+            raise FormatError(f"a shard needs {', '.join(schema.INFINIGRAM_REQUIRED)} files", format=NAME)
+        try:
+            self.tok_cnt, self.doc_cnt, self.k = schema.counts(len(ds), len(table), len(offset), width)
+        except ValueError as e:  # (a size that is not a whole number of its units, naming the file)
+            kind, _, why = str(e).partition(": ")
+            cls = TruncatedError if kind == "offset" else ValueMismatchError
+            raise cls(why, format=NAME, path=str(files[kind])) from None
         # the indexer's k = ceil(log2(size) / 8) is 0 for a 1-byte shard: its one pointer is implied 0
         if self.tok_cnt and not 1 <= self.k <= 8 and not (self.k == 0 and len(ds) == 1):
             raise ValueMismatchError(f"implausible pointer width {self.k}", format=NAME, path=str(files["table"]))
@@ -139,11 +135,11 @@ class InfiniGramIndex:
     def __init__(self, directory: str | os.PathLike[str], *, token_width: int | None = None,
                  version: int = 4) -> None:
         self.directory = Path(directory)
-        if version not in (4, 5, 6) or token_width not in (None, 1, 2, 4):
+        if version not in schema.INFINIGRAM_VERSIONS or token_width not in (None, *schema.INFINIGRAM_TOKEN_WIDTHS):
             raise OptionError("version 4, 5 (documents reversed) or 6; token_width 1, 2 or 4")
         self.version = version
         # v5 stores each document reversed; v4 and v6 (the v4 files without suffix) store it forward
-        self.reversed = version == 5
+        self.reversed = version in schema.INFINIGRAM_REVERSED
         groups = _groups(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
@@ -309,7 +305,7 @@ def _infer_width(groups: dict[str, dict[str, Path]]) -> int:
     (``Shard``) and the constraints cheap to read (``Shard.misfit``); if more than one remains, the suffix
     order on sampled ranks decides, and only when it cannot is the width asked for."""
     fits, why = [], {}
-    for w in (1, 2, 4):
+    for w in schema.INFINIGRAM_TOKEN_WIDTHS:
         try:
             shards = {name: Shard(files, w) for name, files in sorted(groups.items())}
             why[w] = next((f"shard {name!r}: {m}" for name, s in shards.items() if (m := s.misfit())), "")

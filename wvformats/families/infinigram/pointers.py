@@ -33,11 +33,6 @@ def encode(values: np.ndarray, k: int) -> np.ndarray:
     return v.view(np.uint8).reshape(-1, 8)[:, :k].reshape(-1).copy()
 
 
-def width_for(size_bytes: int) -> int:
-    """The indexer's pointer width for a tokenized file of ``size_bytes``: ceil(log2(size) / 8)."""
-    return int(np.ceil(np.log2(size_bytes) / 8)) if size_bytes > 0 else 0
-
-
 def at(raw: bytes | memoryview, k: int, i: int) -> int:
     """The ``i``-th pointer, without decoding the table (for binary searches over an mmap)."""
     return int.from_bytes(raw[i * k : (i + 1) * k], "little")

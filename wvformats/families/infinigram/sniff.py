@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...registry import Sniffer
+from ...schemas.identity import INFINIGRAM_KINDS as KINDS
+from ...schemas.identity import INFINIGRAM_REQUIRED
 
-KINDS = ("tokenized", "table", "offset", "metadata", "metaoff", "unigram")
 NAME = "infini-gram"
 
 
@@ -20,14 +21,14 @@ def _groups(directory: Path) -> dict[str, dict[str, Path]]:
     if not groups:  # v6: one directory per shard, files without suffix
         for sub in sorted((p for p in directory.iterdir() if p.is_dir()), key=lambda p: p.name):
             files = {p.name: p for p in sub.iterdir() if p.is_file() and p.name in KINDS}
-            if "tokenized" in files:
+            if INFINIGRAM_REQUIRED[0] in files:
                 groups[sub.name] = files
     return groups
 
 
 def sniff_index(path: Path) -> bool:
     groups = _groups(Path(path))
-    return bool(groups) and all({"tokenized", "table", "offset"} <= set(files) for files in groups.values())
+    return bool(groups) and all(set(INFINIGRAM_REQUIRED) <= set(files) for files in groups.values())
 
 
 INFINIGRAM = Sniffer(NAME, (), sniff_index, priority=10, is_directory=True,
