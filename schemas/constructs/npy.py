@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import BuildError, ValueMismatchError
 from ...framework import Checked, check_length, decode_utf8, evaluate, fail, read_array, tell, write_array
+from ..identity import NPY_MAGIC
 
 KEYS = ("descr", "fortran_order", "shape")
 MAX_HEADER = 10_000  # numpy.load's default max_header_size: a longer header is refused as numpy does
@@ -87,6 +88,12 @@ def numpy_spelling(header: dict[str, Any], version: tuple[int, int], start: int)
 
 
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<I")  # the header length of version 1, of versions 2 and 3
+
+
+def data_offset(major: int, raw: bytes) -> int:
+    """Where the array of an .npy starts: after the magic, the version, the header's length and its ``raw``
+    bytes (numpy.save makes it a multiple of 64)."""
+    return len(NPY_MAGIC) + 2 + (_U16 if major == 1 else _U32).size + len(raw)
 
 
 class NpyHeader(Checked):

@@ -79,6 +79,51 @@ def test_elements_of_no_bytes_read_as_numpy_loads_them(tmp_path, dtype):
     assert out.read_bytes() == data
 
 
+def _bare_header(descr, shape, fortran=False):
+    """A whole .npy of an array of no bytes: the header numpy writes, nothing after it."""
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": descr, "fortran_order": fortran, "shape": shape})
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("descr, shape", [("<U0", (32768, 32768)), ("|S0", (2**31, 2**31)), ("|V0", (2**40, 3))])
+def test_huge_arrays_of_elements_of_no_bytes_read_as_numpy_loads_them_in_no_memory(tmp_path, descr, shape):
+    # a 128-byte '<U0' file of shape (32768, 32768) was read as a 4 GiB '<U1' array (np.zeros widens U0 and
+    # S0 to a character); '|S0' of (2**31, 2**31) asked for 4 EiB
+    import tracemalloc
+
+    path = put(tmp_path, _bare_header(descr, shape), "zero.npy")
+    tracemalloc.start()
+    try:
+        got = wv.read(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    want = np.load(path)
+    assert (got.dtype, got.shape, got.nbytes) == (want.dtype, want.shape, 0) == (np.dtype(descr), shape, 0)
+    assert peak < 1 << 20, peak
+
+
+def test_elements_of_no_bytes_count_as_one_against_the_largest_array(tmp_path):
+    data = _bare_header("|S0", (2**62, 2))  # 2**63 elements: numpy.load's int64 count overflows, and it refuses
+    with pytest.raises(ValueError):
+        np.load(io.BytesIO(data))
+    with pytest.raises(FormatError) as e:
+        parse(data)
+    assert (e.value.path, e.value.offset) == ("data", 128) and "larger than any array" in str(e.value)
+
+
+def test_bytes_after_an_array_of_no_bytes_are_found_where_they_start(tmp_path):
+    # issue 37's npy-u0-huge-shape.npy: '|S0', Fortran order, (2**31, 2**31), then 48 bytes; the check said
+    # they start at byte 118, the header's length without the 10 bytes before it
+    data = _bare_header("|S0", (2**31, 2**31), fortran=True) + np.arange(12, dtype=">u4").tobytes()
+    path = put(tmp_path, data, "s0.npy")
+    got, want = wv.read(path), np.load(path)
+    assert (got.dtype, got.shape, got.strides) == (want.dtype, want.shape, want.strides)
+    assert wv.validate(path).problems == ["trailing: 48 bytes after the array (numpy.load ignores them; numpy.save "
+                                          "writes none), from byte 128"]
+
+
 @pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
 def test_each_version_is_read_and_kept(tmp_path, version):
     buf = io.BytesIO()

@@ -19,7 +19,7 @@ from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas import npz as npz_schema
-from ...schemas.constructs.npy import NpyDict, numpy_spelling
+from ...schemas.constructs.npy import NpyDict, data_offset, numpy_spelling
 from ...schemas.constructs.npz import Digest, Member, compress
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
@@ -77,9 +77,9 @@ def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
 def check(parsed: Any) -> list[str]:
     extra = len(parsed.get("trailing") or b"")
     if extra:
-        at = parsed["data"].nbytes  # (after the array; numpy.load ignores such bytes)
+        at = data_offset(parsed["major"], parsed["header"].raw) + parsed["data"].nbytes  # (after the array; numpy.load ignores such bytes)
         return [f"trailing: {extra} bytes after the array (numpy.load ignores them; numpy.save writes none), "
-                f"from byte {len(parsed['header'].raw or b'') + at}"]
+                f"from byte {at}"]
     return []
 
 
