@@ -375,3 +375,53 @@ def test_near_misses_of_the_spelling_read_as_literal_eval_reads_them_or_go_to_it
     fast = canonical_header(text)
     if fast is not None:
         assert repr(fast) == repr(ast.literal_eval(text))
+
+
+@pytest.mark.parametrize("vectors", [np.array([[b"x", b"y"], [b"z", b"w"]]), np.ones((2, 2), np.complex64),
+                                     np.zeros((2, 2), [("a", "<f4")]), np.array([["1", "2"], ["3", "4"]])])
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_vectors_that_are_not_real_numbers_are_refused_naming_the_member_and_dtype(tmp_path, vectors, save):
+    # issue 37's npz-bytes-vectors.npz: bytes vectors were read as embeddings, and most_similar failed with
+    # numpy's ValueError ("could not convert string to float")
+    path = tmp_path / "e.npz"
+    save(path, words=np.array(["a", "b"]), vectors=vectors)
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    with zipfile.ZipFile(path) as z:
+        info = z.infolist()[1]
+    data = info.header_offset + 30 + len(info.filename) + 20  # (20: the zip64 extra numpy writes)
+    assert (e.value.format, e.value.path, e.value.found) == ("npz-embeddings", "members[1].data.npy.header.descr",
+                                                             vectors.dtype.str)
+    assert "vectors.npy" in str(e.value) and vectors.dtype.str in str(e.value)
+    if save is np.savez:
+        assert e.value.offset == data + 10  # (the header's text)
+    else:
+        assert e.value.offset == data and "byte 10 of the member once inflated" in str(e.value)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_a_word_past_u10ffff_is_refused_where_numpy_raises_systemerror(tmp_path, order):
+    # issue 37's npz-embeddings-hostile-dtype.npz: 0xfffffffe in a '<U3' words array was a SystemError
+    # ("invalid maximum character passed to PyUnicode_New") from words.tolist()
+    codes = np.array([116, 104, 101, 111, 102, 0, 117, 110, 100, 0xFFFFFFFE, 0, 0], np.dtype("u4").newbyteorder(order))
+    words = codes.view(f"{order}U3")
+    path = tmp_path / "e.npz"
+    np.savez(path, words=words, vectors=np.zeros((4, 2), np.float32))
+    with np.load(path) as z, pytest.raises(SystemError):
+        z["words"].tolist()
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    with zipfile.ZipFile(path) as z:
+        info = z.infolist()[0]
+    array = info.header_offset + 30 + len(info.filename) + 20 + 128  # (the array after its 128-byte header)
+    assert (e.value.format, e.value.path, e.value.offset, e.value.found) == (
+        "npz-embeddings", "members[0].data.npy.data[3]", array + 4 * 9, 0xFFFFFFFE)
+    assert path.read_bytes()[e.value.offset : e.value.offset + 4] == codes[9:10].tobytes()
+
+
+def test_lone_surrogates_in_words_are_kept_as_numpy_gives_them(tmp_path):
+    path = tmp_path / "e.npz"
+    np.savez(path, words=np.array(["caf\udce9", "\ud800x"]), vectors=np.eye(2, dtype=np.float32))
+    with np.load(path) as z:
+        want = z["words"].tolist()
+    assert wv.read(path).words == want == ["caf\udce9", "\ud800x"]

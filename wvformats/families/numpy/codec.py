@@ -413,7 +413,45 @@ def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
         raise FormatError(f"words {words.dtype} {words.shape} and vectors {vectors.dtype} {vectors.shape}: one "
                           "word (a string) per row of a matrix", format=EMBEDDINGS_NPZ.name, path="members",
                           offset=0)
+    if vectors.dtype.kind not in "fiu":
+        npy = parsed["members"][1]["data"]["npy"]
+        at, inflated = _in_member(parsed, 1, data_offset(npy["major"], b""))
+        raise FormatError(f"vectors.npy holds {vectors.dtype.name} ({vectors.dtype.str}){inflated}: the vectors of an "
+                          "embeddings .npz are real numbers (floats or integers)", format=EMBEDDINGS_NPZ.name,
+                          path="members[1].data.npy.header.descr", offset=at, found=vectors.dtype.str)
+    _check_code_points(parsed, words)
     return Embeddings(words.tolist(), vectors, kept={"npz": arrays})
+
+
+def _in_member(parsed: Any, i: int, inner: int) -> tuple[int, str]:
+    """Byte ``inner`` of member ``i``'s .npy as an offset in the archive, and "": for a deflated member, where
+    its data start, and a note naming ``inner`` in the inflated bytes."""
+    local = parsed["members"][i]
+    start = parsed["members"].offsets[i] + LOCAL_FIXED + local["name_length"] + local["extra_length"]
+    if local["compression"] == npz_schema.Compression.stored:
+        return start + inner, ""
+    return start, f" (byte {inner} of the member once inflated)"
+
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+def _check_code_points(parsed: Any, words: np.ndarray) -> None:
+    """Refuse a word holding a code point past U+10FFFF, which no str holds (numpy makes a broken str of it, or
+    raises SystemError); lone surrogates are kept, as numpy gives them."""
+    width = words.dtype.itemsize // 4
+    if not width or not len(words):
+        return
+    codes = np.ascontiguousarray(words).view(np.dtype("u4").newbyteorder(words.dtype.byteorder))
+    if codes.max() <= MAX_CODE_POINT:
+        return
+    first = int(np.flatnonzero(codes > MAX_CODE_POINT)[0])
+    row, char = divmod(first, width)
+    npy = parsed["members"][0]["data"]["npy"]
+    at, inflated = _in_member(parsed, 0, data_offset(npy["major"], npy["header"].raw) + 4 * first)
+    raise FormatError(f"words[{row}] holds {int(codes[first]):#x} as character {char}{inflated}: past U+10FFFF, "
+                      "no Unicode character", format=EMBEDDINGS_NPZ.name, path=f"members[0].data.npy.data[{row}]",
+                      offset=at, found=int(codes[first]))
 
 
 def embeddings_from_model(emb: Any, *, compressed: bool | None = None) -> cs.Container:
