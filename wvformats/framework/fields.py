@@ -316,8 +316,12 @@ class Valid(Checked):
                 offset -= field._sizeof(context, path)
             except cs.SizeofError:  # a variable-size field: where it ends
                 pass
-        text = expression(self.test)
-        text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
+        if callable(self.test) and not isinstance(self.test, cs.expr.ExprMixin):  # (a function: its name, not
+            name = getattr(self.test, "__name__", "<lambda>")  # its repr and address)
+            text = "its test" if name == "<lambda>" else name
+        else:
+            text = expression(self.test)
+            text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
         why = f" ({self.why})" if self.why else ""
         raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}{why}", cls,
                    found=context.get(self.field))

@@ -277,7 +277,8 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
 
 
 _HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
-_local_header = framework.PackedStruct(*npz_schema.local_entry.subcons[:16])  # a member's local header: no byte of its data
+_local_header = framework.PackedStruct(  # a member's local header: no byte of its data
+    *npz_schema.local_entry.subcons[: [s.name for s in npz_schema.local_entry.subcons].index("data")])
 
 
 def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
