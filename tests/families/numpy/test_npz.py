@@ -450,3 +450,28 @@ def test_a_name_not_flagged_utf8_reads_as_code_page_437_as_zipfile_reads_it(tmp_
     assert want == ["名前.npy".encode().decode("cp437")]
     assert list(wv.read(path)) == [want[0][: -len(".npy")]]
     assert [m["name"] for m in wv.inspect(path)["members"]] == want
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_inspect_of_a_member_whose_array_runs_past_it_says_so_as_read_does(tmp_path, save):
+    # inspect read each member's header alone: an array declared longer than its member went unsaid
+    buf = io.BytesIO()
+    save(buf, a=np.ones(4, np.float32), b=np.arange(3))
+    if save is np.savez:
+        data = buf.getvalue().replace(b"'shape': (4,)", b"'shape': (8,)")
+    else:  # (the member inflated, its header changed, deflated again: sizes and CRC kept as the archive says)
+        with zipfile.ZipFile(buf) as z:
+            raw = z.read("a.npy").replace(b"'shape': (4,)", b"'shape': (8,)")
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("a.npy", raw)
+            z.writestr("b.npy", zipfile.ZipFile(buf).read("b.npy"))
+        data = out.getvalue()
+    path = tmp_path / "long.npz"
+    path.write_bytes(data)
+    with pytest.raises(FormatError) as read:
+        wv.read(path)
+    with pytest.raises(FormatError) as inspected:
+        wv.inspect(path)
+    assert inspected.value.path == read.value.path == "members[0].data.npy.data"
+    assert inspected.value.offset == read.value.offset and "32 bytes but only 16 remain" in str(inspected.value)

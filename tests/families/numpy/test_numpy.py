@@ -214,9 +214,35 @@ def test_read_is_a_zero_copy_view_of_the_map(tmp_path):
 
 
 def test_inspect_reads_the_header_only(tmp_path):
-    data = saved(np.ones((1000, 4), np.float32))
-    info = wv.inspect(put(tmp_path, data[:128], "cut.npy"))  # the header without the array
+    import tracemalloc
+
+    info = wv.inspect(put(tmp_path, saved(np.ones((1000, 4), np.float32)), "a.npy"))
     assert (info["shape"], info["dtype"], info["data_bytes"]) == ([1000, 4], "float32", 16000)
+    big = tmp_path / "big.npy"  # 4 GiB of array that inspect never reads (a sparse file)
+    header = _bare_header("<f4", (2**30,))
+    with open(big, "wb") as f:
+        f.write(header)
+        f.truncate(len(header) + 2**32)
+    tracemalloc.start()
+    try:
+        assert wv.inspect(big)["data_bytes"] == 2**32
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_inspect_of_a_file_cut_inside_its_array_says_so_and_fails(tmp_path, capsys):
+    # inspect read the header alone and said nothing of an array running past the end of the file (exit 0)
+    path = put(tmp_path, saved(np.ones((1000, 4), np.float32))[:-1], "cut.npy")
+    with pytest.raises(ValueError):
+        np.load(path)
+    for full in (False, True):
+        with pytest.raises(FormatError) as e:
+            wv.inspect(path, full=full)
+        assert (e.value.format, e.value.path, e.value.offset) == ("npy", "data", 128)
+        assert "needs 16000 bytes but only 15999 remain" in str(e.value)
+    assert cli.main(["inspect", str(path)]) == 2  # (the exit of every file inspect cannot read)
+    assert "needs 16000 bytes" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from wheels import member_of_wheel
 from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
-from wvformats.errors import FormatError
+from wvformats import cli
+from wvformats.errors import FormatError, TruncatedError
 from wvformats.families.safetensors.codec import check, parse
 from wvformats.families.safetensors.model import SafeTensors
 from wvformats.families.safetensors.sniff import sniff_safetensors
@@ -249,11 +250,45 @@ def test_a_key_of_its_own_in_a_tensor_entry_is_taken_as_the_library_takes_it(tmp
 
 
 def test_inspect_reads_the_header_only(tmp_path):
+    import tracemalloc
+
     data = save({"w": np.ones((4, 2), np.float32), "b": np.zeros(3, np.int8)}, metadata={"k": "v"})
-    cut = data[:8 + struct.unpack("<Q", data[:8])[0]]  # the header without a byte of the tensors
-    info = wv.inspect(write(tmp_path, cut))
+    info = wv.inspect(write(tmp_path, data))
     assert info["tensors"] == 2 and info["metadata"] == {"k": "v"} and info["dtypes"] == {"F32": 1, "I8": 1}
     assert [(t["name"], t["shape"]) for t in info["tensor_table"]] == [("w", [4, 2]), ("b", [3])]
+    assert info["data_bytes"] == 35 == wv.inspect(write(tmp_path, data), full=True)["data_bytes"]
+    big = tmp_path / "big.safetensors"  # 4 GiB of tensor data that inspect never reads (a sparse file)
+    header = json.dumps({"t": {"dtype": "F32", "shape": [2**30], "data_offsets": [0, 2**32]}}).encode()
+    with open(big, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + 2**32)
+    tracemalloc.start()
+    try:
+        assert wv.inspect(big)["data_bytes"] == 2**32
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_inspect_of_a_file_cut_inside_its_tensors_says_which_and_fails(tmp_path, capsys):
+    # inspect read the header alone and said nothing of a file whose tensors run past its end (exit 0), where
+    # validate and safe_open refuse it
+    from safetensors import safe_open
+
+    data = save({"w": np.ones((4, 2), np.float32), "b": np.zeros(3, np.int8)})
+    for cut, name in ((data[:-5], "w"), (data[:-2], "b"), (data[: 8 + struct.unpack("<Q", data[:8])[0]], "w")):
+        path = write(tmp_path, cut, "cut.safetensors")
+        with pytest.raises(SafetensorError), safe_open(path, "np"):
+            pass
+        with pytest.raises(TruncatedError) as e:
+            wv.inspect(path)
+        begin = json.loads(cut[8:8 + struct.unpack("<Q", cut[:8])[0]])[name]["data_offsets"][0]
+        assert (e.value.format, e.value.path, e.value.offset) == ("safetensors", f"data.{name}",
+                                                                   8 + struct.unpack("<Q", cut[:8])[0] + begin)
+        assert "run past" in str(e.value)
+        assert cli.main(["inspect", str(path)]) == 2  # (the exit of every file inspect cannot read)
+        err = capsys.readouterr().err
+        assert f"data.{name}" in err and "run past" in err, err
 
 
 def test_sniff_wants_a_tensor_table(tmp_path):

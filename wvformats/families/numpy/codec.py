@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import framework
 from ...embeddings import Embeddings
-from ...errors import BuildError, FormatError
+from ...errors import BuildError, FormatError, TruncatedError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas import npz as npz_schema
@@ -70,8 +70,21 @@ def inspect(parsed: Any) -> dict[str, Any]:
 
 
 def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
-    """The header alone: the array's bytes are not read."""
-    return _summary(framework.parse(header_only, buf, format=NPY.name))
+    """The header, and the array's size held to the bytes after it (an array past the end of the file is a
+    TruncatedError, as in the full parse): the array's bytes are not read."""
+    npy = framework.parse(header_only, buf, format=NPY.name)
+    out = _summary(npy)
+    _check_room(npy, out, len(buf) - data_offset(npy["major"], npy["header"].raw), NPY.name, "data",
+                data_offset(npy["major"], npy["header"].raw))
+    return out
+
+
+def _check_room(npy: Any, summary: dict[str, Any], room: int, format: str, path: str, at: int) -> None:
+    """A TruncatedError, as the array's parse raises it, where the array needs more than ``room`` bytes."""
+    if summary["data_bytes"] > room:
+        raise TruncatedError(f"array {tuple(summary['shape'])} of {npy['header']['descr']} needs "
+                             f"{summary['data_bytes']} bytes but only {room} remain", format=format, path=path,
+                             offset=at)
 
 
 def check(parsed: Any) -> list[str]:
@@ -332,7 +345,12 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
                 return None
             e.format, e.offset = NPZ.name, start if e.offset is None else start + e.offset
             raise e.located(prefix=f"members[{i}].data.npy") from None
-        members.append({"name": member_name(entry), "compression": entry["compression"].name, **_summary(npy)})
+        summary = _summary(npy)
+        inner = data_offset(npy["major"], npy["header"].raw)  # (the array, in the member's .npy)
+        stored = entry["compression"] == npz_schema.Compression.stored
+        _check_room(npy, summary, (npz_schema.wide("uncompressed_size")(entry) or 0) - inner, NPZ.name,
+                    f"members[{i}].data.npy.data", start + inner if stored else start)
+        members.append({"name": member_name(entry), "compression": entry["compression"].name, **summary})
     if offset != ends:  # (entries miscounted: the full parse says how)
         return None
     return {"arrays": len(members), "members": members}
