@@ -11,7 +11,7 @@ from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import FormatError, TruncatedError
+from wvformats.errors import BuildError, FormatError, TruncatedError
 from wvformats.families.safetensors.codec import check, parse
 from wvformats.families.safetensors.model import SafeTensors
 from wvformats.families.safetensors.sniff import sniff_safetensors
@@ -97,10 +97,38 @@ def test_dtypes_numpy_lacks_read_as_raw_views_and_write_back_identical(tmp_path)
     assert model.shapes["t_f4"] == (2, 4) and model["t_f4"].shape == (2, 2)  # float4: the packed bytes
     assert wv.validate(path).ok
     out = tmp_path / "again.safetensors"
+    # the arrays as read given back with their codes alone: float4's (2, 2) bytes are a (2, 4) tensor (was
+    # refused: "shape [2, 1] of F4 needs 2")
     again = SafeTensors.from_arrays({n: np.array(model[n]) for n in model}, model.metadata, model.dtypes)
-    again.shapes = dict(model.shapes)
+    assert again.shapes == model.shapes
     wv.write(again, out)
     assert out.read_bytes() == data
+
+
+@pytest.mark.parametrize("code, stored, shape", [("F4", (16, 16), (16, 32)), ("F6_E2M3", (16, 6), (16, 8)),
+                                                  ("F6_E3M2", (3,), (4,))])
+def test_sub_byte_tensors_round_trip_through_from_arrays(tmp_path, code, stored, shape):
+    # issue 37: a tensor as read (its raw bytes, (16, 16) for F4's (16, 32)) given back to from_arrays was
+    # refused ("shape [16, 8] of F4 needs 128")
+    raw = np.random.default_rng(0).integers(0, 256, stored, np.uint8)
+    first = tmp_path / "first.safetensors"
+    wv.write(SafeTensors({"t": raw}, None, {"t": code}, {"t": shape}), first)
+    lib = dict(deserialize(first.read_bytes()))["t"]  # (the library reads F6 too, though it writes no F6)
+    assert (lib["dtype"], tuple(lib["shape"]), bytes(lib["data"])) == (code, shape, raw.tobytes())
+    model = wv.read(first)
+    again = SafeTensors.from_arrays({"t": model["t"]}, dtypes={"t": code})
+    assert again.shapes["t"] == shape
+    out = tmp_path / "again.safetensors"
+    wv.write(again, out)
+    assert out.read_bytes() == first.read_bytes()
+
+
+def test_sub_byte_bytes_that_hold_no_whole_number_of_values_are_refused():
+    with pytest.raises(BuildError) as e:
+        SafeTensors.from_arrays({"t": np.zeros((2, 5), np.uint8)}, dtypes={"t": "F6_E2M3"})
+    assert e.value.path == "data.t" and "[2, 5]" in str(e.value)
+    with pytest.raises(BuildError):
+        SafeTensors.from_arrays({"t": np.zeros((), np.uint8)}, dtypes={"t": "F4"})
 
 
 def test_to_numpy_decodes_bf16_and_float8(tmp_path):
