@@ -17,7 +17,7 @@ from wvformats.schemas.constructs.npy import canonical_header
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import FormatError
+from wvformats.errors import FormatError, OptionError
 from wvformats.families.numpy.codec import NpzArrays, parse, parse_npz
 from wvformats.testing import property_tests
 
@@ -142,6 +142,82 @@ def test_a_field_name_outside_latin1_is_written_as_numpy_does_in_version_3(tmp_p
     out = tmp_path / "u.npy"
     wv.write(array, out)
     assert out.read_bytes() == data
+
+
+def _fields(n, name="f"):
+    return np.zeros(2, [(f"{name}{i}", "<i2") for i in range(n)])
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")  # (numpy's note that 2.0 and 3.0 are new)
+@pytest.mark.parametrize("fields, name, version", [(5000, "f", b"\x02\x00"), (5000, "€", b"\x03\x00"),
+                                                   (300, "f", b"\x01\x00")])
+def test_headers_of_any_size_are_written_as_numpy_save_writes_them(tmp_path, fields, name, version):
+    # a header past 65,535 bytes (numpy.save: version 2.0, or 3.0 for names outside latin-1) was refused:
+    # "a header of 89024 bytes does not fit version 2"
+    array = _fields(fields, name)
+    data = saved(array)
+    assert data[6:8] == version
+    out = tmp_path / "x.npy"
+    wv.write(array, out)
+    assert out.read_bytes() == data
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+def test_max_header_size_reads_what_numpy_load_reads_with_it(tmp_path, capsys):
+    path = put(tmp_path, saved(_fields(5000)), "big.npy")  # a header of 89,012 characters
+    with pytest.raises(ValueError, match="max_header_size"):
+        np.load(path)
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert (e.value.path, e.value.offset) == ("header", 8) and "max_header_size" in str(e.value)
+    for limit in (89_011, 89_012):
+        if limit < 89_012:
+            with pytest.raises(ValueError):
+                np.load(path, max_header_size=limit)
+            with pytest.raises(FormatError):
+                wv.read(path, max_header_size=limit)
+            continue
+        got, want = wv.read(path, max_header_size=limit), np.load(path, max_header_size=limit)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert wv.validate(path, max_header_size=10**6).ok
+    for full in (False, True):
+        assert wv.inspect(path, full=full, max_header_size=10**6)["version"] == "2.0"
+    assert cli.main(["inspect", str(path)]) == 2 and cli.main(["validate", str(path)]) == 1
+    assert "--max-header-size" in capsys.readouterr().err
+    assert cli.main(["inspect", str(path), "--max-header-size", "89012"]) == 0
+    assert cli.main(["validate", str(path), "--max-header-size", "89012"]) == 0
+    with pytest.raises(OptionError, match="take no read option .max_header_size."):
+        wv.read(put(tmp_path, saved(np.ones(2)), "x.safetensors"), format="safetensors", max_header_size=1)
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+def test_the_header_limit_counts_characters_as_numpy_does(tmp_path):
+    # version 3.0 is UTF-8: 450 names of four '€' make a header of fewer than 10,000 characters (numpy.load
+    # reads it) but more than 10,000 bytes (was refused)
+    path = put(tmp_path, saved(_fields(450, "€€€€")), "utf8.npy")
+    header = path.read_bytes()[12:12 + struct.unpack_from("<I", path.read_bytes(), 8)[0]]
+    assert len(header.decode()) <= 10_000 < len(header)
+    got, want = wv.read(path), np.load(path)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_max_header_size_reads_npz_members_as_numpy_load_does(tmp_path, save):
+    path = tmp_path / "big.npz"
+    save(path, big=_fields(5000), small=np.arange(3))
+    with np.load(path) as z, pytest.raises(ValueError):
+        z["big"]
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert e.value.path.startswith("members[0].data.npy.header")
+    got = wv.read(path, max_header_size=10**5)
+    with np.load(path, max_header_size=10**5) as z:
+        assert all(got[k].dtype == z[k].dtype and got[k].tobytes() == z[k].tobytes() for k in ("big", "small"))
+    for full in (False, True):
+        info = wv.inspect(path, full=full, max_header_size=10**5)
+        assert [m["version"] for m in info["members"]] == ["2.0", "1.0"]
+    assert wv.validate(path, max_header_size=10**5).ok
 
 
 @pytest.mark.filterwarnings("ignore:Reading `.npy` or `.npz` file required additional header parsing:UserWarning")

@@ -19,11 +19,12 @@ from ...errors import BuildError, FormatError, TruncatedError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas import npz as npz_schema
-from ...schemas.constructs.npy import NpyDict, data_offset, numpy_spelling
+from ...schemas.constructs.npy import MAX_HEADER_OPTION, NpyDict, data_offset, numpy_spelling
 from ...schemas.constructs.npz import Digest, Member, compress
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
-parse, build = schema_io(NPY.name, schema.npy)
+READ_OPTIONS = (MAX_HEADER_OPTION,)  # numpy.load's max_header_size: the longest header read (10,000 characters)
+parse, build = schema_io(NPY.name, schema.npy, READ_OPTIONS)
 header_only = framework.PackedStruct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
 
 
@@ -69,10 +70,15 @@ def inspect(parsed: Any) -> dict[str, Any]:
     return _summary(parsed)
 
 
-def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    """The read options the schema takes (as construct ``_params``), of those given."""
+    return {k: options[k] for k in READ_OPTIONS if options.get(k) is not None}
+
+
+def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
     """The header, and the array's size held to the bytes after it (an array past the end of the file is a
     TruncatedError, as in the full parse): the array's bytes are not read."""
-    npy = framework.parse(header_only, buf, format=NPY.name)
+    npy = framework.parse(header_only, buf, format=NPY.name, **_options(options))
     out = _summary(npy)
     _check_room(npy, out, len(buf) - data_offset(npy["major"], npy["header"].raw), NPY.name, "data",
                 data_offset(npy["major"], npy["header"].raw))
@@ -100,7 +106,7 @@ register(Format(
     **NPY._asdict(), description="NumPy .npy: magic, version 1.0/2.0/3.0, a header dict (descr, "
     "fortran_order, shape), then the array's bytes", schema=schema.npy, parse=parse, build=build,
     to_model=to_model, from_model=from_model, model=np.ndarray, inspect=inspect, inspect_head=inspect_head,
-    check=check, array_views=True, read_options=(),
+    check=check, array_views=True, read_options=READ_OPTIONS,
 ))
 
 
@@ -109,7 +115,7 @@ register(Format(
 # become members laid out as numpy.savez / savez_compressed lay them out (zipfile with force_zip64=True)
 
 SUFFIX = ".npy"
-parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz)
+parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz, READ_OPTIONS)
 ZIP64_LIMIT = (1 << 31) - 1  # zipfile's: a size or offset past it goes to a zip64 field
 COUNT_LIMIT = 0xFFFF  # entries an end record counts; more need the zip64 end record
 UNIX, DOS = 3, 0  # zipfile's host system: what the writer ran on
@@ -289,12 +295,13 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
                          **_summary(m["data"]["npy"])} for m in parsed["members"]]}
 
 
-_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
+_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 characters
+# unless max_header_size says otherwise)
 _local_header = framework.PackedStruct(  # a member's local header: no byte of its data
     *npz_schema.local_entry.subcons[: [s.name for s in npz_schema.local_entry.subcons].index("data")])
 
 
-def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
+def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[str, Any] | None:
     """:func:`npz_inspect` from the end records, the central directory and each member's ``.npy`` header
     (a deflated member's first kilobytes inflated): no array read, in time linear in the member count, as
     ``zipfile`` opens an archive. None for the first bytes of a compressed file (the end is what it needs)."""
@@ -320,6 +327,7 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
     if count * CENTRAL_FIXED > size - offset:  # (each entry takes at least that: checked before any is read)
         raise FormatError(f"{count} directory entries cannot fit in the {max(0, size - offset)} bytes from byte "
                           f"{offset}", format=NPZ.name, path="directory", offset=offset)
+    head = _HEAD + 4 * (options.get(MAX_HEADER_OPTION) or 0)  # (a header as long as the option lets it be)
     members = []
     for i in range(count):
         entry = _parse_at(npz_schema.central_entry, view, offset, f"directory[{i}]")
@@ -331,25 +339,25 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
         local = _parse_at(_local_header, view, local_at, f"members[{i}]")
         start = local_at + LOCAL_FIXED + local["name_length"] + local["extra_length"]  # (its data)
         stored = npz_schema.wide("compressed_size")(entry) or 0
-        data = bytes(view[start : start + min(stored, _HEAD)])
+        data = bytes(view[start : start + min(stored, head)])
         if entry["compression"] == npz_schema.Compression.deflated:
             try:
-                data = zlib.decompressobj(-15).decompress(data, _HEAD)
+                data = zlib.decompressobj(-15).decompress(data, head)
             except zlib.error as e:
                 raise FormatError(f"the deflated member does not inflate: {e}", format=NPZ.name,
                                   path=f"members[{i}].data", offset=start) from None
         try:
-            npy = framework.parse(header_only, data, format=NPZ.name)
+            npy = framework.parse(header_only, data, format=NPZ.name, **_options(options))
         except FormatError as e:
-            if len(data) == _HEAD:  # (a header longer than the bytes taken: the full parse tells)
+            if len(data) == head:  # (a header longer than the bytes taken: the full parse tells)
                 return None
             e.format, e.offset = NPZ.name, start if e.offset is None else start + e.offset
             raise e.located(prefix=f"members[{i}].data.npy") from None
         summary = _summary(npy)
         inner = data_offset(npy["major"], npy["header"].raw)  # (the array, in the member's .npy)
-        stored = entry["compression"] == npz_schema.Compression.stored
+        in_place = entry["compression"] == npz_schema.Compression.stored
         _check_room(npy, summary, (npz_schema.wide("uncompressed_size")(entry) or 0) - inner, NPZ.name,
-                    f"members[{i}].data.npy.data", start + inner if stored else start)
+                    f"members[{i}].data.npy.data", start + inner if in_place else start)
         members.append({"name": member_name(entry), "compression": entry["compression"].name, **summary})
     if offset != ends:  # (entries miscounted: the full parse says how)
         return None
@@ -411,7 +419,7 @@ register(Format(
     "numpy.savez_compressed: deflated), local headers with zip64 extra fields, the central directory and "
     "the end records", schema=npz_schema.npz, parse=parse_npz, build=build_npz, to_model=npz_to_model,
     from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, inspect_head=npz_inspect_head, check=npz_check,
-    array_views=True, read_options=(),
+    array_views=True, read_options=READ_OPTIONS,
 ))
 
 
@@ -419,7 +427,7 @@ register(Format(
 # word embeddings as an .npz: ``words.npy`` (a unicode array), then ``vectors.npy`` (the matrix)
 
 EMBEDDING_MEMBERS = ("words", "vectors")
-parse_embeddings, build_embeddings = schema_io(EMBEDDINGS_NPZ.name, npz_schema.npz)
+parse_embeddings, build_embeddings = schema_io(EMBEDDINGS_NPZ.name, npz_schema.npz, READ_OPTIONS)
 
 
 def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
@@ -495,5 +503,5 @@ register(Format(
     **EMBEDDINGS_NPZ._asdict(), description="word embeddings as a NumPy .npz: words.npy (unicode strings) then "
     "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=npz_schema.npz,
     parse=parse_embeddings, build=build_embeddings, to_model=embeddings_to_model, from_model=embeddings_from_model,
-    model=Embeddings, inspect=embeddings_inspect, check=npz_check, array_views=True, read_options=(),
+    model=Embeddings, inspect=embeddings_inspect, check=npz_check, array_views=True, read_options=READ_OPTIONS,
 ))
