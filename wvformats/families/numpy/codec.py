@@ -80,15 +80,17 @@ def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
     TruncatedError, as in the full parse): the array's bytes are not read."""
     npy = framework.parse(header_only, buf, format=NPY.name, **_options(options))
     out = _summary(npy)
-    _check_room(npy, out, len(buf) - data_offset(npy["major"], npy["header"].raw), NPY.name, "data",
-                data_offset(npy["major"], npy["header"].raw))
+    start = data_offset(npy["major"], npy["header"].raw)
+    _check_room(npy, out, len(buf) - start, NPY.name, "data", start)
     return out
 
 
-def _check_room(npy: Any, summary: dict[str, Any], room: int, format: str, path: str, at: int) -> None:
-    """A TruncatedError, as the array's parse raises it, where the array needs more than ``room`` bytes."""
+def _check_room(npy: Any, summary: dict[str, Any], room: int, format: str, path: str, at: int,
+                where: str = "") -> None:
+    """A TruncatedError, as the array's parse raises it, where the array needs more than ``room`` bytes
+    (``where``: said first, as a deflated member's errors say the byte of the inflated member)."""
     if summary["data_bytes"] > room:
-        raise TruncatedError(f"array {tuple(summary['shape'])} of {npy['header']['descr']} needs "
+        raise TruncatedError(f"{where}array {tuple(summary['shape'])} of {npy['header']['descr']} needs "
                              f"{summary['data_bytes']} bytes but only {room} remain", format=format, path=path,
                              offset=at)
 
@@ -96,7 +98,7 @@ def _check_room(npy: Any, summary: dict[str, Any], room: int, format: str, path:
 def check(parsed: Any) -> list[str]:
     extra = len(parsed.get("trailing") or b"")
     if extra:
-        at = data_offset(parsed["major"], parsed["header"].raw) + parsed["data"].nbytes  # (after the array; numpy.load ignores such bytes)
+        at = data_offset(parsed["major"], parsed["header"].raw) + parsed["data"].nbytes  # (after the array)
         return [f"trailing: {extra} bytes after the array (numpy.load ignores them; numpy.save writes none), "
                 f"from byte {at}"]
     return []
@@ -339,7 +341,7 @@ def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[st
         local = _parse_at(_local_header, view, local_at, f"members[{i}]")
         start = local_at + LOCAL_FIXED + local["name_length"] + local["extra_length"]  # (its data)
         stored = npz_schema.wide("compressed_size")(entry) or 0
-        data = bytes(view[start : start + min(stored, head)])
+        data = view[start : start + min(stored, head)]
         if entry["compression"] == npz_schema.Compression.deflated:
             try:
                 data = zlib.decompressobj(-15).decompress(data, head)
@@ -357,7 +359,8 @@ def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[st
         inner = data_offset(npy["major"], npy["header"].raw)  # (the array, in the member's .npy)
         in_place = entry["compression"] == npz_schema.Compression.stored
         _check_room(npy, summary, (npz_schema.wide("uncompressed_size")(entry) or 0) - inner, NPZ.name,
-                    f"members[{i}].data.npy.data", start + inner if in_place else start)
+                    f"members[{i}].data.npy.data", start + inner if in_place else start,
+                    "" if in_place else f"at byte {inner} of the inflated member: ")
         members.append({"name": member_name(entry), "compression": entry["compression"].name, **summary})
     if offset != ends:  # (entries miscounted: the full parse says how)
         return None
