@@ -79,6 +79,18 @@ def has_zip64(ctx):
     return any(e.id == ZIP64_EXTRA for e in ctx.extra)
 
 
+def name_decodes(ctx):
+    """A name flagged UTF-8 (bit 11) is UTF-8, as zipfile decodes it (it raises UnicodeDecodeError otherwise);
+    an unflagged name is code page 437, which every byte is."""
+    if not ctx.flags & FLAG_UTF8:
+        return True
+    try:
+        bytes(ctx.name).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 # APPNOTE 4.5.1: extra fields, each a header id, a size and that many bytes
 extra_field = PackedStruct(
     "id" / Int16ul * "header id: 0x0001 zip64 extended information; others kept as bytes",
@@ -106,6 +118,7 @@ local_entry = PackedStruct(
     "extra_length" / Int16ul * "bytes of the extra fields",
     "name" / CheckedBytes(this.name_length) * "the member's name, NAME.npy (code page 437, UTF-8 with bit 11)",
     Valid("name", lambda ctx: ctx.name.endswith(NPY_SUFFIX), "an .npz holds .npy members") * "ends with .npy",
+    Valid("name", name_decodes, "flag bit 11 says the name is UTF-8") * "UTF-8 where flag bit 11 is set",
     "extra" / Table(extra_field, length=this.extra_length, min_size=4)
     * "extra fields; numpy's: one zip64 field with both sizes (16 bytes)",
     Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value")
@@ -145,6 +158,7 @@ central_entry = PackedStruct(
     "external_attributes" / Int32ul * "Unix mode << 16 (zipfile: 0o600, rw-------)",
     "local_header_offset" / Int32ul * "where the member's local header starts; 0xFFFFFFFF: in the zip64 extra",
     "name" / CheckedBytes(this.name_length) * "the member's name, as in its local header",
+    Valid("name", name_decodes, "flag bit 11 says the name is UTF-8") * "UTF-8 where flag bit 11 is set",
     "extra" / Table(extra_field, length=this.extra_length, min_size=4)
     * "extra fields: zip64 where a size or offset passes 4 GiB (sizes both, then the offset)",
     Valid("extra", zip64_complete, "a field holding 0xFFFFFFFF needs its zip64 value")

@@ -660,7 +660,8 @@ def _inspect(source: Source, name: str, full: bool, options: dict[str, Any]) -> 
         if fmt.schema is not None:
             from .framework.walk import walk
 
-            read_params = {k: v for k, v in options.items() if k == "unicode_errors" and v}  # (as parsed)
+            read_params = {k: v for k, v in options.items()  # (as parsed)
+                           if k in ("unicode_errors", "max_header_size") and v}
             if options.get("encoding"):  # (words in another encoding are walked as their bytes)
                 read_params["unicode_errors"] = "surrogateescape"
             _, spans = walk(fmt.schema, data, format=fmt.name, **read_params)

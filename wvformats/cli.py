@@ -23,6 +23,7 @@ from .commands import (
     EXIT_INPUT,
     EXIT_OK,
     LONG,
+    header_size_argument,
     index_arguments,
     print_json,
     read_options,
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                         "header and a sample, in bounded time and memory)")
     index_arguments(s)
     unicode_argument(s)
+    header_size_argument(s)
     s.add_argument("--all", action="store_true", help="every item of long lists (default: the first 16 and how "
                                                       "many in all, as `gguf dump`)")
     s.add_argument("--json", action="store_true", help="the summary as a JSON object (every list whole)")
@@ -90,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--full", action="store_true", help="index folders: check the whole suffix order")
     index_arguments(s)
     unicode_argument(s)
+    header_size_argument(s)
     s.add_argument("--json", action="store_true", help="a JSON list of reports (ok, field, offset, message)")
     s = command(sub, "convert", help="convert between formats")
     s.add_argument("src", type=Path, help="the file to read")

@@ -123,6 +123,13 @@ def unicode_argument(p: argparse.ArgumentParser) -> None:
                         "words up by their bytes in it, as fastText does. Default UTF-8")
 
 
+def header_size_argument(p: argparse.ArgumentParser) -> None:
+    """``--max-header-size``: the longest .npy header read, as numpy.load's ``max_header_size``."""
+    p.add_argument("--max-header-size", type=int, metavar="N", default=None,
+                   help=".npy and .npz: read headers of up to N characters (default 10000, numpy.load's "
+                        "max_header_size; numpy.save writes longer ones for dtypes of many fields)")
+
+
 def index_arguments(p: argparse.ArgumentParser) -> None:
     """What no infini-gram file records: its token width (inferred when only one fits) and its version."""
     p.add_argument("--token-width", type=int, choices=[1, 2, 4],
@@ -133,8 +140,8 @@ def index_arguments(p: argparse.ArgumentParser) -> None:
 
 def read_options(args: argparse.Namespace) -> dict[str, Any]:
     """The read options given on the command line: an index's token width and version, a text file's
-    handling of bytes that are not UTF-8 and the encoding of its words."""
-    return {k: v for k in ("token_width", "version", "unicode_errors", "encoding")
+    handling of bytes that are not UTF-8 and the encoding of its words, the longest .npy header."""
+    return {k: v for k in ("token_width", "version", "unicode_errors", "encoding", "max_header_size")
             if (v := getattr(args, k, None)) is not None}
 
 

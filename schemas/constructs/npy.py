@@ -17,9 +17,11 @@ import numpy as np
 
 from ...errors import BuildError, ValueMismatchError
 from ...framework import Checked, check_length, decode_utf8, evaluate, fail, read_array, tell, write_array
+from ..identity import NPY_MAGIC
 
 KEYS = ("descr", "fortran_order", "shape")
 MAX_HEADER = 10_000  # numpy.load's default max_header_size: a longer header is refused as numpy does
+MAX_HEADER_OPTION = "max_header_size"  # the read option that lifts it, as numpy.load's keyword does
 ALIGN = 64  # numpy.save pads the header so that the array starts at a multiple of this
 GROWTH_DIGITS = 21  # numpy.save leaves room for the growing axis' length to reach this many digits
 
@@ -89,10 +91,19 @@ def numpy_spelling(header: dict[str, Any], version: tuple[int, int], start: int)
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<I")  # the header length of version 1, of versions 2 and 3
 
 
+def data_offset(major: int, raw: bytes) -> int:
+    """Where the array of an .npy starts: after the magic, the version, the header's length and its ``raw``
+    bytes (numpy.save makes it a multiple of 64)."""
+    return len(NPY_MAGIC) + 2 + (_U16 if major == 1 else _U32).size + len(raw)
+
+
 class NpyHeader(Checked):
     """The header: its byte length (u16 in version 1, u32 in 2 and 3), then a Python dict literal with exactly
     the keys ``descr`` (a dtype description), ``fortran_order`` (a bool) and ``shape`` (a tuple of ints),
-    latin-1 text (UTF-8 in version 3), padded with spaces and ended by a newline."""
+    latin-1 text (UTF-8 in version 3), padded with spaces and ended by a newline.
+
+    A header of more than ``limit`` characters is refused when read, as numpy.load refuses it (its
+    ``max_header_size``); the read option ``max_header_size`` sets another limit. Any size is written."""
 
     def __init__(self, major: Any, limit: int = MAX_HEADER) -> None:
         super().__init__()
@@ -108,13 +119,16 @@ class NpyHeader(Checked):
         start = tell(stream) or 0
         check_length(stream, width.size, path, "the header length")
         (n,) = width.unpack(stream.read(width.size))
-        if n > self.limit:
-            raise fail(path, start, f"a header of {n} bytes is longer than the {self.limit} numpy.load reads",
-                       ValueMismatchError, found=n)
+        limit = (getattr(context, "_params", None) or {}).get(MAX_HEADER_OPTION)
+        limit = self.limit if limit is None else int(limit)
+        if n > limit * (4 if major >= 3 else 1):  # (before it is read: UTF-8 takes up to 4 bytes a character)
+            raise self._too_long(f"{n} bytes", limit, path, start)
         at = start + width.size
         check_length(stream, n, path, "the header")
         raw = stream.read(n)
         text = decode_utf8(raw, "strict", path, at) if major >= 3 else raw.decode("latin-1")
+        if len(text) > limit:  # (numpy counts characters)
+            raise self._too_long(f"{len(text)} characters", limit, path, start)
         value = self._literal(text, path, at, major)
         if not isinstance(value, dict) or sorted(value) != sorted(KEYS):
             keys = sorted(value) if isinstance(value, dict) else type(value).__name__
@@ -131,6 +145,12 @@ class NpyHeader(Checked):
         out = NpyDict(value)
         out.raw = bytes(raw)
         return out
+
+    @staticmethod
+    def _too_long(size: str, limit: int, path: str, start: int) -> ValueMismatchError:
+        return fail(path, start, f"a header of {size} is longer than the {limit} characters read (numpy.load's "
+                    f"{MAX_HEADER_OPTION}; the read option {MAX_HEADER_OPTION}, --max-header-size, reads longer "
+                    "ones)", ValueMismatchError)
 
     @staticmethod
     def _literal(text: str, path: str, at: int, major: int) -> Any:
@@ -155,8 +175,9 @@ class NpyHeader(Checked):
         raw = getattr(obj, "raw", None)
         if raw is None or self._same(raw, obj, major) is False:
             raw = numpy_spelling(obj, (major, 0), start)
-        if len(raw) >= 1 << (8 * width.size) or len(raw) > self.limit:
-            raise fail(path, start, f"a header of {len(raw)} bytes does not fit version {major}", BuildError)
+        if len(raw) >= 1 << (8 * width.size):
+            raise fail(path, start, f"a header of {len(raw)} bytes does not fit version {major}'s length field",
+                       BuildError)
         stream.write(width.pack(len(raw)))
         stream.write(raw)
         return obj

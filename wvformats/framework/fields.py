@@ -151,15 +151,17 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
     nbytes = count * dtype.itemsize
     check_length(stream, nbytes, path, f"array {dims} of {dtype.str}")
     # numpy refuses a dimension past 2^63 - 1, or nonzero dimensions whose byte count is, even when another
-    # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy
-    size = dtype.itemsize
+    # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy.
+    # Elements of no bytes count as one: their number must be an intp too
+    size = max(dtype.itemsize, 1)
     for d in dims:
         size *= d or 1
     if size > _MAX_INTP:
         raise fail(path, tell(stream), f"array dimensions {dims} of {dtype.str} are larger than any "
                    "array can be", ValueMismatchError, found=dims)
-    if not dtype.itemsize:  # (elements of no bytes, as numpy.save writes a 'V0' array: numpy makes them, not reads)
-        return np.zeros(dims, dtype=dtype)
+    if not dtype.itemsize:  # (elements of no bytes, as numpy.save writes a 'V0', 'U0' or 'S0' array: made, not
+        # read, as numpy.load makes them; np.zeros and np.empty would widen U0 and S0 to one character a value)
+        return np.ndarray(dims, dtype=dtype)
     view = zero_copy(stream, nbytes)
     if view is not None:
         return np.frombuffer(view, dtype=dtype, count=count).reshape(dims)
@@ -314,8 +316,12 @@ class Valid(Checked):
                 offset -= field._sizeof(context, path)
             except cs.SizeofError:  # a variable-size field: where it ends
                 pass
-        text = expression(self.test)
-        text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
+        if callable(self.test) and not isinstance(self.test, cs.expr.ExprMixin):  # (a function: its name, not
+            name = getattr(self.test, "__name__", "<lambda>")  # its repr and address)
+            text = "its test" if name == "<lambda>" else name
+        else:
+            text = expression(self.test)
+            text = text[1:-1] if text.startswith("(") and text.endswith(")") else text
         why = f" ({self.why})" if self.why else ""
         raise fail(f"{path} -> {self.field}", offset, f"does not satisfy {text}{why}", cls,
                    found=context.get(self.field))

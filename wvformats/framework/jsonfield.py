@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 from typing import Any
 
@@ -27,6 +28,61 @@ class JSONArray(list):
 
 
 _KEPT = {dict: JSONObject, list: JSONArray}
+
+
+class _Repeated(Exception):
+    """A key given twice in one object, found while the text is parsed."""
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def first_repeated_key(text: str) -> tuple[str, int] | None:
+    """The first key, in text order, that an object of the JSON ``text`` gives twice, and the character
+    position of its second occurrence; None when there is none (or the text is not JSON). One pass: the
+    strings and numbers by json's own scanner, the keys of each open object in a set."""
+    scan = json.JSONDecoder().scan_once
+    ws = _WS.match
+    keys: list[set[str] | None] = []  # of each open container: an object's keys so far, None for an array
+    i = ws(text, 0).end()
+    want_key = False
+    try:
+        while True:
+            if want_key:
+                key, after = json.decoder.scanstring(text, i + 1)
+                seen = keys[-1]
+                assert seen is not None  # (keys are read in objects only)
+                if key in seen:
+                    return key, i
+                seen.add(key)
+                i = ws(text, ws(text, after).end() + 1).end()  # (past the colon)
+            if text[i] in "{[":
+                opened = text[i]
+                i = ws(text, i + 1).end()
+                if text[i] not in "}]":
+                    keys.append(set() if opened == "{" else None)
+                    want_key = opened == "{"
+                    continue
+                i += 1
+            else:
+                i = scan(text, i)[1]
+            while True:  # after a value: the next item, or the end of containers
+                if not keys:
+                    return None
+                i = ws(text, i).end()
+                if text[i] == ",":
+                    i = ws(text, i + 1).end()
+                    want_key = keys[-1] is not None
+                    break
+                keys.pop()
+                i += 1
+    except (IndexError, ValueError, StopIteration):  # (not JSON where the parse left it)
+        return None
+
+
+def _bytes_before(text: str, pos: int) -> int:
+    """The UTF-8 byte length of ``text[:pos]``: a character position as a byte offset."""
+    return len(text[:pos].encode("utf-8"))
 
 
 def compact(value: Any) -> str:
@@ -88,10 +144,7 @@ class JSONField(Checked):
         def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
             out = dict(items)
             if len(out) != len(items):
-                keys = [k for k, _ in items]
-                twice = next(k for i, k in enumerate(keys) if k in keys[:i])
-                raise fail(path, at, f"key {twice!r} appears twice in one JSON object", ValueMismatchError,
-                           found=twice)
+                raise _Repeated()  # (which key, and where: first_repeated_key)
             return out
 
         def constant(name: str) -> None:
@@ -101,10 +154,13 @@ class JSONField(Checked):
         try:
             return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
         except json.JSONDecodeError as e:
-            offset = at + len(text[: e.pos].encode("utf-8"))
-            raise fail(path, offset, f"invalid JSON: {e.msg}", ValueMismatchError) from None
+            raise fail(path, at + _bytes_before(text, e.pos), f"invalid JSON: {e.msg}", ValueMismatchError) from None
         except RecursionError:
             raise fail(path, at, "JSON nested too deeply", ValueMismatchError) from None
+        except _Repeated:
+            key, pos = first_repeated_key(text) or ("?", 0)  # (the text parsed up to the repeat: it finds it)
+            raise fail(path, at + _bytes_before(text, pos), f"key {key!r} appears twice in one JSON object",
+                       ValueMismatchError, found=key) from None
 
     def encode(self, obj: Any, path: str, stream: Any) -> bytes:
         """The bytes of ``obj``'s text: its own where it is unchanged, else ``dumps`` and the padding."""

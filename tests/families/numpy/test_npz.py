@@ -412,3 +412,66 @@ def test_zip64_complete_is_every_marked_field_having_its_zip64_value(fields, val
         ctx.extra = [cs.Container(id=9, data=b"x"), cs.Container(id=schema.ZIP64_EXTRA, data=list(range(values)))]
         defined = all(schema.wide(name)(ctx) is not None for name, _ in schema.ZIP64_ORDER if name in ctx)
         assert schema.zip64_complete(ctx) == defined == (sum(marked) <= values)
+
+
+@pytest.mark.parametrize("where", ["directory", "members", "both"])
+def test_a_name_flagged_utf8_that_is_not_is_refused_at_the_name(tmp_path, where):
+    # issue 37's npz-bad-member-name.npz: a name flagged UTF-8 (bit 11) cut inside a sequence made
+    # `wvformats inspect` fail with a bare UnicodeDecodeError (zipfile raises the same, unlocated)
+    data = bytearray(saved(np.savez, **{"名前": np.arange(3, dtype="<u2"), "plain": np.ones(2, np.float32)}))
+    name = "名前.npy".encode()
+    local, central = data.index(name), data.index(name, data.index(schema.CENTRAL_MAGIC))
+    broken = {"directory": [central], "members": [local], "both": [local, central]}[where]
+    for at in broken:
+        data[at + 2] = 0x41  # (the first character's third byte: a sequence cut short)
+    path = tmp_path / "bad.npz"
+    path.write_bytes(bytes(data))
+    if where != "members":  # (zipfile reads the names of the directory)
+        with pytest.raises(UnicodeDecodeError):
+            zipfile.ZipFile(path)
+    # read goes front to back (the member first), inspect from the end (the directory first), as zipfile
+    at = {"read": min(broken), "inspect": max(broken)}
+    for call in (wv.read, wv.inspect):
+        with pytest.raises(FormatError) as e:
+            call(path)
+        field = "members[0].name" if at[call.__name__] == local else "directory[0].name"
+        assert (e.value.format, e.value.path, e.value.offset) == ("npz", field, at[call.__name__]), call
+        assert "UTF-8" in str(e.value) and "<function" not in str(e.value)
+
+
+def test_a_name_not_flagged_utf8_reads_as_code_page_437_as_zipfile_reads_it(tmp_path):
+    data = bytearray(saved(np.savez, **{"名前": np.arange(3, dtype="<u2")}))
+    for at in (6, data.index(schema.CENTRAL_MAGIC) + 8):  # (the flags of the member and of its entry)
+        data[at : at + 2] = struct.pack("<H", struct.unpack_from("<H", data, at)[0] & ~schema.FLAG_UTF8)
+    path = tmp_path / "cp437.npz"
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as z:
+        want = z.namelist()
+    assert want == ["名前.npy".encode().decode("cp437")]
+    assert list(wv.read(path)) == [want[0][: -len(".npy")]]
+    assert [m["name"] for m in wv.inspect(path)["members"]] == want
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_inspect_of_a_member_whose_array_runs_past_it_says_so_as_read_does(tmp_path, save):
+    # inspect read each member's header alone: an array declared longer than its member went unsaid
+    buf = io.BytesIO()
+    save(buf, a=np.ones(4, np.float32), b=np.arange(3))
+    if save is np.savez:
+        data = buf.getvalue().replace(b"'shape': (4,)", b"'shape': (8,)")
+    else:  # (the member inflated, its header changed, deflated again: sizes and CRC kept as the archive says)
+        with zipfile.ZipFile(buf) as z:
+            raw = z.read("a.npy").replace(b"'shape': (4,)", b"'shape': (8,)")
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("a.npy", raw)
+            z.writestr("b.npy", zipfile.ZipFile(buf).read("b.npy"))
+        data = out.getvalue()
+    path = tmp_path / "long.npz"
+    path.write_bytes(data)
+    with pytest.raises(FormatError) as read:
+        wv.read(path)
+    with pytest.raises(FormatError) as inspected:
+        wv.inspect(path)
+    assert inspected.value.path == read.value.path == "members[0].data.npy.data"
+    assert inspected.value.offset == read.value.offset and "32 bytes but only 16 remain" in str(inspected.value)

@@ -17,7 +17,7 @@ from wvformats.schemas.constructs.npy import canonical_header
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import FormatError
+from wvformats.errors import FormatError, OptionError
 from wvformats.families.numpy.codec import NpzArrays, parse, parse_npz
 from wvformats.testing import property_tests
 
@@ -79,6 +79,51 @@ def test_elements_of_no_bytes_read_as_numpy_loads_them(tmp_path, dtype):
     assert out.read_bytes() == data
 
 
+def _bare_header(descr, shape, fortran=False):
+    """A whole .npy of an array of no bytes: the header numpy writes, nothing after it."""
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": descr, "fortran_order": fortran, "shape": shape})
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("descr, shape", [("<U0", (32768, 32768)), ("|S0", (2**31, 2**31)), ("|V0", (2**40, 3))])
+def test_huge_arrays_of_elements_of_no_bytes_read_as_numpy_loads_them_in_no_memory(tmp_path, descr, shape):
+    # a 128-byte '<U0' file of shape (32768, 32768) was read as a 4 GiB '<U1' array (np.zeros widens U0 and
+    # S0 to a character); '|S0' of (2**31, 2**31) asked for 4 EiB
+    import tracemalloc
+
+    path = put(tmp_path, _bare_header(descr, shape), "zero.npy")
+    tracemalloc.start()
+    try:
+        got = wv.read(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    want = np.load(path)
+    assert (got.dtype, got.shape, got.nbytes) == (want.dtype, want.shape, 0) == (np.dtype(descr), shape, 0)
+    assert peak < 1 << 20, peak
+
+
+def test_elements_of_no_bytes_count_as_one_against_the_largest_array(tmp_path):
+    data = _bare_header("|S0", (2**62, 2))  # 2**63 elements: numpy.load's int64 count overflows, and it refuses
+    with pytest.raises(ValueError):
+        np.load(io.BytesIO(data))
+    with pytest.raises(FormatError) as e:
+        parse(data)
+    assert (e.value.path, e.value.offset) == ("data", 128) and "larger than any array" in str(e.value)
+
+
+def test_bytes_after_an_array_of_no_bytes_are_found_where_they_start(tmp_path):
+    # issue 37's npy-u0-huge-shape.npy: '|S0', Fortran order, (2**31, 2**31), then 48 bytes; the check said
+    # they start at byte 118, the header's length without the 10 bytes before it
+    data = _bare_header("|S0", (2**31, 2**31), fortran=True) + np.arange(12, dtype=">u4").tobytes()
+    path = put(tmp_path, data, "s0.npy")
+    got, want = wv.read(path), np.load(path)
+    assert (got.dtype, got.shape, got.strides) == (want.dtype, want.shape, want.strides)
+    assert wv.validate(path).problems == ["trailing: 48 bytes after the array (numpy.load ignores them; numpy.save "
+                                          "writes none), from byte 128"]
+
+
 @pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
 def test_each_version_is_read_and_kept(tmp_path, version):
     buf = io.BytesIO()
@@ -97,6 +142,82 @@ def test_a_field_name_outside_latin1_is_written_as_numpy_does_in_version_3(tmp_p
     out = tmp_path / "u.npy"
     wv.write(array, out)
     assert out.read_bytes() == data
+
+
+def _fields(n, name="f"):
+    return np.zeros(2, [(f"{name}{i}", "<i2") for i in range(n)])
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")  # (numpy's note that 2.0 and 3.0 are new)
+@pytest.mark.parametrize("fields, name, version", [(5000, "f", b"\x02\x00"), (5000, "€", b"\x03\x00"),
+                                                   (300, "f", b"\x01\x00")])
+def test_headers_of_any_size_are_written_as_numpy_save_writes_them(tmp_path, fields, name, version):
+    # a header past 65,535 bytes (numpy.save: version 2.0, or 3.0 for names outside latin-1) was refused:
+    # "a header of 89024 bytes does not fit version 2"
+    array = _fields(fields, name)
+    data = saved(array)
+    assert data[6:8] == version
+    out = tmp_path / "x.npy"
+    wv.write(array, out)
+    assert out.read_bytes() == data
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+def test_max_header_size_reads_what_numpy_load_reads_with_it(tmp_path, capsys):
+    path = put(tmp_path, saved(_fields(5000)), "big.npy")  # a header of 89,012 characters
+    with pytest.raises(ValueError, match="max_header_size"):
+        np.load(path)
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert (e.value.path, e.value.offset) == ("header", 8) and "max_header_size" in str(e.value)
+    for limit in (89_011, 89_012):
+        if limit < 89_012:
+            with pytest.raises(ValueError):
+                np.load(path, max_header_size=limit)
+            with pytest.raises(FormatError):
+                wv.read(path, max_header_size=limit)
+            continue
+        got, want = wv.read(path, max_header_size=limit), np.load(path, max_header_size=limit)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert wv.validate(path, max_header_size=10**6).ok
+    for full in (False, True):
+        assert wv.inspect(path, full=full, max_header_size=10**6)["version"] == "2.0"
+    assert cli.main(["inspect", str(path)]) == 2 and cli.main(["validate", str(path)]) == 1
+    assert "--max-header-size" in capsys.readouterr().err
+    assert cli.main(["inspect", str(path), "--max-header-size", "89012"]) == 0
+    assert cli.main(["validate", str(path), "--max-header-size", "89012"]) == 0
+    with pytest.raises(OptionError, match="take no read option .max_header_size."):
+        wv.read(put(tmp_path, saved(np.ones(2)), "x.safetensors"), format="safetensors", max_header_size=1)
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+def test_the_header_limit_counts_characters_as_numpy_does(tmp_path):
+    # version 3.0 is UTF-8: 450 names of four '€' make a header of fewer than 10,000 characters (numpy.load
+    # reads it) but more than 10,000 bytes (was refused)
+    path = put(tmp_path, saved(_fields(450, "€€€€")), "utf8.npy")
+    header = path.read_bytes()[12:12 + struct.unpack_from("<I", path.read_bytes(), 8)[0]]
+    assert len(header.decode()) <= 10_000 < len(header)
+    got, want = wv.read(path), np.load(path)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.filterwarnings("ignore:Stored array in format:UserWarning")
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_max_header_size_reads_npz_members_as_numpy_load_does(tmp_path, save):
+    path = tmp_path / "big.npz"
+    save(path, big=_fields(5000), small=np.arange(3))
+    with np.load(path) as z, pytest.raises(ValueError):
+        z["big"]
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    assert e.value.path.startswith("members[0].data.npy.header")
+    got = wv.read(path, max_header_size=10**5)
+    with np.load(path, max_header_size=10**5) as z:
+        assert all(got[k].dtype == z[k].dtype and got[k].tobytes() == z[k].tobytes() for k in ("big", "small"))
+    for full in (False, True):
+        info = wv.inspect(path, full=full, max_header_size=10**5)
+        assert [m["version"] for m in info["members"]] == ["2.0", "1.0"]
+    assert wv.validate(path, max_header_size=10**5).ok
 
 
 @pytest.mark.filterwarnings("ignore:Reading `.npy` or `.npz` file required additional header parsing:UserWarning")
@@ -169,9 +290,35 @@ def test_read_is_a_zero_copy_view_of_the_map(tmp_path):
 
 
 def test_inspect_reads_the_header_only(tmp_path):
-    data = saved(np.ones((1000, 4), np.float32))
-    info = wv.inspect(put(tmp_path, data[:128], "cut.npy"))  # the header without the array
+    import tracemalloc
+
+    info = wv.inspect(put(tmp_path, saved(np.ones((1000, 4), np.float32)), "a.npy"))
     assert (info["shape"], info["dtype"], info["data_bytes"]) == ([1000, 4], "float32", 16000)
+    big = tmp_path / "big.npy"  # 4 GiB of array that inspect never reads (a sparse file)
+    header = _bare_header("<f4", (2**30,))
+    with open(big, "wb") as f:
+        f.write(header)
+        f.truncate(len(header) + 2**32)
+    tracemalloc.start()
+    try:
+        assert wv.inspect(big)["data_bytes"] == 2**32
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_inspect_of_a_file_cut_inside_its_array_says_so_and_fails(tmp_path, capsys):
+    # inspect read the header alone and said nothing of an array running past the end of the file (exit 0)
+    path = put(tmp_path, saved(np.ones((1000, 4), np.float32))[:-1], "cut.npy")
+    with pytest.raises(ValueError):
+        np.load(path)
+    for full in (False, True):
+        with pytest.raises(FormatError) as e:
+            wv.inspect(path, full=full)
+        assert (e.value.format, e.value.path, e.value.offset) == ("npy", "data", 128)
+        assert "needs 16000 bytes but only 15999 remain" in str(e.value)
+    assert cli.main(["inspect", str(path)]) == 2  # (the exit of every file inspect cannot read)
+    assert "needs 16000 bytes" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -330,3 +477,53 @@ def test_near_misses_of_the_spelling_read_as_literal_eval_reads_them_or_go_to_it
     fast = canonical_header(text)
     if fast is not None:
         assert repr(fast) == repr(ast.literal_eval(text))
+
+
+@pytest.mark.parametrize("vectors", [np.array([[b"x", b"y"], [b"z", b"w"]]), np.ones((2, 2), np.complex64),
+                                     np.zeros((2, 2), [("a", "<f4")]), np.array([["1", "2"], ["3", "4"]])])
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_vectors_that_are_not_real_numbers_are_refused_naming_the_member_and_dtype(tmp_path, vectors, save):
+    # issue 37's npz-bytes-vectors.npz: bytes vectors were read as embeddings, and most_similar failed with
+    # numpy's ValueError ("could not convert string to float")
+    path = tmp_path / "e.npz"
+    save(path, words=np.array(["a", "b"]), vectors=vectors)
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    with zipfile.ZipFile(path) as z:
+        info = z.infolist()[1]
+    data = info.header_offset + 30 + len(info.filename) + 20  # (20: the zip64 extra numpy writes)
+    assert (e.value.format, e.value.path, e.value.found) == ("npz-embeddings", "members[1].data.npy.header.descr",
+                                                             vectors.dtype.str)
+    assert "vectors.npy" in str(e.value) and vectors.dtype.str in str(e.value)
+    if save is np.savez:
+        assert e.value.offset == data + 10  # (the header's text)
+    else:
+        assert e.value.offset == data and "byte 10 of the member once inflated" in str(e.value)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_a_word_past_u10ffff_is_refused_where_numpy_raises_systemerror(tmp_path, order):
+    # issue 37's npz-embeddings-hostile-dtype.npz: 0xfffffffe in a '<U3' words array was a SystemError
+    # ("invalid maximum character passed to PyUnicode_New") from words.tolist()
+    codes = np.array([116, 104, 101, 111, 102, 0, 117, 110, 100, 0xFFFFFFFE, 0, 0], np.dtype("u4").newbyteorder(order))
+    words = codes.view(f"{order}U3")
+    path = tmp_path / "e.npz"
+    np.savez(path, words=words, vectors=np.zeros((4, 2), np.float32))
+    with np.load(path) as z, pytest.raises(SystemError):
+        z["words"].tolist()
+    with pytest.raises(FormatError) as e:
+        wv.read(path)
+    with zipfile.ZipFile(path) as z:
+        info = z.infolist()[0]
+    array = info.header_offset + 30 + len(info.filename) + 20 + 128  # (the array after its 128-byte header)
+    assert (e.value.format, e.value.path, e.value.offset, e.value.found) == (
+        "npz-embeddings", "members[0].data.npy.data[3]", array + 4 * 9, 0xFFFFFFFE)
+    assert path.read_bytes()[e.value.offset : e.value.offset + 4] == codes[9:10].tobytes()
+
+
+def test_lone_surrogates_in_words_are_kept_as_numpy_gives_them(tmp_path):
+    path = tmp_path / "e.npz"
+    np.savez(path, words=np.array(["caf\udce9", "\ud800x"]), vectors=np.eye(2, dtype=np.float32))
+    with np.load(path) as z:
+        want = z["words"].tolist()
+    assert wv.read(path).words == want == ["caf\udce9", "\ud800x"]

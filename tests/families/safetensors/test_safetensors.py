@@ -10,7 +10,8 @@ from wheels import member_of_wheel
 from wvformats.schemas import safetensors as schema
 
 import wvformats as wv
-from wvformats.errors import FormatError
+from wvformats import cli
+from wvformats.errors import BuildError, FormatError, TruncatedError
 from wvformats.families.safetensors.codec import check, parse
 from wvformats.families.safetensors.model import SafeTensors
 from wvformats.families.safetensors.sniff import sniff_safetensors
@@ -96,10 +97,38 @@ def test_dtypes_numpy_lacks_read_as_raw_views_and_write_back_identical(tmp_path)
     assert model.shapes["t_f4"] == (2, 4) and model["t_f4"].shape == (2, 2)  # float4: the packed bytes
     assert wv.validate(path).ok
     out = tmp_path / "again.safetensors"
+    # the arrays as read given back with their codes alone: float4's (2, 2) bytes are a (2, 4) tensor (was
+    # refused: "shape [2, 1] of F4 needs 2")
     again = SafeTensors.from_arrays({n: np.array(model[n]) for n in model}, model.metadata, model.dtypes)
-    again.shapes = dict(model.shapes)
+    assert again.shapes == model.shapes
     wv.write(again, out)
     assert out.read_bytes() == data
+
+
+@pytest.mark.parametrize("code, stored, shape", [("F4", (16, 16), (16, 32)), ("F6_E2M3", (16, 6), (16, 8)),
+                                                  ("F6_E3M2", (3,), (4,))])
+def test_sub_byte_tensors_round_trip_through_from_arrays(tmp_path, code, stored, shape):
+    # issue 37: a tensor as read (its raw bytes, (16, 16) for F4's (16, 32)) given back to from_arrays was
+    # refused ("shape [16, 8] of F4 needs 128")
+    raw = np.random.default_rng(0).integers(0, 256, stored, np.uint8)
+    first = tmp_path / "first.safetensors"
+    wv.write(SafeTensors({"t": raw}, None, {"t": code}, {"t": shape}), first)
+    lib = dict(deserialize(first.read_bytes()))["t"]  # (the library reads F6 too, though it writes no F6)
+    assert (lib["dtype"], tuple(lib["shape"]), bytes(lib["data"])) == (code, shape, raw.tobytes())
+    model = wv.read(first)
+    again = SafeTensors.from_arrays({"t": model["t"]}, dtypes={"t": code})
+    assert again.shapes["t"] == shape
+    out = tmp_path / "again.safetensors"
+    wv.write(again, out)
+    assert out.read_bytes() == first.read_bytes()
+
+
+def test_sub_byte_bytes_that_hold_no_whole_number_of_values_are_refused():
+    with pytest.raises(BuildError) as e:
+        SafeTensors.from_arrays({"t": np.zeros((2, 5), np.uint8)}, dtypes={"t": "F6_E2M3"})
+    assert e.value.path == "data.t" and "[2, 5]" in str(e.value)
+    with pytest.raises(BuildError):
+        SafeTensors.from_arrays({"t": np.zeros((), np.uint8)}, dtypes={"t": "F4"})
 
 
 def test_to_numpy_decodes_bf16_and_float8(tmp_path):
@@ -192,7 +221,44 @@ def test_a_name_given_twice_is_refused_where_the_library_keeps_the_last():
     assert load(data)["a"].tolist() == [-1]
     with pytest.raises(FormatError) as e:
         parse(data)
-    assert (e.value.path, e.value.offset) == ("header", 8) and "twice" in str(e.value)
+    second = 8 + data[8:].rindex(b'"a"')  # (where the second "a" starts)
+    assert (e.value.path, e.value.offset, e.value.found) == ("header", second, "a") and "twice" in str(e.value)
+
+
+def _many_tensors(n, repeat_first_at_end=False):
+    """A header of ``n`` one-float tensors (1.2 MB for 14,000), the last one named as the first if asked: the
+    files of ``make_repros.py`` (st-dupkey-*)."""
+    names = [f"layer.{i}.weight" for i in range(n)]
+    if repeat_first_at_end:
+        names[-1] = names[0]
+    entries = ", ".join(f'"{m}": {{"dtype": "F32", "shape": [1], "data_offsets": [{4 * i}, {4 * i + 4}]}}'
+                        for i, m in enumerate(names))
+    return _file(("{" + entries + "}").encode(), bytes(4 * n))
+
+
+def test_a_name_repeated_at_the_end_of_a_long_header_is_found_in_linear_time():
+    # the repeated key was looked for by a scan quadratic in the keys: 14,000 tensors took 10x the time of
+    # the whole parse of the same header without the repeat (2.3 MB: 16 s); now about the same time
+    import time
+
+    def best_of_3(f):
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    def refuse():
+        with pytest.raises(FormatError) as e:
+            parse(bad)
+        return e.value
+
+    good, bad = _many_tensors(14_000), _many_tensors(14_000, repeat_first_at_end=True)
+    error = refuse()
+    assert (error.path, error.offset, error.found) == ("header", 8 + bad[8:].rindex(b'"layer.0.weight"'),
+                                                       "layer.0.weight")
+    assert best_of_3(refuse) < 3 * best_of_3(lambda: parse(good))
 
 
 def test_metadata_that_is_not_strings_is_a_check_failure(tmp_path):
@@ -212,11 +278,45 @@ def test_a_key_of_its_own_in_a_tensor_entry_is_taken_as_the_library_takes_it(tmp
 
 
 def test_inspect_reads_the_header_only(tmp_path):
+    import tracemalloc
+
     data = save({"w": np.ones((4, 2), np.float32), "b": np.zeros(3, np.int8)}, metadata={"k": "v"})
-    cut = data[:8 + struct.unpack("<Q", data[:8])[0]]  # the header without a byte of the tensors
-    info = wv.inspect(write(tmp_path, cut))
+    info = wv.inspect(write(tmp_path, data))
     assert info["tensors"] == 2 and info["metadata"] == {"k": "v"} and info["dtypes"] == {"F32": 1, "I8": 1}
     assert [(t["name"], t["shape"]) for t in info["tensor_table"]] == [("w", [4, 2]), ("b", [3])]
+    assert info["data_bytes"] == 35 == wv.inspect(write(tmp_path, data), full=True)["data_bytes"]
+    big = tmp_path / "big.safetensors"  # 4 GiB of tensor data that inspect never reads (a sparse file)
+    header = json.dumps({"t": {"dtype": "F32", "shape": [2**30], "data_offsets": [0, 2**32]}}).encode()
+    with open(big, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + 2**32)
+    tracemalloc.start()
+    try:
+        assert wv.inspect(big)["data_bytes"] == 2**32
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_inspect_of_a_file_cut_inside_its_tensors_says_which_and_fails(tmp_path, capsys):
+    # inspect read the header alone and said nothing of a file whose tensors run past its end (exit 0), where
+    # validate and safe_open refuse it
+    from safetensors import safe_open
+
+    data = save({"w": np.ones((4, 2), np.float32), "b": np.zeros(3, np.int8)})
+    for cut, name in ((data[:-5], "w"), (data[:-2], "b"), (data[: 8 + struct.unpack("<Q", data[:8])[0]], "w")):
+        path = write(tmp_path, cut, "cut.safetensors")
+        with pytest.raises(SafetensorError), safe_open(path, "np"):
+            pass
+        with pytest.raises(TruncatedError) as e:
+            wv.inspect(path)
+        begin = json.loads(cut[8:8 + struct.unpack("<Q", cut[:8])[0]])[name]["data_offsets"][0]
+        assert (e.value.format, e.value.path, e.value.offset) == ("safetensors", f"data.{name}",
+                                                                   8 + struct.unpack("<Q", cut[:8])[0] + begin)
+        assert "run past" in str(e.value)
+        assert cli.main(["inspect", str(path)]) == 2  # (the exit of every file inspect cannot read)
+        err = capsys.readouterr().err
+        assert f"data.{name}" in err and "run past" in err, err
 
 
 def test_sniff_wants_a_tensor_table(tmp_path):

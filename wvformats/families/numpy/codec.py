@@ -15,15 +15,16 @@ import numpy as np
 
 from ... import framework
 from ...embeddings import Embeddings
-from ...errors import BuildError, FormatError
+from ...errors import BuildError, FormatError, TruncatedError
 from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas import npz as npz_schema
-from ...schemas.constructs.npy import NpyDict, numpy_spelling
+from ...schemas.constructs.npy import MAX_HEADER_OPTION, NpyDict, data_offset, numpy_spelling
 from ...schemas.constructs.npz import Digest, Member, compress
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
-parse, build = schema_io(NPY.name, schema.npy)
+READ_OPTIONS = (MAX_HEADER_OPTION,)  # numpy.load's max_header_size: the longest header read (10,000 characters)
+parse, build = schema_io(NPY.name, schema.npy, READ_OPTIONS)
 header_only = framework.PackedStruct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
 
 
@@ -69,17 +70,37 @@ def inspect(parsed: Any) -> dict[str, Any]:
     return _summary(parsed)
 
 
-def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
-    """The header alone: the array's bytes are not read."""
-    return _summary(framework.parse(header_only, buf, format=NPY.name))
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    """The read options the schema takes (as construct ``_params``), of those given."""
+    return {k: options[k] for k in READ_OPTIONS if options.get(k) is not None}
+
+
+def inspect_head(buf: Any, **options: Any) -> dict[str, Any]:
+    """The header, and the array's size held to the bytes after it (an array past the end of the file is a
+    TruncatedError, as in the full parse): the array's bytes are not read."""
+    npy = framework.parse(header_only, buf, format=NPY.name, **_options(options))
+    out = _summary(npy)
+    start = data_offset(npy["major"], npy["header"].raw)
+    _check_room(npy, out, len(buf) - start, NPY.name, "data", start)
+    return out
+
+
+def _check_room(npy: Any, summary: dict[str, Any], room: int, format: str, path: str, at: int,
+                where: str = "") -> None:
+    """A TruncatedError, as the array's parse raises it, where the array needs more than ``room`` bytes
+    (``where``: said first, as a deflated member's errors say the byte of the inflated member)."""
+    if summary["data_bytes"] > room:
+        raise TruncatedError(f"{where}array {tuple(summary['shape'])} of {npy['header']['descr']} needs "
+                             f"{summary['data_bytes']} bytes but only {room} remain", format=format, path=path,
+                             offset=at)
 
 
 def check(parsed: Any) -> list[str]:
     extra = len(parsed.get("trailing") or b"")
     if extra:
-        at = parsed["data"].nbytes  # (after the array; numpy.load ignores such bytes)
+        at = data_offset(parsed["major"], parsed["header"].raw) + parsed["data"].nbytes  # (after the array)
         return [f"trailing: {extra} bytes after the array (numpy.load ignores them; numpy.save writes none), "
-                f"from byte {len(parsed['header'].raw or b'') + at}"]
+                f"from byte {at}"]
     return []
 
 
@@ -87,7 +108,7 @@ register(Format(
     **NPY._asdict(), description="NumPy .npy: magic, version 1.0/2.0/3.0, a header dict (descr, "
     "fortran_order, shape), then the array's bytes", schema=schema.npy, parse=parse, build=build,
     to_model=to_model, from_model=from_model, model=np.ndarray, inspect=inspect, inspect_head=inspect_head,
-    check=check, array_views=True, read_options=(),
+    check=check, array_views=True, read_options=READ_OPTIONS,
 ))
 
 
@@ -96,7 +117,7 @@ register(Format(
 # become members laid out as numpy.savez / savez_compressed lay them out (zipfile with force_zip64=True)
 
 SUFFIX = ".npy"
-parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz)
+parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz, READ_OPTIONS)
 ZIP64_LIMIT = (1 << 31) - 1  # zipfile's: a size or offset past it goes to a zip64 field
 COUNT_LIMIT = 0xFFFF  # entries an end record counts; more need the zip64 end record
 UNIX, DOS = 3, 0  # zipfile's host system: what the writer ran on
@@ -276,11 +297,13 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
                          **_summary(m["data"]["npy"])} for m in parsed["members"]]}
 
 
-_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 bytes)
-_local_header = framework.PackedStruct(*npz_schema.local_entry.subcons[:16])  # a member's local header: no byte of its data
+_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 characters
+# unless max_header_size says otherwise)
+_local_header = framework.PackedStruct(  # a member's local header: no byte of its data
+    *npz_schema.local_entry.subcons[: [s.name for s in npz_schema.local_entry.subcons].index("data")])
 
 
-def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any] | None:
+def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[str, Any] | None:
     """:func:`npz_inspect` from the end records, the central directory and each member's ``.npy`` header
     (a deflated member's first kilobytes inflated): no array read, in time linear in the member count, as
     ``zipfile`` opens an archive. None for the first bytes of a compressed file (the end is what it needs)."""
@@ -306,6 +329,7 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
     if count * CENTRAL_FIXED > size - offset:  # (each entry takes at least that: checked before any is read)
         raise FormatError(f"{count} directory entries cannot fit in the {max(0, size - offset)} bytes from byte "
                           f"{offset}", format=NPZ.name, path="directory", offset=offset)
+    head = _HEAD + 4 * (options.get(MAX_HEADER_OPTION) or 0)  # (a header as long as the option lets it be)
     members = []
     for i in range(count):
         entry = _parse_at(npz_schema.central_entry, view, offset, f"directory[{i}]")
@@ -317,21 +341,27 @@ def npz_inspect_head(buf: Any, complete: bool = True, **_: Any) -> dict[str, Any
         local = _parse_at(_local_header, view, local_at, f"members[{i}]")
         start = local_at + LOCAL_FIXED + local["name_length"] + local["extra_length"]  # (its data)
         stored = npz_schema.wide("compressed_size")(entry) or 0
-        data = bytes(view[start : start + min(stored, _HEAD)])
+        data = view[start : start + min(stored, head)]
         if entry["compression"] == npz_schema.Compression.deflated:
             try:
-                data = zlib.decompressobj(-15).decompress(data, _HEAD)
+                data = zlib.decompressobj(-15).decompress(data, head)
             except zlib.error as e:
                 raise FormatError(f"the deflated member does not inflate: {e}", format=NPZ.name,
                                   path=f"members[{i}].data", offset=start) from None
         try:
-            npy = framework.parse(header_only, data, format=NPZ.name)
+            npy = framework.parse(header_only, data, format=NPZ.name, **_options(options))
         except FormatError as e:
-            if len(data) == _HEAD:  # (a header longer than the bytes taken: the full parse tells)
+            if len(data) == head:  # (a header longer than the bytes taken: the full parse tells)
                 return None
             e.format, e.offset = NPZ.name, start if e.offset is None else start + e.offset
             raise e.located(prefix=f"members[{i}].data.npy") from None
-        members.append({"name": member_name(entry), "compression": entry["compression"].name, **_summary(npy)})
+        summary = _summary(npy)
+        inner = data_offset(npy["major"], npy["header"].raw)  # (the array, in the member's .npy)
+        in_place = entry["compression"] == npz_schema.Compression.stored
+        _check_room(npy, summary, (npz_schema.wide("uncompressed_size")(entry) or 0) - inner, NPZ.name,
+                    f"members[{i}].data.npy.data", start + inner if in_place else start,
+                    "" if in_place else f"at byte {inner} of the inflated member: ")
+        members.append({"name": member_name(entry), "compression": entry["compression"].name, **summary})
     if offset != ends:  # (entries miscounted: the full parse says how)
         return None
     return {"arrays": len(members), "members": members}
@@ -392,7 +422,7 @@ register(Format(
     "numpy.savez_compressed: deflated), local headers with zip64 extra fields, the central directory and "
     "the end records", schema=npz_schema.npz, parse=parse_npz, build=build_npz, to_model=npz_to_model,
     from_model=npz_from_model, model=NpzArrays, inspect=npz_inspect, inspect_head=npz_inspect_head, check=npz_check,
-    array_views=True, read_options=(),
+    array_views=True, read_options=READ_OPTIONS,
 ))
 
 
@@ -400,7 +430,7 @@ register(Format(
 # word embeddings as an .npz: ``words.npy`` (a unicode array), then ``vectors.npy`` (the matrix)
 
 EMBEDDING_MEMBERS = ("words", "vectors")
-parse_embeddings, build_embeddings = schema_io(EMBEDDINGS_NPZ.name, npz_schema.npz)
+parse_embeddings, build_embeddings = schema_io(EMBEDDINGS_NPZ.name, npz_schema.npz, READ_OPTIONS)
 
 
 def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
@@ -413,7 +443,45 @@ def embeddings_to_model(parsed: Any, **_: Any) -> Embeddings:
         raise FormatError(f"words {words.dtype} {words.shape} and vectors {vectors.dtype} {vectors.shape}: one "
                           "word (a string) per row of a matrix", format=EMBEDDINGS_NPZ.name, path="members",
                           offset=0)
+    if vectors.dtype.kind not in "fiu":
+        npy = parsed["members"][1]["data"]["npy"]
+        at, inflated = _in_member(parsed, 1, data_offset(npy["major"], b""))
+        raise FormatError(f"vectors.npy holds {vectors.dtype.name} ({vectors.dtype.str}){inflated}: the vectors of an "
+                          "embeddings .npz are real numbers (floats or integers)", format=EMBEDDINGS_NPZ.name,
+                          path="members[1].data.npy.header.descr", offset=at, found=vectors.dtype.str)
+    _check_code_points(parsed, words)
     return Embeddings(words.tolist(), vectors, kept={"npz": arrays})
+
+
+def _in_member(parsed: Any, i: int, inner: int) -> tuple[int, str]:
+    """Byte ``inner`` of member ``i``'s .npy as an offset in the archive, and "": for a deflated member, where
+    its data start, and a note naming ``inner`` in the inflated bytes."""
+    local = parsed["members"][i]
+    start = parsed["members"].offsets[i] + LOCAL_FIXED + local["name_length"] + local["extra_length"]
+    if local["compression"] == npz_schema.Compression.stored:
+        return start + inner, ""
+    return start, f" (byte {inner} of the member once inflated)"
+
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+def _check_code_points(parsed: Any, words: np.ndarray) -> None:
+    """Refuse a word holding a code point past U+10FFFF, which no str holds (numpy makes a broken str of it, or
+    raises SystemError); lone surrogates are kept, as numpy gives them."""
+    width = words.dtype.itemsize // 4
+    if not width or not len(words):
+        return
+    codes = np.ascontiguousarray(words).view(np.dtype("u4").newbyteorder(words.dtype.byteorder))
+    if codes.max() <= MAX_CODE_POINT:
+        return
+    first = int(np.flatnonzero(codes > MAX_CODE_POINT)[0])
+    row, char = divmod(first, width)
+    npy = parsed["members"][0]["data"]["npy"]
+    at, inflated = _in_member(parsed, 0, data_offset(npy["major"], npy["header"].raw) + 4 * first)
+    raise FormatError(f"words[{row}] holds {int(codes[first]):#x} as character {char}{inflated}: past U+10FFFF, "
+                      "no Unicode character", format=EMBEDDINGS_NPZ.name, path=f"members[0].data.npy.data[{row}]",
+                      offset=at, found=int(codes[first]))
 
 
 def embeddings_from_model(emb: Any, *, compressed: bool | None = None) -> cs.Container:
@@ -438,5 +506,5 @@ register(Format(
     **EMBEDDINGS_NPZ._asdict(), description="word embeddings as a NumPy .npz: words.npy (unicode strings) then "
     "vectors.npy (a row per word), as numpy.savez(words=..., vectors=...) writes them", schema=npz_schema.npz,
     parse=parse_embeddings, build=build_embeddings, to_model=embeddings_to_model, from_model=embeddings_from_model,
-    model=Embeddings, inspect=embeddings_inspect, check=npz_check, array_views=True, read_options=(),
+    model=Embeddings, inspect=embeddings_inspect, check=npz_check, array_views=True, read_options=READ_OPTIONS,
 ))

@@ -9,7 +9,7 @@ import construct as cs
 import numpy as np
 
 from ... import framework
-from ...errors import BuildError
+from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import safetensors as schema
 from ..ggml.gguf import GGUFModel
@@ -19,7 +19,8 @@ from .sniff import SAFETENSORS, SHARDED
 
 NAME = SAFETENSORS.name
 parse, build = schema_io(NAME, schema.safetensors)
-header_only = cs.Struct("header" / schema.safetensors.header.subcon)  # (the JSONField, without its doc)
+header_only = cs.Struct("header" / schema.safetensors.header.subcon, "data_start" / cs.Tell)  # (without docs)
+_DATA = schema.safetensors.data.subcon  # (the Tensors, without its doc): their layout checked, unread
 
 
 def problems(header: Any) -> list[str]:
@@ -82,8 +83,16 @@ def inspect(parsed: Any) -> dict[str, Any]:
 
 
 def inspect_head(buf: Any, **_: Any) -> dict[str, Any]:
-    """The header alone: the JSON is parsed, the tensor data are not read."""
-    return _summary(framework.parse(header_only, buf, format=NAME)["header"], None)
+    """The header, and the tensors' places held to the bytes after it (a tensor past the end of the file is a
+    TruncatedError, as in the full parse): the tensor data are not read."""
+    parsed = framework.parse(header_only, buf, format=NAME)
+    start = parsed["data_start"]
+    try:
+        layout = _DATA.layout(parsed, "data", start, len(buf) - start)
+    except FormatError as e:
+        e.format = NAME
+        raise
+    return _summary(parsed["header"], sum(end - begin for *_, begin, end in layout))
 
 
 def check(parsed: Any) -> list[str]:

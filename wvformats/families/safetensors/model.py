@@ -81,7 +81,9 @@ class SafeTensors(Mapping):
         self.arrays = dict(arrays)
         self.metadata = dict(metadata) if metadata is not None else None
         self.dtypes = {name: (dtypes or {}).get(name) or _code(name, a) for name, a in self.arrays.items()}
-        self.shapes = {name: tuple((shapes or {}).get(name, np.shape(a))) for name, a in self.arrays.items()}
+        self.shapes = {name: tuple(_shape(name, self.dtypes[name], a) if (shapes or {}).get(name) is None
+                                   else shapes[name])
+                       for name, a in self.arrays.items()}
         self.header = header  # the parsed header (its bytes kept) while the tensors are the file's
         self.problems: list[str] = []
 
@@ -89,7 +91,8 @@ class SafeTensors(Mapping):
     def from_arrays(cls, arrays: Mapping[str, Any], metadata: Mapping[str, str] | None = None,
                     dtypes: Mapping[str, str] | None = None) -> SafeTensors:
         """Tensors to write: numpy arrays by name (their codes from their dtypes, or ``dtypes[name]`` for raw
-        BF16 / float8 bits), and ``__metadata__`` strings."""
+        BF16 / float8 bits, and for float4 / float6 packed bytes as read: the tensor's last dimension counts its
+        values, two a byte for F4, four in three bytes for F6), and ``__metadata__`` strings."""
         return cls(arrays, metadata, dtypes)
 
     def __getitem__(self, name: str) -> np.ndarray:
@@ -134,6 +137,19 @@ class SafeTensors(Mapping):
                             "data_offsets": [at, at + nbytes]}
             at += nbytes
         return header
+
+
+def _shape(name: str, code: str, array: Any) -> tuple[int, ...]:
+    """The header's shape of an array given as stored: its own, but for a packed sub-byte code (float4,
+    float6), whose last dimension counts bytes where the header counts values."""
+    shape = np.shape(array)
+    bits = DTYPES.get(code)
+    if not isinstance(bits, int):
+        return shape
+    if not shape or shape[-1] * 8 % bits:
+        raise BuildError(f"tensor {name!r}: {code} packs {bits}-bit values into bytes; the last dimension of its "
+                         f"bytes {list(shape)} must hold a whole number of them", format=NAME, path=f"data.{name}")
+    return (*shape[:-1], shape[-1] * 8 // bits)
 
 
 def _code(name: str, array: Any) -> str:
