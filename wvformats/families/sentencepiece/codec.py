@@ -11,22 +11,14 @@ from ...registry import Format, register, schema_io
 from ...schemas import sentencepiece as schema
 from ..ggml.gguf import GGUFModel
 from .gguf import from_gguf
-from .model import SentencePieceModel, parse_model_fields
+from .model import SentencePieceModel
 from .sniff import SENTENCEPIECE
 
 NAME = SENTENCEPIECE.name
 
 
-_, build = schema_io(NAME, schema.model_proto)
-
-
-def parse(buf: Any, **options: Any) -> Any:
-    """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
-    found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
-    try:
-        return parse_model_fields(bytes(buf))
-    except FormatError as e:
-        raise e.located(format=NAME) from None
+# the ModelProto's fields, losslessly; the schema reads the leading run of pieces as columns (a LazyMessage)
+parse, build = schema_io(NAME, schema.model_proto)
 
 
 def to_model(parsed: Any, generation: str | None = None, **_: Any) -> SentencePieceModel:
