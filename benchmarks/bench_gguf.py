@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import gguf
@@ -25,7 +23,7 @@ import numpy as np
 from gguf import quants as gq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, measure, table, warm  # noqa: E402
+from common import floor_read, measure, paired, table, warm  # noqa: E402
 from wvformats.schemas.ggml import LAYOUTS
 
 from wvformats.families.ggml import quants
@@ -85,20 +83,6 @@ def big_model(mb: int, repeat: int) -> None:
     ]
     print(table(f"Open a {path.stat().st_size / 1e9:.1f} GB F16 GGUF (header only is read)", rows,
                 "wvformats: read + architecture + shapes"))
-
-
-def paired(ours, ref, repeat: int) -> tuple[float, float, float]:
-    """Median seconds of ``ours()`` and ``ref()`` called in turn ``repeat`` times (after one warm-up call of
-    each), and the median of the per-turn ratios."""
-    ours(), ref()
-    mine, theirs = [], []
-    for _ in range(repeat):
-        for fn, runs in ((ours, mine), (ref, theirs)):
-            t = time.perf_counter()
-            fn()
-            runs.append(time.perf_counter() - t)
-    ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
-    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
 
 
 def quant(size: int, repeat: int) -> None:

@@ -21,6 +21,7 @@ from .protowire import I32, I64, LEN, VARINT, LazyMessage, parse_fields, zigzag_
 from .records import follow_chain
 
 _WIDTH = {I32: 4, I64: 8}
+_WINDOW = 1 << 16  # bytes searched for record starts at a time
 
 
 class Columns:
@@ -107,16 +108,23 @@ def scan(mtype: Any, layout: list[tuple[str, int, int]], number: int, buf: bytes
     specs = layout
     opens = np.zeros(256, bool)  # the bytes a record's body can start with: one of its tags
     opens[[t for _, t, _ in specs]] = True
-    c = np.flatnonzero(a[: n - 1] == tag)
-    length = a.take(c + 1)
-    # a one-byte length, the record inside the buffer, its body empty or starting with a tag: what is left
-    # are the records (and, rarely, a tag byte inside one, which the chain never reaches)
-    end = c + 2 + length
-    keep = np.flatnonzero((length < 0x80) & (end <= n) & (opens.take(a.take(c + 2, mode="clip")) | (length == 0)))
-    if not len(keep) or keep[0] != 0:
+    # candidates a window at a time and offsets as int32: no temporary reaches the size that malloc maps and
+    # unmaps afresh on every call (a page fault per page), which cost more than the scan itself
+    idx = np.int32 if n < 1 << 31 else np.int64
+    starts, ends = [], []
+    for lo in range(0, n - 1, _WINDOW):
+        c = np.flatnonzero(a[lo : min(lo + _WINDOW, n - 1)] == tag).astype(idx)
+        c += lo
+        length = a.take(c + 1)
+        end = c + 2 + length
+        # a one-byte length, the record inside the buffer, its body empty or starting with a tag: what is left
+        # are the records (and, rarely, a tag byte inside one, which the chain never reaches)
+        keep = np.flatnonzero((length < 0x80) & (end <= n) & (opens.take(a.take(c + 2, mode="clip")) | (length == 0)))
+        starts.append(c.take(keep))
+        ends.append(end.take(keep))
+    c, end = np.concatenate(starts), np.concatenate(ends)
+    if not len(c) or c[0] != 0:
         return None
-    if len(keep) < len(c):  # (index arrays: cheaper than boolean masks)
-        c, end = c.take(keep), end.take(keep)
     i = follow_chain(c, end, len(c))
     if len(i) < len(c):
         c, end = c.take(i), end.take(i)
@@ -129,10 +137,10 @@ def scan(mtype: Any, layout: list[tuple[str, int, int]], number: int, buf: bytes
             present &= size < 0x80
             size *= present
             fields[name] = (present, pos + (2 if wire == LEN else 1), size)
-            pos = pos + (size + 2) * present if wire == LEN else pos + 2 * present
+            pos = pos + ((size + 2) * present if wire == LEN else present.view(np.uint8) * np.uint8(2))
         else:
             fields[name] = (present, pos + 1, None)
-            pos = pos + (1 + _WIDTH[wire]) * present
+            pos = pos + present.view(np.uint8) * np.uint8(1 + _WIDTH[wire])
     bad = np.flatnonzero(pos != end)  # a field out of order, twice, unknown or longer: the run ends before it
     k = int(bad[0]) if bad.size else len(c)
     if not k:
