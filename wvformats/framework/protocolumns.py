@@ -92,7 +92,9 @@ class Columns:
             v = (v != 0).astype(np.int64)
         known = present
         if spec.enum is not None:  # a value the enum does not name is an unknown field (proto2): the default
-            known = present & np.isin(v, list(spec.enum))
+            named = np.zeros(128, bool)
+            named[[k for k in spec.enum if 0 <= k < 128]] = True
+            known = present & named.take(value, mode="clip")
         return np.where(known, v, int(spec.default or 0))
 
 
@@ -111,23 +113,24 @@ def scan(mtype: Any, layout: list[tuple[str, int, int]], number: int, buf: bytes
     # candidates a window at a time and offsets as int32: no temporary reaches the size that malloc maps and
     # unmaps afresh on every call (a page fault per page), which cost more than the scan itself
     idx = np.int32 if n < 1 << 31 else np.int64
-    starts, ends = [], []
+    found = []
     for lo in range(0, n - 1, _WINDOW):
         c = np.flatnonzero(a[lo : min(lo + _WINDOW, n - 1)] == tag).astype(idx)
         c += lo
-        length = a.take(c + 1)
-        end = c + 2 + length
-        # a one-byte length, the record inside the buffer, its body empty or starting with a tag: what is left
-        # are the records (and, rarely, a tag byte inside one, which the chain never reaches)
-        keep = np.flatnonzero((length < 0x80) & (end <= n) & (opens.take(a.take(c + 2, mode="clip")) | (length == 0)))
-        starts.append(c.take(keep))
-        ends.append(end.take(keep))
-    c, end = np.concatenate(starts), np.concatenate(ends)
+        # a one-byte length and a body that starts with one of the record's tags: what is left are the records
+        # and, rarely, a tag byte inside one, which the chain never reaches (an empty record ends the run)
+        found.append(c.take(np.flatnonzero((a.take(c + 1) < 0x80) & opens.take(a.take(c + 2, mode="clip")))))
+    c = np.concatenate(found)
     if not len(c) or c[0] != 0:
         return None
+    end = c + 2 + a.take(c + 1)
     i = follow_chain(c, end, len(c))
     if len(i) < len(c):
         c, end = c.take(i), end.take(i)
+    if end[-1] > n:  # (only the last record of the chain can go past the data: it has no successor)
+        c, end = c[:-1], end[:-1]
+        if not len(c):
+            return None
     pos = c + 2
     fields: dict[str, tuple[Any, ...]] = {}
     for name, t, wire in specs:
