@@ -53,9 +53,8 @@ def inspect(parsed: Any) -> dict[str, Any]:
     counts = Counter(t for _, _, t in model.pieces)
     sizes = Counter()
     for f in parsed:
-        sizes[{1: "pieces", 2: "trainer_spec", 3: "normalizer_spec", 4: "self_test_data",
-               5: "denormalizer_spec"}.get(f["number"], f"field {f['number']}")] += len(f["value"]) if f[
-            "wire_type"] == LEN else 0
+        spec = schema.ModelProto.by_number.get(f["number"])
+        sizes[spec.name if spec else f"field {f['number']}"] += len(f["value"]) if f["wire_type"] == LEN else 0
     return {"pieces": len(model), "piece_types": dict(counts),
             "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
             "vocab_size": len(model), "normalizer": model.normalizer_spec.name,
