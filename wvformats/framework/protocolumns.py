@@ -85,6 +85,8 @@ class Columns:
         """A varint field (int32, enum, bool, uint, sint) as int64 values."""
         present, _, value = self._fields[name]
         spec = self._spec[name]
+        if value is None:
+            raise TypeError(f"{self.mtype.name}.{name} is a {spec.type}, not a varint field")
         v = value.astype(np.int64)  # one byte: 0 to 127, the same for every signed or unsigned type
         if spec.type in ("sint32", "sint64"):
             v = zigzag_decode(v)
