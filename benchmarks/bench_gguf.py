@@ -4,7 +4,8 @@
 
 1. Open a vocabulary GGUF (llama.cpp's models/ggml-vocab-*.gguf; gemma-4's has 262k tokens) and read the
    architecture and the token list, in fresh processes: wvformats.read vs gguf.GGUFReader + the field's
-   contents(), against the floor of reading the file's bytes; and wv.inspect's summary. Peak RSS per row.
+   contents(), against the floor of reading the file's bytes; and wv.inspect's summary. Peak RSS per row, and
+   the peak of a read over python + the imports and over python alone, as x the file (issue 39: at most 3x).
 2. Open a multi-GB GGUF (written once to benchmarks/data/ with gguf.GGUFWriter: F16 tensors) and read the
    architecture and every tensor's shape: O(header) for both (tensors are views of the memory map).
 3. Quantize / dequantize a size x size float32 matrix with both, every type both support; outputs compared.
@@ -15,9 +16,8 @@
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import sys
-import time
 from pathlib import Path
 
 import gguf
@@ -25,7 +25,7 @@ import numpy as np
 from gguf import quants as gq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, measure, table, warm  # noqa: E402
+from common import floor_read, measure, paired, table, warm  # noqa: E402
 from wvformats.schemas.ggml import LAYOUTS
 
 from wvformats.families.ggml import quants
@@ -35,9 +35,11 @@ DEQUANTIZE_ONLY = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "
                    "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"]
 
 
-def vocab(path: str, repeat: int) -> None:
+def vocab(path: str, repeat: int, no_peer: bool = False) -> None:
     key = "tokenizer.ggml.tokens"
+    print(f"load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     rows = [
+        ("python, nothing imported", measure("", "pass", repeat)),
         ("raw read (floor)", measure(*floor_read(path), repeat)),
         ("python + numpy + wvformats imported, nothing read", measure(
             "import wvformats as wv\nwv.formats()", "pass", repeat)),
@@ -49,13 +51,22 @@ def vocab(path: str, repeat: int) -> None:
             repeat)),
         ("wvformats: inspect (header, key/values, tensor table)", measure(
             f"import wvformats as wv\nwv.formats()\n{warm(path)}", f"info = wv.inspect({path!r})", repeat)),
-        ("gguf-py: GGUFReader + architecture + tokens", measure(
+        *([] if no_peer else [("gguf-py: GGUFReader + architecture + tokens", measure(
             f"import gguf\n{warm(path)}",
             f"r = gguf.GGUFReader({path!r})\narch = r.fields['general.architecture'].contents()\n"
-            f"tokens = r.fields[{key!r}].contents()", 1)),
+            f"tokens = r.fields[{key!r}].contents()", 1))]),
     ]
     print(table(f"Open {Path(path).name} ({Path(path).stat().st_size / 1e6:.1f} MB), architecture and tokens",
                 rows, "wvformats: read + architecture + tokens"))
+    # memory (issue 39: at most 3x the file), over python + the imports and over python alone
+    peak = dict(rows)
+    size = Path(path).stat().st_size / (1 << 20)
+    for name in ("wvformats: read + architecture + tokens", "wvformats: read + architecture"):
+        over_imports = peak[name]["maxrss_mb"] - peak["python + numpy + wvformats imported, nothing read"]["maxrss_mb"]
+        over_python = peak[name]["maxrss_mb"] - peak["python, nothing imported"]["maxrss_mb"]
+        print(f"{name}: peak {over_imports:.1f} MiB over python + imports = {over_imports / size:.2f}x the "
+              f"{size:.1f} MiB file; {over_python:.1f} MiB over python alone = {over_python / size:.2f}x")
+    print(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
 
 
 def big_model(mb: int, repeat: int) -> None:
@@ -85,20 +96,6 @@ def big_model(mb: int, repeat: int) -> None:
     ]
     print(table(f"Open a {path.stat().st_size / 1e9:.1f} GB F16 GGUF (header only is read)", rows,
                 "wvformats: read + architecture + shapes"))
-
-
-def paired(ours, ref, repeat: int) -> tuple[float, float, float]:
-    """Median seconds of ``ours()`` and ``ref()`` called in turn ``repeat`` times (after one warm-up call of
-    each), and the median of the per-turn ratios."""
-    ours(), ref()
-    mine, theirs = [], []
-    for _ in range(repeat):
-        for fn, runs in ((ours, mine), (ref, theirs)):
-            t = time.perf_counter()
-            fn()
-            runs.append(time.perf_counter() - t)
-    ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
-    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
 
 
 def quant(size: int, repeat: int) -> None:
@@ -142,9 +139,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--model-mb", type=int, default=2048)
     ap.add_argument("--only", choices=("vocab", "model", "quant"), help="run one of the three parts")
+    ap.add_argument("--no-peer", action="store_true", help="vocabulary: leave gguf-py out (it takes minutes)")
     args = ap.parse_args()
     if args.only in (None, "vocab"):
-        vocab(args.vocab, args.repeat)
+        vocab(args.vocab, args.repeat, args.no_peer)
     if args.only in (None, "model"):
         big_model(args.model_mb, args.repeat)
     if args.only in (None, "quant"):

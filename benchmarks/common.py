@@ -102,6 +102,22 @@ def in_process(fn, repeat: int = 3) -> float:
     return statistics.median(runs)
 
 
+def paired(ours, ref, repeat: int) -> tuple[float, float, float]:
+    """Median seconds of ``ours()`` and ``ref()`` called in turn in this process ``repeat`` times (after one
+    warm-up call of each), and the median of the per-turn ratios ours / ref."""
+    import time
+
+    ours(), ref()
+    mine, theirs = [], []
+    for _ in range(repeat):
+        for fn, runs in ((ours, mine), (ref, theirs)):
+            t = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t)
+    ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
+    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
+
+
 def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str,
           turns: dict[str, list[dict[str, float]]] | None = None) -> str:
     """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``: of the medians,

@@ -143,4 +143,5 @@ GENERATIONS = {
     ], EXTENSIONS, reserved=(4,)),
 }
 
-model_proto = ProtoMessage(ModelProto) * "a ModelProto message: its fields to the end of the file"
+# the pieces (tens of thousands of piece/score/type records) are read as columns: see ProtoMessage
+model_proto = ProtoMessage(ModelProto, columns="pieces") * "a ModelProto message: its fields to the end of the file"

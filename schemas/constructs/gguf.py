@@ -19,7 +19,7 @@ from ...errors import BuildError, FormatError, TruncatedError, ValueMismatchErro
 from ...framework.fields import Checked, decode_utf8, encode_utf8, evaluate
 from ...framework.located import check_length, fail, tell
 from ...framework.records import follow_chain
-from ...framework.streams import byte_view, remaining, window, zero_copy
+from ...framework.streams import byte_view, release, remaining, window, zero_copy
 from ...framework.strings import decode_spans
 from ...framework.tables import Table
 
@@ -158,6 +158,7 @@ class StringArray(Sequence):
             if len(parts) != len(starts) + 1:
                 return None
             out += parts[1:]
+            release(self._buf, a1)  # (a mapped file's pages decoded)
         return out
 
     def __len__(self) -> int:
@@ -231,6 +232,7 @@ def string_runs(buf: Any, pos: int, end: int, count: int, width: int, path: str,
                     done += k
                     after = pos + int(nxt[idx[k - 1]])
                     yield pos + c[idx[:k]] + width, lens[idx[:k]], after
+                    release(buf, after)  # a mapped file's pages walked over are let go (a vocabulary's merges)
                     pos = after
                     window = min(2 * window, _MAX_WINDOW)
                     continue

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError
+from .fields import SchemaError
+from .located import dotted
+from .protocolumns import parse_columns
 from .protowire import (
     I32,
     I64,
@@ -30,6 +33,7 @@ from .protowire import (
     zigzag_decode,
     zigzag_encode,
 )
+from .streams import window
 
 SCALARS = {"string", "bytes", "float", "double", "int32", "int64", "uint32", "uint64", "bool", "enum", "fixed32",
            "fixed64", "sint32", "sint64"}
@@ -103,11 +107,44 @@ def wire_type_of(kind: Any) -> int:
 
 class ProtoMessage(Message):
     """A message of type ``mtype``: read and written losslessly as :class:`Message` (its wire fields), and
-    described by ``mtype`` for the generated docs page and the annotated dump."""
+    described by ``mtype`` for the generated docs page and the annotated dump.
 
-    def __init__(self, mtype: MessageType, length: Any = None) -> None:
+    ``columns``: the name of a repeated field whose records hold singular scalar fields numbered 1 to 15 (a
+    vocabulary): the leading run of its records is read as columns (:mod:`.protocolumns`), kept as offsets in a
+    :class:`~.protowire.LazyMessage` whose ``columns`` decode each field at once. The fields are the same as
+    without it; only a message that is the whole data is read so.
+    """
+
+    def __init__(self, mtype: MessageType, length: Any = None, columns: str | None = None) -> None:
         super().__init__(length)
         self.mtype = mtype
+        self.columns: F | None = None
+        self._layout: list[tuple[str, int, int]] = []
+        if columns is not None:
+            spec = next((f for f in mtype.fields if f.name == columns), None)
+            if spec is None or spec.label != "repeated" or not isinstance(spec.type, MessageType):
+                raise SchemaError(f"columns={columns!r}: {mtype.name} has no repeated message field of that name")
+            if (spec.number << 3 | LEN) >= 0x80:
+                raise SchemaError(f"columns={columns!r}: its tag takes more than one byte (field {spec.number})")
+            for f in sorted(spec.type.fields, key=lambda f: f.number):
+                tag = f.number << 3 | wire_type_of(f.type)
+                if not isinstance(f.type, str) or f.label == "repeated" or tag >= 0x80:
+                    raise SchemaError(f"columns={columns!r}: {spec.type.name}.{f.name} is not a singular scalar "
+                                      "numbered 1 to 15")
+                self._layout.append((f.name, tag, wire_type_of(f.type)))
+            self.columns = spec
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        if self.columns is not None and self.length is None:  # the message is the rest of the data
+            start = stream.tell()
+            buf, base = window(stream)
+            data = buf if isinstance(buf, bytes) and start == base else bytes(buf[start - base :])
+            spec = self.columns
+            msg = parse_columns(spec.type, self._layout, spec.number, data, dotted(path) or "fields", start)
+            stream.seek(start + len(data) if msg is not None else start)
+            if msg is not None:
+                return msg
+        return super()._parse(stream, context, path)
 
 
 def _signed(v: int, bits: int) -> int:

@@ -182,11 +182,14 @@ class LazyMessage:
     The fields after the run are parsed (and checked) at once; the run's records were checked by whoever
     found them (:func:`run_message`). ``fields`` materialises the whole list of :class:`Field` exactly as
     :func:`parse_fields` gives it; until then, ``by_number`` answers for the other numbers without it and
-    the unmodified message builds back as its own bytes.
+    the unmodified message builds back as its own bytes. ``columns``: the run's records as columns
+    (:class:`.protocolumns.Columns`), when they were read so.
     """
 
-    def __init__(self, buf: bytes, number: int, starts: Any, run_end: int, rest: list[Field]) -> None:
+    def __init__(self, buf: bytes, number: int, starts: Any, run_end: int, rest: list[Field],
+                 columns: Any = None) -> None:
         self.buf, self.number, self.starts, self.run_end, self.rest = buf, number, starts, run_end, rest
+        self.columns = columns
         self._fields: list[Field] | None = None
 
     @property

@@ -34,6 +34,9 @@ def follow_chain(starts: np.ndarray, ends: np.ndarray, most: int) -> np.ndarray:
     head = min(int(breaks[0]) if breaks.size else n - 1, most - 1)
     if head == n - 1 or head == most - 1:
         return np.arange(head + 1, dtype=np.int64)
+    k = int(np.searchsorted(starts, ends[head]))
+    if k == n or starts[k] != ends[head]:  # the chain stops at the first break (a table, then other data)
+        return np.arange(head + 1, dtype=np.int64)
     j = np.minimum(np.searchsorted(starts, ends), n - 1)
     jump = np.append(np.where(starts[j] == ends, j, n), n)  # successor, or n (absorbing) for none
     path = np.array([head], np.int64)  # the records reached from ``head``, 2^k of them after k rounds

@@ -11,22 +11,14 @@ from ...registry import Format, register, schema_io
 from ...schemas import sentencepiece as schema
 from ..ggml.gguf import GGUFModel
 from .gguf import from_gguf
-from .model import SentencePieceModel, parse_model_fields
+from .model import SentencePieceModel
 from .sniff import SENTENCEPIECE
 
 NAME = SENTENCEPIECE.name
 
 
-_, build = schema_io(NAME, schema.model_proto)
-
-
-def parse(buf: Any, **options: Any) -> Any:
-    """The ModelProto's fields, losslessly: the leading run of pieces in sentencepiece's own layout is
-    found and checked with numpy and kept as offsets (a LazyMessage); every other field is parsed now."""
-    try:
-        return parse_model_fields(bytes(buf))
-    except FormatError as e:
-        raise e.located(format=NAME) from None
+# the ModelProto's fields, losslessly; the schema reads the leading run of pieces as columns (a LazyMessage)
+parse, build = schema_io(NAME, schema.model_proto)
 
 
 def to_model(parsed: Any, generation: str | None = None, **_: Any) -> SentencePieceModel:
@@ -61,9 +53,8 @@ def inspect(parsed: Any) -> dict[str, Any]:
     counts = Counter(t for _, _, t in model.pieces)
     sizes = Counter()
     for f in parsed:
-        sizes[{1: "pieces", 2: "trainer_spec", 3: "normalizer_spec", 4: "self_test_data",
-               5: "denormalizer_spec"}.get(f["number"], f"field {f['number']}")] += len(f["value"]) if f[
-            "wire_type"] == LEN else 0
+        spec = schema.ModelProto.by_number.get(f["number"])
+        sizes[spec.name if spec else f"field {f['number']}"] += len(f["value"]) if f["wire_type"] == LEN else 0
     return {"pieces": len(model), "piece_types": dict(counts),
             "model_type": schema.MODEL_TYPES.get(model.trainer_spec.model_type, "?"),
             "vocab_size": len(model), "normalizer": model.normalizer_spec.name,

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from ...framework import follow_chain, parse
+from ...framework import parse
 from ...framework.protobuf import View, decode_scalar, known_field, message_fields
-from ...framework.protowire import LEN, LazyMessage, encode_varint, parse_fields, run_message
+from ...framework.protowire import LEN, LazyMessage, encode_varint, parse_fields
 from ...schemas.sentencepiece import (
     BYTE_PIECES,
     CHARSMAP_TRIE_UNIT,
@@ -26,74 +26,10 @@ from ...schemas.sentencepiece import (
 )
 
 
-def scan_piece_run(buf: bytes) -> tuple[np.ndarray, int]:
-    """Starts of the leading run of pieces in the layout sentencepiece writes, found with numpy.
-
-    A record is ``0a L1 | 0a L2 piece[L2] | 15 score[4] | (18 type)`` with one-byte lengths and type,
-    L1 = L2 + 7 (NORMAL, type omitted) or L2 + 9. Candidates are the positions where all of that holds;
-    the run is the chain of candidates from offset 0 in which each record ends where the next begins
-    (a candidate inside a piece string is never reached; the first record that breaks the layout ends the run,
-    and the rest of the message is parsed field by field). Returns (starts, end of the run).
-    """
-    a = np.frombuffer(buf, np.uint8)
-    n = len(a)
-    if n < 9 or a[0] != 0x0A:
-        return np.zeros(0, np.int64), 0
-    idx = np.int32 if n < 1 << 31 else np.int64
-    c = np.flatnonzero(a[: n - 8] == 0x0A).astype(idx)
-    c = c[(a[c + 2] == 0x0A) & ((a[c + 1] | a[c + 3]) < 0x80)]
-    l1, l2 = a[c + 1].astype(idx), a[c + 3].astype(idx)
-    extra = l1 - l2
-    ok = ((extra == 7) | (extra == 9)) & (c + 2 + l1 <= n)
-    c, l1, l2, extra = c[ok], l1[ok], l2[ok], extra[ok]
-    score_tag = c + 4 + l2
-    ok = a[score_tag] == 0x15
-    typed = extra == 9
-    t_at = np.where(typed, score_tag + 5, 0)
-    ok &= ~typed | ((a[t_at] == 0x18) & (a[np.minimum(t_at + 1, n - 1)] < 0x80))
-    c, l1 = c[ok], l1[ok]
-    if not c.size or c[0] != 0:
-        return np.zeros(0, np.int64), 0
-    nxt = c + 2 + l1
-    idx = follow_chain(c, nxt, len(c))  # a candidate inside a piece string is never reached
-    return c[idx], int(nxt[idx[-1]])
-
-
-def _decode_run(buf: bytes, starts: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Piece strings, raw f32 scores and types of a checked run, vectorised: each piece is gathered with
-    the score tag (0x15) that follows it, and the lot is decoded once and split at those tags."""
-    a = np.frombuffer(buf, np.uint8)
-    l1, l2 = a[starts + 1].astype(starts.dtype), a[starts + 3].astype(starts.dtype)
-    score_at = starts + 5 + l2
-    # float32 at every byte offset (a strided view), gathered at the score offsets: raw bits kept
-    at_byte = np.ndarray((len(a) - 3,), "<f4", buf, 0, (1,))
-    scores = at_byte[score_at]
-    types = np.where(l1 - l2 == 9, a[np.minimum(score_at + 5, len(a) - 1)], 1).astype(np.int32)
-    types[~np.isin(types, list(PIECE_TYPES))] = 1  # a value the enum does not name: an unknown field (proto2)
-    n = l2 + 1
-    total = int(n.sum())
-    # source offsets of every gathered byte as a cumulative sum: +1 within a piece, a jump between pieces
-    first = starts + 4
-    step = np.ones(total, np.int32 if len(a) < 1 << 31 else np.int64)
-    seg = np.cumsum(n) - n
-    step[0] = first[0]
-    step[seg[1:]] = first[1:] - (first[:-1] + n[:-1] - 1)
-    text = np.take(a, np.cumsum(step, out=step))
-    if np.count_nonzero(text == 0x15) == len(starts):
-        pieces = text.tobytes().decode("utf-8", "surrogateescape").split("\x15")[:-1]
-    else:  # a piece holds U+0015 itself: decode one by one
-        pieces = [buf[s + 4 : s + 4 + k].decode("utf-8", "surrogateescape")
-                  for s, k in zip(starts.tolist(), l2.tolist(), strict=True)]
-    return pieces, scores, types
-
-
 def parse_model_fields(data: bytes) -> Any:
-    """A ModelProto's fields: a :class:`LazyMessage` when it starts with pieces in sentencepiece's layout,
-    else the generic field-by-field parse of the wire schema."""
-    starts, run_end = scan_piece_run(data)
-    if not len(starts):
-        return parse(model_proto, data, format="sentencepiece")
-    return run_message(data, 1, starts, run_end, "fields")
+    """A ModelProto's fields as the schema reads them: its leading run of pieces as columns (a
+    :class:`LazyMessage`), every other field parsed now."""
+    return parse(model_proto, data, format="sentencepiece")
 
 
 class CharsMap:
@@ -187,25 +123,13 @@ class SentencePieceModel:
         self.generation = generation
         self.proto = View(ModelProto if generation is None else GENERATIONS[generation], fields, "model",
                           "sentencepiece")
-        if isinstance(fields, LazyMessage) and not any(f["number"] == 1 for f in fields.rest):
-            self.piece_strings, self.scores, self.types = _decode_run(fields.buf, fields.starts)
-            return
-        raw = [f["value"] for f in fields if f["number"] == 1 and f["wire_type"] == LEN]
+        cols = getattr(fields, "columns", None)  # the leading run of pieces, as columns
+        raw = [f["value"] for f in (fields.rest if cols is not None else fields)
+               if f["number"] == 1 and f["wire_type"] == LEN]
         pieces, types = [], np.ones(len(raw), np.int32)
         score_bytes = [b"\0\0\0\0"] * len(raw)  # raw f32 bits: a signalling NaN stays as it was
         for i, data in enumerate(raw):
-            # the layout sentencepiece writes: 0a len piece, 15 score[4], optionally 18 type (one byte each)
-            n = len(data)
-            if n >= 7 and data[0] == 0x0A and data[1] < 0x80:
-                end = 2 + data[1]
-                if data[end : end + 1] == b"\x15" and (n == end + 5 or n == end + 7 and data[end + 5] == 0x18
-                                                        and data[end + 6] < 0x80):
-                    pieces.append(data[2:end].decode("utf-8", "surrogateescape"))
-                    score_bytes[i] = data[end + 1 : end + 5]
-                    if n == end + 7 and data[end + 6] in PIECE_TYPES:  # else an unknown field: NORMAL
-                        types[i] = data[end + 6]
-                    continue
-            sub, _, _ = parse_fields(data, 0, len(data), f"pieces[{i}]", 0)
+            sub, _, _ = parse_fields(data, 0, len(data), f"pieces[{i + (len(cols) if cols else 0)}]", 0)
             piece = ""
             for f in sub:  # last occurrence wins; what protobuf keeps as unknown fields is skipped
                 spec = SentencePiece.by_number.get(f["number"])
@@ -218,9 +142,22 @@ class SentencePieceModel:
                 else:
                     types[i] = decode_scalar(spec.type, f)
             pieces.append(piece)
-        self.piece_strings = pieces
-        self.scores = np.frombuffer(b"".join(score_bytes), "<f4")
-        self.types = types
+        scores = np.frombuffer(b"".join(score_bytes), "<f4")
+        self._cols, self._strings = cols, pieces
+        if cols is None:
+            self.scores, self.types = scores, types
+        else:  # the run's strings are decoded when first asked for (piece_strings)
+            self.scores = np.concatenate([cols.floats("score"), scores]) if raw else cols.floats("score")
+            run_types = cols.ints("type").astype(np.int32)
+            self.types = np.concatenate([run_types, types]) if raw else run_types
+
+    @property
+    def piece_strings(self) -> list[str]:
+        """Every piece's text, by id (the run read as columns is decoded on first use)."""
+        if self._cols is not None:
+            self._strings = self._cols.strings("piece") + self._strings
+            self._cols = None
+        return self._strings
 
     @property
     def fields(self) -> list[Any]:
@@ -238,7 +175,7 @@ class SentencePieceModel:
                 for p, s, t in zip(self.piece_strings, self.scores, self.types, strict=True)]
 
     def __len__(self) -> int:
-        return len(self.piece_strings)
+        return len(self.types)
 
     def __repr__(self) -> str:
         return f"<SentencePieceModel {self.trainer_spec.model_type}: {len(self)} pieces>"
