@@ -111,3 +111,45 @@ def test_huge_word_ngrams_cost_what_the_lines_hold(lid, tmp_path, kernels):
     got, peak = _peak(lambda: _answers(m, lines))
     assert peak < 48 << 20, f"{peak / 2**20:.0f} MiB"
     _assert_peers(m, path, lines, got)
+
+
+# -- lines and words with a lone surrogate ---------------------------------------------------------------------
+
+LONE = ["a\ud800b", "\ud800", "x\udfff\ud83dy", "caf\ud800\udce9"]
+
+
+def _as_bytes(s: str) -> bytes:
+    """The bytes the library gives a str: surrogate escapes their byte, other surrogates their 3-byte form."""
+    return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogatepass")
+                    for c in s)
+
+
+def _escaped(s: str) -> str:
+    """The same bytes read from a file: every byte that is not UTF-8 a surrogate escape."""
+    return _as_bytes(s).decode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("name", ["lid", "sup-hs.bin", "sup-softmax.ftz", "skipgram.bin"])
+def test_a_lone_surrogate_is_its_surrogatepass_bytes_everywhere(lid, name, kernels):
+    """A lone surrogate that is not an escape of a byte (U+D800) has no UTF-8; predict and get_sentence_vector
+    raised UnicodeEncodeError, and so did m[w] and m.embedding(w). The library's fastText vocabularies in
+    finalfusion hash such a surrogate by its 3-byte form (surrogatepass), so every str has n-grams there; the
+    model does the same, so a .fifu converted from it agrees: a word or line holding one is the word or line
+    of those bytes (what reading them from a file gives, surrogate escapes and all), in every lookup."""
+    path = lid if name == "lid" else TRAINED / name
+    m = wv.read(path)
+    for s in LONE:
+        e = _escaped(s)
+        assert m[s].tobytes() == m[e].tobytes() == m.embedding(s).tobytes() == m.get_word_vector(e).tobytes()
+        assert m.get_word_vector(s).tobytes() == m[e].tobytes() and s in m
+        assert m.subword_indices(s) == m.subword_indices(e)
+        assert m.get_sentence_vector(f"x {s} y").tobytes() == m.get_sentence_vector(f"x {e} y").tobytes()
+        assert m.word_vectors([s, "x"]).tobytes() == m.word_vectors([e, "x"]).tobytes()
+        if m.labels:
+            one, batch = m.predict(f"{s} hello", k=3), m.predict([f"{s} hello", "hello"], k=3)
+            same = m.predict(f"{e} hello", k=3)
+            assert one[0] == batch[0][0] == same[0]
+            assert one[1].tobytes() == batch[1][0].tobytes() == same[1].tobytes()
+    # the peer takes bytes for a word: the vectors of those bytes are fastText's
+    raw = ask(path, raw_words=[_as_bytes(s).hex() for s in LONE])["raw_words"]
+    assert np.array([m[s] for s in LONE]).tobytes() == f32(raw).tobytes()

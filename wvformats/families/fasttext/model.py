@@ -480,7 +480,7 @@ class FastText(Embeddings):
         own = self._raw_id(word)
         strings = [shown] if own >= 0 else []
         if word != EOS and self._composes:
-            b = f"<{word}>".encode("utf-8", "surrogateescape")
+            b = f"<{word}>".encode("utf-8", subwords.BYTES)
             n = len(b)
             for i in range(n):
                 if b[i] & 0xC0 == 0x80:

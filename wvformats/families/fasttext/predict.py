@@ -290,9 +290,9 @@ class Lines:
         if self.wordngrams <= 1:
             return 0
         if _K is not None:
-            return _K.fnv1a(token.encode("utf-8", "surrogateescape"))
+            return _K.fnv1a(token.encode("utf-8", subwords.BYTES))
         h = _FNV_OFFSET
-        for byte in token.encode("utf-8", "surrogateescape"):
+        for byte in token.encode("utf-8", subwords.BYTES):
             h = ((h ^ _SIGNED[byte]) * _FNV_PRIME) & 0xFFFFFFFF
         return h
 

@@ -5,6 +5,7 @@ model; and word n-grams of a supervised line."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from itertools import repeat
 
@@ -20,11 +21,28 @@ _MASK = 0xFFFFFFFF
 _FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 
+def _escape_or_pass(e: UnicodeError) -> tuple[bytes, int]:
+    """Error handler of :data:`BYTES`: a surrogate escape (U+DC80..U+DCFF) is the byte it was read from, any other
+    lone surrogate its 3-byte form (``surrogatepass``)."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogatepass")
+                    for c in e.object[e.start : e.end]), e.end
+
+
+# str -> the bytes fastText sees: ``word.encode("utf-8", BYTES)``. Bytes that are not UTF-8 are read as surrogate
+# escapes and hashed as the bytes they came from; a lone surrogate no byte gave (U+D800) is hashed by its
+# surrogatepass form, as the finalfusion fastText vocabularies take it: every str has n-grams, and a .fifu
+# converted from a model gives such a word the model's vector
+BYTES = "wvformats.fasttext"
+codecs.register_error(BYTES, _escape_or_pass)
+
+
 def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
-    """The bytes fastText sees of each word between ``bow`` and ``eow`` (bytes read as surrogate escapes
-    come back), all in one blob: (blob as uint8, each one's length in bytes)."""
+    """The bytes fastText sees of each word between ``bow`` and ``eow`` (:data:`BYTES`), all in one blob: (blob
+    as uint8, each one's length in bytes)."""
     joined = bow + (eow + bow).join(words) + eow if len(words) else ""
-    blob = np.frombuffer(joined.encode("utf-8", "surrogateescape"), np.uint8)
+    blob = np.frombuffer(joined.encode("utf-8", BYTES), np.uint8)
     chars = np.fromiter(map(len, words), np.int64, len(words)) + len(bow) + len(eow)
     if len(blob) == len(joined):  # one byte a character
         return blob, chars
@@ -143,7 +161,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: i
     bucket = buckets.bucket
     if maxn <= 0 or bucket <= 0:
         return []
-    b = ("<" + word + ">").encode("utf-8", "surrogateescape")
+    b = ("<" + word + ">").encode("utf-8", BYTES)
     table = buckets.table() if buckets.pruned else None
     if _K is not None:
         if isinstance(table, Kept):
