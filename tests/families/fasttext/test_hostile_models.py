@@ -3,6 +3,7 @@ proportion to the file, a loss fastText does not define, lines fastText cannot b
 thresholds below zero. Each answer is the fasttext module's (run in a subprocess) or a located FormatError,
 in bounded memory."""
 
+import math
 import struct
 import tracemalloc
 from pathlib import Path
@@ -153,3 +154,22 @@ def test_a_lone_surrogate_is_its_surrogatepass_bytes_everywhere(lid, name, kerne
     # the peer takes bytes for a word: the vectors of those bytes are fastText's
     raw = ask(path, raw_words=[_as_bytes(s).hex() for s in LONE])["raw_words"]
     assert np.array([m[s] for s in LONE]).tobytes() == f32(raw).tobytes()
+
+
+# -- thresholds below zero -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("threshold", [-1.0, -2e-5, -1e-5, -math.inf, math.nan, 1e300])
+@pytest.mark.parametrize("name", ["lid", "sup-hs.bin", "sup-softmax.bin", "sup-ova.bin", "many-ova.ftz"])
+def test_any_threshold_predicts_what_fasttext_predicts(lid, name, threshold, kernels):
+    """``predict(threshold=-1.0)`` raised "math domain error": fastText takes any threshold, log(t + 1e-5) of
+    one below -1e-5 is NaN and every comparison with it is false (every label kept), as with a NaN one; one
+    past float32's range is infinite (none kept). Labels and probabilities are the peer's to the bit."""
+    path = lid if name == "lid" else TRAINED / name
+    m = wv.read(path)
+    lines = SENTENCES[:8] + ["apple banana day", "night sun über naïve"]
+    for k in (2, -1):
+        theirs = ask(path, lines=lines, k=k, threshold=threshold)["predictions"]
+        batch = m.predict(lines, k=k, threshold=threshold)
+        for i, line in enumerate(lines):
+            assert_same(m.predict(line, k=k, threshold=threshold), theirs[i], line)
+            assert_same((batch[0][i], batch[1][i]), theirs[i], line)

@@ -4,6 +4,7 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
@@ -33,7 +34,7 @@ from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
 from .neighbors import vector_norm
-from .predict import exp_to_float, expf, predict_line, predict_lines, std_log
+from .predict import exp_to_float, expf, predict_line, predict_lines, std_log, threshold32
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -610,11 +611,14 @@ class FastText(Embeddings):
     def predict(self, text: str | Sequence[str], k: int = 1,
                 threshold: float = 0.0) -> tuple[Any, Any]:
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
-        probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
+        probability is at least ``threshold`` (any float: below -1e-5 or NaN keeps every label, as in
+        fastText), and their probabilities; for a list of lines, a list of each."""
         if "_predict" not in self.__dict__ and (problem := self._not_predictable()) is not None:
             raise ValueError(problem)  # (checked until the first prediction makes the model's caches)
         labels = self.labels
+        k = operator.index(k)
         k = len(labels) if k < 0 else min(k, len(labels))
+        threshold = threshold32(threshold)
         if isinstance(text, str):
             line = text if self.encoding is None else self._raw_words([text])[0]
             ids, probs = predict_line(self, line, k, threshold)

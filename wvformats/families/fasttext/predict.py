@@ -87,6 +87,22 @@ def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
     return _unpack(_pack(x))[0]
 
 
+def threshold32(threshold: float) -> float:
+    """A predict threshold as fastText takes it: a float32 (``(float)`` of the double: infinite past float32's
+    range); NaN as -inf, which it acts as (fastText's comparisons with NaN are all false: every label kept)."""
+    t = float(threshold)
+    if t != t:
+        return -math.inf
+    with np.errstate(over="ignore"):
+        return float(np.float32(t))
+
+
+def log32(threshold: float) -> float:
+    """``Loss::std_log`` of a :func:`threshold32` value (``log(t + 1e-5)`` in double, as float32), -inf where the C
+    library's log is -inf or NaN (a threshold at or below -1e-5: fastText's comparisons with NaN are false)."""
+    x = threshold + 1e-5
+    return _r32(math.log(x)) if x > 0 else -math.inf
+
 # numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
 # value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
 # C library's own. glibc's expf is within 2^-33 of exp (relative, 2^19 double ulps) before its last rounding;
@@ -450,10 +466,11 @@ class Tree:
         self.nodes = np.array(tree, np.int32).reshape(-1, 2)
 
     def log_of(self, threshold: float) -> float:
-        """``std_log(threshold)`` as a float32 value (the last one kept: lines are predicted with one threshold)."""
+        """:func:`log32` of a :func:`threshold32` value (the last one kept: lines are predicted with one
+        threshold)."""
         last, lt = self.log_threshold  # (one tuple: threads see a threshold with its own log)
         if threshold != last:
-            lt = _r32(math.log(_r32(threshold) + 1e-5))
+            lt = log32(threshold)
             self.log_threshold = threshold, lt
         return lt
 
@@ -502,7 +519,7 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
     """``HierarchicalSoftmaxLoss::predict`` of each hidden vector: the label ids of each, best first, and
     their probabilities (``std::exp`` of the scores, as the Python module gives them)."""
     osz = tree.osz
-    log_threshold = np.float32(std_log(np.full(1, threshold, np.float32))[0])
+    log_threshold = np.float32(tree.log_of(threshold))
     kk = min(k, osz)
     if 0 < log_threshold or kk <= 0:  # the root's score 0 is below the threshold: nothing
         return [[] for _ in range(len(hidden))], [np.zeros(0) for _ in range(len(hidden))]
