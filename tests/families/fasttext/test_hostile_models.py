@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import wvformats as wv
+from wvformats.errors import FormatError
 from wvformats.families.fasttext import codec
 
 pytest.importorskip("fasttext")  # the peer (fasttext-numpy2-wheel), in the 'peers' extra
@@ -112,6 +113,31 @@ def test_huge_word_ngrams_cost_what_the_lines_hold(lid, tmp_path, kernels):
     got, peak = _peak(lambda: _answers(m, lines))
     assert peak < 48 << 20, f"{peak / 2**20:.0f} MiB"
     _assert_peers(m, path, lines, got)
+
+
+# -- a loss fastText does not define -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sup-softmax.bin", "sup-hs.bin"])
+def test_an_undefined_loss_is_a_located_format_error_at_predict(tmp_path, name):
+    """fastText refuses to load a model whose args.loss it does not define ("Unknown loss", from createLoss).
+    Only predict uses the loss: it raises FormatError naming args.loss and its byte offset (was a bare
+    ValueError); the file is well-formed, so it opens, its word vectors are the input matrix's as for any
+    model, and inspect shows the value while validate names it."""
+    p = wv.parse_file(TRAINED / name)
+    p.args.loss = 9
+    path = _built(p, tmp_path / "loss.bin")
+    m = wv.read(path)
+    with pytest.raises(FormatError) as e:
+        m.predict("apple")
+    assert e.value.path == "args.loss" and e.value.offset == 32 and e.value.format == "fasttext"
+    assert "args.loss is 9" in str(e.value) and "Unknown loss" in str(e.value)
+    with pytest.raises(FormatError):
+        m.predict(["apple", "day"])
+    assert struct.unpack_from("<i", path.read_bytes(), e.value.offset)[0] == 9
+    assert m.get_word_vector("apple").tobytes() == wv.read(TRAINED / name).get_word_vector("apple").tobytes()
+    assert wv.inspect(path)["loss"] == 9
+    report = wv.validate(path)
+    assert not report.ok and any("args.loss is 9" in problem for problem in report.problems)
 
 
 # -- lines and words with a lone surrogate ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ...embeddings import (
     word_rows,
 )
 from ...errors import FormatError
+from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
 from ..finalfusion.lookups import as_row_items, composed_batch
@@ -613,8 +614,11 @@ class FastText(Embeddings):
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
         probability is at least ``threshold`` (any float: below -1e-5 or NaN keeps every label, as in
         fastText), and their probabilities; for a list of lines, a list of each."""
-        if "_predict" not in self.__dict__ and (problem := self._not_predictable()) is not None:
-            raise ValueError(problem)  # (checked until the first prediction makes the model's caches)
+        if "_predict" not in self.__dict__:  # (checked until the first prediction makes the model's caches)
+            if (error := self._undefined_args()) is not None:
+                raise error
+            if (problem := self._not_predictable()) is not None:
+                raise ValueError(problem)
         labels = self.labels
         k = operator.index(k)
         k = len(labels) if k < 0 else min(k, len(labels))
@@ -626,15 +630,24 @@ class FastText(Embeddings):
         ids, found_p = predict_lines(self, self._raw_words(text), k, threshold)
         return [tuple([labels[i] for i in row]) for row in ids], found_p
 
+    def _undefined_args(self) -> FormatError | None:
+        """A FormatError naming the args field (model or loss) whose value fastText does not define, which predict
+        needs, or None. (fastText refuses a loss it does not define at load, in createLoss; the word vectors do
+        not depend on it: only predict refuses it here.)"""
+        for field, enum, known in (("model", Model, MODELS), ("loss", Loss, LOSSES)):
+            value = int(self.args[field])
+            if value not in known:
+                why = ("predict needs a supervised model" if field == "model" else
+                       "fastText refuses to load the model (\"Unknown loss\")")
+                return FormatError(f"args.{field} is {value}, which fastText does not define ({named(enum)}): {why}",
+                                   format=NAME, path=f"args.{field}", offset=args_offset(self.parsed, field))
+        return None
+
     def _not_predictable(self) -> str | None:
-        """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""
-        model, loss = int(self.args["model"]), int(self.args["loss"])
-        if model != Model.supervised:
-            what = MODELS.get(model) or f"{model}, which fastText does not define ({named(Model)})"
-            return f"predict needs a supervised model: args.model is {what}"
-        if loss not in LOSSES:
-            return (f"args.loss is {loss}, which fastText does not define ({named(Loss)}): fastText "
-                    f"refuses to load the model (\"Unknown loss\")")
+        """Why ``predict`` cannot answer for this model whose args fastText defines (fastText's own refusals),
+        or None."""
+        if int(self.args["model"]) != Model.supervised:
+            return f"predict needs a supervised model: args.model is {self.model}"
         if not self.labels:
             return "predict needs labels: the dictionary holds none (nlabels 0)"
         if self.version is None and int(self.args["wordNgrams"]) > 1:
@@ -695,6 +708,20 @@ def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
         left[i], right[i] = mini
         count[i] = count[mini[0]] + count[mini[1]]
     return list(zip(left, right, strict=True))
+
+
+def args_offset(parsed: Any, field: str) -> int:
+    """The byte offset of an args field in the file (after the magic and version of a current release's)."""
+    at = 0
+    for sub in schema.fasttext.subcons:
+        if sub.name == "args":
+            break
+        at += sub.sizeof(new_format=parsed["new_format"])
+    for sub in schema.args.subcons:
+        if sub.name == field:
+            return at
+        at += sub.sizeof()
+    raise KeyError(field)
 
 
 def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
