@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 import re
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any
@@ -52,6 +53,7 @@ def named(enum: Any) -> str:
     return ", ".join(f"{int(x)} {x.name}" for x in enum)
 
 
+F64_ARGS = ("t",)  # args fields fastText writes as doubles (Args::save), kept as their bits by the schema
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
@@ -216,7 +218,7 @@ class FastText(Embeddings):
                                 rows=lambda: bucket_rows(self), indices=self.subword_rows, lookup=self._unknown,
                                 lookup_batch=self._unknown_batch)
         super().__init__(words, LazyRows((nwords, dim), self._word_rows),
-                         metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
+                         metadata={"args": args_metadata(a)},
                          subwords=subwords, storage=storage)
         self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
 
@@ -708,6 +710,13 @@ def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
         left[i], right[i] = mini
         count[i] = count[mini[0]] + count[mini[1]]
     return list(zip(left, right, strict=True))
+
+
+def args_metadata(args: Any) -> dict[str, Any]:
+    """The args as metadata (what a finalfusion file's metadata chunk keeps): each value as fastText holds it,
+    the doubles (``t``, which the schema keeps as its bits) as floats."""
+    return {k: struct.unpack("<d", struct.pack("<q", v))[0] if k in F64_ARGS else v
+            for k, v in args.items() if not k.startswith("_")}
 
 
 def args_offset(parsed: Any, field: str) -> int:
