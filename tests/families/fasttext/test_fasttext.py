@@ -677,8 +677,10 @@ def test_args_outside_fasttexts_are_named_by_check(trained, tmp_path, field, val
 
 
 def test_predict_says_what_is_wrong_with_the_args(trained, tmp_path):
-    """A supervised model (5 labels) whose args.model or args.loss is outside fastText's: predict names the
-    field and its value, as the peer refuses (predict: "Model needs to be supervised"; load: "Unknown loss")."""
+    """A supervised model (5 labels) whose args.model or args.loss is outside fastText's: predict raises a
+    FormatError naming the field, its value and its offset, as the peer refuses (predict: "Model needs to be
+    supervised"; load: "Unknown loss"); a known model that is not supervised is a ValueError (a use, not a file,
+    fastText cannot predict with)."""
     p = wv.parse_file(trained / "sup-softmax.bin")
     p.args.model = -2147483645
     with open(tmp_path / "model.bin", "wb") as f:
@@ -686,15 +688,17 @@ def test_predict_says_what_is_wrong_with_the_args(trained, tmp_path):
     assert "Model needs to be supervised" in _peer_error(tmp_path / "model.bin", lines=["apple"])
     m = wv.read(tmp_path / "model.bin")
     assert len(m.labels) == 5
-    with pytest.raises(ValueError, match=r"args\.model is -2147483645, which fastText does not define") as info:
+    with pytest.raises(FormatError, match=r"args\.model is -2147483645, which fastText does not define") as info:
         m.predict("apple")
     assert "no labels" not in str(info.value)
+    assert (info.value.path, info.value.offset) == ("args.model", 36)
     p.args.model, p.args.loss = 3, 9
     with open(tmp_path / "loss.bin", "wb") as f:
         codec.build(p, f)
     assert "Unknown loss" in _peer_error(tmp_path / "loss.bin", words=["apple"])
-    with pytest.raises(ValueError, match=r"args\.loss is 9, which fastText does not define"):
+    with pytest.raises(FormatError, match=r"args\.loss is 9, which fastText does not define") as info:
         wv.read(tmp_path / "loss.bin").predict("apple")
+    assert (info.value.path, info.value.offset) == ("args.loss", 32)
     p.args.loss, p.args.model = 3, 2
     with open(tmp_path / "sg.bin", "wb") as f:
         codec.build(p, f)

@@ -259,3 +259,29 @@ def test_lid_converts_to_finalfusion_with_its_subwords(tmp_path, lid):
     _pruned_lookups_equal_fasttexts(lid, out)
     assert any("42765 kept n-gram rows are written among all 2000000 buckets" in x and "128.0 MB" in x
                for x in said)
+
+
+ARGS = ["dim", "ws", "epoch", "minCount", "neg", "wordNgrams", "loss", "model", "bucket", "minn", "maxn",
+        "lrUpdateRate", "t"]  # what Args::save writes (t a double, the others int32)
+
+
+@pytest.mark.parametrize("name", ["skipgram.bin", "sup-hs.bin"])
+def test_fasttext_args_in_finalfusion_metadata_keep_their_types(tmp_path, name):
+    """fastText -> finalfusion wrote args.t (the sampling threshold, a double) as 4547007122018943789, its
+    bits as the schema keeps them, and finalfusion-python showed that number. Now the metadata holds every arg
+    as the fasttext module's getArgs gives it: t the float 1e-4, the others ints."""
+    import json
+    import subprocess
+    import sys
+
+    src, out = DATA / "trained" / name, tmp_path / "m.fifu"
+    _converted(src, out)
+    script = ("import fasttext, json, sys; a = fasttext.load_model(sys.argv[1]).f.getArgs(); "
+              f"print(json.dumps({{k: (lambda v: v if isinstance(v, (int, float)) else int(v.value))"
+              f"(getattr(a, k)) for k in {ARGS!r}}}))")
+    want = json.loads(subprocess.run([sys.executable, "-c", script, str(src)], check=True, capture_output=True,
+                                     text=True, timeout=120).stdout)
+    assert want["t"] == 1e-4
+    for got in (ff.load_finalfusion(str(out)).metadata["args"], wv.read(out).metadata["args"]):
+        assert got == want
+        assert all(type(got[k]) is type(want[k]) for k in ARGS), {k: type(v) for k, v in got.items()}

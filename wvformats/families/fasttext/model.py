@@ -4,7 +4,9 @@ them (float32 sums in fastText's order, means as ``Vector::mul(1.0 / n)``)."""
 
 from __future__ import annotations
 
+import operator
 import re
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any
@@ -24,6 +26,7 @@ from ...embeddings import (
     word_rows,
 )
 from ...errors import FormatError
+from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
 from ..finalfusion.lookups import as_row_items, composed_batch
@@ -33,7 +36,7 @@ from .heap import pop_heap as _pop_heap
 from .heap import push_heap as _push_heap
 from .heap import sort_heap as _sort_heap
 from .neighbors import vector_norm
-from .predict import exp_to_float, expf, predict_line, predict_lines, std_log
+from .predict import exp_to_float, expf, predict_line, predict_lines, std_log, threshold32
 from .quantized import finalfusion_quantized
 from .subwords import Buckets
 
@@ -50,6 +53,7 @@ def named(enum: Any) -> str:
     return ", ".join(f"{int(x)} {x.name}" for x in enum)
 
 
+F64_ARGS = ("t",)  # args fields fastText writes as doubles (Args::save), kept as their bits by the schema
 EOS = "</s>"
 LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
@@ -214,7 +218,7 @@ class FastText(Embeddings):
                                 rows=lambda: bucket_rows(self), indices=self.subword_rows, lookup=self._unknown,
                                 lookup_batch=self._unknown_batch)
         super().__init__(words, LazyRows((nwords, dim), self._word_rows),
-                         metadata={"args": {k: v for k, v in a.items() if not k.startswith("_")}},
+                         metadata={"args": args_metadata(a)},
                          subwords=subwords, storage=storage)
         self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
 
@@ -480,7 +484,7 @@ class FastText(Embeddings):
         own = self._raw_id(word)
         strings = [shown] if own >= 0 else []
         if word != EOS and self._composes:
-            b = f"<{word}>".encode("utf-8", "surrogateescape")
+            b = f"<{word}>".encode("utf-8", subwords.BYTES)
             n = len(b)
             for i in range(n):
                 if b[i] & 0xC0 == 0x80:
@@ -610,11 +614,17 @@ class FastText(Embeddings):
     def predict(self, text: str | Sequence[str], k: int = 1,
                 threshold: float = 0.0) -> tuple[Any, Any]:
         """fastText's ``predict``: the ``k`` most likely labels of a line (all when ``k < 0``) whose
-        probability is at least ``threshold``, and their probabilities; for a list of lines, a list of each."""
-        if "_predict" not in self.__dict__ and (problem := self._not_predictable()) is not None:
-            raise ValueError(problem)  # (checked until the first prediction makes the model's caches)
+        probability is at least ``threshold`` (any float: below -1e-5 or NaN keeps every label, as in
+        fastText), and their probabilities; for a list of lines, a list of each."""
+        if "_predict" not in self.__dict__:  # (checked until the first prediction makes the model's caches)
+            if (error := self._undefined_args()) is not None:
+                raise error
+            if (problem := self._not_predictable()) is not None:
+                raise ValueError(problem)
         labels = self.labels
+        k = operator.index(k)
         k = len(labels) if k < 0 else min(k, len(labels))
+        threshold = threshold32(threshold)
         if isinstance(text, str):
             line = text if self.encoding is None else self._raw_words([text])[0]
             ids, probs = predict_line(self, line, k, threshold)
@@ -622,15 +632,24 @@ class FastText(Embeddings):
         ids, found_p = predict_lines(self, self._raw_words(text), k, threshold)
         return [tuple([labels[i] for i in row]) for row in ids], found_p
 
+    def _undefined_args(self) -> FormatError | None:
+        """A FormatError naming the args field (model or loss) whose value fastText does not define, which predict
+        needs, or None. (fastText refuses a loss it does not define at load, in createLoss; the word vectors do
+        not depend on it: only predict refuses it here.)"""
+        for field, enum, known in (("model", Model, MODELS), ("loss", Loss, LOSSES)):
+            value = int(self.args[field])
+            if value not in known:
+                why = ("predict needs a supervised model" if field == "model" else
+                       "fastText refuses to load the model (\"Unknown loss\")")
+                return FormatError(f"args.{field} is {value}, which fastText does not define ({named(enum)}): {why}",
+                                   format=NAME, path=f"args.{field}", offset=args_offset(self.parsed, field))
+        return None
+
     def _not_predictable(self) -> str | None:
-        """Why ``predict`` cannot answer for this model (fastText's own refusals), or None."""
-        model, loss = int(self.args["model"]), int(self.args["loss"])
-        if model != Model.supervised:
-            what = MODELS.get(model) or f"{model}, which fastText does not define ({named(Model)})"
-            return f"predict needs a supervised model: args.model is {what}"
-        if loss not in LOSSES:
-            return (f"args.loss is {loss}, which fastText does not define ({named(Loss)}): fastText "
-                    f"refuses to load the model (\"Unknown loss\")")
+        """Why ``predict`` cannot answer for this model whose args fastText defines (fastText's own refusals),
+        or None."""
+        if int(self.args["model"]) != Model.supervised:
+            return f"predict needs a supervised model: args.model is {self.model}"
         if not self.labels:
             return "predict needs labels: the dictionary holds none (nlabels 0)"
         if self.version is None and int(self.args["wordNgrams"]) > 1:
@@ -691,6 +710,27 @@ def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
         left[i], right[i] = mini
         count[i] = count[mini[0]] + count[mini[1]]
     return list(zip(left, right, strict=True))
+
+
+def args_metadata(args: Any) -> dict[str, Any]:
+    """The args as metadata (what a finalfusion file's metadata chunk keeps): each value as fastText holds it,
+    the doubles (``t``, which the schema keeps as its bits) as floats."""
+    return {k: struct.unpack("<d", struct.pack("<q", v))[0] if k in F64_ARGS else v
+            for k, v in args.items() if not k.startswith("_")}
+
+
+def args_offset(parsed: Any, field: str) -> int:
+    """The byte offset of an args field in the file (after the magic and version of a current release's)."""
+    at = 0
+    for sub in schema.fasttext.subcons:
+        if sub.name == "args":
+            break
+        at += sub.sizeof(new_format=parsed["new_format"])
+    for sub in schema.args.subcons:
+        if sub.name == field:
+            return at
+        at += sub.sizeof()
+    raise KeyError(field)
 
 
 def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:

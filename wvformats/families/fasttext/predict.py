@@ -20,8 +20,10 @@ labels and probabilities are the peer's to the bit.
 
 Caches, each bounded: the token -> (rows, hash) dict (at most :data:`MAX_TOKENS` tokens, cleared when full;
 about 0.3 KB a token of 20 rows: ~40 MB at most, 3 MB after 10,000 lines of text), a pruned model's
-bucket -> row table (:meth:`.subwords.Buckets.table`: one int32 per bucket, 8 MB for ``lid.176.ftz``'s 2M) and the reconstructed quantized
-input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`: 3.2 MB for ``lid.176.ftz``).
+bucket -> row table (:meth:`.subwords.Buckets.table`: one int32 per bucket up to the last kept one, 8 MB for
+``lid.176.ftz``'s 2M; at most 8 MB or 32 times the prune index's bytes, else the prune index as a dict) and the
+reconstructed quantized input (rows x dim x 4 bytes, only when at most :data:`TABLE_BYTES`: 3.2 MB for
+``lid.176.ftz``).
 """
 
 from __future__ import annotations
@@ -83,6 +85,23 @@ _F32 = struct.Struct("<f")
 def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
     """A Python float rounded to float32."""
     return _unpack(_pack(x))[0]
+
+
+def threshold32(threshold: float) -> float:
+    """A predict threshold as fastText takes it: a float32 (``(float)`` of the double: infinite past float32's
+    range); NaN as -inf, which it acts as (fastText's comparisons with NaN are all false: every label kept)."""
+    t = float(threshold)
+    if t != t:
+        return -math.inf
+    with np.errstate(over="ignore"):
+        return float(np.float32(t))
+
+
+def log32(threshold: float) -> float:
+    """``Loss::std_log`` of a :func:`threshold32` value (``log(t + 1e-5)`` in double, as float32), -inf where the C
+    library's log is -inf or NaN (a threshold at or below -1e-5: fastText's comparisons with NaN are false)."""
+    x = threshold + 1e-5
+    return _r32(math.log(x)) if x > 0 else -math.inf
 
 # numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
 # value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
@@ -261,10 +280,6 @@ class Lines:
             self._output = np.asarray(rows, np.float32), norms, self.m.loss == "softmax", _SIGMOID_TABLE
         return self._output
 
-    def _bucket_row(self, h: int) -> int:
-        """``Dictionary::pushHash``: the row of bucket ``h``, or -1 where the prune index drops it."""
-        r = h if self.kept is None else self.kept[h]
-        return self.nwords + r if r >= 0 else -1
 
     def _ngram_rows(self, token: str) -> list[int]:
         """``computeSubwords("<" + token + ">")`` on the token's bytes, as fastText runs it (through the prune
@@ -291,9 +306,9 @@ class Lines:
         if self.wordngrams <= 1:
             return 0
         if _K is not None:
-            return _K.fnv1a(token.encode("utf-8", "surrogateescape"))
+            return _K.fnv1a(token.encode("utf-8", subwords.BYTES))
         h = _FNV_OFFSET
-        for byte in token.encode("utf-8", "surrogateescape"):
+        for byte in token.encode("utf-8", subwords.BYTES):
             h = ((h ^ _SIGNED[byte]) * _FNV_PRIME) & 0xFFFFFFFF
         return h
 
@@ -319,10 +334,8 @@ class Lines:
         wids = m._ids(words).tolist()
         # every n-gram of every new word at once (computeSubwords), through the bucket table
         blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
-        hashed = fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket)
-        rows = np.asarray(self.kept)[hashed] if self.kept is not None else hashed.astype(np.int64)
-        kept = rows >= 0
-        flat = (rows[kept].astype(np.int64) + self.nwords).tolist()
+        rows, kept = m.buckets.rows(fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket))
+        flat = rows[kept].tolist()
         bounds = np.searchsorted(owner[kept], np.arange(len(words) + 1)).tolist()
         grams = [tuple(flat[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
         own = [(w,) if w >= 0 else () for w in wids]  # a word's own row first (getSubwords)
@@ -344,18 +357,25 @@ class Lines:
                 out += got[0]
                 if n > 1:
                     hashes.append(got[1])
-        if n > 1 and _K is not None:
-            _K.word_ngram_rows(out, hashes, n, self.bucket, self.nwords, self.kept)
-        elif n > 1:
+        n = min(n, len(hashes))  # (an n-gram holds the line's tokens at most: a header's 2^31 - 1 asks no more)
+        if n <= 1:
+            return out
+        kept = self.kept
+        if _K is not None and not isinstance(kept, subwords.Kept):
+            _K.word_ngram_rows(out, hashes, n, self.bucket, self.nwords, kept)
+            return out
+        ids: list[int] = []
+        if _K is not None:
+            _K.word_ngram_rows(ids, hashes, n, self.bucket, 0, None)
+        else:
             signed = [h - (1 << 32) if h & 0x80000000 else h for h in hashes]
             for i in range(len(signed)):
                 h = signed[i] & _MASK64
                 for j in range(i + 1, min(len(signed), i + n)):
                     h = (h * WORD_NGRAM_PRIME + signed[j]) & _MASK64
-                    r = self._bucket_row(h % self.bucket)
-                    if r >= 0:
-                        out.append(r)
-        return out
+                    ids.append(h % self.bucket)
+        return out + (subwords.through(kept, ids, self.nwords) if kept is not None else
+                      [self.nwords + i for i in ids])
 
     def hidden_one(self, rows: list[int]) -> np.ndarray:
         """One line's hidden vector from its input rows (at least one): their float32 sum in order onto +0.0,
@@ -446,10 +466,11 @@ class Tree:
         self.nodes = np.array(tree, np.int32).reshape(-1, 2)
 
     def log_of(self, threshold: float) -> float:
-        """``std_log(threshold)`` as a float32 value (the last one kept: lines are predicted with one threshold)."""
+        """:func:`log32` of a :func:`threshold32` value (the last one kept: lines are predicted with one
+        threshold)."""
         last, lt = self.log_threshold  # (one tuple: threads see a threshold with its own log)
         if threshold != last:
-            lt = _r32(math.log(_r32(threshold) + 1e-5))
+            lt = log32(threshold)
             self.log_threshold = threshold, lt
         return lt
 
@@ -498,7 +519,7 @@ def hs_predict(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> tupl
     """``HierarchicalSoftmaxLoss::predict`` of each hidden vector: the label ids of each, best first, and
     their probabilities (``std::exp`` of the scores, as the Python module gives them)."""
     osz = tree.osz
-    log_threshold = np.float32(std_log(np.full(1, threshold, np.float32))[0])
+    log_threshold = np.float32(tree.log_of(threshold))
     kk = min(k, osz)
     if 0 < log_threshold or kk <= 0:  # the root's score 0 is below the threshold: nothing
         return [[] for _ in range(len(hidden))], [np.zeros(0) for _ in range(len(hidden))]

@@ -5,7 +5,9 @@ model; and word n-grams of a supervised line."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -19,11 +21,28 @@ _MASK = 0xFFFFFFFF
 _FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 
+def _escape_or_pass(e: UnicodeError) -> tuple[bytes, int]:
+    """Error handler of :data:`BYTES`: a surrogate escape (U+DC80..U+DCFF) is the byte it was read from, any other
+    lone surrogate its 3-byte form (``surrogatepass``)."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogatepass")
+                    for c in e.object[e.start : e.end]), e.end
+
+
+# str -> the bytes fastText sees: ``word.encode("utf-8", BYTES)``. Bytes that are not UTF-8 are read as surrogate
+# escapes and hashed as the bytes they came from; a lone surrogate no byte gave (U+D800) is hashed by its
+# surrogatepass form, as the finalfusion fastText vocabularies take it: every str has n-grams, and a .fifu
+# converted from a model gives such a word the model's vector
+BYTES = "wvformats.fasttext"
+codecs.register_error(BYTES, _escape_or_pass)
+
+
 def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
-    """The bytes fastText sees of each word between ``bow`` and ``eow`` (bytes read as surrogate escapes
-    come back), all in one blob: (blob as uint8, each one's length in bytes)."""
+    """The bytes fastText sees of each word between ``bow`` and ``eow`` (:data:`BYTES`), all in one blob: (blob
+    as uint8, each one's length in bytes)."""
     joined = bow + (eow + bow).join(words) + eow if len(words) else ""
-    blob = np.frombuffer(joined.encode("utf-8", "surrogateescape"), np.uint8)
+    blob = np.frombuffer(joined.encode("utf-8", BYTES), np.uint8)
     chars = np.fromiter(map(len, words), np.int64, len(words)) + len(bow) + len(eow)
     if len(blob) == len(joined):  # one byte a character
         return blob, chars
@@ -34,13 +53,28 @@ def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarr
     return blob, np.diff(ends, prepend=0)
 
 
+# a pruned model's bucket -> row table is one int32 per bucket up to its largest kept key, made when it holds at
+# most this many bytes (fastText's default 2M buckets fit) or _TABLE_RATIO entries per prune index pair (32 times
+# the index's bytes); beyond (header values out of proportion to the file) the prune index is looked up as a dict
+BUCKET_TABLE_BYTES = 8 << 20
+_TABLE_RATIO = 64
+
+
+class Kept(dict):
+    """A pruned model's bucket -> row after the words, for buckets too many for a table: the prune index as a
+    dict (-1 for a bucket it does not keep, as the table gives)."""
+
+    def __missing__(self, key: int) -> int:
+        return -1
+
+
 class Buckets:
     """n-gram bucket -> input row, for one model's nwords, bucket count and prune index."""
 
     def __init__(self, nwords: int, bucket: int, pruneidx: np.ndarray | None) -> None:
         self.nwords, self.bucket = nwords, bucket
         self.pruned = pruneidx is not None
-        self._table: memoryview | None = None
+        self._table: memoryview | Kept | None = None
         if self.pruned:
             order = np.argsort(pruneidx[:, 0], kind="stable")
             self.keys, self.values = pruneidx[order, 0].astype(np.int64), pruneidx[order, 1].astype(np.int64)
@@ -55,16 +89,32 @@ class Buckets:
         kept = (self.keys[at] == ids) if len(self.keys) else np.zeros(len(ids), bool)
         return self.values[at] + self.nwords, kept
 
-    def table(self) -> memoryview:
+    def table(self) -> memoryview | Kept:
         """A pruned model's bucket -> row after the words, -1 where the prune index drops the bucket (keys outside
-        the buckets, which no hash reaches, left out): one int32 a bucket (8 MB for 2M buckets), made on first use,
-        read an item at a time as a Python int."""
+        the buckets, which no hash reaches, left out), made on first use and read an item at a time as a Python
+        int: one int32 a bucket up to the largest kept one (8 MB for 2M buckets), the kernels' form; a
+        :class:`Kept` dict of the prune index where such a table would be out of proportion to it
+        (:data:`BUCKET_TABLE_BYTES`; the bucket count and the keys are header values)."""
         if self._table is None:
-            table = np.full(max(self.bucket, 0), -1, np.int32)
             hit = (self.keys >= 0) & (self.keys < self.bucket)
-            table[self.keys[hit]] = self.values[hit]  # (a key listed twice: the last, as fastText's map keeps it)
-            self._table = memoryview(table)
+            keys, values = self.keys[hit], self.values[hit]
+            size = int(keys[-1]) + 1 if len(keys) else 0  # (sorted: no bucket past the last key is kept)
+            if size * 4 <= max(BUCKET_TABLE_BYTES, _TABLE_RATIO * 4 * len(keys)):
+                table = np.full(size, -1, np.int32)  # (the kernels drop a bucket past its end)
+                table[keys] = values  # (a key listed twice: the last, as fastText's map keeps it)
+                self._table = memoryview(table)
+            else:
+                self._table = Kept(zip(keys.tolist(), values.tolist(), strict=True))  # (in order: the last wins)
         return self._table
+
+
+def through(table: memoryview | Kept, ids: list[int], offset: int) -> list[int]:
+    """Bucket ids mapped through a pruned model's :meth:`Buckets.table`, plus ``offset``; the buckets it drops
+    (-1, or past the end of a table) left out."""
+    if isinstance(table, Kept):
+        return [offset + r for r in map(table.get, ids, repeat(-1)) if r >= 0]
+    size = len(table)
+    return [offset + r for x in ids if x < size and (r := table[x]) >= 0]
 
 
 def char_ngrams(words: Sequence[str], minn: int, maxn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -111,12 +161,14 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: i
     bucket = buckets.bucket
     if maxn <= 0 or bucket <= 0:
         return []
-    b = ("<" + word + ">").encode("utf-8", "surrogateescape")
+    b = ("<" + word + ">").encode("utf-8", BYTES)
+    table = buckets.table() if buckets.pruned else None
     if _K is not None:
-        return _K.ngram_rows(b, minn, maxn, bucket, offset, buckets.table() if buckets.pruned else None)
+        if isinstance(table, Kept):
+            return through(table, _K.ngram_rows(b, minn, maxn, bucket, 0, None), offset)
+        return _K.ngram_rows(b, minn, maxn, bucket, offset, table)
     out: list[int] = []
     add, prime, mask, signed = out.append, FNV_PRIME, _MASK, SIGNED  # (locals: the loops below are the cost)
-    table = buckets.table() if buckets.pruned else None  # (a pruned bucket's row read as the n-gram is cut)
     if word.isascii() and minn >= 2:  # every byte a character, no byte sign-extended, no single "<" or ">"
         first = _FIRST
         for i in range(len(b) - minn + 1):
@@ -125,10 +177,7 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: i
                 h = (h ^ c) * prime  # (the low 32 bits of a product depend on the low 32 bits alone)
             for c in b[i + minn - 1 : i + maxn]:
                 h = ((h ^ c) * prime) & mask
-                if table is None:
-                    add(h % bucket)
-                elif (r := table[h % bucket]) >= 0:
-                    add(r)
+                add(h % bucket)
     else:  # Dictionary::computeSubwords, line by line
         n = len(b)
         for i in range(n):
@@ -143,10 +192,9 @@ def one_word_ngrams(word: str, minn: int, maxn: int, buckets: Buckets, offset: i
                     j += 1
                 k += 1
                 if k >= minn and not (k == 1 and (i == 0 or j == n)):
-                    if table is None:
-                        add(h % bucket)
-                    elif (r := table[h % bucket]) >= 0:
-                        add(r)
+                    add(h % bucket)
+    if table is not None:
+        return through(table, out, offset)
     return [offset + r for r in out] if offset else out
 
 
@@ -164,6 +212,7 @@ def word_ngram_rows(hashes: np.ndarray, line: np.ndarray, n: int, buckets: Bucke
     empty = np.zeros(0, np.int64)
     if n <= 1 or len(hashes) < 2 or buckets.bucket <= 0:
         return empty, empty
+    n = min(n, int(np.bincount(line - line[0]).max()))  # (no n-gram is longer than the longest line)
     h64 = hashes.astype(np.uint32).view(np.int32).astype(np.int64).view(np.uint64)
     prime = np.uint64(WORD_NGRAM_PRIME)
     chained = h64.copy()
