@@ -25,8 +25,8 @@ from ...schemas import fasttext as schema
 from ..finalfusion.lookups import composed_batch
 from . import subwords
 from .edit import CURRENT
-from .model import EOS
 from .sniff import FASTTEXT
+from .subwords import EOS
 
 if TYPE_CHECKING:
     from .model import FastText

@@ -31,14 +31,12 @@ from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
 from ..finalfusion.lookups import as_row_items, composed_batch
 from . import subwords
+from .arithmetic import exp_to_float, sigmoid, threshold32
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
-from .heap import pop_heap as _pop_heap
-from .heap import push_heap as _push_heap
-from .heap import sort_heap as _sort_heap
 from .neighbors import vector_norm
-from .predict import exp_to_float, expf, predict_line, predict_lines, std_log, threshold32
+from .predict import predict_line, predict_lines
 from .quantized import finalfusion_quantized
-from .subwords import Buckets
+from .subwords import EOS, LABEL_PREFIX, Buckets
 
 _K = kernel(f"{__package__}._kernel")  # a word's vector in C (None: numpy's calls in FastText._one)
 
@@ -54,11 +52,8 @@ def named(enum: Any) -> str:
 
 
 F64_ARGS = ("t",)  # args fields fastText writes as doubles (Args::save), kept as their bits by the schema
-EOS = "</s>"
-LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
 
-MAX_SIGMOID, SIGMOID_TABLE_SIZE = 8, 512
 
 
 def examples(lines: Iterable[str]) -> Iterator[str]:
@@ -674,7 +669,7 @@ class FastText(Embeddings):
         if self.loss == "softmax":  # SoftmaxLoss::computeOutput: exp in double, the sum label after label
             out = exp_to_float(out - out.max(axis=1, keepdims=True))
             return out / np.cumsum(out, axis=1, dtype=np.float32)[:, -1:]
-        return _sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
+        return sigmoid(out)  # ns and ova: one sigmoid per label (BinaryLogisticLoss)
 
     def _tree(self) -> list[tuple[int, int]]:
         """The Huffman tree of the label counts (``HierarchicalSoftmaxLoss::buildTree``): (left, right)."""
@@ -789,67 +784,3 @@ def _shown(entries: Any, raw: list[str], unicode_errors: str | None, encoding: s
     for i in escaped:
         shown[i] = raw[i].encode("utf-8", "surrogateescape").decode("utf-8", unicode_errors)
     return shown
-
-
-# Loss's t_sigmoid_: 1.0 / (1.0 + std::exp(-x)) with x a float (expf), in double, stored as float
-_SIGMOID_X = np.array([np.float32(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE - MAX_SIGMOID
-                       for i in range(SIGMOID_TABLE_SIZE + 1)], np.float32)
-_SIGMOID_TABLE = (1.0 / (1.0 + expf(-_SIGMOID_X).astype(np.float64))).astype(np.float32)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """``Loss::sigmoid``: fastText's table of 513 values, 0 below -8 and 1 above 8."""
-    x = x.astype(np.float32)
-    inside = np.clip(x, -MAX_SIGMOID, MAX_SIGMOID)
-    at = ((inside + np.float32(MAX_SIGMOID)) * np.float32(SIGMOID_TABLE_SIZE) / np.float32(MAX_SIGMOID)
-          / np.float32(2)).astype(np.int64)
-    out = _SIGMOID_TABLE[np.clip(at, 0, SIGMOID_TABLE_SIZE)]
-    return np.where(x < -MAX_SIGMOID, np.float32(0), np.where(x > MAX_SIGMOID, np.float32(1), out))
-
-
-def _k_best_all(p: np.ndarray, k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
-    """:func:`_k_best` of every row of ``p`` (lines x labels), found for all rows at once: each row's label
-    ids and their probabilities (float64). A row where the threshold cuts or ties reach the k-th place
-    goes through :func:`_k_best`."""
-    if not len(p) or k == 0:
-        return [[] for _ in range(len(p))], [np.zeros(0) for _ in range(len(p))]
-    scores = std_log(p)
-    if k + 1 < p.shape[1]:  # the k + 1 best of each row, then in order (their ties go to _k_best below)
-        best = np.argpartition(-scores, k, axis=1)[:, : k + 1]
-        order = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1), axis=1)
-    else:
-        order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 1]
-    top = np.take_along_axis(scores, order, axis=1)
-    probs = np.take_along_axis(p, order, axis=1)
-    exact = (top[:, 1:] == top[:, :-1]).any(axis=1) | (probs[:, :k] < np.float32(threshold)).any(axis=1)
-    ids, out_p = order[:, :k].tolist(), list(expf(top[:, :k]).astype(np.float64))
-    for r in np.flatnonzero(exact).tolist():
-        (ids[r],), (out_p[r],) = _columns([_k_best(p[r], k, threshold)])
-    return ids, out_p
-
-
-def _columns(found: list[list[tuple[int, float]]]) -> tuple[list[list[int]], list[np.ndarray]]:
-    """(label id, probability) pairs of each line as (the ids of each line, its probabilities)."""
-    return [[i for i, _ in f] for f in found], [np.array([q for _, q in f], np.float64) for f in found]
-
-
-def _k_best(p: np.ndarray, k: int, threshold: float) -> list[tuple[int, float]]:
-    """``Loss::findKBest``: labels with p >= threshold, the k best by log(p + 1e-5); probabilities as the
-    Python module gives them (exp of that score). Equal scores come out in the order fastText's heap
-    leaves them: where ties reach the k-th place, its heap is replayed."""
-    ok = np.flatnonzero(p >= np.float32(threshold))
-    scores = std_log(p[ok])
-    order = np.argsort(-scores, kind="stable")
-    top = scores[order[: k + 1]]
-    if len(np.unique(top)) < len(top):  # ties among the best: the order is the heap's
-        heap: list[tuple[float, int]] = []
-        for s, i in zip(scores.tolist(), ok.tolist(), strict=True):
-            if len(heap) == k and s < heap[0][0]:
-                continue
-            heap.append((s, i))
-            _push_heap(heap)
-            if len(heap) > k:
-                _pop_heap(heap, len(heap))
-                heap.pop()
-        return [(i, float(expf(np.float32(s)))) for s, i in _sort_heap(heap)]
-    return [(int(ok[i]), float(expf(scores[i]))) for i in order[:k]]

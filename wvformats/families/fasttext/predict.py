@@ -28,10 +28,7 @@ reconstructed quantized input (rows x dim x 4 bytes, only when at most :data:`TA
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
-import struct
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from operator import add, is_not, itemgetter, methodcaller
@@ -42,12 +39,24 @@ import numpy as np
 from ...compiled import kernel
 from ..finalfusion.lookups import as_row_items, composed_batch, sum_rows
 from . import subwords
+from .arithmetic import (
+    SETTLED,
+    SIGMOID_TABLE,
+    expf,
+    expf_c,
+    expf_one,
+    k_best_all,
+    log32,
+    r32,
+    sigmoid_hs,
+    std_log,
+)
 from .hashing import fasttext_hash_many
 from .heap import pop_heap, push_heap, sort_heap
+from .subwords import EOS, LABEL_PREFIX, WORD_NGRAM_PRIME
 from .subwords import FNV_OFFSET as _FNV_OFFSET
 from .subwords import FNV_PRIME as _FNV_PRIME
 from .subwords import SIGNED as _SIGNED
-from .subwords import WORD_NGRAM_PRIME
 
 if TYPE_CHECKING:
     from .model import FastText
@@ -58,135 +67,22 @@ TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstruc
 _CHUNK = 128  # lines whose hierarchical-softmax products are made at once (lines x dim x nodes float32)
 _MASK64 = (1 << 64) - 1
 first = itemgetter(0)
-_EOS = "</s>"
-_LABEL = "__label__"
 _ZERO = np.float32(0)
 _NEW = object()  # a token not kept yet
 _INVERSES = [np.array(1.0 / n if n else 0.0, np.float32) for n in range(256)]  # float32(1 / n) as 0-d arrays
-
-
-# -- the C library's expf and log, as fastText calls them --------------------------------------------------
-
-def _libm() -> Any:
-    name = ctypes.util.find_library("m")
-    try:
-        lib = ctypes.CDLL(name)
-        lib.expf.restype, lib.expf.argtypes = ctypes.c_float, [ctypes.c_float]
-        return lib
-    except (OSError, TypeError, AttributeError):  # no C math library to load: numpy's values, unchecked
-        return None
-
-
-_LIBM = _libm()
-_expf1 = _LIBM.expf if _LIBM is not None else lambda x: float(np.float32(np.exp(np.float32(x))))
-_F32 = struct.Struct("<f")
-
-
-def _r32(x: float, _pack: Any = _F32.pack, _unpack: Any = _F32.unpack) -> float:
-    """A Python float rounded to float32."""
-    return _unpack(_pack(x))[0]
-
-
-def threshold32(threshold: float) -> float:
-    """A predict threshold as fastText takes it: a float32 (``(float)`` of the double: infinite past float32's
-    range); NaN as -inf, which it acts as (fastText's comparisons with NaN are all false: every label kept)."""
-    t = float(threshold)
-    if t != t:
-        return -math.inf
-    with np.errstate(over="ignore"):
-        return float(np.float32(t))
-
-
-def log32(threshold: float) -> float:
-    """``Loss::std_log`` of a :func:`threshold32` value (``log(t + 1e-5)`` in double, as float32), -inf where the C
-    library's log is -inf or NaN (a threshold at or below -1e-5: fastText's comparisons with NaN are false)."""
-    x = threshold + 1e-5
-    return _r32(math.log(x)) if x > 0 else -math.inf
-
-# numpy's float64 exp and log (SIMD, within a few double ulps) are rounded to float32 and kept where the
-# value is not near a float32 rounding boundary; the rest (about 1 in 200 for exp, fewer for log) are the
-# C library's own. glibc's expf is within 2^-33 of exp (relative, 2^19 double ulps) before its last rounding;
-# numpy's exp and log within 4 double ulps of the C library's double exp and log.
-_EXP_SLACK, _LOG_SLACK = 1 << 21, 1 << 4
-# one value: its float32 rounding is settled when it is further than 2^-7 float32 ulps from a boundary, a
-# float32 ulp being 2^29 double ulps of the same binade (math.ulp of the value itself: below a power of two
-# the smaller one)
-_SETTLED = (0.5 - 2.0**-7) * 2.0**29
-
-
-def _unsettled(v: np.ndarray, slack: int) -> np.ndarray:
-    """Where float64 values ``v`` lie within ``slack`` double ulps of a float32 rounding boundary (the 29
-    mantissa bits float32 drops near 2^28), or outside float32's normal range, where another function's
-    value that close could round otherwise. Indices into ``v.reshape(-1)``."""
-    bits = v.reshape(-1).view(np.uint64)
-    near = ((bits & np.uint64((1 << 29) - 1)) - np.uint64((1 << 28) - slack)) < np.uint64(2 * slack)
-    exponent = (bits >> np.uint64(52)) & np.uint64(0x7FF)
-    outside = (exponent - np.uint64(1023 - 126)) >= np.uint64(253)  # (wraps below 2^-126)
-    return np.flatnonzero(near | outside)
-
-
-def expf(x: np.ndarray) -> np.ndarray:
-    """``std::exp`` of float32 values (the C library's ``expf``), as float32."""
-    x = np.asarray(x, np.float32)
-    v = np.exp(x.astype(np.float64))
-    with np.errstate(over="ignore"):  # past float32's range: inf, and the check below asks the C library
-        out = v.astype(np.float32)
-    if _LIBM is not None:
-        at = _unsettled(v.reshape(-1), _EXP_SLACK)
-        if len(at):
-            out.reshape(-1)[at] = list(map(_LIBM.expf, x.reshape(-1)[at].tolist()))
-    return out
-
-
-def exp_to_float(x: np.ndarray) -> np.ndarray:
-    """C's double ``exp`` of float32 values stored back as float32 (fastText's unqualified ``exp(float)``)."""
-    d = np.asarray(x, np.float32).astype(np.float64)
-    v = np.exp(d)
-    with np.errstate(over="ignore"):
-        out = v.astype(np.float32)
-    at = _unsettled(v, _LOG_SLACK)
-    if len(at):
-        out.reshape(-1)[at] = [_exp_or_inf(t) for t in d.reshape(-1)[at].tolist()]
-    return out
-
-
-def _exp_or_inf(t: float) -> float:
-    try:
-        return math.exp(t)
-    except OverflowError:
-        return math.inf
-
-
-def std_log(x: np.ndarray) -> np.ndarray:
-    """fastText's ``Loss::std_log`` of float32 values: ``log(x + 1e-5)`` in double, as float32."""
-    d = np.asarray(x, np.float32).astype(np.float64) + 1e-5
-    v = np.log(d)
-    out = v.astype(np.float32)
-    at = _unsettled(v.reshape(-1), _LOG_SLACK)
-    if len(at):
-        out.reshape(-1)[at] = list(map(math.log, d.reshape(-1)[at].tolist()))
-    return out
-
-
-def _sigmoid_hs(dots: np.ndarray) -> np.ndarray:
-    """``1. / (1 + std::exp(-f))`` of float32 dots: expf, the sum in float32, the quotient in double."""
-    s = expf(-dots) + np.float32(1)
-    return (1.0 / s.astype(np.float64)).astype(np.float32)
 
 
 def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -> tuple[list[list[int]],
                                                                                       list[np.ndarray]]:
     """fastText's ``predict`` of each line (k >= 0): label ids, best first, and their probabilities. A line
     without input rows predicts nothing (``FastText::predict`` returns at once)."""
-    from .model import _k_best_all
-
     rows, tree = state(m)
     if len(lines) == 1 or _K is not None and rows.table is not None:
         # one line at a time: in C, a line costs less than its share of the vectorised path's numpy calls
         got = [predict_line(m, line, k, threshold) for line in lines]
         return [g[0] for g in got], [g[1] for g in got]
     hidden, found = rows.hidden(lines)
-    ids, probs = hs_predict(tree, hidden, k, threshold) if tree else _k_best_all(m._scores(hidden), k, threshold)
+    ids, probs = hs_predict(tree, hidden, k, threshold) if tree else k_best_all(m._scores(hidden), k, threshold)
     for i in np.flatnonzero(~found).tolist():
         ids[i], probs[i] = [], np.zeros(0)
     return ids, probs
@@ -226,9 +122,7 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
         return found, np.array(p, np.float64)
     hidden = lines.hidden_one(rows)
     if tree is None:
-        from .model import _k_best_all
-
-        ids, probs = _k_best_all(m._scores(hidden[None]), k, threshold)
+        ids, probs = k_best_all(m._scores(hidden[None]), k, threshold)
         return ids[0], probs[0]
     found, probs = hs_predict_one(tree, hidden, k, threshold)
     return found, np.array(probs, np.float64)
@@ -274,10 +168,8 @@ class Lines:
         reconstructed from its centroids, unscaled), their norms (a quantized matrix's, else None), whether the
         loss is softmax, and fastText's sigmoid table. Made once (labels x dim float32)."""
         if self._output is None:
-            from .model import _SIGMOID_TABLE
-
             rows, norms = self.m.output.dot_rows()
-            self._output = np.asarray(rows, np.float32), norms, self.m.loss == "softmax", _SIGMOID_TABLE
+            self._output = np.asarray(rows, np.float32), norms, self.m.loss == "softmax", SIGMOID_TABLE
         return self._output
 
 
@@ -290,9 +182,9 @@ class Lines:
         """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""
         m = self.m
         wid = m._raw_index.get(token, -1)
-        if wid >= m.nwords or wid < 0 and token.startswith(_LABEL):
+        if wid >= m.nwords or wid < 0 and token.startswith(LABEL_PREFIX):
             got = None
-        elif token == _EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
+        elif token == EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
             got = ((wid,) if wid >= 0 else (), self._hash(token))
         else:  # a word's own row (getSubwords), then its n-grams (computeSubwords)
             got = ((wid,) * (wid >= 0) + tuple(self._ngram_rows(token)), self._hash(token))
@@ -327,10 +219,10 @@ class Lines:
                 self._token(t)
             return
         ids = m._ids(new)
-        starts_label = np.fromiter(map(methodcaller("startswith", _LABEL), new), bool, len(new))
+        starts_label = np.fromiter(map(methodcaller("startswith", LABEL_PREFIX), new), bool, len(new))
         label = (ids >= m.nwords) | (ids < 0) & starts_label
         self.tokens.update(dict.fromkeys(compress(new, label)))  # labels: None
-        words = [t for t in compress(new, ~label) if t != _EOS]  # (</s> has no n-grams: the scalar path)
+        words = [t for t in compress(new, ~label) if t != EOS]  # (</s> has no n-grams: the scalar path)
         wids = m._ids(words).tolist()
         # every n-gram of every new word at once (computeSubwords), through the bucket table
         blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
@@ -460,7 +352,7 @@ class Tree:
         self.path = path
         self.levels = [np.flatnonzero(depth == d) for d in range(1, self.depth + 1)]
         self.parent, self.term = parent, term
-        self.log_threshold = 0.0, _r32(math.log(1e-5))  # the last threshold one line was predicted with, its log
+        self.log_threshold = 0.0, r32(math.log(1e-5))  # the last threshold one line was predicted with, its log
         # for the kernel's search: the inner nodes' rows (node v's at v - osz), each node's (left, right)
         self.inner_rows = np.ascontiguousarray(rows, np.float32)
         self.nodes = np.array(tree, np.int32).reshape(-1, 2)
@@ -488,7 +380,7 @@ class Tree:
         dots = np.add.reduce(hidden[:, :, None] * self.wt[None], axis=1)
         if self.norms is not None:
             dots *= self.norms
-        f = _sigmoid_hs(dots)
+        f = sigmoid_hs(dots)
         inner = dots.shape[1]
         both = np.empty((len(hidden), 2 * inner), np.float32)
         both[:, :inner] = 1.0 - f.astype(np.float64)  # std_log takes a float
@@ -574,7 +466,7 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
         return [], []
     dot = tree.dots(hidden).item  # (a float32 item as a Python float: only the nodes the search visits)
     children, last, log, exp, ulp, expf1, settled = tree.children, 2 * tree.osz - 2, math.log, math.exp, math.ulp, \
-        _expf1, _SETTLED
+        expf_c, SETTLED
     r = memoryview(bytearray(4)).cast("f")  # r[0] = x; r[0]: x rounded to float32
     best, best_score = -1, -math.inf  # k = 1: a heap of one (a tie goes to the leaf found later: the heap pops the top)
     heap: list[tuple[float, int]] = []
@@ -585,7 +477,7 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
             left, right = children[node]
             if left != -1:
                 x = -dot(last - node)
-                if -80.0 < x < 80.0:  # std::exp of a float: exp rounded, unless near a rounding boundary (_expf)
+                if -80.0 < x < 80.0:  # std::exp of a float: exp rounded, unless near a rounding boundary (expf_one)
                     r[0] = v = exp(x)
                     e = r[0]
                     if abs(v - e) > settled * ulp(v):
@@ -615,21 +507,9 @@ def hs_predict_one(tree: Tree, hidden: np.ndarray, k: int, threshold: float) -> 
             break
         node, score = stack.pop()
     if k == 1:
-        return ([best], [_expf(best_score)]) if best >= 0 else ([], [])
+        return ([best], [expf_one(best_score)]) if best >= 0 else ([], [])
     found = sort_heap(heap)
-    return [i for _, i in found], [_expf(s) for s, _ in found]
-
-
-def _expf(x: float) -> float:
-    """The C library's ``expf`` of a float32 value: Python's exp rounded to float32 where that rounding is
-    settled (its double is further from a float32 rounding boundary than the two functions can differ), else
-    the C library's own (about 1 in 200 values; near overflow and in the subnormal range always)."""
-    if -80.0 < x < 80.0:
-        v = math.exp(x)
-        e = _F32.unpack(_F32.pack(v))[0]
-        if abs(v - e) <= _SETTLED * math.ulp(v):
-            return e
-    return _expf1(x)
+    return [i for _, i in found], [expf_one(s) for s, _ in found]
 
 
 def _dfs(tree: Tree, score: np.ndarray, k: int, log_threshold: float) -> list[tuple[int, float]]:

@@ -17,6 +17,8 @@ from .hashing import FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
 _K = kernel(f"{__package__}._kernel")  # computeSubwords of one word in C (None: the Python loops below)
 
 WORD_NGRAM_PRIME = 116049371  # Dictionary::addWordNgrams
+EOS = "</s>"  # Dictionary::EOS: the token that ends each line, with no n-grams of its own
+LABEL_PREFIX = "__label__"  # fastText's default -label (the file does not keep it)
 _MASK = 0xFFFFFFFF
 _FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
