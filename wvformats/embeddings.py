@@ -374,6 +374,7 @@ class Embeddings:
     @vectors.setter
     def vectors(self, value: Any) -> None:
         self._vectors, self._lazy = self._matrix(value, len(self.words)), None
+        self._unit_cache = None  # (the similarity queries' unit rows were the old matrix's)
 
     def check_parts(self, format: str | None = None) -> None:
         """Refuse embeddings whose parts disagree (``words`` edited after the rows were made, norms that are not
