@@ -304,3 +304,14 @@ def test_an_indexer_answers_an_int_topn():
     np.testing.assert_allclose(asked[0][0], ours.get_vector("night", norm=True), atol=1e-7)
     assert asked[0][1] == 3
     assert isinstance(ours.most_similar("night", topn=None, indexer=Indexer()), np.ndarray)
+
+
+def test_a_fasttext_models_single_word_lookups_make_no_word_dict():
+    """get_index / has_index_for / kv[w] of a fastText model find a word in its compact index, as its other
+    lookups of one word do: no dict of every word is made (16 MB for 200k words) for them."""
+    ours = wv.read(DATA / "lee_fasttext_new.bin")
+    theirs = load_facebook_vectors(str(DATA / "lee_fasttext_new.bin"))
+    assert ours.get_index("night") == theirs.get_index("night") and ours.has_index_for("the")
+    assert not ours.has_index_for("nightt") and ours.get_index("nightt", -1) == -1
+    ours["night"], ours.get_vector("nightt")
+    assert ours._index is None

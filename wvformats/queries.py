@@ -94,14 +94,18 @@ class KeyedVectorsMixin:
     def get_index(self, key: Any, default: Any = None) -> int:
         """The row of ``key``: a word's, or an int key as a row number; ``default`` when it has none (if given),
         else KeyError (gensim's ``get_index``)."""
-        val = self.vocab.get(key, -1) if isinstance(key, str) else -1
-        if val >= 0:
+        val = self._word_row(key) if isinstance(key, str) else None
+        if val is not None:
             return val
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < len(self.words):
             return int(key)
         if default is not None:
             return default  # type: ignore[no-any-return]
         raise KeyError(f"Key '{key}' not present")
+
+    def _word_row(self, word: str) -> int | None:
+        """The row of a word of the vocabulary (None: none); a model may look it up without making ``vocab``."""
+        return self.vocab.get(word)
 
     def has_index_for(self, key: Any) -> bool:
         """Whether ``key`` has a row of its own (a word of the vocabulary, or a row number): False for a word

@@ -423,6 +423,10 @@ class FastText(Embeddings):
     def vectors(self, value: Any) -> None:
         raise AttributeError(READ_ONLY)
 
+    def _word_row(self, word: str) -> int | None:
+        """gensim's ``get_index`` and ``has_index_for`` find a word as every lookup of one word does."""
+        return self._word_id(word)
+
     def _check_editable(self) -> None:
         """gensim's ``add_vectors`` and ``kv[w] = v`` are refused: the composed vectors are read-only."""
         raise ValueError(READ_ONLY)
