@@ -222,6 +222,10 @@ def test_a_fasttext_model_answers_as_gensims_fasttextkeyedvectors(tmp_path):
     got, _ = compare(ours, theirs, tmp_path, files_exact=False, editable=False, ints=False)
     assert got["contains"] == (True, True, True) and got["has_index_for"] == (True, False, True)
     assert got["get_vector_oov"].shape == (10,) and got["get_index_oov"] == "KeyError"
+    # an int key is a row number, as in gensim's KeyedVectors (its fastText vectors hash it as text instead)
+    assert 3 in ours and 10**6 not in ours and [1] not in ours
+    np.testing.assert_array_equal(ours[3], ours[ours.index_to_key[3]])
+    np.testing.assert_array_equal(ours[[3, "night"]], np.vstack([ours.vectors[3], ours["night"]]))
     assert got["fvocab"].startswith(b"the 3523\n") and got["fvocab"].count(b"\n") == len(theirs)
 
 

@@ -397,9 +397,9 @@ class FastText(Embeddings):
 
     def __contains__(self, word: object) -> bool:
         """True for a word ``m[word]`` gives a vector: any str when the model has character n-grams (as
-        gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
+        gensim's ``FastTextKeyedVectors``), else the dictionary's entries; an int key, a row number."""
         if not isinstance(word, str):
-            return False
+            return self.has_index_for(word)
         if self._composes or self._word_id(word) is not None:
             return True
         try:
