@@ -11,8 +11,9 @@ ROOT = Path(wvformats.__file__).parent
 LAYERS = ("errors", "framework", "schemas", "families", "api", "cli")
 
 # the modules of the top level that are neither the API nor the command: what the families share (the
-# registry, the Embeddings model, files opened and compressed, progress reporting, the compiled kernels' loader)
-SHARED = {"registry", "embeddings", "fileio", "compression", "progress", "compiled"}
+# registry, the Embeddings model and its gensim query surface, files opened and compressed, progress
+# reporting, the compiled kernels' loader)
+SHARED = {"registry", "embeddings", "queries", "fileio", "compression", "progress", "compiled"}
 CLI = {"cli", "commands", "samples"}
 
 

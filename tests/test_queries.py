@@ -101,3 +101,11 @@ def test_similar_command_takes_several_and_negative_words(pair):
     assert got["query"] == ["night", "fire"] and got["negative"] == ["day"]
     same([(r["word"], r["similarity"]) for r in got["results"]],
          kv.most_similar(positive=["night", "fire"], negative=["day"], topn=4))
+
+
+def test_assigning_vectors_is_what_the_queries_then_use():
+    """Regression: ``emb.vectors = new`` kept the unit rows of the old matrix for most_similar (failed before)."""
+    e = wv.Embeddings(["a", "b", "c"], np.array([[1, 0], [0.9, 0.1], [0, 1]], np.float32))
+    assert e.most_similar("a", topn=1)[0][0] == "b"
+    e.vectors = np.array([[1, 0], [0, 1], [0.9, 0.1]], np.float32)
+    assert e.most_similar("a", topn=1)[0][0] == "c"

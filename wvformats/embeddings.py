@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .errors import BuildError
+from .queries import KeyedVectorsMixin
 
 
 class DuplicateWordsWarning(UserWarning):
@@ -300,7 +301,7 @@ def _probe(table: memoryview, words: Sequence[str], mask: int) -> Callable[[str]
     return get
 
 
-class Embeddings:
+class Embeddings(KeyedVectorsMixin):
     """Words in file order and one float32 row per word.
 
     Duplicate words keep all their rows in ``.words``/``.vectors`` (nothing is dropped), and lookups by word
@@ -374,6 +375,7 @@ class Embeddings:
     @vectors.setter
     def vectors(self, value: Any) -> None:
         self._vectors, self._lazy = self._matrix(value, len(self.words)), None
+        self._unit_cache = None  # (the similarity queries' unit rows were the old matrix's)
 
     def check_parts(self, format: str | None = None) -> None:
         """Refuse embeddings whose parts disagree (``words`` edited after the rows were made, norms that are not
@@ -427,12 +429,6 @@ class Embeddings:
 
     def __len__(self) -> int:
         return len(self.words)
-
-    def __contains__(self, word: object) -> bool:
-        return word in self.vocab
-
-    def __getitem__(self, word: str) -> np.ndarray:
-        return self._row(self.vocab[word])
 
     def index(self, word: str) -> int:
         """The row of ``word`` (the occurrence lookups use); KeyError when absent."""
@@ -497,22 +493,10 @@ class Embeddings:
             self._unit_cache = m / np.where(norms > 0, norms, 1)
         return self._unit_cache
 
-    def _nearest(self, query: np.ndarray, skip: set[str], limit: int,
-                 restrict_vocab: int | None = None) -> list[tuple[str, float]]:
-        """The ``limit`` words whose rows have the highest cosine similarity to ``query``, those in ``skip``
+    def _ranked(self, sims: np.ndarray, skip: set[str], limit: int, offset: int = 0) -> list[tuple[str, float]]:
+        """The ``limit`` words of highest similarity (``sims[i]``: row ``offset + i``'s), those in ``skip``
         left out and a repeated word ranked by the row lookups use (gensim's ``most_similar`` ranking: gensim
-        keeps one row of a word); of the first ``restrict_vocab`` rows only, when given."""
-        return self._ranked(self._cosines(query, restrict_vocab), skip, limit)
-
-    def _cosines(self, query: np.ndarray, restrict_vocab: int | None = None) -> np.ndarray:
-        unit = self._unit_rows()
-        if restrict_vocab is not None:
-            unit = unit[:restrict_vocab]
-        q = np.asarray(query, np.float32)
-        norm = np.linalg.norm(q)
-        return unit @ (q / norm if norm > 0 else q)
-
-    def _ranked(self, sims: np.ndarray, skip: set[str], limit: int) -> list[tuple[str, float]]:
+        keeps one row of a word)."""
         wanted = limit + len(skip) + self.duplicates  # enough candidates whatever is left out
         if wanted < len(sims):  # the best ``wanted`` found in linear time, then only those sorted
             best = np.argpartition(-sims, wanted)[: wanted + 1]
@@ -522,109 +506,13 @@ class Embeddings:
         out: list[tuple[str, float]] = []
         looked_up = self.vocab if self.duplicates else None  # (a shadowed row is no word's vector)
         for i in order.tolist():
-            w = self.words[i]
-            if w in skip or looked_up is not None and looked_up[w] != i:
+            w = self.words[offset + i]
+            if w in skip or looked_up is not None and looked_up[w] != offset + i:
                 continue
             out.append((w, float(sims[i])))
             if len(out) == limit:
                 break
         return out
-
-    def _vector(self, word: str) -> np.ndarray:
-        """The vector of ``word`` (composed from its subwords when the model can), else KeyError."""
-        v = self.embedding(word)
-        if v is None:
-            raise KeyError(f"word {word!r} is not in the vocabulary and has no subwords to compose it from")
-        return np.asarray(v, np.float32)
-
-    def _unit(self, word_or_vector: Any) -> np.ndarray:
-        v = self._vector(word_or_vector) if isinstance(word_or_vector, str) else \
-            np.asarray(word_or_vector, np.float32)
-        n = np.linalg.norm(v)
-        return v / n if n > 0 else v
-
-    def most_similar(self, positive: Any = None, negative: Any = None, topn: int = 10,
-                     restrict_vocab: int | None = None, *, limit: int | None = None) -> list[tuple[str, float]]:
-        """The ``topn`` words most similar to the mean of the ``positive`` words' unit vectors minus the
-        ``negative`` ones', by cosine similarity, the words asked about left out: gensim's ``most_similar``.
-
-        ``positive`` and ``negative`` take a word, a vector, or a list of them (an item may be a ``(word,
-        weight)`` pair); ``restrict_vocab`` searches only the first that many rows. ``most_similar("king")`` is
-        the words nearest to "king"; ``most_similar(positive=["woman", "king"], negative=["man"])`` the
-        analogy man : king = woman : ?. (An int as the second argument is ``topn``, as in earlier releases.)
-        """
-        if isinstance(negative, (int, np.integer)) and not isinstance(negative, bool):
-            topn, negative = int(negative), None
-        topn = limit if limit is not None else topn
-        if topn < 1:
-            return []
-        terms = [(x, 1.0) for x in _as_list(positive)] + [(x, -1.0) for x in _as_list(negative)]
-        if not terms:
-            raise ValueError("most_similar needs at least one word or vector")
-        mean = np.zeros(self.dim, np.float32)
-        total, skip = 0.0, set()
-        for item, sign in terms:
-            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-                item, weight = item[0], float(item[1])
-            else:
-                weight = sign
-            if isinstance(item, str) and item in self:
-                skip.add(item)
-            mean += np.float32(weight) * self._unit(item)
-            total += abs(weight)
-        return self._nearest(mean / np.float32(total), skip, topn, restrict_vocab)
-
-    def most_similar_cosmul(self, positive: Any = None, negative: Any = None, topn: int = 10,
-                            restrict_vocab: int | None = None) -> list[tuple[str, float]]:
-        """gensim's ``most_similar_cosmul``: the words that maximise the product of their similarities to the
-        ``positive`` words divided by the product to the ``negative`` ones (Levy and Goldberg's 3CosMul, each
-        similarity shifted to [0, 1]). ``restrict_vocab`` searches only the first that many rows (gensim 4.4
-        takes the argument and ignores it)."""
-        if topn < 1:
-            return []
-        positive, negative = _as_list(positive), _as_list(negative)
-        if not positive:
-            raise ValueError("cannot compute similarity with no input")
-        skip = {w for w in positive + negative if isinstance(w, str) and w in self}
-        unit = self._unit_rows()
-        unit = unit if restrict_vocab is None else unit[:restrict_vocab]
-
-        def shifted(term: Any) -> np.ndarray:
-            return (1 + unit @ self._unit(term)) / 2
-
-        pos = np.prod([shifted(t) for t in positive], axis=0)
-        neg = np.prod([shifted(t) for t in negative], axis=0) if negative else np.float32(1)
-        return self._ranked(pos / (neg + np.float32(1e-6)), skip, topn)
-
-    def similarity(self, a: str, b: str) -> float:
-        """The cosine similarity of two words (gensim's ``similarity``)."""
-        return float(self._unit(a) @ self._unit(b))
-
-    def n_similarity(self, words_a: Sequence[str], words_b: Sequence[str]) -> float:
-        """The cosine similarity of the means of two sets of words (gensim's ``n_similarity``)."""
-        if not len(words_a) or not len(words_b):
-            raise ZeroDivisionError("at least one of the passed lists is empty")
-        ma = np.mean([self._vector(w) for w in words_a], axis=0)
-        mb = np.mean([self._vector(w) for w in words_b], axis=0)
-        return float(self._unit(ma) @ self._unit(mb))
-
-    def doesnt_match(self, words: Sequence[str]) -> str:
-        """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``); words the
-        model cannot look up are left out, with a warning."""
-        used = [w for w in words if self.embedding(w) is not None]
-        if len(used) != len(words):
-            warnings.warn(f"leaving out words the model cannot look up: {sorted(set(words) - set(used))}",
-                          stacklevel=2)
-        if not used:
-            raise ValueError("cannot select a word from an empty list")
-        vectors = np.vstack([self._unit(w) for w in used]).astype(np.float32)
-        mean = self._unit(vectors.mean(axis=0))
-        return min(zip((vectors @ mean).tolist(), used, strict=True))[1]
-
-    def analogy(self, a: str, b: str, c: str, limit: int = 10) -> list[tuple[str, float]]:
-        """``a`` is to ``b`` as ``c`` is to ...: nearest words to unit(b) - unit(a) + unit(c), inputs excluded
-        (gensim's ``most_similar(positive=[b, c], negative=[a])``)."""
-        return self.most_similar(positive=[b, c], negative=[a], topn=limit)
 
     @property
     def dim(self) -> int:
@@ -676,11 +564,3 @@ class Embeddings:
         out.occurrence = self.occurrence
         return out
 
-
-def _as_list(x: Any) -> list[Any]:
-    """gensim's ``_ensure_list``: one word or vector as a list of one, None as an empty list."""
-    if x is None:
-        return []
-    if isinstance(x, (str, np.ndarray)):
-        return [x]
-    return list(x)

@@ -390,22 +390,15 @@ class FastText(Embeddings):
             return self._known(i)
         return self._unknown(word)
 
-    def __getitem__(self, word: str) -> np.ndarray:
-        v = self.embedding(word)
-        if v is None:
-            raise KeyError(f"{word!r}: not in the vocabulary, and the model has no character n-grams to "
-                           f"compose it from")
-        return v
-
     def get(self, word: str, default: Any = None) -> Any:
         v = self.embedding(word)
         return default if v is None else v
 
     def __contains__(self, word: object) -> bool:
         """True for a word ``m[word]`` gives a vector: any str when the model has character n-grams (as
-        gensim's ``FastTextKeyedVectors``), else the dictionary's entries."""
+        gensim's ``FastTextKeyedVectors``), else the dictionary's entries; an int key, a row number."""
         if not isinstance(word, str):
-            return False
+            return self.has_index_for(word)
         if self._composes or self._word_id(word) is not None:
             return True
         try:
@@ -428,6 +421,18 @@ class FastText(Embeddings):
     @vectors.setter
     def vectors(self, value: Any) -> None:
         raise AttributeError(READ_ONLY)
+
+    def _word_row(self, word: str) -> int | None:
+        """gensim's ``get_index`` and ``has_index_for`` find a word as every lookup of one word does."""
+        return self._word_id(word)
+
+    def _check_editable(self) -> None:
+        """gensim's ``add_vectors`` and ``kv[w] = v`` are refused: the composed vectors are read-only."""
+        raise ValueError(READ_ONLY)
+
+    def _counts(self) -> np.ndarray:
+        """The words' counts (gensim's ``count`` attribute of a fastText model's words)."""
+        return np.asarray(self.word_counts, np.int64)
 
     def word_vectors(self, words: Sequence[str]) -> np.ndarray:
         """``get_word_vector`` of each word, in or out of vocabulary: the mean of its input rows (zeros for
