@@ -38,6 +38,16 @@ def pointer_width(tokenized_bytes: int) -> int:
     return math.ceil(math.log2(tokenized_bytes) / 8) if tokenized_bytes > 0 else 0
 
 
+def pointer(raw: bytes | memoryview) -> int:
+    """A suffix-array pointer from its k bytes (little-endian, unsigned: a byte offset into tokenized)."""
+    return int.from_bytes(raw, "little")
+
+
+def offset_entry(value: int) -> bytes:
+    """An entry of offset or metaoff: the byte offset as a little-endian u64."""
+    return value.to_bytes(OFFSET_WIDTH, "little")
+
+
 def counts(tokenized: int, table: int, offset: int, width: int) -> tuple[int, int, int]:
     """(tok_cnt, doc_cnt, k) of a shard from its files' sizes in bytes; a size that is not a whole number
     of its units raises ValueError naming the file."""

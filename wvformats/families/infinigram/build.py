@@ -230,14 +230,14 @@ class _SpoolWriter:
 
     def add(self, token_bytes: bytes, meta_line: bytes | None) -> None:
         f = self.files
-        f["offset"].write(self.size.to_bytes(8, "little"))
+        f["offset"].write(schema.offset_entry(self.size))
         f["tokenized"].write(self.sep)
         f["tokenized"].write(token_bytes)
         self.size += len(self.sep) + len(token_bytes)
         self.docs += 1
         if "metadata" in f:
             line = meta_line or b""
-            f["metaoff"].write(self.meta_size.to_bytes(8, "little"))
+            f["metaoff"].write(schema.offset_entry(self.meta_size))
             f["metadata"].write(line)
             self.meta_size += len(line)
 

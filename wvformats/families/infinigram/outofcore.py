@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ...fileio import atomic_output
+from ...schemas.infinigram import pointer
 from . import pointers
 
 # What every process holds before any part or batch: the interpreter, numpy and pydivsufsort (36-37 MB
@@ -383,7 +384,7 @@ class _Run:
         self.cur, self.size = lo, os.path.getsize(path) // k if hi is None else hi
 
     def at(self, i: int) -> int:
-        return int.from_bytes(os.pread(self.fd, self.k, i * self.k), "little")
+        return pointer(os.pread(self.fd, self.k, i * self.k))
 
     def after(self, corpus: Corpus, pivot: int, lo: int, hi: int) -> int:
         """The first index in ``[lo, hi)`` whose suffix is after the suffix at ``pivot`` (or ``hi``)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...schemas.infinigram import pointer
+
 
 def sep(width: int) -> int:
     """The separator token of ``width``-byte tokens (all bits set), which starts every document."""
@@ -35,4 +37,4 @@ def encode(values: np.ndarray, k: int) -> np.ndarray:
 
 def at(raw: bytes | memoryview, k: int, i: int) -> int:
     """The ``i``-th pointer, without decoding the table (for binary searches over an mmap)."""
-    return int.from_bytes(raw[i * k : (i + 1) * k], "little")
+    return pointer(raw[i * k : (i + 1) * k])
