@@ -1,6 +1,45 @@
 """The identity of each format that the sniffers need before anything else is imported: magic numbers and the
-versions they accept. Standard library only (``wvformats sniff`` imports neither numpy nor construct), and the
-one home of these numbers: the schema modules declare their fields with them, the sniffers test them."""
+versions they accept, and for a format without magic the plausibility of its leading fields (:class:`Head`).
+Standard library only (``wvformats sniff`` imports neither numpy nor construct), and the one home of these
+numbers: the schema modules declare their fields with them, the sniffers test them."""
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+
+class Head:
+    """A file's leading fields as a sniffer reads them, declared beside the schema: their names in file order
+    and ``struct`` layout, the range each must lie in (``lo <= value <= hi``, None for no bound, or a
+    ``range``) and relations between them (a test of the values, with the rule it states). A file is
+    plausible when its head holds the fields and every range and relation holds."""
+
+    def __init__(self, layout: str, names: tuple[str, ...], ranges: dict[str, Any],
+                 relations: tuple[tuple[str, Callable[[dict[str, int]], bool]], ...] = ()) -> None:
+        self.layout = struct.Struct(layout)
+        if len(names) != len(self.layout.unpack(bytes(self.layout.size))):
+            raise ValueError("one name per field of the layout")
+        self.names, self.ranges, self.relations = names, ranges, relations
+
+    def read(self, head: bytes, offset: int = 0) -> dict[str, int] | None:
+        """The fields at ``offset`` by name (None where the head is too short)."""
+        if len(head) < offset + self.layout.size:
+            return None
+        return dict(zip(self.names, self.layout.unpack_from(head, offset), strict=True))
+
+    def plausible(self, head: bytes, offset: int = 0) -> bool:
+        values = self.read(head, offset)
+        if values is None:
+            return False
+        for name, bound in self.ranges.items():
+            v = values[name]
+            if isinstance(bound, range):
+                if v not in bound:
+                    return False
+            elif (bound[0] is not None and v < bound[0]) or (bound[1] is not None and v > bound[1]):
+                return False
+        return all(test(values) for _, test in self.relations)
+
 
 # finalfusion: the 4 magic bytes, then a u32 format version
 FINALFUSION_MAGIC = b"FiFu"
@@ -9,6 +48,25 @@ FINALFUSION_VERSION = 0
 # fastText: the i32 current releases start with (older releases start with their args), and the versions read
 FASTTEXT_MAGIC = 793712314
 FASTTEXT_VERSIONS = range(1, 13)
+FASTTEXT_LOSSES = range(1, 5)  # loss_name: hs, ns, softmax, ova
+FASTTEXT_MODELS = range(1, 4)  # model_name: cbow, skipgram, supervised
+
+# fastText of a current release: the magic, then a version fastText reads
+FASTTEXT_HEAD = Head("<2i", ("magic", "version"),
+                     {"magic": (FASTTEXT_MAGIC, FASTTEXT_MAGIC), "version": FASTTEXT_VERSIONS})
+
+# fastText of an older release (no magic): its args (Args::save), then the dictionary's counts; plausible where
+# they are what fastText trains with
+FASTTEXT_OLD_HEAD = Head(
+    "<12iq3i",
+    ("dim", "ws", "epoch", "minCount", "neg", "wordNgrams", "loss", "model", "bucket", "minn", "maxn",
+     "lrUpdateRate", "t", "size", "nwords", "nlabels"),
+    {"dim": (1, 1 << 16), "ws": (1, 1000), "epoch": (1, None), "minCount": (0, None), "neg": (0, None),
+     "wordNgrams": (1, 100), "loss": FASTTEXT_LOSSES, "model": FASTTEXT_MODELS, "bucket": (0, None),
+     "minn": (0, 1000), "maxn": (0, 1000), "lrUpdateRate": (1, None), "nwords": (0, None), "nlabels": (0, None)},
+    (("minn <= maxn", lambda v: v["minn"] <= v["maxn"]),
+     ("nwords + nlabels == size", lambda v: v["nwords"] + v["nlabels"] == v["size"])),
+)
 
 # Leader: the u64 a Leader file starts with (bytes 1d 98 00 00 00 00 00 00)
 LEADER_MAGIC = 38941
