@@ -11,6 +11,7 @@ import numpy as np
 from construct import Const, Int32ul, Struct, this
 from wvformats.schemas.constructs.rwkv import ParameterRecords
 from wvformats.schemas.identity import RWKV_MAGIC as MAGIC
+from wvformats.schemas.identity import RWKV_VERSIONS
 
 from wvformats.framework import Valid
 
@@ -91,7 +92,7 @@ TYPE_COUNT = 17
 header = Struct(
     "magic" / Const(MAGIC, Int32ul) * 'bytes 66 6d 67 67 ("ggmf" as a little-endian u32)',
     "version" / Int32ul * "100 or 101: selects the block layouts",
-    Valid("version", (this.version >= 100) & (this.version <= 101))
+    Valid("version", (this.version >= RWKV_VERSIONS[0]) & (this.version <= RWKV_VERSIONS[-1]))
     * "100 <= version <= 101: the versions rwkv.cpp reads (RWKV_FILE_VERSION_MIN..MAX)",
     "n_vocab" / Int32ul * "vocabulary size (emb.weight ne1)",
     "n_embed" / Int32ul * "embedding size (emb.weight ne0)",

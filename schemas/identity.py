@@ -41,9 +41,12 @@ class Head:
         return all(test(values) for _, test in self.relations)
 
 
+
 # finalfusion: the 4 magic bytes, then a u32 format version
 FINALFUSION_MAGIC = b"FiFu"
 FINALFUSION_VERSION = 0
+FINALFUSION_HEAD = Head("<4sI", ("magic", "version"), {"magic": (FINALFUSION_MAGIC, FINALFUSION_MAGIC),
+                                                       "version": (FINALFUSION_VERSION, FINALFUSION_VERSION)})
 
 # fastText: the i32 current releases start with (older releases start with their args), and the versions read
 FASTTEXT_MAGIC = 793712314
@@ -73,7 +76,8 @@ LEADER_MAGIC = 38941
 
 # rwkv.cpp: "ggmf" as a little-endian u32 (bytes 66 6d 67 67), then the versions rwkv.cpp reads
 RWKV_MAGIC = 0x67676D66
-RWKV_VERSIONS = (100, 101)
+RWKV_VERSIONS = range(100, 102)
+RWKV_HEAD = Head("<2I", ("magic", "version"), {"magic": (RWKV_MAGIC, RWKV_MAGIC), "version": RWKV_VERSIONS})
 
 # GGUF: the 4 magic bytes, then a u32 version
 GGUF_MAGIC = b"GGUF"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ...registry import Sniffer
-from ...schemas.identity import FINALFUSION_MAGIC, FINALFUSION_VERSION
+from ...schemas.identity import FINALFUSION_HEAD
 
 
 def sniff_finalfusion(head: bytes) -> bool:
-    return head[:8] == FINALFUSION_MAGIC + FINALFUSION_VERSION.to_bytes(4, "little")
+    return FINALFUSION_HEAD.plausible(head)
 
 
 FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0,

@@ -4,7 +4,7 @@ codec is imported (standard library only): their sniffers, and the types ``wvfor
 from __future__ import annotations
 
 from ...registry import Sniffer
-from ...schemas.identity import GGUF_MAGIC, RWKV_MAGIC, RWKV_VERSIONS
+from ...schemas.identity import GGUF_MAGIC, RWKV_HEAD
 
 # the types rwkv.cpp quantizes to, by file version
 QUANTIZE_TYPES = {101: ("FP16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")}
@@ -12,7 +12,7 @@ QUANTIZE_TYPES[100] = (*QUANTIZE_TYPES[101], "Q4_2")
 
 
 def sniff_rwkv(head: bytes) -> bool:
-    return head[:4] == RWKV_MAGIC.to_bytes(4, "little") and int.from_bytes(head[4:8], "little") in RWKV_VERSIONS
+    return RWKV_HEAD.plausible(head)
 
 
 def sniff_gguf(head: bytes) -> bool:
