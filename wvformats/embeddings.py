@@ -543,6 +543,9 @@ class Embeddings(KeyedVectorsMixin):
         mat = np.vstack(rows) if rows else np.zeros((0, 0), np.float32)
         return cls(words, mat)
 
+    def _plain(self, words: list[Any], vectors: np.ndarray) -> Embeddings:
+        return Embeddings(words, vectors)
+
     def deduplicated(self) -> Embeddings:
         """One row of each word, the one lookups use (:attr:`occurrence`: the first, a fastText model's last),
         with its norm, in file order, with the subword vocabulary (its n-gram rows follow the words' and are the

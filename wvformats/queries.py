@@ -652,8 +652,6 @@ class KeyedVectorsMixin:
                         copy_vecattrs: bool = False) -> Any:
         """An :class:`~wvformats.embeddings.Embeddings` of the given keys (each once, in order) that the model
         has a vector for, composed ones too unless ``allow_inference=False`` (gensim's ``vectors_for_all``)."""
-        from .embeddings import Embeddings
-
         vocab, seen = [], set()
         for key in keys:
             if key not in seen:
@@ -661,7 +659,11 @@ class KeyedVectorsMixin:
                 if (key in self) if allow_inference else self.has_index_for(key):
                     vocab.append(key)
         rows = np.vstack([self[k] for k in vocab]) if vocab else np.zeros((0, self.vector_size), np.float32)
-        return Embeddings(vocab, rows)
+        return self._plain(vocab, rows)
+
+    def _plain(self, words: list[Any], vectors: np.ndarray) -> Any:
+        """A plain model of these words and rows (:class:`~wvformats.embeddings.Embeddings` gives itself)."""
+        raise NotImplementedError
 
 
 def _output(path: Any, append: bool, atomic_output: Any) -> Any:
