@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ... import framework
+from ... import framework, registry
 from ...errors import BuildError, FormatError, OptionError
+from ...registry import Format
 from ...schemas import safetensors as schema
 from .model import SafeTensors
-from .sniff import INDEX_SUFFIX, SHARDED_NAME, index_of
+from .sniff import INDEX_SUFFIX, SAFETENSORS, SHARDED_NAME, index_of
 
 DEFAULT_SHARD_SIZE = 5 * 10**9  # huggingface_hub's default max_shard_size, "5GB" (transformers 5 passes "50GB")
 # huggingface_hub's parse_size_to_int: decimal units, as "5GB"; binary ones spelt out ("5GiB")
@@ -108,10 +109,10 @@ class ShardedSafeTensors(SafeTensors):
     def shard(self, file: str) -> SafeTensors:
         if file not in self._shards:
             from ...fileio import open_buffer
-            from .codec import parse, to_model
 
+            one = _one_file()
             try:
-                st = to_model(parse(open_buffer(self.path.parent / file)))
+                st = one.to_model(one.parse(open_buffer(self.path.parent / file)))
             except FormatError as e:  # (the checkpoint's error, naming the shard)
                 e.format = SHARDED_NAME
                 raise e.located(prefix=f"[{file}]") from None
@@ -126,6 +127,12 @@ class ShardedSafeTensors(SafeTensors):
         return f"ShardedSafeTensors({len(self)} tensors in {len(self.files)} shards, {self.path.name})"
 
 
+def _one_file() -> Format:
+    """The format of one safetensors file, as its codec registered it: a shard is read, checked and written
+    through it (this module is the sharded format's half of the family's codec)."""
+    return registry.get(SAFETENSORS.name)
+
+
 def parse(path: Path, **_: Any) -> ShardedSafeTensors:
     return ShardedSafeTensors(path)
 
@@ -136,9 +143,8 @@ def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None
     exactly one shard), ``total_size`` the bytes of tensor data in all, ``total_parameters`` (transformers 5)
     their elements."""
     from ...fileio import open_buffer
-    from .codec import build
-    from .codec import check as shard_check
-    from .codec import parse as shard_parse
+
+    one = _one_file()
 
     problems: list[str] = []
     total = parameters = 0
@@ -151,15 +157,15 @@ def check(model: ShardedSafeTensors, *, full: bool = False, progress: Any = None
         path = model.path.parent / file
         try:
             data = open_buffer(path)
-            parsed = shard_parse(data)
+            parsed = one.parse(data)
             out = framework.CompareStream(data)
-            build(parsed, out)
+            one.build(parsed, out)
         except (FormatError, OSError) as e:
             problems.append(f"[{file}]: {e}")
             continue
         if (first := out.first_difference()) is not None:
             problems.append(f"[{file}] at byte {first}: the shard does not rebuild byte-exact")
-        problems += [f"[{file}] {p}" for p in shard_check(parsed)]
+        problems += [f"[{file}] {p}" for p in one.check(parsed)]
         header = parsed["header"]
         for name in header:
             if name == schema.METADATA:
@@ -262,13 +268,13 @@ def _write_as_read(model: ShardedSafeTensors, folder: Path, prefix: str) -> None
     """The checkpoint's own shards (each rebuilt from its parse: an unchanged header keeps its bytes) and its
     index's bytes, under the index name ``prefix``."""
     from ...fileio import atomic_output
-    from .codec import build as build_file
-    from .codec import from_model as file_from_model
+
+    one = _one_file()
 
     folder.mkdir(parents=True, exist_ok=True)
     for file in model.files:
         with atomic_output(folder / file, overwrite=True) as f:
-            build_file(file_from_model(model.shard(file)), f)
+            one.build(one.from_model(model.shard(file)), f)
     with atomic_output(folder / f"{prefix}{INDEX_SUFFIX}", overwrite=True) as f:
         f.write(model.index_bytes)
 
@@ -279,8 +285,8 @@ def write_sharded(st: SafeTensors, folder: str | os.PathLike[str], max_shard_byt
     data each and ``{prefix}.safetensors.index.json`` (one shard: ``{prefix}.safetensors`` and no index), as
     huggingface_hub names and indexes them. Returns the files written, the index last."""
     from ...fileio import atomic_output
-    from .codec import build as build_file
-    from .codec import from_model as file_from_model
+
+    one = _one_file()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -294,7 +300,7 @@ def write_sharded(st: SafeTensors, folder: str | os.PathLike[str], max_shard_byt
         shard = SafeTensors({n: st[n] for n in group}, metadata, {n: st.dtypes[n] for n in group},
                             {n: st.shapes[n] for n in group})
         with atomic_output(folder / file, overwrite=overwrite) as f:
-            build_file(file_from_model(shard), f)
+            one.build(one.from_model(shard), f)
         written.append(folder / file)
     if len(groups) > 1:
         total = sum(_nbytes(st, n) for n in st)
