@@ -4,11 +4,11 @@ only), which must say what the schema says: the fields' names, order and sizes, 
 import struct
 
 import pytest
+from wvformats.schemas import fasttext as schema
+from wvformats.schemas.identity import FASTTEXT_HEAD, FASTTEXT_LOSSES, FASTTEXT_MODELS, FASTTEXT_OLD_HEAD
 
 from wvformats import framework
 from wvformats.families.fasttext.sniff import sniff
-from wvformats.schemas import fasttext as schema
-from wvformats.schemas.identity import FASTTEXT_HEAD, FASTTEXT_LOSSES, FASTTEXT_MODELS, FASTTEXT_OLD_HEAD
 
 
 def test_the_old_head_is_the_schemas_args_then_the_dictionarys_counts():

@@ -94,14 +94,14 @@ def test_expf_and_std_log_are_the_c_librarys():
     import ctypes.util
     import math
 
-    from wvformats.families.fasttext import predict
+    from wvformats.families.fasttext import arithmetic
 
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
     libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
     x = (np.random.default_rng(0).standard_normal(200_000) * 8).astype(np.float32)
-    assert predict.expf(x).tolist() == [libm.expf(v) for v in x.tolist()]
+    assert arithmetic.expf(x).tolist() == [libm.expf(v) for v in x.tolist()]
     y = np.random.default_rng(1).random(200_000).astype(np.float32)
-    assert predict.std_log(y).tolist() == np.array(
+    assert arithmetic.std_log(y).tolist() == np.array(
         [math.log(v + 1e-5) for v in y.astype(np.float64).tolist()], np.float32).tolist()
 
 
@@ -117,7 +117,7 @@ def test_line_caches_are_bounded_and_change_nothing(lid, monkeypatch):
     for i, line in enumerate(lines):
         got = small.predict(line, k=2)
         assert list(got[0]) == list(expected[0][i]) and np.array_equal(got[1], expected[1][i])
-        rows = small._predict[0]
+        rows = small._predict.rows
         assert len(rows.tokens) <= 50
     batch = small.predict(lines, k=2)
     assert batch[0] == expected[0] and all(map(np.array_equal, batch[1], expected[1]))
@@ -132,11 +132,11 @@ def test_a_big_quantized_input_is_not_reconstructed_whole(lid, monkeypatch):
     lines = mixed_lines(m, 50, seed=2)
     labels, probs = m.predict(lines, k=3)
     one = [m.predict(line, k=3) for line in lines]
-    assert m._predict[0].table is None  # rows reconstructed per call instead
+    assert m._predict.rows.table is None  # rows reconstructed per call instead
     monkeypatch.setattr(predict, "TABLE_BYTES", size)
     whole = wv.read(lid)
     expected = whole.predict(lines, k=3)
-    assert whole._predict[0].table is not None
+    assert whole._predict.rows.table is not None
     assert labels == expected[0] and all(map(np.array_equal, probs, expected[1]))
     assert [o[0] for o in one] == expected[0]
     assert all(np.array_equal(o[1], p) for o, p in zip(one, expected[1], strict=True))
@@ -145,10 +145,9 @@ def test_a_big_quantized_input_is_not_reconstructed_whole(lid, monkeypatch):
 def test_one_lines_subwords_equal_the_vectorised_cut(lid):
     """The scalar computeSubwords (one line) cuts and hashes what the vectorised one does, bytes that are
     not UTF-8 (read as surrogate escapes: each counts as a character unless it continues one) included."""
-    from wvformats.families.fasttext import predict
 
     m = wv.read(lid)
-    rows = predict.Lines(m)
+    rows = m._predictor().rows
     words = ["hello", "été", "日本語", "a", "", "caf\udce9", "\udc80x\udcbf", "x\udcc3", "😀ok", "</s>x", "Ελλάδα"]
     for w in words:
         assert rows._ngram_rows(w) == m._rows_of([w], np.array([-1]))[0].tolist(), repr(w)

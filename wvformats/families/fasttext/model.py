@@ -34,7 +34,7 @@ from . import subwords
 from .arithmetic import exp_to_float, sigmoid, threshold32
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
 from .neighbors import vector_norm
-from .predict import predict_line, predict_lines
+from .predict import Needs, Predictor
 from .quantized import finalfusion_quantized
 from .subwords import EOS, LABEL_PREFIX, Buckets
 
@@ -625,12 +625,22 @@ class FastText(Embeddings):
         k = operator.index(k)
         k = len(labels) if k < 0 else min(k, len(labels))
         threshold = threshold32(threshold)
+        predictor = self.__dict__.get("_predict") or self._predictor()
         if isinstance(text, str):
             line = text if self.encoding is None else self._raw_words([text])[0]
-            ids, probs = predict_line(self, line, k, threshold)
+            ids, probs = predictor.line(line, k, threshold)
             return tuple([labels[i] for i in ids]), probs
-        ids, found_p = predict_lines(self, self._raw_words(text), k, threshold)
+        ids, found_p = predictor.lines(self._raw_words(text), k, threshold)
         return [tuple([labels[i] for i in row]) for row in ids], found_p
+
+    def _predictor(self) -> Predictor:
+        """The model's :class:`~.predict.Predictor`, made on the first prediction from what it needs."""
+        self._predict = Predictor(Needs(
+            args=self.args, minn=self.minn, maxn=self.maxn, nwords=self.nwords, labels=self.labels, loss=self.loss,
+            buckets=self.buckets, input=self.input, output=self.output, words=self._raw, ids=self._ids,
+            word_index=lambda: self._raw_index, tokens=self._tokens, scores=self._scores, tree=self._tree,
+            line_rows=self._line_rows, mean_rows=self._mean_rows))
+        return self._predict
 
     def _undefined_args(self) -> FormatError | None:
         """A FormatError naming the args field (model or loss) whose value fastText does not define, which predict

@@ -29,10 +29,10 @@ reconstructed quantized input (rows x dim x 4 bytes, only when at most :data:`TA
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import add, is_not, itemgetter, methodcaller
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -58,9 +58,6 @@ from .subwords import FNV_OFFSET as _FNV_OFFSET
 from .subwords import FNV_PRIME as _FNV_PRIME
 from .subwords import SIGNED as _SIGNED
 
-if TYPE_CHECKING:
-    from .model import FastText
-
 _K = kernel(f"{__package__}._kernel")  # one line's predict in C (None: the numpy and Python floats below)
 MAX_TOKENS = 1 << 17  # token -> rows entries kept
 TABLE_BYTES = 16 << 20  # a quantized input matrix up to this size is reconstructed once, whole
@@ -72,60 +69,83 @@ _NEW = object()  # a token not kept yet
 _INVERSES = [np.array(1.0 / n if n else 0.0, np.float32) for n in range(256)]  # float32(1 / n) as 0-d arrays
 
 
-def predict_lines(m: FastText, lines: Sequence[str], k: int, threshold: float) -> tuple[list[list[int]],
-                                                                                      list[np.ndarray]]:
-    """fastText's ``predict`` of each line (k >= 0): label ids, best first, and their probabilities. A line
-    without input rows predicts nothing (``FastText::predict`` returns at once)."""
-    rows, tree = state(m)
-    if len(lines) == 1 or _K is not None and rows.table is not None:
-        # one line at a time: in C, a line costs less than its share of the vectorised path's numpy calls
-        got = [predict_line(m, line, k, threshold) for line in lines]
-        return [g[0] for g in got], [g[1] for g in got]
-    hidden, found = rows.hidden(lines)
-    ids, probs = hs_predict(tree, hidden, k, threshold) if tree else k_best_all(m._scores(hidden), k, threshold)
-    for i in np.flatnonzero(~found).tolist():
-        ids[i], probs[i] = [], np.zeros(0)
-    return ids, probs
+class Needs(NamedTuple):
+    """What a fastText model hands its :class:`Predictor`: its args and matrices, and how it finds words and
+    tokens (the model's own index and tokenizer: a predictor reads nothing else of it)."""
+
+    args: Mapping[str, Any]  # the args as read (wordNgrams, bucket)
+    minn: int  # the n-gram lengths fastText acts on (0 and 0 for a model without n-grams)
+    maxn: int
+    nwords: int  # words before the labels in the dictionary
+    labels: Sequence[str]
+    loss: str  # "hs", "ns", "softmax" or "ova"
+    buckets: Any  # subwords.Buckets: n-gram bucket -> input row (through a pruned model's prune index)
+    input: Any  # the model's Matrix of word and n-gram rows
+    output: Any  # its Matrix of label rows (hierarchical softmax: the tree's inner nodes)
+    words: Sequence[str]  # the dictionary's entries as read (their bytes; labels after the words)
+    ids: Callable[[Sequence[str]], np.ndarray]  # entries -> their ids, -1 for none
+    word_index: Callable[[], Mapping[str, int]]  # the index ids() looks in
+    tokens: Callable[[str], list[str]]  # Dictionary::getLine's tokens of a line
+    scores: Callable[[np.ndarray], np.ndarray]  # the output layer's probabilities of hidden vectors
+    tree: Callable[[], list[tuple[int, int]]]  # the hierarchical softmax tree's children
+    line_rows: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]  # lines' input rows, owner line each
+    mean_rows: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]  # their means by owner
 
 
-def state(m: FastText) -> tuple[Lines, Tree | None]:
-    """The model's prediction caches (made on the first call): its :class:`Lines` and, with hierarchical
-    softmax, its :class:`Tree`."""
-    got = m.__dict__.get("_predict")
-    if got is None:
-        got = m._predict = (Lines(m), Tree(m) if m.loss == "hs" else None)
-    return got
+class Predictor:
+    """fastText's ``predict`` of a model, with the caches that make a line cost once per token: its
+    :class:`Lines` and, with hierarchical softmax, its :class:`Tree` (made by the model on its first
+    prediction, from what it hands over: :class:`Needs`)."""
 
+    def __init__(self, needs: Needs) -> None:
+        self.m = needs
+        self.rows = Lines(needs)
+        self.tree = Tree(needs) if needs.loss == "hs" else None
 
-def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list[int], np.ndarray]:
-    """fastText's ``predict`` of one line: its rows (:meth:`Lines.rows`), then one call of the kernel (the hidden
-    vector, the output layer and the search or the k best); without the kernel, as few numpy calls as its
-    arithmetic allows: the line's rows gathered and summed (:meth:`Lines.hidden_one`), the output layer's dot
-    products in one product and one reduction, then the search in Python floats (:func:`hs_predict_one`)."""
-    lines, tree = m.__dict__.get("_predict") or state(m)
-    rows = lines.rows(m._tokens(text))
-    if not rows:
-        return [], np.zeros(0)
-    if _K is not None:
-        if k <= 0:
+    def lines(self, lines: Sequence[str], k: int, threshold: float) -> tuple[list[list[int]], list[np.ndarray]]:
+        """fastText's ``predict`` of each line (k >= 0): label ids, best first, and their probabilities. A line
+        without input rows predicts nothing (``FastText::predict`` returns at once)."""
+        rows, tree = self.rows, self.tree
+        if len(lines) == 1 or _K is not None and rows.table is not None:
+            # one line at a time: in C, a line costs less than its share of the vectorised path's numpy calls
+            got = [self.line(line, k, threshold) for line in lines]
+            return [g[0] for g in got], [g[1] for g in got]
+        hidden, found = rows.hidden(lines)
+        ids, probs = hs_predict(tree, hidden, k, threshold) if tree else k_best_all(self.m.scores(hidden), k,
+                                                                                     threshold)
+        for i in np.flatnonzero(~found).tolist():
+            ids[i], probs[i] = [], np.zeros(0)
+        return ids, probs
+
+    def line(self, text: str, k: int, threshold: float) -> tuple[list[int], np.ndarray]:
+        """fastText's ``predict`` of one line: its rows (:meth:`Lines.rows`), then one call of the kernel (the
+        hidden vector, the output layer and the search or the k best); without the kernel, as few numpy calls as
+        its arithmetic allows: the line's rows gathered and summed (:meth:`Lines.hidden_one`), the output layer's
+        dot products in one product and one reduction, then the search in Python floats (:func:`hs_predict_one`)."""
+        lines, tree = self.rows, self.tree
+        rows = lines.rows(self.m.tokens(text))
+        if not rows:
             return [], np.zeros(0)
-        table = lines.table
-        if table is None:  # a quantized input too big to keep reconstructed: the line's rows only, in its order
-            table, rows = lines.m.input.few_rows(rows), range(len(rows))
-        if tree is not None:
-            lt = tree.log_of(threshold)
-            if 0 < lt:
+        if _K is not None:
+            if k <= 0:
                 return [], np.zeros(0)
-            found, p = _K.hs_predict(table, rows, tree.inner_rows, tree.norms, tree.nodes, tree.osz, k, lt)
-        else:
-            found, p = _K.flat_predict(table, rows, *lines.output(), k, threshold)
-        return found, np.array(p, np.float64)
-    hidden = lines.hidden_one(rows)
-    if tree is None:
-        ids, probs = k_best_all(m._scores(hidden[None]), k, threshold)
-        return ids[0], probs[0]
-    found, probs = hs_predict_one(tree, hidden, k, threshold)
-    return found, np.array(probs, np.float64)
+            table = lines.table
+            if table is None:  # a quantized input too big to keep reconstructed: the line's rows only, in order
+                table, rows = self.m.input.few_rows(rows), range(len(rows))
+            if tree is not None:
+                lt = tree.log_of(threshold)
+                if 0 < lt:
+                    return [], np.zeros(0)
+                found, p = _K.hs_predict(table, rows, tree.inner_rows, tree.norms, tree.nodes, tree.osz, k, lt)
+            else:
+                found, p = _K.flat_predict(table, rows, *lines.output(), k, threshold)
+            return found, np.array(p, np.float64)
+        hidden = lines.hidden_one(rows)
+        if tree is None:
+            ids, probs = k_best_all(self.m.scores(hidden[None]), k, threshold)
+            return ids[0], probs[0]
+        found, probs = hs_predict_one(tree, hidden, k, threshold)
+        return found, np.array(probs, np.float64)
 
 
 # -- a line's input rows -------------------------------------------------------------------------------------
@@ -133,7 +153,7 @@ def predict_line(m: FastText, text: str, k: int, threshold: float) -> tuple[list
 class Lines:
     """Input rows of supervised lines as ``Dictionary::getLine`` makes them, kept per token."""
 
-    def __init__(self, m: FastText) -> None:
+    def __init__(self, m: Needs) -> None:
         a = m.args
         self.m = m
         self.minn, self.maxn, self.wordngrams = m.minn, m.maxn, int(a["wordNgrams"])  # (n-grams as fastText acts)
@@ -158,10 +178,10 @@ class Lines:
             else:
                 items = as_row_items(t)[:, None]
                 self._take = lambda at, axis: items.take(at, axis=axis).view(np.float32)
-        m._ids([])  # the word index
+        m.ids([])  # the word index
         if self.maxn > 0 and self.bucket > 0 and m.nwords <= MAX_TOKENS // 4:
             # the vocabulary's rows at once (fastText's initNgrams does so at load): 7,235 words, ~30 ms
-            self._prefetch(set(m._raw[: m.nwords]))
+            self._prefetch(set(m.words[: m.nwords]))
 
     def output(self) -> tuple[np.ndarray, np.ndarray | None, bool, np.ndarray]:
         """For the kernel's softmax / one-vs-all / negative-sampling predict: the output rows (a quantized matrix's
@@ -181,7 +201,7 @@ class Lines:
     def _token(self, token: str) -> tuple[tuple[int, ...], int] | None:
         """A token's rows and hash (None for a label; the hash only with word n-grams), computed and kept."""
         m = self.m
-        wid = m._raw_index.get(token, -1)
+        wid = m.word_index().get(token, -1)
         if wid >= m.nwords or wid < 0 and token.startswith(LABEL_PREFIX):
             got = None
         elif token == EOS or self.maxn <= 0 or self.bucket <= 0:  # a word's own row, no n-grams
@@ -218,12 +238,12 @@ class Lines:
             for t in new:
                 self._token(t)
             return
-        ids = m._ids(new)
+        ids = m.ids(new)
         starts_label = np.fromiter(map(methodcaller("startswith", LABEL_PREFIX), new), bool, len(new))
         label = (ids >= m.nwords) | (ids < 0) & starts_label
         self.tokens.update(dict.fromkeys(compress(new, label)))  # labels: None
         words = [t for t in compress(new, ~label) if t != EOS]  # (</s> has no n-grams: the scalar path)
-        wids = m._ids(words).tolist()
+        wids = m.ids(words).tolist()
         # every n-gram of every new word at once (computeSubwords), through the bucket table
         blob, starts, lengths, owner = subwords.char_ngrams(words, self.minn, self.maxn)
         rows, kept = m.buckets.rows(fasttext_hash_many(blob, starts, lengths) % np.uint32(self.bucket))
@@ -287,9 +307,9 @@ class Lines:
         """Each line's hidden vector (the mean of its input rows, float32 as fastText sums it) and which
         lines have any row (one line: :meth:`hidden_one`)."""
         if self.maxn <= 0 or self.bucket <= 0:  # a word is its own row: the model's vectorised lookup is faster
-            rows, owner = self.m._line_rows(lines)
-            return self.m._mean_rows(rows, owner, len(lines))
-        tokens = list(map(self.m._tokens, lines))
+            rows, owner = self.m.line_rows(lines)
+            return self.m.mean_rows(rows, owner, len(lines))
+        tokens = list(map(self.m.tokens, lines))
         flat_tokens = list(chain.from_iterable(tokens))
         self._prefetch(set(flat_tokens))
         got = list(map(self.tokens.get, flat_tokens, repeat(0)))  # (a C-level pass; 0: not kept yet)
@@ -317,8 +337,8 @@ class Lines:
 class Tree:
     """The Huffman tree of a hierarchical-softmax model laid out for evaluating every node at once."""
 
-    def __init__(self, m: FastText) -> None:
-        tree = m._tree()
+    def __init__(self, m: Needs) -> None:
+        tree = m.tree()
         self.children = tree
         osz = self.osz = len(m.labels)
         inner = osz - 1
