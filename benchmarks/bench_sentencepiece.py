@@ -77,7 +77,7 @@ def main() -> None:
         return out.getvalue()
 
     assert ours_build() == data
-    from wvformats.families.sentencepiece.model import set_piece
+    from wvformats.sentencepiece import set_piece
 
     def edit_and_build():
         out = io.BytesIO()

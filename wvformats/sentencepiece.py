@@ -11,21 +11,12 @@
 Every edit keeps the bytes it does not touch.
 """
 
+from .families.sentencepiece.charsmap import CharsMap
+from .families.sentencepiece.checks import check_pieces
+from .families.sentencepiece.edits import add_piece, merge, remove_piece, set_normalizer, set_piece
+from .families.sentencepiece.exports import InexactExportWarning, to_hf_tokenizer, to_json, to_tsv
 from .families.sentencepiece.gguf import from_gguf, to_gguf
-from .families.sentencepiece.model import (
-    CharsMap,
-    InexactExportWarning,
-    SentencePieceModel,
-    add_piece,
-    check_pieces,
-    merge,
-    remove_piece,
-    set_normalizer,
-    set_piece,
-    to_hf_tokenizer,
-    to_json,
-    to_tsv,
-)
+from .families.sentencepiece.model import SentencePieceModel
 
 __all__ = ["CharsMap", "InexactExportWarning", "SentencePieceModel", "add_piece", "check_pieces", "from_gguf", "merge",
            "remove_piece", "set_normalizer", "set_piece", "to_gguf", "to_hf_tokenizer", "to_json", "to_tsv"]

@@ -94,7 +94,7 @@ def _load(data, tmp_path, name):
 
 
 def test_edits_load_in_sentencepiece_and_keep_other_bytes(corpus, tmp_path):
-    from wvformats.families.sentencepiece import model as S
+    from wvformats import sentencepiece as S
 
     data = _train(corpus)
     model, sp, _ = _load(data, tmp_path, "orig.model")
@@ -121,7 +121,7 @@ def test_edits_load_in_sentencepiece_and_keep_other_bytes(corpus, tmp_path):
 def test_merge_and_exports(corpus, tmp_path):
     import json
 
-    from wvformats.families.sentencepiece import model as S
+    from wvformats import sentencepiece as S
 
     a, _, _ = _load(_train(corpus), tmp_path, "a.model")
     other = tmp_path / "other.txt"
@@ -311,7 +311,7 @@ def test_models_of_the_sentencepiece_source_distribution(path):
 
 def test_a_broken_charsmap_is_a_clean_format_error():
     from wvformats.errors import FormatError
-    from wvformats.families.sentencepiece.model import CharsMap
+    from wvformats.sentencepiece import CharsMap
 
     with pytest.raises(FormatError):
         CharsMap(b"\x01\x00")
@@ -328,8 +328,8 @@ def test_a_broken_charsmap_is_a_clean_format_error():
 
 def test_an_empty_piece_makes_no_merges():
     """Both halves of a BPE merge are pieces; an empty piece is no half (it used to pair with every piece)."""
-    from wvformats.families.sentencepiece.model import set_piece, to_hf_tokenizer
     from wvformats.samples import sample_files
+    from wvformats.sentencepiece import set_piece, to_hf_tokenizer
 
     m = wv.read(next(p for p in sample_files() if p.name == "sample-bpe.model"))
     i = next(i for i in range(len(m)) if m.piece(i)[2] == "NORMAL" and len(m.piece(i)[0]) > 1)
@@ -341,7 +341,7 @@ def test_an_empty_piece_makes_no_merges():
 
 def test_an_edit_of_a_broken_normalizer_spec_names_the_format():
     from wvformats.errors import FormatError
-    from wvformats.families.sentencepiece.model import SentencePieceModel, set_normalizer
+    from wvformats.sentencepiece import SentencePieceModel, set_normalizer
 
     broken = SentencePieceModel([dict(number=3, wire_type=2, value=b"\x0a\x05ab")])  # name: 5 bytes of 2
     with pytest.raises(FormatError) as e:
@@ -352,7 +352,7 @@ def test_an_edit_of_a_broken_normalizer_spec_names_the_format():
 def test_spliced_edits_equal_field_list_edits(corpus, tmp_path):
     """Piece edits on a parsed file splice its bytes; on a model made from a plain field list they edit the
     list. Both give the same file, and the result has the same pieces as the edit asked for."""
-    from wvformats.families.sentencepiece import model as S
+    from wvformats import sentencepiece as S
     from wvformats.framework.protowire import LazyMessage
 
     model, _, _ = _load(_train(corpus), tmp_path, "orig.model")
@@ -404,7 +404,7 @@ def test_hugging_face_tokenizer_json_tokenizes_as_sentencepiece(corpus, tmp_path
     import json
 
     tokenizers = pytest.importorskip("tokenizers")  # installed with transformers (the 'peers' extra)
-    from wvformats.families.sentencepiece.model import to_hf_tokenizer
+    from wvformats.sentencepiece import to_hf_tokenizer
 
     lines = [x for x in corpus.read_text(encoding="utf-8").splitlines() if x][:40]
     for name, data in _hf_cases(corpus):
@@ -531,7 +531,7 @@ def test_charsmap_mapping_memory_is_bounded_by_its_output(path):
     cm = wv.read(path).charsmap
     mapping, peak = _peak_mib(cm.mapping)
     assert len(mapping) > 100000 and peak < 96, peak
-    from wvformats.families.sentencepiece.model import CharsMap
+    from wvformats.sentencepiece import CharsMap
 
     blob = bytearray(wv.read(path).normalizer_spec.precompiled_charsmap)
     rng = np.random.default_rng(19)
@@ -590,7 +590,7 @@ def _hf_disagreements(data):
 
     tokenizers = pytest.importorskip("tokenizers")
     from wvformats.families.sentencepiece.codec import parse
-    from wvformats.families.sentencepiece.model import SentencePieceModel, to_hf_tokenizer
+    from wvformats.sentencepiece import SentencePieceModel, to_hf_tokenizer
 
     sp = spm.SentencePieceProcessor(model_proto=data)
     tok = tokenizers.Tokenizer.from_str(json.dumps(to_hf_tokenizer(SentencePieceModel(parse(data)))))
@@ -624,7 +624,7 @@ def test_hf_export_warns_where_tokenizers_cannot_follow(tmp_path, capsys):
     """A Unigram model with whitespace-only pieces: sentencepiece breaks ties between equal-score splits of a
     space run by float32 sums, tokenizers by float64; the export says so, naming the option."""
     from wvformats.families.sentencepiece.codec import parse
-    from wvformats.families.sentencepiece.model import (
+    from wvformats.sentencepiece import (
         InexactExportWarning,
         SentencePieceModel,
         to_hf_tokenizer,

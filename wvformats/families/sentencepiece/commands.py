@@ -26,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     from ... import api
     from ...errors import FormatError
     from ...fileio import atomic_output
-    from . import model as S
+    from . import exports as S
 
     model = api.read(args.model, "sentencepiece")
     try:

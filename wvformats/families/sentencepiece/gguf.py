@@ -19,7 +19,8 @@ from ...framework.protobuf import encode_message
 from ...schemas.constructs.gguf import StringArray
 from ...schemas.sentencepiece import ModelProto, ModelType, PieceType
 from ..ggml.gguf import GGUFModel, Metadata
-from .model import SentencePieceModel, check_pieces, parse_model_fields
+from .checks import check_pieces
+from .model import SentencePieceModel, parse_model_fields
 
 # sentencepiece piece type -> GGUF token_type as llama.cpp's converter sets it (from IsUnknown, IsControl,
 # IsUnused, IsByte): USER_DEFINED is not asked for, so it becomes NORMAL

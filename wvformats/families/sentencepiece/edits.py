@@ -1,0 +1,148 @@
+"""Edits of a SentencePiece model: each returns a new model in which every field not touched keeps its exact
+bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...framework.protobuf import message_fields
+from ...framework.protowire import LEN, LazyMessage, encode_varint
+from ...schemas.sentencepiece import (
+    PIECE_TYPES,
+    PieceType,
+    SentencePiece,
+)
+from .model import SentencePieceModel, parse_model_fields
+
+
+def _piece_message(piece: str, score: float, type_id: int) -> bytes:
+    from ...framework.protobuf import encode_message
+
+    values: dict[str, Any] = {"piece": piece, "score": score}
+    if type_id != PieceType.NORMAL:  # the default: sentencepiece omits it
+        values["type"] = type_id
+    return encode_message(SentencePiece, values)
+
+
+_TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}
+
+
+def _edited(model: SentencePieceModel, fields: list[Any]) -> SentencePieceModel:
+    return SentencePieceModel(fields, model.generation)
+
+
+def _piece_positions(model: SentencePieceModel) -> list[int]:
+    return [i for i, f in enumerate(model.fields) if f["number"] == 1 and f["wire_type"] == LEN]
+
+
+def _record(piece: str, score: float, type_id: int) -> bytes:
+    body = _piece_message(piece, score, type_id)
+    return b"\x0a" + encode_varint(len(body)) + body
+
+
+def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) -> SentencePieceModel | None:
+    """Pieces ``first:stop`` replaced by ``records`` (encoded piece fields) in the file's bytes, when the
+    model's pieces are all in its leading run; None otherwise (the caller edits the field list)."""
+    msg = model._msg
+    if not isinstance(msg, LazyMessage) or any(f["number"] == 1 for f in msg.rest):
+        return None
+    bounds = [*msg.starts[[first, stop]].tolist()] if stop < len(msg.starts) else (
+        [int(msg.starts[first]) if first < len(msg.starts) else msg.run_end, msg.run_end])
+    data = msg.buf[: bounds[0]] + records + msg.buf[bounds[1] :]
+    return SentencePieceModel(parse_model_fields(data), model.generation)
+
+
+def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None, score: float | None = None,
+              type: str | None = None) -> SentencePieceModel:
+    """A copy with piece ``index`` renamed, re-scored or re-typed (only that piece's bytes change)."""
+    index = range(len(model))[index]
+    p, s, t = model.piece(index)
+    args = (p if piece is None else piece, s if score is None else score, _TYPE_IDS[str(t if type is None else type)])
+    spliced = _splice(model, index, index + 1, _record(*args))
+    if spliced is not None:
+        return spliced
+    pos = _piece_positions(model)[index]
+    data = _piece_message(*args)
+    fields = list(model.fields)
+    fields[pos] = dict(number=1, wire_type=LEN, value=data)
+    return _edited(model, fields)
+
+
+def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: str = "USER_DEFINED"
+              ) -> SentencePieceModel:
+    """A copy with ``piece`` appended as the last id; ``type`` a name ("CONTROL") or a ``PieceType``."""
+    if piece in model.piece_strings:
+        raise ValueError(f"piece {piece!r} already exists (id {model.piece_to_id(piece)})")
+    spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[str(type)]))
+    if spliced is not None:
+        return spliced
+    positions = _piece_positions(model)
+    at = positions[-1] + 1 if positions else 0
+    fields = list(model.fields)
+    fields.insert(at, dict(number=1, wire_type=LEN, value=_piece_message(piece, score, _TYPE_IDS[str(type)])))
+    return _edited(model, fields)
+
+
+def remove_piece(model: SentencePieceModel, index: int) -> SentencePieceModel:
+    """A copy without piece ``index`` (later ids shift down by one)."""
+    index = range(len(model))[index]
+    spliced = _splice(model, index, index + 1, b"")
+    if spliced is not None:
+        return spliced
+    fields = list(model.fields)
+    del fields[_piece_positions(model)[index]]
+    return _edited(model, fields)
+
+
+def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceModel:
+    """A copy with NormalizerSpec fields set (``add_dummy_prefix=False``, ...); other bytes unchanged."""
+    from ...framework.protowire import build_fields
+    from ...schemas.sentencepiece import NormalizerSpec
+
+    fields = list(model.fields)
+    where = [i for i, f in enumerate(fields) if f["number"] == 3 and f["wire_type"] == LEN]
+    sub: list[Any] = []
+    if where:
+        sub = message_fields(fields[where[-1]]["value"], "normalizer_spec", "sentencepiece")
+    for name, value in flags.items():
+        spec = next((f for f in NormalizerSpec.fields if f.name == name), None)
+        if spec is None:
+            raise ValueError(f"NormalizerSpec has no field {name!r}")
+        if spec.type == "bool":
+            new = dict(number=spec.number, wire_type=0, value=int(bool(value)))
+        else:
+            raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
+            new = dict(number=spec.number, wire_type=LEN, value=raw)
+        same = [i for i, f in enumerate(sub) if f["number"] == spec.number]
+        if same:
+            sub[same[-1]] = new
+        else:
+            sub.append(new)
+            sub.sort(key=lambda f: f["number"])  # a new field goes where protobuf would write it
+    out = bytearray()
+    build_fields(sub, out)
+    entry = dict(number=3, wire_type=LEN, value=bytes(out))
+    if where:
+        fields[where[-1]] = entry
+    else:
+        fields.append(entry)
+        fields.sort(key=lambda f: f["number"])
+    return _edited(model, fields)
+
+
+def merge(first: SentencePieceModel, second: SentencePieceModel, score: float | None = None
+          ) -> SentencePieceModel:
+    """``first`` plus the pieces of ``second`` it lacks (appended, keeping their type; optional score)."""
+    have = set(first.piece_strings)
+    new = []
+    for p, s, t in second.pieces:
+        if p not in have and t in ("NORMAL", "USER_DEFINED"):
+            new.append((p, s if score is None else score, t))
+            have.add(p)
+    spliced = _splice(first, len(first), len(first), b"".join(_record(p, s, _TYPE_IDS[t]) for p, s, t in new))
+    if spliced is not None:
+        return spliced
+    out = first
+    for p, s, t in new:
+        out = add_piece(out, p, s, t)
+    return out
