@@ -15,9 +15,9 @@
  *       The storage rows of the word's n-grams (lookups.indexer):
  *       kind BUCKET (0): offset + (finalfusion FNV-1a-64 over u64le(char count) + u32le(each code point)
  *           & param), param the mask 2^bucket_exp - 1 (lookups._finalfusion_rows / finalfusion_hash);
- *       kind FASTTEXT (1): offset + fastText's FNV-1a-32 over the n-gram's UTF-8 bytes (a surrogate's
- *           3-byte form, as "surrogatepass" gives it), each byte sign-extended, modulo param, the bucket count
- *           (fasttext.hashing.fasttext_hash).
+ *       kind FASTTEXT (1): offset + fastText's FNV-1a-32 over the n-gram's bytes, each byte sign-extended,
+ *           modulo param, the bucket count (fasttext.hashing.fasttext_hash): its UTF-8, a surrogate escape
+ *           (U+DC80..U+DCFF) the byte it stands for, any other lone surrogate its 3-byte form.
  *   embedding(kind, min_n, max_n, param, offset, matrix, word: str, out) -> int
  *       ngram_rows' rows of ``matrix`` (a 2-d float32 buffer) summed and L2-normalised into ``out`` (a writable
  *       1-d float32 buffer of the matrix's width; lookups._dense_composed); the number of n-grams (0: ``out``
@@ -315,6 +315,8 @@ static inline uint64_t fnv64_char(uint64_t h, uint32_t c) { /* u32le(c); a zero 
 static inline uint32_t fnv32_byte(uint32_t h, unsigned char b) { return (h ^ (uint32_t)(int8_t)b) * FNV32_PRIME; }
 
 static inline uint32_t fnv32_char(uint32_t h, uint32_t c) { /* its UTF-8 bytes, a surrogate's too */
+    if (c >= 0xDC80 && c <= 0xDCFF) /* a surrogate escape: the byte it was decoded from */
+        return fnv32_byte(h, (unsigned char)(c - 0xDC00));
     if (c < 0x80)
         return fnv32_byte(h, (unsigned char)c);
     if (c < 0x800)
