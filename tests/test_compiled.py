@@ -81,3 +81,27 @@ def test_a_kernel_directory_is_loaded_instead_of_the_installed_kernels(tmp_path)
     code = "from wvformats.families.fasttext import subwords"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "no build of wvformats.families.fasttext._kernel there" in out.stderr
+
+
+def _defines(source: Path) -> dict[str, int]:
+    """The integer #defines of a kernel's source (suffixes u, ull dropped)."""
+    return {m[1]: int(m[2], 0) for m in re.finditer(r"^#define (\w+) (0x[0-9A-Fa-f]+|\d+)u?l?l?\b", source.read_text(),
+                                                       re.MULTILINE)}
+
+
+def test_the_kernels_constants_are_the_twins():
+    """Each number a kernel spells (hash constants, KSUB, the sigmoid table, the vocabulary kinds) is the one its
+    pure-Python twin and the schema use."""
+    from wvformats.schemas.fasttext import KSUB
+
+    from wvformats.families.fasttext import arithmetic, hashing, subwords
+    from wvformats.families.finalfusion import lookups
+
+    families = Path(__file__).parents[1] / "wvformats" / "families"
+    assert _defines(families / "fasttext" / "_kernel.c") == {
+        "FNV_OFFSET": hashing.FNV_OFFSET, "FNV_PRIME": hashing.FNV_PRIME, "WORD_NGRAM_PRIME": subwords.WORD_NGRAM_PRIME,
+        "KSUB": KSUB, "MAX_SIGMOID": arithmetic.MAX_SIGMOID, "SIGMOID_TABLE_SIZE": arithmetic.SIGMOID_TABLE_SIZE}
+    assert _defines(families / "finalfusion" / "_kernel.c") == {
+        "BUCKET": lookups._BUCKET, "FASTTEXT": lookups._FASTTEXT, "FNV64_OFFSET": lookups._FNV64_OFFSET,
+        "FNV64_PRIME": lookups._FNV64_PRIME, "FNV64_PRIME4": lookups._FNV64_PRIME4, "FNV32_OFFSET": hashing.FNV_OFFSET,
+        "FNV32_PRIME": hashing.FNV_PRIME, "PW_BLOCKSIZE": 128}  # (numpy's PW_BLOCKSIZE, loops_utils.h.src)

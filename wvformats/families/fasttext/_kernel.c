@@ -38,8 +38,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* the Python twins' constants (tests/test_compiled.py reads the #defines and compares) */
 #define FNV_OFFSET 2166136261u
 #define FNV_PRIME 16777619u
+#define WORD_NGRAM_PRIME 116049371u /* Dictionary::addWordNgrams */
 
 /* -- buffers -------------------------------------------------------------------------------------------------- */
 
@@ -228,7 +230,7 @@ static PyObject *word_ngram_rows(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < size; i++) {
         uint64_t h = (uint64_t)(int64_t)(int32_t)(uint32_t)hashes.v[i]; /* the token hash as fastText's int32 */
         for (Py_ssize_t j = i + 1; j < size && j - i < n; j++) {
-            h = h * 116049371u + (uint64_t)(int64_t)(int32_t)(uint32_t)hashes.v[j];
+            h = h * WORD_NGRAM_PRIME + (uint64_t)(int64_t)(int32_t)(uint32_t)hashes.v[j];
             if (push_hash(out, (long long)(h % (uint64_t)bucket), pruned ? &table : NULL, nwords) < 0)
                 goto done;
         }

@@ -41,6 +41,7 @@
 #include <emmintrin.h>
 #endif
 
+/* the Python twins' constants (tests/test_compiled.py reads the #defines and compares) */
 #define BUCKET 0
 #define FASTTEXT 1
 
