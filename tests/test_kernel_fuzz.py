@@ -1,13 +1,16 @@
-"""The compiled kernels on hostile arguments: every entry point of both kernels called with huge and negative
-counts and sizes, short and odd buffers, wrong dtypes, shapes and strides, non-ints, and sequences whose
-elements' ``__index__`` empties or shortens the sequence while it is read. Each call returns a sane result or
-raises one of the kernels' own errors, never crashes. ``.ci/sanitize`` runs this module on kernels built with
+"""The compiled kernels on hostile arguments: every entry point of both kernels called with arguments that are
+valid but for one or two made hostile (huge and negative counts and sizes, 2^31- and 2^63-ish values, short and
+odd buffers, wrong dtypes, dimensions and strides, non-ints), and with sequences whose elements' ``__index__``
+empties, shortens or grows the sequence while the kernel reads it. Each call returns a sane result or raises one
+of the kernels' own errors, never crashes. ``.ci/sanitize`` runs this module on kernels built with
 AddressSanitizer and UBSan, which turn any out-of-bounds access or undefined arithmetic into a failure; the
 ordinary suite runs it on the installed kernels (it needs them built: every test here fails without)."""
 
+import os
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wvformats import compiled
@@ -17,16 +20,21 @@ from wvformats.families.finalfusion import lookups
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
 FF = compiled.kernel("wvformats.families.finalfusion._kernel")
 ERRORS = (TypeError, ValueError, IndexError, OverflowError, MemoryError, BufferError)
+# examples per entry point: the profile's, or WVFORMATS_FUZZ_EXAMPLES (.ci/sanitize asks for more: a heap overrun
+# needs a count that wraps and valid arguments around it, which the profile's 100 examples seldom draw)
+fuzz = settings(max_examples=int(os.environ.get("WVFORMATS_FUZZ_EXAMPLES") or settings.default.max_examples))
 
-EDGES = [0, 1, 2, 3, -1, -2, 255, 256, 2**31 - 1, 2**31, -(2**31), 2**32 - 1, 2**32, 2**61, 2**62, 2**63 - 1,
-         -(2**63), 2**63, 2**64 - 1, 2**64, -(2**64)]
-hostile_ints = st.sampled_from(EDGES) | st.integers(-(2**65), 2**65) | st.integers(-3, 40)
-small = st.integers(-2, 12)
+EDGES = [0, 1, 2, 3, -1, -2, 255, 256, 2**31 - 1, 2**31, -(2**31), 2**32 - 1, 2**32, 2**61, 2**61 + 1, 2**62,
+         2**63 - 2**31, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 2**64, -(2**64)]
+hostile_ints = st.sampled_from(EDGES) | st.sampled_from(EDGES) | st.integers(-(2**65), 2**65)  # (edges: 2 in 3)
+# a count that sizes an allocation (times 4, 8 or 16 bytes: the product wraps) or is added to a row
+counts = st.sampled_from([2**60, 2**61, 2**61 + 1, 2**62, 2**63 - 1, 2**63 - 2**31 + 1]) | hostile_ints
+not_ints = st.sampled_from([1.5, "3", None, b"x", [1], float("nan")])
 
 
 class Shrinking:
-    """An int whose ``__index__`` (run by the kernel as it reads the sequence) empties or shortens the list
-    holding it, or grows it."""
+    """An int whose ``__index__`` (run by the kernel as it reads the sequence) empties, shortens or grows the
+    list holding it."""
 
     def __init__(self, value, victim, how):
         self.value, self.victim, self.how = value, victim, how
@@ -40,70 +48,93 @@ class Shrinking:
             self.victim.extend([0] * 100)
         return self.value
 
-    __int__ = __index__
-
 
 def shrinking(values, how="clear"):
-    """A list of ``values`` (ints), each element one that changes the list when read; long enough that a kernel
-    keeping its length would read far past a shortened list's storage."""
+    """A list of ``values`` (ints), each element one that changes the list when read."""
     victim = []
     victim.extend(Shrinking(v, victim, how) for v in values)
     return victim
 
 
 @st.composite
-def int_sequences(draw, values=hostile_ints):
-    """Sequences of ints as a caller may pass them: lists, tuples, ranges, generators, numpy ints, floats and
-    other non-ints, and lists that change while they are read."""
-    kind = draw(st.sampled_from(["list", "tuple", "range", "gen", "numpy", "bad", "clear", "shorten", "grow",
-                                 "not"]))
-    items = draw(st.lists(values, max_size=20))
+def int_sequences(draw, values):
+    """Ints drawn from ``values`` in any form a caller may pass them: a list, tuple, range, generator, numpy
+    ints, or a list that changes while it is read (made long, so that a kernel keeping its length reads far
+    past a shortened list)."""
+    items = draw(st.lists(values, max_size=12))
+    kind = draw(st.sampled_from(["list", "tuple", "gen", "numpy", "clear", "shorten", "grow"]))
     if kind == "list":
         return items
     if kind == "tuple":
         return tuple(items)
-    if kind == "range":
-        return range(draw(small), draw(small))
     if kind == "gen":
         return (i for i in items)
     if kind == "numpy":
-        return [np.int64(i) for i in items if -(2**63) <= i < 2**63]
-    if kind == "bad":
-        return [*items, draw(st.sampled_from([1.5, "3", None, b"x", [1]]))]
-    if kind == "not":
-        return draw(st.sampled_from([None, 5, 1.5, object()]))
-    return shrinking(items * 15, kind)  # (long: a kernel keeping the length would read far past a shortened list)
+        return [np.int64(i) if -(2**63) <= i < 2**63 else i for i in items]
+    return shrinking(items * 20, kind)
 
 
 @st.composite
-def arrays(draw, ndim=None, dtypes=(np.float32,)):
-    """Small arrays of hostile dtypes, dimensions and layouts: C or Fortran order, strided, reversed, at an odd
+def bad_sequences(draw):
+    """Sequences no kernel takes whole: hostile ints, a non-int among ints, no sequence at all."""
+    how = draw(st.sampled_from(["ints", "non-int", "not"]))
+    if how == "ints":
+        return draw(int_sequences(hostile_ints))
+    if how == "non-int":
+        return [*draw(st.lists(st.integers(0, 3), max_size=3)), draw(not_ints)]
+    return draw(st.sampled_from([None, 5, 1.5, object(), "abc"]))
+
+
+def layouts(draw, a):
+    """``a`` (float32 or int32) as a caller may hand it over: C or Fortran order, strided, reversed, at an odd
     byte, read-only, broadcast (stride 0)."""
-    ndim = draw(st.sampled_from([0, 1, 2, 3])) if ndim is None else ndim
-    dtype = draw(st.sampled_from([*dtypes, np.float64, np.int32, np.int64, np.uint8, np.float16, ">f4", ">i4"]))
-    shape = tuple(draw(st.lists(st.integers(0, 6), min_size=ndim, max_size=ndim)))
-    size = int(np.prod(shape))
-    a = np.arange(size * 2, dtype=np.float64)[:size].reshape(shape)
-    a = np.array(np.sin(a) * 4 if np.dtype(dtype).kind == "f" else a % 7 - 1, dtype)
     layout = draw(st.sampled_from(["c", "f", "strided", "reversed", "odd", "readonly", "broadcast"]))
     if layout == "f":
-        a = np.asfortranarray(a)
-    elif layout == "strided" and ndim:
-        a = np.repeat(a, 2, axis=0)[::2]
-    elif layout == "reversed" and ndim:
-        a = a[::-1]
-    elif layout == "odd":
+        return np.asfortranarray(a)
+    if layout == "strided" and a.ndim:
+        return np.repeat(a, 2, axis=0)[::2]
+    if layout == "reversed" and a.ndim:
+        return a[::-1]
+    if layout == "odd":
         buf = np.zeros(a.nbytes + 1, np.uint8)
         buf[1:] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-        a = buf[1:].view(a.dtype).reshape(shape)
-    elif layout == "readonly":
+        return buf[1:].view(a.dtype).reshape(a.shape)
+    if layout == "readonly":
+        a = a.copy()
         a.flags.writeable = False
-    elif layout == "broadcast" and ndim and shape[0]:
-        a = np.broadcast_to(a[:1], (draw(st.integers(0, 6)), *shape[1:]))
+        return a
+    if layout == "broadcast" and a.ndim and len(a):
+        return np.broadcast_to(a[:1], a.shape)
     return a
 
 
-def call(f, *args):
+@st.composite
+def floats(draw, shape):
+    """A float32 array of ``shape`` in any layout."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return layouts(draw, rng.standard_normal(shape).astype(np.float32))
+
+
+@st.composite
+def bad_arrays(draw):
+    """Arrays a kernel refuses or must read with care: any dtype, 0 to 3 dimensions, any layout."""
+    ndim = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.integers(0, 6), min_size=ndim, max_size=ndim)))
+    dtype = draw(st.sampled_from([np.float32, np.int32, np.float64, np.int64, np.uint8, np.float16, ">f4", ">i4"]))
+    a = np.array(np.sin(np.arange(int(np.prod(shape)), dtype=np.float64)) * 4, dtype).reshape(shape)
+    return draw(st.sampled_from([a, bytearray(7), memoryview(b"abcdefgh")[::3], "str", 5, None])) \
+        if draw(st.integers(0, 5)) == 0 else layouts(draw, a)
+
+
+def hostile(draw, valid, bad):
+    """``valid`` (the arguments of a call) with none, one or two replaced by a draw from ``bad`` (a strategy for
+    each position)."""
+    count = draw(st.sampled_from([0, 1, 1, 1, 2]))
+    at = set(draw(st.lists(st.sampled_from(range(len(valid))), min_size=count, max_size=count)))
+    return [draw(bad[i]) if i in at else v for i, v in enumerate(valid)]
+
+
+def call(f, args):
     """f(*args), or None when it raised one of the kernels' errors."""
     try:
         return f(*args)
@@ -111,94 +142,113 @@ def call(f, *args):
         return None
 
 
+def row_table(draw, bucket):
+    """A pruned model's bucket -> row table (int32, -1: pruned), or None."""
+    if bucket > 64 or draw(st.booleans()):
+        return None
+    return layouts(draw, np.array(draw(st.lists(st.integers(-1, 1000), min_size=bucket, max_size=bucket)), np.int32))
+
+
 # -- fastText --------------------------------------------------------------------------------------------------
 
-@given(st.binary(max_size=40), hostile_ints, hostile_ints, hostile_ints, hostile_ints,
-       st.none() | arrays(ndim=1, dtypes=(np.int32,)))
-def test_fasttext_ngram_rows(word, minn, maxn, bucket, nwords, table):
-    got = call(FT.ngram_rows, word, minn, maxn, bucket, nwords, table)
+@fuzz
+@given(st.data())
+def test_fasttext_ngram_rows(data):
+    draw = data.draw
+    bucket = draw(st.integers(1, 64) | st.integers(1, 2**31 - 1))
+    valid = [b"<" + draw(st.binary(max_size=24)) + b">", draw(st.integers(0, 6)), draw(st.integers(-1, 8)), bucket,
+             draw(st.integers(0, 1000)), row_table(draw, bucket)]
+    bad = [st.sampled_from(["<abc>", 5, None, memoryview(b"<abcd>")[::2]]), hostile_ints, hostile_ints, hostile_ints,
+           counts, bad_arrays()]
+    args = hostile(draw, valid, bad)
+    got = call(FT.ngram_rows, args)
     if got is not None:
-        assert all(nwords - 1 <= r < nwords + 2**31 for r in got)
+        assert all(args[4] <= r < args[4] + 2**31 for r in got)
 
 
-@given(int_sequences(), hostile_ints, hostile_ints, hostile_ints, st.none() | arrays(ndim=1, dtypes=(np.int32,)))
-def test_fasttext_word_ngram_rows(hashes, n, bucket, nwords, table):
+@fuzz
+@given(st.data())
+def test_fasttext_word_ngram_rows(data):
+    draw = data.draw
+    bucket = draw(st.integers(1, 64) | st.integers(1, 2**31 - 1))
     out = [-5]
-    if call(FT.word_ngram_rows, out, hashes, n, bucket, nwords, table) is not None:
-        assert out[0] == -5 and all(nwords - 1 <= r < nwords + 2**31 for r in out[1:])
+    valid = [out, draw(int_sequences(st.integers(0, 2**32 - 1))), draw(st.integers(1, 6)), bucket,
+             draw(st.integers(0, 1000)), row_table(draw, bucket)]
+    bad = [st.sampled_from([(), None]), bad_sequences(), counts, hostile_ints, counts, bad_arrays()]
+    args = hostile(draw, valid, bad)
+    if call(FT.word_ngram_rows, args) is not None:
+        assert out[0] == -5 and all(args[4] <= r < args[4] + 2**31 for r in out[1:])
 
 
+@fuzz
 @given(st.binary(max_size=64) | st.sampled_from([bytearray(b"\xff" * 9), memoryview(b"abc")[::2], "str", 5]))
 def test_fasttext_fnv1a(data):
-    got = call(FT.fnv1a, data)
+    got = call(FT.fnv1a, [data])
     if got is not None:
         assert 0 <= got < 2**32
 
 
-@st.composite
-def pq_arguments(draw):
-    """pq_rows' arguments, most of them consistent (so that the row loop runs), any of them hostile."""
-    dsub = draw(st.integers(1, 4) | hostile_ints)
-    lastdsub = draw(st.integers(1, 4) | hostile_ints)
-    nsubq = draw(st.integers(1, 4))
-    dim = draw(st.just((nsubq - 1) * dsub + lastdsub) | hostile_ints)
-    count = draw(st.integers(0, 5))
+@fuzz
+@given(st.data())
+def test_fasttext_pq_rows(data):
+    draw = data.draw
+    dsub, lastdsub, nsubq, count = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 3)), \
+        draw(st.integers(1, 5))
+    lastdsub = min(lastdsub, dsub)
+    dim = (nsubq - 1) * dsub + lastdsub
     codes = bytes(draw(st.lists(st.integers(0, 255), min_size=count * nsubq, max_size=count * nsubq)))
-    codes = draw(st.just(codes) | st.binary(max_size=20))
-    cent_len = 4 * 256 * dim if isinstance(dim, int) and 0 < dim < 40 else 0
-    centroids = np.linspace(-1, 1, cent_len // 4, dtype=np.float32).tobytes()
-    centroids = draw(st.just(centroids) | st.binary(max_size=64).map(lambda b: centroids[: len(b)]))
+    centroids = np.linspace(-1, 1, 256 * dim, dtype=np.float32).tobytes()
     scaled = draw(st.booleans())
-    norm_codes = draw(st.binary(min_size=count, max_size=count + 2) | st.binary(max_size=3)) if scaled else None
-    norms = draw(st.just(np.linspace(0.5, 2, 256, dtype=np.float32)) | arrays(ndim=1)) if scaled else None
-    rows = draw(int_sequences(st.integers(-2, count + 1) | hostile_ints))
-    width = dim if isinstance(dim, int) and 0 < dim < 40 else 3
-    n = len(rows) if isinstance(rows, (list, tuple)) else 2
-    out = draw(st.sampled_from(["right", "short", "odd", "readonly", "bytes"]))
-    size = n * width * 4 + (out == "short")
-    buf = bytearray(size + 1)
-    out = {"right": lambda: bytearray(size), "short": lambda: bytearray(max(size - 2, 0)),
-           "odd": lambda: memoryview(buf)[1:], "readonly": lambda: bytes(size), "bytes": lambda: "x"}[out]()
-    return codes, centroids, dim, dsub, lastdsub, norm_codes, norms, rows, out
+    rows = draw(int_sequences(st.integers(0, count - 1)))
+    n = len(rows) if isinstance(rows, (list, tuple)) else 0
+    valid = [codes, centroids, dim, dsub, lastdsub, bytes(range(count)) if scaled else None,
+             np.linspace(0.5, 2, 256, dtype=np.float32) if scaled else None, rows,
+             draw(st.sampled_from([bytearray, lambda size: memoryview(bytearray(size + 1))[1:]]))(4 * n * dim)]
+    bad = [st.binary(max_size=20), st.binary(max_size=64).map(lambda b: centroids[: len(b)]), counts, counts, counts, st.binary(max_size=3) | st.sampled_from([None, 5]), bad_arrays(),
+           bad_sequences(), st.sampled_from([bytearray(4 * n * dim + 4), bytes(4 * n * dim), bytearray(1), "x"])]
+    call(FT.pq_rows, hostile(draw, valid, bad))
 
 
-@given(pq_arguments())
-def test_fasttext_pq_rows(args):
-    call(FT.pq_rows, *args)
-
-
-@given(arrays(), int_sequences(st.integers(-2, 8) | hostile_ints), arrays(ndim=1))
-def test_fasttext_mean_rows(matrix, rows, out):
-    got = call(FT.mean_rows, matrix, rows, out)
+@fuzz
+@given(st.data())
+def test_fasttext_mean_rows(data):
+    draw = data.draw
+    nrows, dim = draw(st.integers(1, 6)), draw(st.integers(0, 6))
+    out = np.empty(dim, np.float32)
+    valid = [draw(floats((nrows, dim))), draw(int_sequences(st.integers(0, nrows - 1))), out]
+    args = hostile(draw, valid, [bad_arrays(), bad_sequences(), bad_arrays()])
+    got = call(FT.mean_rows, args)
     if got is not None:
-        assert got is out
+        assert got is args[2]
 
 
 @st.composite
-def line_arguments(draw):
-    """The matrices of a predict (input, its rows, output, norms), mostly of agreeing shapes."""
-    dim = draw(st.integers(0, 5))
-    nrows, osz = draw(st.integers(1, 8)), draw(st.integers(1, 8))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    matrix = draw(st.just(rng.standard_normal((nrows, dim)).astype(np.float32)) | arrays())
-    output = draw(st.just(rng.standard_normal((osz, dim)).astype(np.float32)) | arrays())
-    norms = draw(st.none() | st.just(rng.random(osz).astype(np.float32)) | arrays(ndim=1))
-    rows = draw(int_sequences(st.integers(-1, nrows) | hostile_ints))
-    return matrix, rows, output, norms, osz
+def lines(draw):
+    """A line's arguments to the predicts, valid: (input matrix, its rows, output matrix, norms), and osz."""
+    nrows, osz, dim = draw(st.integers(1, 8)), draw(st.integers(1, 8)), draw(st.integers(0, 5))
+    norms = draw(st.none() | floats((osz,)))
+    return [draw(floats((nrows, dim))), draw(int_sequences(st.integers(0, nrows - 1))), draw(floats((osz, dim))),
+            norms], osz
 
 
-@given(line_arguments(), hostile_ints, st.floats(allow_nan=True) | st.sampled_from([1e300, -1e300]),
-       st.booleans(), st.sampled_from(["table", "short", "2d", "f64"]))
-def test_fasttext_flat_predict(line, k, threshold, softmax, table):
-    matrix, rows, output, norms, _ = line
-    table = {"table": np.linspace(0, 1, 513, dtype=np.float32),
-             "short": np.zeros(512, np.float32), "2d": np.zeros((513, 1), np.float32),
-             "f64": np.zeros(513)}[table]
-    got = call(FT.flat_predict, matrix, rows, output, norms, softmax, table, k, threshold)
+LINE_BAD = [bad_arrays(), bad_sequences(), bad_arrays(), bad_arrays()]
+
+
+@fuzz
+@given(lines(), st.data())
+def test_fasttext_flat_predict(line, data):
+    draw = data.draw
+    (matrix, rows, output, norms), osz = line
+    valid = [matrix, rows, output, norms, draw(st.booleans()), np.linspace(0, 1, 513, dtype=np.float32),
+             draw(st.integers(1, 10)), draw(st.floats(-1, 1) | st.sampled_from([float("nan"), -1e300, 1e300]))]
+    bad = [*LINE_BAD, st.sampled_from([None, "x"]), bad_arrays() | st.just(np.zeros(512, np.float32)), counts,
+           st.sampled_from([float("inf"), "x"])]
+    args = hostile(draw, valid, bad)
+    got = call(FT.flat_predict, args)
     if got is not None:
         ids, probs = got
-        assert len(ids) == len(probs) <= min(k, len(output))
-        assert all(0 <= i < len(output) for i in ids)
+        assert len(ids) == len(probs) <= min(args[6], osz)
+        assert all(0 <= i < osz for i in ids)
 
 
 @st.composite
@@ -208,31 +258,32 @@ def trees(draw, osz):
     nodes = 2 * osz - 1
     children = np.full((nodes, 2), -1, np.int32)
     free, nxt = list(range(osz)), osz
-    while len(free) > 1:  # Huffman-like: join the first two into a new inner node
+    while len(free) > 1:  # join the first two into a new inner node
         children[nxt] = free[:2]
         free, nxt = [*free[2:], nxt], nxt + 1
-    how = draw(st.sampled_from(["tree", "random", "cycle", "other"]))
+    how = draw(st.sampled_from(["tree", "tree", "random", "cycle"]))
     if how == "random":
-        children = draw(st.lists(st.integers(-2, nodes + 1), min_size=2 * nodes, max_size=2 * nodes)
-                        .map(lambda v: np.array(v, np.int32).reshape(nodes, 2)))
-    elif how == "cycle" and nodes > 1:
+        return draw(st.lists(st.integers(-2, nodes + 1), min_size=2 * nodes, max_size=2 * nodes)
+                    .map(lambda v: np.array(v, np.int32).reshape(nodes, 2)))
+    if how == "cycle" and nodes > 1:
         children[nodes - 1] = [nodes - 1, nodes - 1]
-    elif how == "other":
-        children = draw(arrays(dtypes=(np.int32,)))
-    return children
+    return layouts(draw, children)
 
 
-@given(line_arguments(), st.data(), hostile_ints, st.floats(width=32) | st.sampled_from([float("nan"), 1e300]))
-def test_fasttext_hs_predict(line, data, k, log_threshold):
-    matrix, rows, output, norms, osz = line
-    osz_arg = data.draw(st.just(osz) | hostile_ints)
-    children = data.draw(trees(osz))
-    inner = output[: max(osz - 1, 0)] if output.ndim == 2 else output
-    got = call(FT.hs_predict, matrix, rows, inner, norms, children, osz_arg, k, log_threshold)
+@fuzz
+@given(lines(), st.data())
+def test_fasttext_hs_predict(line, data):
+    draw = data.draw
+    (matrix, rows, output, norms), osz = line
+    valid = [matrix, rows, output[: osz - 1], None if norms is None else norms[: osz - 1], draw(trees(osz)), osz,
+             draw(st.integers(1, 10)), draw(st.floats(-100, 0) | st.sampled_from([-1e30, float("nan")]))]
+    bad = [*LINE_BAD, bad_arrays(), counts, counts, st.sampled_from([float("inf"), "x"])]
+    args = hostile(draw, valid, bad)
+    got = call(FT.hs_predict, args)
     if got is not None:
         ids, probs = got
-        assert len(ids) == len(probs) <= min(k, osz_arg)
-        assert all(0 <= i < osz_arg for i in ids)
+        assert len(ids) == len(probs) <= min(args[6], osz)
+        assert all(0 <= i < osz for i in ids)
 
 
 # -- finalfusion -----------------------------------------------------------------------------------------------
@@ -240,26 +291,50 @@ def test_fasttext_hs_predict(line, data, k, log_threshold):
 words = st.lists(st.characters() | st.integers(0xD800, 0xDFFF).map(chr), max_size=30).map("".join)
 
 
-@given(hostile_ints, hostile_ints | small, hostile_ints | small, hostile_ints, hostile_ints,
-       words | st.sampled_from([b"x", None, 5]))
-def test_finalfusion_ngram_rows(kind, min_n, max_n, param, offset, word):
-    got = call(FF.ngram_rows, kind, min_n, max_n, param, offset, word)
+def vocab(draw):
+    """finalfusion's vocabulary arguments (kind, min_n, max_n, mask or buckets, offset), valid."""
+    kind = draw(st.sampled_from([0, 1]))
+    return [kind, draw(st.integers(0, 4)), draw(st.integers(-1, 7) | st.sampled_from([2**24, 2**63 - 1])),
+            draw(st.sampled_from([63, 2**20 - 1, 2**62 - 1]) if kind == 0 else st.integers(1, 2**32)),
+            draw(st.integers(0, 1000))]
+
+
+VOCAB_BAD = [hostile_ints | not_ints, counts, counts, counts, counts]
+
+
+@fuzz
+@given(st.data())
+def test_finalfusion_ngram_rows(data):
+    draw = data.draw
+    args = hostile(draw, [*vocab(draw), draw(words)], [*VOCAB_BAD, st.sampled_from([b"x", None, 5])])
+    got = call(FF.ngram_rows, args)
     if got is not None:
-        assert all(offset <= r <= offset + param for r in got)
+        assert all(args[4] <= r <= args[4] + args[3] for r in got)
 
 
-@given(st.sampled_from([0, 1]) | hostile_ints, st.integers(0, 4) | hostile_ints, small | hostile_ints,
-       st.sampled_from([7, 63]) | hostile_ints, st.integers(0, 3) | hostile_ints, arrays(), words,
-       arrays(ndim=1))
-def test_finalfusion_embedding(kind, min_n, max_n, param, offset, matrix, word, out):
-    got = call(FF.embedding, kind, min_n, max_n, param, offset, matrix, word, out)
+@fuzz
+@given(st.data())
+def test_finalfusion_embedding(data):
+    draw = data.draw
+    v = vocab(draw)
+    v[3] = draw(st.sampled_from([0, 3, 15]) if v[0] == 0 else st.integers(1, 16))  # rows inside the matrix
+    dim = draw(st.integers(1, 40))
+    valid = [*v, draw(floats((v[4] + 16, dim))), draw(words), np.empty(dim, np.float32)]
+    args = hostile(draw, valid, [*VOCAB_BAD, bad_arrays(), st.sampled_from([b"x", None]), bad_arrays()])
+    got = call(FF.embedding, args)
     if got is not None:
         assert got >= 0
 
 
-@given(arrays(), st.none() | int_sequences(st.integers(-1, 7) | hostile_ints), arrays(ndim=1))
-def test_finalfusion_compose(matrix, rows, out):
-    assert call(FF.compose, matrix, rows, out) is None
+@fuzz
+@given(st.data())
+def test_finalfusion_compose(data):
+    draw = data.draw
+    nrows, dim = draw(st.integers(1, 6)), draw(st.integers(1, 40))
+    valid = [draw(floats((nrows, dim))), draw(st.none() | int_sequences(st.integers(0, nrows - 1))),
+             np.empty(dim, np.float32)]
+    args = hostile(draw, valid, [bad_arrays(), bad_sequences(), bad_arrays()])
+    assert call(FF.compose, args) is None
 
 
 @pytest.mark.parametrize("kernel", [FT, FF], ids=["fasttext", "finalfusion"])
@@ -364,8 +439,9 @@ def test_rows_past_int64_are_refused():
         FT.ngram_rows(b"<abc>", 1, 3, 10, -1, None)
 
 
-def test_finalfusion_min_n_near_2_63_gives_no_ngram():
-    """i + min_n overflowed for a min_n near 2^63 (UBSan): no n-gram is that long."""
+def test_finalfusion_vocabulary_arguments_are_read_whole():
+    """kind was read as a C int: 2^32 was kind 0 (bucket). A min_n near 2^63 gives no n-gram (the loop's bound
+    is now i + min_n <= size written so that it cannot overflow)."""
     assert FF.ngram_rows(0, 2**63 - 1, 2**63 - 1, 7, 0, "hallo") == []
     assert FF.ngram_rows(1, 2**63 - 1, 2**63 - 1, 7, 0, "hallo") == []
     with pytest.raises(ValueError, match="kind 4294967296"):  # (was truncated to int: kind 0)

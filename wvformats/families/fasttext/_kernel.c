@@ -574,7 +574,7 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
             continue;
         const char *at = ch + v.node * children.strides[0];
         int32_t left = load_i(at), right = load_i(at + children.strides[1]);
-        if (left == -1 && right == -1) {
+        if (left == -1 && right == -1 && v.node < osz) { /* a leaf: a label */
             line_offer(&c, k, v.score, v.node);
             continue;
         }
