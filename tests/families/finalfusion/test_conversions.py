@@ -200,6 +200,23 @@ def test_deduplicated_fasttext_model_keeps_its_subwords(tmp_path, kernels):
     assert len(said) == 1 and said[0].startswith("normalize:")
 
 
+def test_a_word_with_surrogate_escapes_gets_the_fasttext_models_vector_from_the_converted_file(tmp_path, kernels):
+    """A word read from bytes that are not UTF-8 holds surrogate escapes; the fastText model hashes its n-grams
+    by those bytes, as fastText does, but finalfusion's fastText vocabulary hashed the escapes' 3-byte forms
+    (surrogatepass): the .fifu converted from the model gave such a word another vector. Now the same n-gram
+    rows, so the unit vector of the model's (escapes of lead bytes only: fastText cuts its characters at those,
+    finalfusion at code points)."""
+    out = tmp_path / "lee.fifu"
+    _converted(LEE, out)
+    model, fifu = wv.read(LEE), wv.read(out)
+    oov = ["caf\udce9", "\udcff\udcc3night", "na\udce9ve\udcf0"]
+    assert not any(w in model.vocab or w in fifu.vocab for w in oov)
+    want = np.array([model[w] for w in oov])
+    np.testing.assert_allclose(np.array([fifu.embedding(w) for w in oov]), _unit(want), rtol=0, atol=1e-6)
+    for w in oov:  # (the same rows; fastText takes them shortest first, finalfusion longest first)
+        assert sorted(fifu.subwords.indices(w)) == sorted(model.subword_rows(w))
+
+
 def _pruned_lookups_equal_fasttexts(src, out):
     """finalfusion-python's unknown-word vectors in ``out`` are the unit vectors of the fasttext module's in
     ``src``, and its words' vectors too (the fastText vectors of the words, normalised)."""

@@ -259,10 +259,15 @@ def test_lone_surrogates_hash_as_finalfusion_python_hashes_them(tmp_path, kernel
         assert np.array_equal(batch[i], ours.embedding(word))
 
 
-def test_lone_surrogates_hash_as_their_utf8_form_in_fasttext_vocabs(tmp_path, kernels):
-    """finalfusion-python raises UnicodeEncodeError for them; we hash a surrogate's 3-byte UTF-8 form
-    (surrogatepass) as the fastText hash takes any character's bytes, so every str has a vector: the
-    n-grams without one get the peer's rows, the others their bytes' FNV-1a-32 (sign-extended) rows."""
+def test_lone_surrogates_hash_as_fasttext_reads_them_in_fasttext_vocabs(tmp_path, kernels):
+    """finalfusion-python raises UnicodeEncodeError for them; we hash a surrogate escape (U+DC80..U+DCFF) as the
+    byte it came from, as fastText and the fastText model hash the word, and any other lone surrogate as its
+    3-byte UTF-8 form (surrogatepass), so every str has a vector: the n-grams without one get the peer's rows,
+    the others their bytes' FNV-1a-32 (sign-extended) rows."""
+    def as_read(g):  # (an escape: the byte; the rest: surrogatepass)
+        return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF
+                        else c.encode("utf-8", "surrogatepass") for c in g)
+
     def fasttext_hash(data):
         h = 2166136261
         for b in data:
@@ -283,7 +288,7 @@ def test_lone_surrogates_hash_as_their_utf8_form_in_fasttext_vocabs(tmp_path, ke
         odd = [any(0xD800 <= ord(c) < 0xE000 for c in g) for g in grams]
         assert any(odd) and len(ours.subword_indices(word)) == len(grams)
         for g, row, has in zip(grams, ours.subword_indices(word), odd, strict=True):
-            want = fasttext_hash(g.encode("utf-8", "surrogatepass")) if has else theirs.vocab.subword_indexer(g)
+            want = fasttext_hash(as_read(g)) if has else theirs.vocab.subword_indexer(g)
             assert row == 2 + want % buckets
         v = np.asarray(theirs.storage)[ours.subword_indices(word)].sum(axis=0)
         assert np.allclose(ours.embedding(word), v / np.linalg.norm(v), atol=1e-6)

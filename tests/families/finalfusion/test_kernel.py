@@ -175,3 +175,24 @@ def test_bad_arguments_raise_and_never_crash():
         K.ngram_rows(0, 3, 2**64, 7, 0, "hallo")
     with pytest.raises(TypeError):
         K.ngram_rows(0, 3, 6, 7, 0)
+
+
+def test_the_fasttext_hash_of_a_surrogate_escape_is_the_byte_it_came_from():
+    """The public fasttext_hash, finalfusion's fastText indexer (kernel and twin) and the fastText model's
+    hash (of the bytes a word was read from) agree on a word with surrogate escapes: 'caf\\udce9' was hashed
+    as the 3-byte form of U+DCE9 (surrogatepass, 723987888) here, as the byte 0xE9 by the fastText model
+    (4109757820). A lone surrogate no byte gave keeps its 3-byte form."""
+    from wvformats.families.fasttext import hashing, subwords
+    from wvformats.finalfusion import fasttext_hash
+
+    ft_kernel = importlib.import_module("wvformats.families.fasttext._kernel")
+    assert fasttext_hash("caf\udce9") == ft_kernel.fnv1a(b"caf\xe9") == 4109757820
+    blob, lengths = subwords.encode(["caf\udce9", "\udcff\udc80x"])
+    assert hashing.fasttext_hash_many(blob, np.array([0, 4]), lengths).tolist() == \
+        [4109757820, ft_kernel.fnv1a(b"\xff\x80x")] == [fasttext_hash("caf\udce9"), fasttext_hash("\udcff\udc80x")]
+    assert fasttext_hash("\ud800") == ft_kernel.fnv1a("\ud800".encode("utf-8", "surrogatepass"))
+    vocab = {"buckets": 1000, "min_n": 3, "max_n": 6}
+    word = "caf\udce9\udc80\ud800"
+    want = [7 + fasttext_hash(g) % 1000 for g in lookups.ngrams(word, 3, 6)]
+    assert indexer(K, "fasttext_subword_vocab", vocab, 7)(word) == want
+    assert indexer(None, "fasttext_subword_vocab", vocab, 7)(word) == want

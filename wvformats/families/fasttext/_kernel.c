@@ -26,6 +26,11 @@
  *       The same for the other losses: every label's dotRow, then SoftmaxLoss::computeOutput (exp in double of
  *       a float, the sum label after label) or BinaryLogisticLoss's (one-vs-all, negative sampling: fastText's
  *       sigmoid table), then Loss::findKBest with the same heap.
+ *
+ * Safe on any argument: every size is checked for overflow before it is allocated (k and counts clamped first),
+ * and a sequence of ints is read into a C array (read_ints) before anything else is done with it, so that an
+ * element's __index__ (Python code, which may change the sequence) never runs while a size taken from the
+ * sequence is in use. Bad arguments raise TypeError, ValueError, IndexError, OverflowError or MemoryError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,8 +38,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* the Python twins' constants (tests/test_compiled.py reads the #defines and compares) */
 #define FNV_OFFSET 2166136261u
 #define FNV_PRIME 16777619u
+#define WORD_NGRAM_PRIME 116049371u /* Dictionary::addWordNgrams */
 
 /* -- buffers -------------------------------------------------------------------------------------------------- */
 
@@ -58,11 +65,83 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int ndim, char kind, const
 
 static inline float load_f(const char *p) { float x; memcpy(&x, p, 4); return x; }
 static inline int32_t load_i(const char *p) { int32_t x; memcpy(&x, p, 4); return x; }
+static inline void store_f(char *p, float x) { memcpy(p, &x, 4); }
+
+/* a * b for sizes (a, b >= 0); -1 when it overflows Py_ssize_t */
+static inline Py_ssize_t size_mul(Py_ssize_t a, Py_ssize_t b) {
+    return a != 0 && b > PY_SSIZE_T_MAX / a ? -1 : a * b;
+}
+
+/* PyMem_Malloc of n items of ``item`` bytes, MemoryError when the size overflows or the allocation fails */
+static void *alloc_items(Py_ssize_t n, size_t item) {
+    Py_ssize_t bytes = n < 0 ? -1 : size_mul(n ? n : 1, (Py_ssize_t)item);
+    void *p = bytes < 0 ? NULL : PyMem_Malloc((size_t)bytes);
+    if (p == NULL)
+        PyErr_NoMemory();
+    return p;
+}
+
+/* -- sequences of ints ---------------------------------------------------------------------------------------- */
+
+/* The ints of a sequence, read into a C array once (``local`` when they fit, else PyMem: ints_free) */
+typedef struct {
+    long long *v, local[256];
+    Py_ssize_t n;
+} Ints;
+
+static void ints_free(Ints *a) {
+    if (a->v != a->local)
+        PyMem_Free(a->v);
+    a->v = a->local;
+    a->n = 0;
+}
+
+/* Reads ``obj`` (any iterable of ints: int or __index__) into ``a``, each as int64 (``masked``: its low 64 bits,
+ * as PyLong_AsUnsignedLongLongMask gives them, for hashes). An element that is not an exact int runs Python code
+ * when read (its __index__), which may change a list: such a list is read from a copy. 0, or -1 with an
+ * exception set (``a`` then holds nothing to free). */
+static int read_ints(PyObject *obj, Ints *a, int masked, const char *name) {
+    a->v = a->local;
+    a->n = 0;
+    PyObject *seq = PySequence_Fast(obj, name); /* the list or tuple itself, or a new list no one else holds */
+    if (seq == NULL)
+        return -1;
+    if (seq == obj && PyList_CheckExact(seq)) {
+        Py_ssize_t size = PyList_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < size; i++)
+            if (!PyLong_CheckExact(PyList_GET_ITEM(seq, i))) {
+                Py_SETREF(seq, PyList_AsTuple(obj));
+                if (seq == NULL)
+                    return -1;
+                break;
+            }
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq); /* fixed from here on: no one else can change seq */
+    if (n > (Py_ssize_t)(sizeof a->local / sizeof a->local[0]) && (a->v = alloc_items(n, sizeof(long long))) == NULL) {
+        a->v = a->local;
+        Py_DECREF(seq);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        long long x = masked ? (long long)PyLong_AsUnsignedLongLongMask(item) : PyLong_AsLongLong(item);
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            ints_free(a);
+            return -1;
+        }
+        a->v[i] = x;
+    }
+    a->n = n;
+    Py_DECREF(seq);
+    return 0;
+}
 
 /* -- n-grams -------------------------------------------------------------------------------------------------- */
 
 /* Dictionary::pushHash: bucket ``id``'s input row appended to ``out`` (through a pruned model's table, which
- * drops it where it holds -1); 0, or -1 with an exception set */
+ * drops it where it holds -1); 0, or -1 with an exception set. ``id`` and the table's rows are below 2^31:
+ * nwords_ok has seen to it that nwords plus them fits in 63 bits. */
 static int push_hash(PyObject *out, long long id, Py_buffer *table, long long nwords) {
     if (table != NULL) {
         if (id >= table->shape[0])
@@ -79,6 +158,15 @@ static int push_hash(PyObject *out, long long id, Py_buffer *table, long long nw
     return rc;
 }
 
+/* nwords, added to rows below 2^31: ValueError unless the sums fit in int64 */
+static int nwords_ok(long long nwords) {
+    if (nwords < 0 || nwords > LLONG_MAX - INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nwords must be in 0..2^63-2^31");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *ngram_rows(PyObject *self, PyObject *args) {
     Py_buffer word;
     long long minn, maxn, bucket, nwords;
@@ -91,7 +179,7 @@ static PyObject *ngram_rows(PyObject *self, PyObject *args) {
         PyBuffer_Release(&word);
         return NULL;
     }
-    PyObject *out = PyList_New(0);
+    PyObject *out = nwords_ok(nwords) < 0 ? NULL : PyList_New(0);
     if (out == NULL || maxn <= 0 || bucket <= 0 || bucket > INT32_MAX)
         goto done;
     const unsigned char *w = word.buf;
@@ -130,42 +218,27 @@ static PyObject *word_ngram_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "word_ngram_rows: bucket must be in 1..2^31-1");
         return NULL;
     }
-    PyObject *hashes = PySequence_Fast(hashes_obj, "hashes: expected a sequence of ints");
-    if (hashes == NULL)
+    Ints hashes;
+    if (nwords_ok(nwords) < 0 || read_ints(hashes_obj, &hashes, 1, "hashes: expected a sequence of ints") < 0)
         return NULL;
     Py_buffer table = {0};
     int pruned = table_obj != Py_None;
-    if (pruned && get_buffer(table_obj, &table, 1, 'i', "table") < 0) {
-        Py_DECREF(hashes);
-        return NULL;
-    }
-    Py_ssize_t size = PySequence_Fast_GET_SIZE(hashes);
-    int32_t local[256], *h32 = size <= 256 ? local : PyMem_Malloc(size * sizeof(int32_t));
     PyObject *result = NULL;
-    if (h32 == NULL) {
-        PyErr_NoMemory();
+    if (pruned && get_buffer(table_obj, &table, 1, 'i', "table") < 0)
         goto done;
-    }
+    Py_ssize_t size = hashes.n;
     for (Py_ssize_t i = 0; i < size; i++) {
-        unsigned long v = PyLong_AsUnsignedLongMask(PySequence_Fast_GET_ITEM(hashes, i));
-        if (v == (unsigned long)-1 && PyErr_Occurred())
-            goto done;
-        h32[i] = (int32_t)(uint32_t)v;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        uint64_t h = (uint64_t)(int64_t)h32[i];
-        for (Py_ssize_t j = i + 1; j < size && j < i + n; j++) {
-            h = h * 116049371u + (uint64_t)(int64_t)h32[j];
+        uint64_t h = (uint64_t)(int64_t)(int32_t)(uint32_t)hashes.v[i]; /* the token hash as fastText's int32 */
+        for (Py_ssize_t j = i + 1; j < size && j - i < n; j++) {
+            h = h * WORD_NGRAM_PRIME + (uint64_t)(int64_t)(int32_t)(uint32_t)hashes.v[j];
             if (push_hash(out, (long long)(h % (uint64_t)bucket), pruned ? &table : NULL, nwords) < 0)
                 goto done;
         }
     }
     result = Py_NewRef(Py_None);
 done:
-    if (h32 != local)
-        PyMem_Free(h32);
-    Py_DECREF(hashes);
-    if (pruned)
+    ints_free(&hashes);
+    if (pruned && table.obj)
         PyBuffer_Release(&table);
     return result;
 }
@@ -184,22 +257,21 @@ static PyObject *fnv1a(PyObject *self, PyObject *arg) {
 
 /* -- a word's vector, a line's hidden vector ------------------------------------------------------------------ */
 
-/* The mean of matrix rows ``rows`` (a sequence of ints) into ``out`` (dim floats, zeroed here), as fastText makes
- * it (Model::computeHidden, FastText::getWordVector): the rows added in order onto +0.0, then times
+/* The mean of matrix rows ``rows`` into ``out`` (dim floats, zeroed here), as fastText makes it
+ * (Model::computeHidden, FastText::getWordVector): the rows added in order onto +0.0, then times
  * float(1.0 / count); nothing added, zeros. */
-static int mean_of_rows(Py_buffer *matrix, PyObject *rows, float *out) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows), dim = matrix->shape[1];
-    memset(out, 0, dim * sizeof(float));
+static int mean_of_rows(Py_buffer *matrix, const Ints *rows, float *out) {
+    Py_ssize_t n = rows->n, dim = matrix->shape[1];
+    for (Py_ssize_t j = 0; j < dim; j++)
+        out[j] = 0.0f;
     const char *base = matrix->buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
-        if (r == -1 && PyErr_Occurred())
-            return -1;
+        long long r = rows->v[i];
         if (r < 0 || r >= matrix->shape[0]) {
-            PyErr_Format(PyExc_IndexError, "row %zd is outside the %zd rows of the matrix", r, matrix->shape[0]);
+            PyErr_Format(PyExc_IndexError, "row %lld is outside the %zd rows of the matrix", r, matrix->shape[0]);
             return -1;
         }
-        const char *row = base + r * matrix->strides[0];
+        const char *row = base + (Py_ssize_t)r * matrix->strides[0];
         for (Py_ssize_t j = 0; j < dim; j++)
             out[j] += load_f(row + j * matrix->strides[1]);
     }
@@ -218,8 +290,9 @@ static int mean_of_rows(Py_buffer *matrix, PyObject *rows, float *out) {
  * ProductQuantizer::addcode adds to a vector (written as they are: a -0.0 stays, as in the numpy twin). */
 static PyObject *pq_rows(PyObject *self, PyObject *args) {
     Py_buffer codes, centroids, out, norm_codes = {0}, norms = {0};
-    PyObject *rows_obj, *norm_codes_obj, *norms_obj, *result = NULL, *rows = NULL;
+    PyObject *rows_obj, *norm_codes_obj, *norms_obj, *result = NULL;
     long long dim, dsub, lastdsub;
+    Ints rows = {.v = NULL};
     if (!PyArg_ParseTuple(args, "y*y*LLLOOOw*", &codes, &centroids, &dim, &dsub, &lastdsub, &norm_codes_obj,
                           &norms_obj, &rows_obj, &out))
         return NULL;
@@ -227,30 +300,32 @@ static PyObject *pq_rows(PyObject *self, PyObject *args) {
     if (scaled && (PyObject_GetBuffer(norm_codes_obj, &norm_codes, PyBUF_SIMPLE) < 0 ||
                    get_buffer(norms_obj, &norms, 1, 'f', "norms") < 0))
         goto done;
-    Py_ssize_t nsubq = dsub > 0 ? (dim - lastdsub) / dsub + 1 : 0;
-    if (dim < 1 || dsub < 1 || lastdsub < 1 || lastdsub > dsub || (dim - lastdsub) % dsub != 0 || codes.len % nsubq != 0 ||
-        centroids.len < (Py_ssize_t)(((nsubq - 1) * KSUB * dsub + KSUB * lastdsub) * 4) ||
-        (scaled && (norms.shape[0] < KSUB || norm_codes.len < codes.len / nsubq))) {
+    /* sub-quantizers of dsub columns and a last one of lastdsub; centroids: KSUB of each, KSUB * dim floats in
+     * all (dim is bounded by the centroids' bytes before anything is multiplied) */
+    if (dim < 1 || dsub < 1 || lastdsub < 1 || lastdsub > dsub || dim > centroids.len / (4 * KSUB) ||
+        (dim - lastdsub) % dsub != 0) {
         PyErr_SetString(PyExc_ValueError, "pq_rows: the codes, centroids and output do not agree");
         goto done;
     }
-    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
-    if (rows == NULL)
+    Py_ssize_t nsubq = (Py_ssize_t)((dim - lastdsub) / dsub + 1);
+    if (codes.len % nsubq != 0 || (scaled && (norms.shape[0] < KSUB || norm_codes.len < codes.len / nsubq))) {
+        PyErr_SetString(PyExc_ValueError, "pq_rows: the codes, centroids and output do not agree");
         goto done;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rows), count = codes.len / nsubq;
-    if (out.len != n * dim * (Py_ssize_t)sizeof(float)) {
+    }
+    if (read_ints(rows_obj, &rows, 0, "rows: expected a sequence of ints") < 0)
+        goto done;
+    Py_ssize_t n = rows.n, count = codes.len / nsubq, want = size_mul(size_mul(n, (Py_ssize_t)dim), 4);
+    if (want < 0 || out.len != want) {
         PyErr_SetString(PyExc_ValueError, "pq_rows: out must hold a row of dim float32 for each row asked for");
         goto done;
     }
     const unsigned char *cd = codes.buf;
     const char *cents = centroids.buf;
-    float *o = out.buf;
-    for (Py_ssize_t i = 0; i < n; i++, o += dim) {
-        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
-        if (r == -1 && PyErr_Occurred())
-            goto done;
+    char *o = out.buf; /* (any alignment: stored with memcpy) */
+    for (Py_ssize_t i = 0; i < n; i++, o += 4 * dim) {
+        long long r = rows.v[i];
         if (r < 0 || r >= count) {
-            PyErr_Format(PyExc_IndexError, "row %zd is outside the %zd rows of the matrix", r, count);
+            PyErr_Format(PyExc_IndexError, "row %lld is outside the %zd rows of the matrix", r, count);
             goto done;
         }
         float alpha = scaled ? load_f((const char *)norms.buf +
@@ -260,13 +335,14 @@ static PyObject *pq_rows(PyObject *self, PyObject *args) {
             int last = m == nsubq - 1;
             Py_ssize_t d = last ? lastdsub : dsub;
             const char *c = cents + 4 * (last ? m * KSUB * dsub + code[m] * lastdsub : (m * KSUB + code[m]) * dsub);
-            for (Py_ssize_t j = 0; j < d; j++)
-                o[m * dsub + j] = alpha * load_f(c + 4 * j); /* (each column once: +0.0 + x, but -0.0 kept) */
+            for (Py_ssize_t j = 0; j < d; j++) /* (each column once: +0.0 + x, but -0.0 kept) */
+                store_f(o + 4 * (m * dsub + j), alpha * load_f(c + 4 * j));
         }
     }
     result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(rows);
+    if (rows.v)
+        ints_free(&rows);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&centroids);
     PyBuffer_Release(&out);
@@ -281,26 +357,31 @@ static PyObject *mean_rows(PyObject *self, PyObject *args) {
     PyObject *matrix_obj, *rows_obj, *out_obj;
     if (!PyArg_ParseTuple(args, "OOO", &matrix_obj, &rows_obj, &out_obj))
         return NULL;
+    Ints rows;
+    if (read_ints(rows_obj, &rows, 0, "rows: expected a sequence of ints") < 0)
+        return NULL;
     Py_buffer matrix, out;
-    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0)
-        return NULL;
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&matrix);
+    PyObject *result = NULL;
+    if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0) {
+        ints_free(&rows);
         return NULL;
     }
-    PyObject *rows = NULL, *result = NULL;
-    if (out.itemsize != 4 || out.len != matrix.shape[1] * 4 || out.format == NULL ||
-        strchr(out.format, 'f') == NULL) {
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        goto release;
+    float local[1024], *sums = matrix.shape[1] <= 1024 ? local : alloc_items(matrix.shape[1], sizeof(float));
+    if (out.itemsize != 4 || out.len != size_mul(matrix.shape[1], 4) || out.format == NULL ||
+        strcmp(out.format + (*out.format == '<' || *out.format == '=' || *out.format == '@'), "f") != 0) {
         PyErr_SetString(PyExc_TypeError, "out: expected a contiguous float32 array of the matrix's width");
-        goto done;
-    }
-    rows = PySequence_Fast(rows_obj, "rows: expected a sequence of ints");
-    if (rows != NULL && mean_of_rows(&matrix, rows, out.buf) == 0)
+    } else if (sums != NULL && mean_of_rows(&matrix, &rows, sums) == 0) {
+        memcpy(out.buf, sums, 4 * matrix.shape[1]); /* (out at any alignment) */
         result = Py_NewRef(out_obj);
-done:
-    Py_XDECREF(rows);
+    }
+    if (sums != local)
+        PyMem_Free(sums);
     PyBuffer_Release(&out);
+release:
     PyBuffer_Release(&matrix);
+    ints_free(&rows);
     return result;
 }
 
@@ -355,8 +436,14 @@ static PyObject *sorted_predictions(Pred *heap, Py_ssize_t size) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < size; i++) {
-        PyList_SET_ITEM(ids, i, PyLong_FromLong(heap[i].id));
-        PyList_SET_ITEM(probs, i, PyFloat_FromDouble((double)expf(heap[i].score)));
+        PyObject *id = PyLong_FromLong(heap[i].id), *p = PyFloat_FromDouble((double)expf(heap[i].score));
+        PyList_SET_ITEM(ids, i, id);
+        PyList_SET_ITEM(probs, i, p);
+        if (id == NULL || p == NULL) {
+            Py_DECREF(ids);
+            Py_DECREF(probs);
+            return NULL;
+        }
     }
     return Py_BuildValue("(NN)", ids, probs);
 }
@@ -383,14 +470,14 @@ typedef struct {
 typedef struct {
     Py_buffer matrix, output, norms;
     int have_norms;
-    PyObject *rows;
+    Ints rows;
     float *hidden;
     Pred *heap;
     Py_ssize_t size; /* predictions in the heap */
 } Line;
 
 static void line_end(Line *c) {
-    Py_XDECREF(c->rows);
+    ints_free(&c->rows);
     PyMem_Free(c->hidden);
     PyMem_Free(c->heap);
     if (c->matrix.obj)
@@ -401,29 +488,38 @@ static void line_end(Line *c) {
         PyBuffer_Release(&c->norms);
 }
 
-/* The buffers taken and checked, the hidden vector made (Model::computeHidden); 0, or -1 with an exception set
- * (call line_end either way) */
-static int line_start(Line *c, PyObject *matrix, PyObject *rows, PyObject *output, PyObject *norms, long long k) {
+/* The line's rows read, the buffers taken and checked (``labels``: the output rows the search reads, which the
+ * output matrix and its norms must hold); 0, or -1 with an exception set (call line_end either way) */
+static int line_start(Line *c, PyObject *matrix, PyObject *rows, PyObject *output, PyObject *norms,
+                      Py_ssize_t labels) {
     memset(c, 0, sizeof *c);
+    c->rows.v = c->rows.local;
     c->have_norms = norms != Py_None;
-    if (get_buffer(matrix, &c->matrix, 2, 'f', "matrix") < 0 || get_buffer(output, &c->output, 2, 'f', "output") < 0 ||
+    if (read_ints(rows, &c->rows, 0, "rows: expected a sequence of ints") < 0 ||
+        get_buffer(matrix, &c->matrix, 2, 'f', "matrix") < 0 || get_buffer(output, &c->output, 2, 'f', "output") < 0 ||
         (c->have_norms && get_buffer(norms, &c->norms, 1, 'f', "norms") < 0))
         return -1;
-    Py_ssize_t dim = c->matrix.shape[1];
-    if (c->output.shape[1] != dim || k < 1) {
-        PyErr_SetString(PyExc_ValueError, "predict: the matrices' widths differ, or k < 1");
+    if (c->output.shape[1] != c->matrix.shape[1] || c->output.shape[0] < labels ||
+        (c->have_norms && c->norms.shape[0] < labels)) {
+        PyErr_SetString(PyExc_ValueError, "predict: the shapes of the matrices do not agree");
         return -1;
     }
-    c->rows = PySequence_Fast(rows, "rows: expected a sequence of ints");
-    if (c->rows == NULL)
-        return -1;
-    c->hidden = PyMem_Malloc((dim ? dim : 1) * sizeof(float));
-    c->heap = PyMem_Malloc((k + 1) * sizeof(Pred));
-    if (c->hidden == NULL || c->heap == NULL) {
-        PyErr_NoMemory();
+    return 0;
+}
+
+/* k clamped to 1..labels (ValueError for k < 1), the hidden vector made (Model::computeHidden) and a heap of
+ * k + 1 allocated; 0, or -1 with an exception set */
+static int line_hidden(Line *c, long long *k, Py_ssize_t labels) {
+    if (*k < 1) {
+        PyErr_SetString(PyExc_ValueError, "predict: k < 1");
         return -1;
     }
-    return mean_of_rows(&c->matrix, c->rows, c->hidden);
+    if (*k > labels)
+        *k = labels;
+    if ((c->hidden = alloc_items(c->matrix.shape[1], sizeof(float))) == NULL ||
+        (c->heap = alloc_items((Py_ssize_t)*k + 1, sizeof(Pred))) == NULL)
+        return -1;
+    return mean_of_rows(&c->matrix, &c->rows, c->hidden);
 }
 
 /* Matrix::dotRow of output row ``i`` with the hidden vector */
@@ -449,21 +545,23 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
     Line c;
     Py_buffer children = {0};
     Visit *stack = NULL;
-    if (k > osz)
-        k = osz;
-    if (line_start(&c, matrix, rows, output, norms, k) < 0 || get_buffer(children_obj, &children, 2, 'i', "children") < 0)
+    /* osz labels: leaves 0..osz-1, inner nodes osz..2*osz-2 (output rows 0..osz-2); label ids are int32 */
+    if (osz < 1 || osz > INT32_MAX) {
+        memset(&c, 0, sizeof c);
+        c.rows.v = c.rows.local;
+        PyErr_SetString(PyExc_ValueError, "hs_predict: osz must be in 1..2^31-1");
         goto fail;
-    Py_ssize_t nodes = children.shape[0], inner = osz - 1;
-    if (c.output.shape[0] < inner || children.shape[1] != 2 || osz < 1 || nodes != 2 * osz - 1 ||
-        (c.have_norms && c.norms.shape[0] < inner)) {
+    }
+    Py_ssize_t nodes = (Py_ssize_t)(2 * osz - 1), inner = (Py_ssize_t)(osz - 1);
+    if (line_start(&c, matrix, rows, output, norms, inner) < 0 ||
+        get_buffer(children_obj, &children, 2, 'i', "children") < 0)
+        goto fail;
+    if (children.shape[1] != 2 || children.shape[0] != nodes) {
         PyErr_SetString(PyExc_ValueError, "hs_predict: the shapes of the tree and the matrices do not agree");
         goto fail;
     }
-    stack = PyMem_Malloc((nodes + 1) * sizeof(Visit));
-    if (stack == NULL) {
-        PyErr_NoMemory();
+    if (line_hidden(&c, &k, (Py_ssize_t)osz) < 0 || (stack = alloc_items(nodes + 1, sizeof(Visit))) == NULL)
         goto fail;
-    }
     /* HierarchicalSoftmaxLoss::dfs from the root, the left child first */
     Py_ssize_t top = 0, visits = 0;
     stack[top++] = (Visit){(int32_t)(nodes - 1), 0.0f};
@@ -476,7 +574,7 @@ static PyObject *hs_predict(PyObject *self, PyObject *args) {
             continue;
         const char *at = ch + v.node * children.strides[0];
         int32_t left = load_i(at), right = load_i(at + children.strides[1]);
-        if (left == -1 && right == -1) {
+        if (left == -1 && right == -1 && v.node < osz) { /* a leaf: a label */
             line_offer(&c, k, v.score, v.node);
             continue;
         }
@@ -514,20 +612,16 @@ static PyObject *flat_predict(PyObject *self, PyObject *args) {
     Line c;
     Py_buffer table = {0};
     float *out = NULL;
-    if (line_start(&c, matrix, rows, output, norms, k) < 0 || get_buffer(table_obj, &table, 1, 'f', "sigmoid table") < 0)
+    if (line_start(&c, matrix, rows, output, norms, 0) < 0 || get_buffer(table_obj, &table, 1, 'f', "sigmoid table") < 0)
         goto fail;
     Py_ssize_t osz = c.output.shape[0];
-    if (osz < 1 || (c.have_norms && c.norms.shape[0] < osz) || table.shape[0] != SIGMOID_TABLE_SIZE + 1) {
+    if (osz < 1 || osz > INT32_MAX || (c.have_norms && c.norms.shape[0] < osz) ||
+        table.shape[0] != SIGMOID_TABLE_SIZE + 1) {
         PyErr_SetString(PyExc_ValueError, "flat_predict: the shapes of the matrices do not agree");
         goto fail;
     }
-    if (k > osz)
-        k = osz;
-    out = PyMem_Malloc(osz * sizeof(float));
-    if (out == NULL) {
-        PyErr_NoMemory();
+    if (line_hidden(&c, &k, osz) < 0 || (out = alloc_items(osz, sizeof(float))) == NULL)
         goto fail;
-    }
     for (Py_ssize_t i = 0; i < osz; i++) /* Vector::mul(Matrix, Vector): dotRow of each label */
         out[i] = line_dot(&c, i);
     if (softmax) { /* SoftmaxLoss::computeOutput: exp in double of a float, the sum label after label */

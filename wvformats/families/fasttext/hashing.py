@@ -10,10 +10,22 @@ FNV_OFFSET, FNV_PRIME, MASK = 2166136261, 16777619, 0xFFFFFFFF
 SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
 
 
+def fasttext_bytes(text: str) -> bytes:
+    """The bytes fastText hashes of a str: its UTF-8, each surrogate escape (U+DC80..U+DCFF, as ``surrogateescape``
+    decoding gives a byte that is not UTF-8) the byte it came from, as fastText reads the word; any other lone
+    surrogate, which no bytes gave, its 3-byte form (``surrogatepass``)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return b"".join(bytes([ord(c) - 0xDC00]) if "\udc80" <= c <= "\udcff"
+                        else c.encode("utf-8", "surrogatepass") for c in text)
+
+
 def fasttext_hash(ngram: str) -> int:
-    """fastText's Dictionary::hash: FNV-1a-32 over UTF-8 bytes, bytes >= 0x80 sign-extended."""
+    """fastText's Dictionary::hash: FNV-1a-32 over the bytes (:func:`fasttext_bytes`: UTF-8, a surrogate escape
+    the byte it came from), bytes >= 0x80 sign-extended."""
     h = FNV_OFFSET
-    data = ngram.encode("utf-8", "surrogatepass")
+    data = fasttext_bytes(ngram)
     if data.isascii():  # no byte to sign-extend; the low 32 bits of a product depend on the low 32 bits alone
         for b in data:
             h = (h ^ b) * FNV_PRIME

@@ -15,9 +15,9 @@
  *       The storage rows of the word's n-grams (lookups.indexer):
  *       kind BUCKET (0): offset + (finalfusion FNV-1a-64 over u64le(char count) + u32le(each code point)
  *           & param), param the mask 2^bucket_exp - 1 (lookups._finalfusion_rows / finalfusion_hash);
- *       kind FASTTEXT (1): offset + fastText's FNV-1a-32 over the n-gram's UTF-8 bytes (a surrogate's
- *           3-byte form, as "surrogatepass" gives it), each byte sign-extended, modulo param, the bucket count
- *           (fasttext.hashing.fasttext_hash).
+ *       kind FASTTEXT (1): offset + fastText's FNV-1a-32 over the n-gram's bytes, each byte sign-extended,
+ *           modulo param, the bucket count (fasttext.hashing.fasttext_hash): its UTF-8, a surrogate escape
+ *           (U+DC80..U+DCFF) the byte it stands for, any other lone surrogate its 3-byte form.
  *   embedding(kind, min_n, max_n, param, offset, matrix, word: str, out) -> int
  *       ngram_rows' rows of ``matrix`` (a 2-d float32 buffer) summed and L2-normalised into ``out`` (a writable
  *       1-d float32 buffer of the matrix's width; lookups._dense_composed); the number of n-grams (0: ``out``
@@ -25,6 +25,11 @@
  *   compose(matrix, rows, out) -> None
  *       The same sum and normalisation of the rows ``rows`` (a sequence of ints) of ``matrix``, or of all its
  *       rows in order when ``rows`` is None (lookups.composed: sum_rows, then _finished).
+ *
+ * Safe on any argument: every size is checked for overflow before it is allocated, and the rows given to compose
+ * are read into a C array before anything else is done with them, so that an element's __index__ (Python code,
+ * which may change the list) never runs while a size taken from the list is in use. Bad arguments raise
+ * TypeError, ValueError, IndexError, OverflowError or MemoryError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +41,7 @@
 #include <emmintrin.h>
 #endif
 
+/* the Python twins' constants (tests/test_compiled.py reads the #defines and compares) */
 #define BUCKET 0
 #define FASTTEXT 1
 
@@ -77,6 +83,14 @@ static int get_matrix_out(PyObject *matrix_obj, PyObject *out_obj, Py_buffer *ma
 
 static inline float load_f(const char *p) { float x; memcpy(&x, p, 4); return x; }
 
+/* PyMem_Malloc of n items of ``item`` bytes, MemoryError when the size overflows or the allocation fails */
+static void *alloc_items(Py_ssize_t n, size_t item) {
+    void *p = n < 0 || (size_t)(n ? n : 1) > (size_t)PY_SSIZE_T_MAX / item ? NULL : PyMem_Malloc((n ? n : 1) * item);
+    if (p == NULL)
+        PyErr_NoMemory();
+    return p;
+}
+
 /* -- the sum and its normalisation ---------------------------------------------------------------------------- */
 
 /* The rows to sum, in order (checked against the matrix as they come). */
@@ -109,8 +123,9 @@ static int rows_add(Rows *s, long long r) {
         return -1;
     }
     if (s->n == s->cap) {
-        const char **grown = s->at == s->local ? PyMem_Malloc(2 * s->cap * sizeof(char *))
-                                               : PyMem_Realloc((void *)s->at, 2 * s->cap * sizeof(char *));
+        const char **grown = s->cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(char *) ? NULL
+                             : s->at == s->local ? PyMem_Malloc(2 * s->cap * sizeof(char *))
+                                                 : PyMem_Realloc((void *)s->at, 2 * s->cap * sizeof(char *));
         if (grown == NULL) {
             PyErr_NoMemory();
             return -1;
@@ -202,11 +217,10 @@ static int rows_finish(const Rows *s, Py_buffer *out) {
         PyErr_Format(PyExc_ValueError, "out: expected %zd floats, not %zd", dim, out->shape[0]);
         return -1;
     }
-    float local[2 * 1024], *acc = dim <= 1024 ? local : PyMem_Malloc(2 * dim * sizeof(float));
-    if (acc == NULL) {
-        PyErr_NoMemory();
+    float local[2 * 1024], *acc = dim <= 1024 ? local : alloc_items(dim > PY_SSIZE_T_MAX / 2 ? -1 : 2 * dim,
+                                                                        sizeof(float));
+    if (acc == NULL)
         return -1;
-    }
     float *sq = acc + dim;
     sum_rows(s, acc);
 #ifdef USE_SSE
@@ -239,13 +253,12 @@ static int rows_finish(const Rows *s, Py_buffer *out) {
 /* -- n-grams -------------------------------------------------------------------------------------------------- */
 
 typedef struct {
-    int kind;
-    long long min_n, max_n, param, offset;
+    long long kind, min_n, max_n, param, offset;
 } Vocab;
 
 static int vocab_check(Vocab *v) {
     if (v->kind != BUCKET && v->kind != FASTTEXT) {
-        PyErr_Format(PyExc_ValueError, "kind %d: expected 0 (bucket) or 1 (fastText)", v->kind);
+        PyErr_Format(PyExc_ValueError, "kind %lld: expected 0 (bucket) or 1 (fastText)", v->kind);
         return -1;
     }
     if (v->min_n < 0 || v->offset < 0 || v->param < (v->kind == BUCKET ? 0 : 1) ||
@@ -272,11 +285,9 @@ static Py_ssize_t bracketed(PyObject *word, uint32_t *local, Py_ssize_t room, ui
         PyErr_NoMemory();
         return -1;
     }
-    uint32_t *cps = len + 2 <= room ? local : PyMem_Malloc((len + 2) * sizeof(uint32_t));
-    if (cps == NULL) {
-        PyErr_NoMemory();
+    uint32_t *cps = len + 2 <= room ? local : alloc_items(len + 2, sizeof(uint32_t));
+    if (cps == NULL)
         return -1;
-    }
     int kind = PyUnicode_KIND(word);
     const void *data = PyUnicode_DATA(word);
     cps[0] = '<';
@@ -305,6 +316,8 @@ static inline uint64_t fnv64_char(uint64_t h, uint32_t c) { /* u32le(c); a zero 
 static inline uint32_t fnv32_byte(uint32_t h, unsigned char b) { return (h ^ (uint32_t)(int8_t)b) * FNV32_PRIME; }
 
 static inline uint32_t fnv32_char(uint32_t h, uint32_t c) { /* its UTF-8 bytes, a surrogate's too */
+    if (c >= 0xDC80 && c <= 0xDCFF) /* a surrogate escape: the byte it was decoded from */
+        return fnv32_byte(h, (unsigned char)(c - 0xDC00));
     if (c < 0x80)
         return fnv32_byte(h, (unsigned char)c);
     if (c < 0x800)
@@ -324,12 +337,12 @@ static Py_ssize_t each_row(Vocab *v, PyObject *word, Emit emit, void *ctx) {
     Py_ssize_t size = bracketed(word, local, 64, &cps), count = 0;
     if (size < 0)
         return -1;
-    if (v->kind == FASTTEXT && size + 1 > 64 && (prefix = PyMem_Malloc((size + 1) * sizeof(uint32_t))) == NULL) {
-        PyErr_NoMemory();
+    if (v->kind == FASTTEXT && size + 1 > 64 && (prefix = alloc_items(size + 1, sizeof(uint32_t))) == NULL) {
+        prefix = hlocal;
         count = -1;
         goto done;
     }
-    for (Py_ssize_t i = 0; i + v->min_n <= size; i++) {
+    for (Py_ssize_t i = 0; v->min_n <= size - i; i++) {
         long long longest = size - i < v->max_n ? size - i : v->max_n;
         if (v->kind == FASTTEXT) {
             uint32_t h = FNV32_OFFSET;
@@ -368,12 +381,11 @@ static int parse_vocab(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t expec
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    v->kind = (int)PyLong_AsLong(args[0]);
-    v->min_n = PyLong_AsLongLong(args[1]);
-    v->max_n = PyLong_AsLongLong(args[2]);
-    v->param = PyLong_AsLongLong(args[3]);
-    v->offset = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred())
+    if (((v->kind = PyLong_AsLongLong(args[0])) == -1 && PyErr_Occurred()) ||
+        ((v->min_n = PyLong_AsLongLong(args[1])) == -1 && PyErr_Occurred()) ||
+        ((v->max_n = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred()) ||
+        ((v->param = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred()) ||
+        ((v->offset = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred()))
         return -1;
     return vocab_check(v);
 }
@@ -417,41 +429,71 @@ static PyObject *embedding(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return count < 0 ? NULL : PyLong_FromSsize_t(count);
 }
 
+/* The rows to compose read into a C array (``local`` when they fit, else PyMem): any iterable of ints. An
+ * element that is not an exact int runs Python code when read (its __index__), which may change a list: such a
+ * list is read from a copy. The count, or -1 with an exception set. */
+static Py_ssize_t read_rows(PyObject *obj, long long *local, Py_ssize_t room, long long **buf) {
+    *buf = local;
+    PyObject *seq = PySequence_Fast(obj, "rows: expected a sequence of ints"); /* itself, or a new list */
+    if (seq == NULL)
+        return -1;
+    if (seq == obj && PyList_CheckExact(seq)) {
+        Py_ssize_t size = PyList_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < size; i++)
+            if (!PyLong_CheckExact(PyList_GET_ITEM(seq, i))) {
+                Py_SETREF(seq, PyList_AsTuple(obj));
+                if (seq == NULL)
+                    return -1;
+                break;
+            }
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq); /* fixed from here on: no one else can change seq */
+    long long *v = n <= room ? local : alloc_items(n, sizeof(long long));
+    for (Py_ssize_t i = 0; v != NULL && i < n; i++)
+        if ((v[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i))) == -1 && PyErr_Occurred()) {
+            if (v != local)
+                PyMem_Free(v);
+            v = NULL;
+        }
+    Py_DECREF(seq);
+    if (v == NULL)
+        return -1;
+    *buf = v;
+    return n;
+}
+
 static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "compose(matrix, rows, out)");
         return NULL;
     }
+    long long local[128], *rows = local;
+    Py_ssize_t n = 0;
+    if (args[1] != Py_None && (n = read_rows(args[1], local, 128, &rows)) < 0)
+        return NULL;
     Py_buffer matrix, out;
-    PyObject *rows = NULL;
     int ok = 0;
     if (get_matrix_out(args[0], args[2], &matrix, &out) < 0)
-        return NULL;
+        goto release;
     Rows s;
     rows_start(&s, &matrix);
-    if (args[1] != Py_None && (rows = PySequence_Fast(args[1], "rows: expected a sequence of ints")) == NULL)
-        goto done;
-    Py_ssize_t n = rows ? PySequence_Fast_GET_SIZE(rows) : matrix.shape[0];
+    if (args[1] == Py_None)
+        n = matrix.shape[0];
     if (n == 0) {
         PyErr_SetString(PyExc_ValueError, "compose: no rows to sum");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long long r = i;
-        if (rows != NULL) {
-            r = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rows, i));
-            if (r == -1 && PyErr_Occurred())
-                goto done;
-        }
-        if (rows_add(&s, r) < 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (rows_add(&s, args[1] == Py_None ? i : rows[i]) < 0)
             goto done;
-    }
     ok = rows_finish(&s, &out) == 0;
 done:
     rows_free(&s);
-    Py_XDECREF(rows);
     PyBuffer_Release(&matrix);
     PyBuffer_Release(&out);
+release:
+    if (rows != local)
+        PyMem_Free(rows);
     if (!ok)
         return NULL;
     Py_RETURN_NONE;

@@ -9,8 +9,10 @@ L2-normalised sum of its n-gram rows (None when it has no n-gram).
 
 Every str has n-gram rows, lone surrogates included (from ``surrogateescape`` decoding, say): the
 finalfusion hash takes a surrogate's code point as it takes any other, as finalfusion-python does; the
-fastText and floret hashes take its 3-byte UTF-8 form (``surrogatepass``), where finalfusion-python raises
-UnicodeEncodeError (a finalfusion-rust string cannot hold one).
+fastText hash takes a surrogate escape as the byte it came from, as fastText (and a fastText model read here)
+hashes the word (:func:`~wvformats.families.fasttext.hashing.fasttext_bytes`), and any other lone surrogate
+in its 3-byte UTF-8 form; the floret hash takes a surrogate's 3-byte form (``surrogatepass``).
+finalfusion-python raises UnicodeEncodeError for either (a finalfusion-rust string cannot hold one).
 
 One unknown word at a time (``embedding(w)``) runs in the compiled kernel (``_kernel.c``) where it is built: a
 bucket or fastText vocabulary's n-gram rows (``indexer``) and, over a float32 storage, the word's whole vector
