@@ -4,21 +4,36 @@ fastText subword vocabulary uses it too."""
 
 from __future__ import annotations
 
+import codecs
+
 import numpy as np
 
 FNV_OFFSET, FNV_PRIME, MASK = 2166136261, 16777619, 0xFFFFFFFF
 SIGNED = [b | 0xFFFFFF00 if b & 0x80 else b for b in range(256)]  # each byte as int8_t, then uint32_t
 
 
+def _escape_or_pass(e: UnicodeError) -> tuple[bytes, int]:
+    """Error handler of :data:`BYTES`: a surrogate escape (U+DC80..U+DCFF) is the byte it was read from, any other
+    lone surrogate its 3-byte form (``surrogatepass``)."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogatepass")
+                    for c in e.object[e.start : e.end]), e.end
+
+
+# str -> the bytes fastText sees: ``word.encode("utf-8", BYTES)``. Bytes that are not UTF-8 are read as surrogate
+# escapes and hashed as the bytes they came from; a lone surrogate no byte gave (U+D800) is hashed by its
+# surrogatepass form, as the finalfusion fastText vocabularies take it: every str has n-grams, and a .fifu
+# converted from a model gives such a word the model's vector
+BYTES = "wvformats.fasttext"
+codecs.register_error(BYTES, _escape_or_pass)
+
+
 def fasttext_bytes(text: str) -> bytes:
     """The bytes fastText hashes of a str: its UTF-8, each surrogate escape (U+DC80..U+DCFF, as ``surrogateescape``
     decoding gives a byte that is not UTF-8) the byte it came from, as fastText reads the word; any other lone
-    surrogate, which no bytes gave, its 3-byte form (``surrogatepass``)."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return b"".join(bytes([ord(c) - 0xDC00]) if "\udc80" <= c <= "\udcff"
-                        else c.encode("utf-8", "surrogatepass") for c in text)
+    surrogate, which no bytes gave, its 3-byte form (``surrogatepass``): ``text.encode("utf-8", BYTES)``."""
+    return text.encode("utf-8", BYTES)
 
 
 def fasttext_hash(ngram: str) -> int:

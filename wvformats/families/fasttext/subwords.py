@@ -5,14 +5,13 @@ model; and word n-grams of a supervised line."""
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Sequence
 from itertools import repeat
 
 import numpy as np
 
 from ...compiled import kernel
-from .hashing import FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
+from .hashing import BYTES, FNV_OFFSET, FNV_PRIME, SIGNED, fasttext_hash_many
 
 _K = kernel(f"{__package__}._kernel")  # computeSubwords of one word in C (None: the Python loops below)
 
@@ -23,21 +22,6 @@ _MASK = 0xFFFFFFFF
 _FIRST = [((FNV_OFFSET ^ s) * FNV_PRIME) & _MASK for s in SIGNED]  # the hash after one byte
 
 
-def _escape_or_pass(e: UnicodeError) -> tuple[bytes, int]:
-    """Error handler of :data:`BYTES`: a surrogate escape (U+DC80..U+DCFF) is the byte it was read from, any other
-    lone surrogate its 3-byte form (``surrogatepass``)."""
-    if not isinstance(e, UnicodeEncodeError):
-        raise e
-    return b"".join(bytes([ord(c) - 0xDC00]) if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogatepass")
-                    for c in e.object[e.start : e.end]), e.end
-
-
-# str -> the bytes fastText sees: ``word.encode("utf-8", BYTES)``. Bytes that are not UTF-8 are read as surrogate
-# escapes and hashed as the bytes they came from; a lone surrogate no byte gave (U+D800) is hashed by its
-# surrogatepass form, as the finalfusion fastText vocabularies take it: every str has n-grams, and a .fifu
-# converted from a model gives such a word the model's vector
-BYTES = "wvformats.fasttext"
-codecs.register_error(BYTES, _escape_or_pass)
 
 
 def encode(words: Sequence[str], bow: str = "", eow: str = "") -> tuple[np.ndarray, np.ndarray]:
