@@ -130,8 +130,8 @@ class NpyHeader(Checked):
         if len(text) > limit:  # (numpy counts characters)
             raise self._too_long(f"{len(text)} characters", limit, path, start)
         value = self._literal(text, path, at, major)
-        if not isinstance(value, dict) or sorted(value) != sorted(KEYS):
-            keys = sorted(value) if isinstance(value, dict) else type(value).__name__
+        if not isinstance(value, dict) or set(value) != set(KEYS):  # (keys of any type: None, 1)
+            keys = sorted(value, key=repr) if isinstance(value, dict) else type(value).__name__
             raise fail(path, at, f"the header is a dict of exactly {', '.join(KEYS)}; found {keys}",
                        ValueMismatchError, found=keys)
         shape = value["shape"]
@@ -170,7 +170,7 @@ class NpyHeader(Checked):
         major = int(evaluate(self.major, context))
         width = self._width(context)
         start = tell(stream) or 0
-        if not isinstance(obj, dict) or sorted(obj) != sorted(KEYS):
+        if not isinstance(obj, dict) or set(obj) != set(KEYS):
             raise fail(path, start, f"the header is a dict of exactly {', '.join(KEYS)}", BuildError)
         raw = getattr(obj, "raw", None)
         if raw is None or self._same(raw, obj, major) is False:

@@ -103,6 +103,8 @@ def test_json_field_errors_name_the_field_and_offset(compiled):
     assert "UTF-8" in str(e) and e.offset == 6 + 7
     assert "twice" in str(_json_error(b'{"a": 1, "a": 2}', compiled))
     assert _json_error(b'{"a": NaN}', compiled).offset == 6 + 6
+    e = _json_error(b'{"a": [1, -' + b"9" * 5000 + b"]}", compiled)  # (int() refuses it: found by the fuzz)
+    assert "a number of 5000 digits" in str(e) and e.offset == 6 + 10 and framework.UNCHECKED not in str(e)
     assert "not a dict" in str(_json_error(b"[1, 2]", compiled))
     with pytest.raises(TruncatedError) as t:
         framework.parse(header, b"JS\xff\xff\x00\x00{}", format="t", compile=compiled)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import sys
 from typing import Any
 
 import construct as cs
@@ -151,8 +152,16 @@ class JSONField(Checked):
             raise fail(path, at + text.encode("utf-8").find(name.encode()), f"{name} is not JSON",
                        ValueMismatchError)
 
+        def integer(digits: str) -> int:
+            limit = sys.get_int_max_str_digits()  # (0: none; int() refuses more with a ValueError of its own)
+            if limit and len(digits.lstrip("-")) > limit:
+                raise fail(path, at + len(text[: text.find(digits)].encode("utf-8")), f"a number of "
+                           f"{len(digits.lstrip('-'))} digits (more than the {limit} Python reads)",
+                           ValueMismatchError)
+            return int(digits)
+
         try:
-            return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+            return json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)
         except json.JSONDecodeError as e:
             raise fail(path, at + _bytes_before(text, e.pos), f"invalid JSON: {e.msg}", ValueMismatchError) from None
         except RecursionError:

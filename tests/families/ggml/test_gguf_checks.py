@@ -181,3 +181,32 @@ def test_a_bad_string_in_an_array_decoded_late_names_the_format(tmp_path):
             decode()
         e = info.value
         assert (e.format, e.path, e.offset) == ("gguf", "metadata[0].value.data[1]", 67), str(e)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# found by the mutation fuzz (issue 37): a tensor whose data the file does not hold, converted
+
+
+@pytest.mark.parametrize("to", ["safetensors", "safetensors-sharded"])
+def test_a_tensor_the_file_does_not_hold_is_refused_by_convert_as_by_to_numpy(to, tmp_path):
+    """The bundled GGUF cut inside its F32 tensor's data reads (lazily); to_numpy refuses the tensor with a
+    TruncatedError at its tensor info, and so does a conversion to safetensors (it reshaped the blocks and
+    failed with numpy's ValueError 'cannot reshape array of size 0')."""
+    from wvformats.samples import sample_files
+
+    sample = next(p for p in sample_files() if p.suffix == ".gguf")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(sample.read_bytes()[:-100])
+    model = wv.read(cut)
+    (name,) = [n for n, t in model.tensors.items() if t.type == "F32"]
+    with pytest.raises(wv.FormatError) as to_numpy:
+        model.tensors[name].to_numpy()
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / ("model.safetensors" if to == "safetensors" else "model.safetensors.index.json")
+    with pytest.raises(wv.FormatError) as converted:
+        wv.convert(cut, out, to=to)
+    assert type(converted.value) is type(to_numpy.value)
+    assert (converted.value.format, converted.value.path, converted.value.offset) == \
+        ("gguf", to_numpy.value.path, to_numpy.value.offset)
+    assert f"{name}: 32 values of F32 need 32 blocks" in str(converted.value)
+    assert not any((tmp_path / "out").iterdir())

@@ -62,6 +62,10 @@ class GGUFTensor:
         """The values dequantized to float32 (integer types keep their dtype), in PyTorch shape; a tensor read
         from a file whose data section does not hold its blocks is a TruncatedError at its tensor info, one whose
         dimensions llama.cpp refuses or numpy cannot describe a ValueMismatchError there."""
+        return quants.dequantize(self.checked_blocks(), self.type).reshape(self.shape)
+
+    def checked_blocks(self) -> np.ndarray:
+        """``blocks``, refused as ``to_numpy`` refuses them (dimensions, blocks the file does not hold)."""
         if (problem := dims_problem(self.ggml_shape)) is not None:
             path, offset = self._where or (f"tensor {self.name}", None)
             raise ValueMismatchError(f"{self.name}: {problem}", format="gguf", path=f"{path}.dims", offset=offset,
@@ -73,7 +77,7 @@ class GGUFTensor:
                                  f"{-(-self.n_elements // block)} blocks at data offset {self.offset}; the file holds "
                                  f"{len(self.blocks)} there (check() says why)", format="gguf", path=path,
                                  offset=offset)
-        return quants.dequantize(self.blocks, self.type).reshape(self.shape)
+        return self.blocks
 
 
 def dims_problem(ggml_shape: tuple[int, ...]) -> str | None:

@@ -43,9 +43,9 @@ def from_gguf(model: GGUFModel, progress: Any = None) -> SafeTensors:
     for name, t in model.tensors.items():
         code = KEPT.get(t.type)
         if code == "BF16":
-            arrays[name] = np.ascontiguousarray(t.blocks).view("<u2").reshape(t.shape)
+            arrays[name] = np.ascontiguousarray(t.checked_blocks()).view("<u2").reshape(t.shape)
         elif code is not None:
-            arrays[name] = np.asarray(t.blocks).reshape(t.shape)
+            arrays[name] = np.asarray(t.checked_blocks()).reshape(t.shape)
         else:
             code, arrays[name] = "F32", t.to_numpy()
         codes[name] = code
