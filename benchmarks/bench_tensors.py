@@ -18,13 +18,27 @@ take turns, and the ratio is the median of the per-turn ratios.
 6. Open an .npz (numpy.savez) of ``--members`` small arrays (8 x 8 f32, as a checkpoint of many layers) and
    take every array: wv.read vs numpy.load and a read of each member (the zip records of each member, its
    local header and its directory entry, and each .npy header parsed).
+7. ``fresh``: what a script pays to open a file (issue 39): the whole process timed from outside (interpreter,
+   imports, open, and the work), the file read through just before. A 1 GiB safetensors file of 64 tensors
+   of 16 MiB, one tensor summed: ``import wvformats`` + ``wv.read(p)[name]`` vs ``safe_open`` +
+   ``get_tensor``; a 256 MiB .npy mapped and every page summed: ``wv.read`` vs
+   ``numpy.load(mmap_mode="r")``. Each process also reports the time after ``import numpy`` (the imports of
+   wvformats or safetensors and the read).
+
+The package is byte-compiled first (as a wheel installs it): under PYTHONDONTWRITEBYTECODE an editable
+install would otherwise compile every module in every process.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import json
 import os
+import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +97,90 @@ def make_files(mb: int, gguf_mb: int) -> tuple[Path, Path, Path]:
     return st, npy, gg
 
 
+def make_sized(mb: int, tensors: int) -> Path:
+    """A safetensors file of ``mb`` MiB in ``tensors`` F32 tensors (safetensors.numpy.save_file)."""
+    path = DATA / f"bench-{mb}mb-{tensors}t.safetensors"
+    if not path.exists():
+        from safetensors.numpy import save_file
+
+        DATA.mkdir(exist_ok=True)
+        rows = mb * (1 << 20) // (tensors * 4 * 1024)
+        rng = np.random.default_rng(3)
+        save_file({f"layer.{i}.weight": rng.standard_normal((rows, 1024), np.float32) for i in range(tensors)}, path)
+    return path
+
+
+def make_npy(mb: int) -> Path:
+    path = DATA / f"bench-{mb}mb.npy"
+    if not path.exists():
+        DATA.mkdir(exist_ok=True)
+        np.save(path, np.random.default_rng(1).standard_normal((mb * (1 << 20) // 4096, 1024), np.float32))
+    return path
+
+
+# the child of a ``fresh`` row: its code runs after this, and prints when ``import numpy`` was done
+_FRESH = "import time\n_t = time.perf_counter()\nimport numpy as np\n_i = time.perf_counter()\n{code}\n" \
+         "print(time.perf_counter() - _i)"
+
+
+def fresh_turns(rows: list[tuple[str, str, str]], repeat: int) -> dict[str, list[tuple[float, float]]]:
+    """(whole process seconds, seconds after ``import numpy``) of each row (name, file, code) per turn, the
+    rows in turn; the file read through (64 KB at a time) just before each process."""
+    out: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in rows}
+    for _ in range(repeat):
+        for name, path, code in rows:
+            with open(path, "rb", buffering=0) as f:
+                buf = bytearray(1 << 16)
+                while f.readinto(buf):
+                    pass
+            t0 = time.perf_counter()
+            got = subprocess.run([sys.executable, "-P", "-c", _FRESH.format(code=code)], capture_output=True,
+                                 text=True, check=True)
+            out[name].append((time.perf_counter() - t0, float(got.stdout.split()[-1])))
+    return out
+
+
+def fresh_table(title: str, turns: dict[str, list[tuple[float, float]]], base: str) -> str:
+    lines = [f"### {title}", "", f"| row | process s | after import numpy s | x {base} (paired) | target |",
+             "|---|---|---|---|---|"]
+    for name, runs in turns.items():
+        ratio = statistics.median(a[0] / b[0] for a, b in zip(runs, turns[base], strict=True))
+        target = TARGETS.get(name, "")
+        lines.append(f"| {name} | {statistics.median(r[0] for r in runs):.3f} | "
+                     f"{statistics.median(r[1] for r in runs):.3f} | {ratio:.2f} | {target} |")
+    return "\n".join(lines) + "\n"
+
+
+TARGETS = {"wvformats: read + [name] + sum": "<= 1.0", "wvformats: read + sum of every page": "<= 1.2"}
+
+
+def fresh(repeat: int) -> None:
+    """The ``fresh`` tables: the whole process, imports and all (issue 39's open targets)."""
+    st, npy, name = str(make_sized(1024, 64)), str(make_npy(256)), "layer.7.weight"
+    turns = fresh_turns([
+        ("safe_open + get_tensor + sum", st, f"from safetensors import safe_open\nwith safe_open({st!r}, 'np') as f:\n"
+         f"    total = float(f.get_tensor({name!r}).sum())"),
+        ("wvformats: read + [name] + sum", st, f"import wvformats as wv\ntotal = float(wv.read({st!r})[{name!r}].sum())"),
+    ], repeat)
+    print(fresh_table("A fresh process: open a 1 GiB safetensors file (64 x 16 MiB) and sum one tensor", turns,
+                      "safe_open + get_tensor + sum"), flush=True)
+    turns = fresh_turns([
+        ("numpy.load(mmap_mode='r') + sum", npy, f"a = np.load({npy!r}, mmap_mode='r')\ntotal = float(a.sum())"),
+        ("wvformats: read + sum of every page", npy, f"import wvformats as wv\ntotal = float(wv.read({npy!r}).sum())"),
+    ], repeat)
+    print(fresh_table("A fresh process: map a 256 MiB .npy and sum every page", turns,
+                      "numpy.load(mmap_mode='r') + sum"), flush=True)
+
+
+def byte_compile() -> None:
+    """The installed wvformats byte-compiled, as a wheel's install leaves it (quietly; once)."""
+    out = subprocess.run([sys.executable, "-P", "-c", "import json, wvformats, wvformats.schemas\n"
+                          "print(json.dumps([wvformats.__path__[0], wvformats.schemas.__path__[0]]))"],
+                         capture_output=True, text=True, check=True)
+    for folder in json.loads(out.stdout):
+        compileall.compile_dir(folder, quiet=1)
+
+
 def run(rows: list[tuple[str, str, str]], title: str, base: str, repeat: int) -> None:
     turns = measure_turns(rows, repeat)
     print(table(title, [(name, summary(turns[name])) for name, _, _ in rows], base, turns), flush=True)
@@ -139,10 +237,16 @@ def main() -> None:
     p.add_argument("--gguf-mb", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--members", type=int, default=2000)
-    p.add_argument("--only", choices=["open", "load", "npy", "gguf", "npz", "many"], action="append",
+    p.add_argument("--only", choices=["open", "load", "npy", "gguf", "npz", "many", "fresh"], action="append",
                    help="run only this table (repeat the option for several)")
     args = p.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs\n", flush=True)
+    byte_compile()
+    if args.only is None or "fresh" in args.only:
+        fresh(args.repeat)
+    if args.only == ["fresh"]:
+        print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
+        return
     files = (*make_files(args.mb, args.gguf_mb), make_many(args.members), args.members)
     for key, (rows, title, base) in tables(*files).items():
         if args.only is None or key in args.only:

@@ -230,6 +230,8 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
                 parsed = fmt.stream(compression.line_blocks(source.path, kind), **options)
             elif use_mmap is False and fmt.array_views and not kind:
                 parsed = _parse_beside_copy(fmt, source, options)
+            elif use_mmap is None and (whole := source.whole()) is not None:  # a small file: the bytes its
+                parsed = fmt.parse(whole, **options)  # first read holds (its arrays read-only, as a map's)
             else:
                 parsed = fmt.parse(source.buffer(use_mmap=True if use_mmap is None else bool(use_mmap)), **options)
         except FormatError as e:
@@ -273,9 +275,11 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
         # declares no options: its text is in the encoding its spec fixes)
         raise OptionError(f"{fmt.name} files take no read option 'encoding': the format fixes the encoding of its "
                           "text")
-    from .embeddings import check_read_options
+    checked = (options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
+    if checked != (None, None, None):  # (none given: nothing to check, and the embeddings' module not imported)
+        from .embeddings import check_read_options
 
-    check_read_options(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
+        check_read_options(*checked)
 
 
 def _formats_for_output(path: PathLike, format: str | None) -> list[registry.Format]:
@@ -302,9 +306,14 @@ def _fit(fmt: registry.Format, cls: type) -> tuple[int, int] | None:
     if fmt.model is None:
         return (1, len(mro))
     for rank, types in enumerate(((fmt.model,), fmt.writes)):
-        if (at := [mro.index(c) for c in types if c in mro]):
+        if (at := [i for i, c in enumerate(mro) if any(c is t or t == _type_name(c) for t in types)]):
             return (rank, min(at))
     return None
+
+
+def _type_name(cls: type) -> str:
+    """``cls`` as a format's ``writes`` may name it: "module:QualName"."""
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _writers_of(cls: type) -> list[registry.Format]:

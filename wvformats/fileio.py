@@ -37,6 +37,7 @@ class Source:
         self._raw: Any = None
         self._compression: str | None | bool = False
         self._heads: dict[int, bytes] = {}
+        self._first: bytes | None = None  # the file's first HEAD bytes as stored (one read serves every look)
 
     def __enter__(self) -> Source:
         return self
@@ -101,9 +102,9 @@ class Source:
         if self._compression is False:
             self._compression = None
             if self.is_file:
-                self._compression = compression.kind_of(self._pread(compression.MAGIC_SIZE))
+                self._compression = compression.kind_of(self._stored(compression.MAGIC_SIZE))
                 if (self._compression == "zip" and self.member is None
-                        and compression.is_format_archive(self._pread(compression.ARCHIVE_HEAD), self.file)):
+                        and compression.is_format_archive(self._stored(compression.ARCHIVE_HEAD), self.file)):
                     self._compression = None  # (an .npz: the npz format reads the archive)
         return self._compression  # type: ignore[return-value]
 
@@ -113,12 +114,28 @@ class Source:
         except OSError as e:
             raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
 
+    def _stored(self, n: int) -> bytes:
+        """The first ``n`` bytes as stored (not decompressed): one read of the first HEAD bytes serves them."""
+        if n > HEAD:
+            return self._pread(n)
+        if self._first is None:
+            self._first = self._pread(HEAD)
+        return self._first[:n]
+
     def head(self, n: int = HEAD) -> bytes:
         """The first ``n`` bytes (decompressed, if the file is compressed)."""
         if n not in self._heads:
             kind = self.compression
-            self._heads[n] = compression.head(self.path, kind, n) if kind else self._pread(n)
+            self._heads[n] = compression.head(self.path, kind, n) if kind else self._stored(n)
         return self._heads[n]
+
+    def whole(self) -> bytes | None:
+        """The whole file, where its first read held all of it (a file of at most HEAD bytes, uncompressed):
+        buffer enough for a small file, with no memory map to make and unmap. None otherwise."""
+        st = self._status()
+        if self._first is None or self.compression or st is None or st.st_size != len(self._first):
+            return None
+        return self._first
 
     def buffer(self, *, use_mmap: bool = True) -> Any:
         """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy

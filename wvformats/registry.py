@@ -80,8 +80,9 @@ class Format:
     to_model: Callable[..., Any]
     from_model: Callable[..., Any]
     model: type | None = None
-    # other types the writer (``from_model``) takes besides ``model`` (fastText writes any Embeddings)
-    writes: tuple[type, ...] = ()
+    # other types the writer (``from_model``) takes besides ``model`` (fastText writes any Embeddings); a type may
+    # be named "module:QualName" instead, so that registering the format imports nothing of its module
+    writes: tuple[type | str, ...] = ()
     inspect: Callable[[Any], dict[str, Any]] | None = None
     # a summary from the header and a sample, in bounded time and memory whatever the file's size:
     # ``inspect_head(buffer, complete=..., **read_options)`` (the path, for a folder format); ``complete`` is
@@ -146,6 +147,8 @@ _scanned = _loaded = False
 # codec modules that failed to import, with the error: one broken codec must not take the others down
 LOAD_ERRORS: dict[str, str] = {}
 _LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
+_CHANGES = 0  # formats registered (or replaced) so far: what the sorted sniffers were made from
+_SORTED: tuple[tuple[int, int, int], list[Sniffer | Format]] | None = None  # (made from, sniffers())
 
 FAMILIES = "wvformats.families"
 
@@ -160,7 +163,9 @@ def register(fmt: Format, *, replace: bool = False) -> Format:
             _import(_PLUGIN_DECLARED[fmt.name][0], fmt.name, "plugin")
         if fmt.name in _FORMATS and not replace:
             raise ValueError(f"format {fmt.name!r} is already registered")
+        global _CHANGES
         _FORMATS[fmt.name] = fmt
+        _CHANGES += 1
     return fmt
 
 
@@ -210,13 +215,18 @@ def load_plugins() -> None:
 def sniffers() -> list[Sniffer | Format]:
     """Every format's sniffer in the order :func:`wvformats.sniff` tries them (ascending priority, then
     name), with no family's codec imported where the family declares its formats in a ``sniff`` module.
-    Formats registered in this process (codecs, plugins, user code) stand over those declared."""
+    Formats registered in this process (codecs, plugins, user code) stand over those declared. Sorted once
+    for each state of the registry (every ``sniff`` and ``read`` asks)."""
+    global _SORTED
     with _LOADING:
         _scan()
-        found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
-        found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
-        found.update(_FORMATS)
-    return sorted(found.values(), key=lambda f: (f.priority, f.name))
+        made_from = (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED))
+        if _SORTED is None or _SORTED[0] != made_from:
+            found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
+            found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
+            found.update(_FORMATS)
+            _SORTED = (made_from, sorted(found.values(), key=lambda f: (f.priority, f.name)))
+        return list(_SORTED[1])
 
 
 def _scan() -> None:

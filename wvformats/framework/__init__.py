@@ -44,16 +44,6 @@ from .fields import (
     write_array,
 )
 from .located import UNCHECKED, check_length, dotted, fail, tell, warn
-from .packed import PackedStruct
-from .records import (
-    WalkPolicy,
-    follow_chain,
-    lockstep_chain,
-    pack_records,
-    prefixed_starts,
-    selected_rows,
-    walk_region,
-)
 from .run import INTERPRETED_ONLY, build, compiled, field_docs, parse
 from .streams import (
     BufferStream,
@@ -66,7 +56,6 @@ from .streams import (
     window,
     zero_copy,
 )
-from .strings import StringTable, decode_all, decode_spans
 from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
 
 # modules imported on first use of one of their names (``from wvformats.framework import JSONField``), so that
@@ -74,6 +63,10 @@ from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into,
 _LAZY = {name: module for module, names in {
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "packed": ("PackedStruct",),
+    "records": ("WalkPolicy", "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "selected_rows",
+                "walk_region"),
+    "strings": ("StringTable", "decode_all", "decode_spans"),
     "tables": ("Arrays", "Records", "Table", "Tensors"),
     "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "encode_message",
                  "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of"),

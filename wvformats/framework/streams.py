@@ -12,10 +12,12 @@ import io
 import mmap
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: most reads send none)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class _Positioned(io.RawIOBase):
@@ -253,6 +255,8 @@ def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
     for other jobs (only callers wait), so the pool cannot deadlock."""
     global _POOL
     if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
     return _POOL.submit(fn, *args)
 

@@ -3,6 +3,7 @@ dtype, shape and byte range another field lists)."""
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -219,7 +220,7 @@ class Tensors(Checked):
                     raise fail(where, start + begin, f"shape {list(dims)} of {code} ({bits}-bit elements) does "
                                "not end its rows on a byte", ValueMismatchError, found=list(dims))
                 dims = (*dims[:-1], dims[-1] * bits // 8)
-            nbytes = int(np.prod(dims, dtype=object)) * self.dtypes[code].itemsize
+            nbytes = math.prod(dims) * self.dtypes[code].itemsize  # (Python ints: no overflow)
             if end < begin or end - begin != nbytes:
                 raise fail(where, start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where shape "
                            f"{list(dims)} of {code} needs {nbytes}", ValueMismatchError)

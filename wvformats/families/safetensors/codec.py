@@ -12,12 +12,12 @@ from ... import framework
 from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import safetensors as schema
-from ..ggml.gguf import GGUFModel
 from . import shards
 from .model import SafeTensors
 from .sniff import SAFETENSORS, SHARDED
 
 NAME = SAFETENSORS.name
+GGUF_MODEL = "wvformats.families.ggml.gguf:GGUFModel"  # (written too; named, so that reading imports no GGUF code)
 parse, build = schema_io(NAME, schema.safetensors)
 header_only = cs.Struct("header" / schema.safetensors.header.subcon, "data_start" / cs.Tell)  # (without docs)
 _DATA = schema.safetensors.data.subcon  # (the Tensors, without its doc): their layout checked, unread
@@ -54,6 +54,8 @@ def _unchanged(model: SafeTensors) -> bool:
 
 
 def from_model(model: Any, **_: Any) -> cs.Container:
+    from ..ggml.gguf import GGUFModel
+
     if isinstance(model, GGUFModel):  # (convert: dequantized, F16/BF16 kept, the metadata as strings)
         from .convert import from_gguf
 
@@ -103,7 +105,7 @@ register(Format(
     **SAFETENSORS._asdict(), description="safetensors (Hugging Face): u64 header length, JSON header of "
     "tensor dtypes, shapes and offsets (and __metadata__ strings), then the tensors' bytes",
     schema=schema.safetensors, parse=parse, build=build, to_model=to_model, from_model=from_model,
-    model=SafeTensors, writes=(GGUFModel,), inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
+    model=SafeTensors, writes=(GGUF_MODEL,), inspect=inspect, inspect_head=inspect_head, check=check, array_views=True,
     read_options=(),
 ))
 
@@ -112,6 +114,6 @@ register(Format(
     **SHARDED._asdict(), description="a sharded safetensors checkpoint: {prefix}.safetensors.index.json (its "
     "metadata and weight_map of tensor -> shard) and the shards it names, {prefix}-00001-of-0000N.safetensors",
     schema=schema.index, parse=shards.parse, build=shards.build, to_model=lambda model, **_: model,
-    from_model=shards.from_model, model=shards.ShardedSafeTensors, writes=(SafeTensors, GGUFModel),
+    from_model=shards.from_model, model=shards.ShardedSafeTensors, writes=(SafeTensors, GGUF_MODEL),
     inspect=shards.inspect, check=shards.check, read_options=(),
 ))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ...registry import Sniffer
@@ -42,8 +43,10 @@ def index_of(path: Path) -> Path:
 
 def sniff_sharded(path: Path) -> bool:
     """A folder holding one ``*.safetensors.index.json``, or such a file, whose text is a JSON object."""
-    path = Path(path)
     try:
+        if not os.fspath(path).endswith(INDEX_SUFFIX) and not os.path.isdir(path):
+            return False  # (every file read is asked first whether it is an index: told by its name alone)
+        path = Path(path)
         index = index_of(path) if path.is_dir() else path
         if not index.name.endswith(INDEX_SUFFIX):
             return False
