@@ -199,3 +199,16 @@ def test_any_threshold_predicts_what_fasttext_predicts(lid, name, threshold, ker
         for i, line in enumerate(lines):
             assert_same(m.predict(line, k=k, threshold=threshold), theirs[i], line)
             assert_same((batch[0][i], batch[1][i]), theirs[i], line)
+
+
+def test_a_model_pruned_to_no_ngram_has_only_its_words_rows(tmp_path, kernels):
+    """A prune index of no pairs (pruneidx_size 0, which fastText reads as pruned: pushHash then drops every
+    n-gram): vectors, lookups and predictions are the peer's. Found by the mutation fuzz: IndexError in
+    Buckets.rows."""
+    parsed = codec.parse((TRAINED / "sup-softmax.ftz").read_bytes())
+    parsed.dictionary.pruneidx_size = 0
+    parsed.dictionary.pruneidx = np.zeros((0, 2), "<i4")
+    path = _built(parsed, tmp_path / "pruned-to-nothing.ftz")
+    m = wv.read(path)
+    assert m.vectors.shape == (m.nwords, m.input.shape[1])
+    _assert_peers(m, path, SENTENCES[:6], _answers(m, SENTENCES[:6]))

@@ -71,6 +71,8 @@ class Buckets:
         ids = ids.astype(np.int64)
         if not self.pruned:
             return ids + self.nwords, np.ones(len(ids), bool)
+        if not len(self.keys):  # pruned to nothing: fastText's pushHash drops every n-gram
+            return np.full(len(ids), self.nwords, np.int64), np.zeros(len(ids), bool)
         at = np.maximum(np.searchsorted(self.keys, ids, "right") - 1, 0)
         kept = (self.keys[at] == ids) if len(self.keys) else np.zeros(len(ids), bool)
         return self.values[at] + self.nwords, kept
