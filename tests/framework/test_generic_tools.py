@@ -126,3 +126,16 @@ def test_a_bad_float_value_is_a_located_build_error():
     with pytest.raises(FormatError) as e:
         framework.build(cs.Struct("v" / cs.Float32l), {"v": "x"}, format="demo")
     assert e.value.path == "v"
+
+
+@modes
+def test_a_number_its_field_cannot_hold_is_a_located_build_error(compiled):
+    """-1 into a u32, 256 into a u8: the value and the field's type, where construct's struct.error came out as
+    'unchecked input' (found by the mutation fuzz: fastText's minn -1 written as finalfusion's min_n)."""
+    schema = cs.Struct("a" / cs.Int8ul, "b" / cs.Int32ul)
+    for value, field, text in (({"a": 1, "b": -1}, "b", "-1 does not fit the field (u32)"),
+                               ({"a": 256, "b": 0}, "a", "256 does not fit the field (u8)")):
+        with pytest.raises(FormatError) as e:
+            framework.build(schema, value, format="demo", compile=compiled)
+        assert (e.value.path, e.value.message) == (field, text), str(e.value)
+        assert framework.UNCHECKED not in str(e.value)

@@ -152,9 +152,10 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
     check_length(stream, nbytes, path, f"array {dims} of {dtype.str}")
     # numpy refuses a dimension past 2^63 - 1, or nonzero dimensions whose byte count is, even when another
     # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy.
-    # Elements of no bytes count as one: their number must be an intp too
-    size = max(dtype.itemsize, 1)
-    for d in dims:
+    # Elements of no bytes count as one: their number must be an intp too; a subarray dtype ('<f4', (0,))
+    # counts as numpy makes the array: its shape after the dimensions, its base type's bytes
+    size = max(dtype.base.itemsize, 1)
+    for d in (*dims, *dtype.shape):
         size *= d or 1
     if size > _MAX_INTP:
         raise fail(path, tell(stream), f"array dimensions {dims} of {dtype.str} are larger than any "

@@ -71,6 +71,10 @@ def check_length(stream: Any, nbytes: int, path: str, what: str) -> None:
 
 
 _CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
+_UNFIT = re.compile(r"struct '([<>=!@]?\w)' error during building, given value (.+)\Z", re.S)
+# struct's format letters as people write the types (errors and the docs pages)
+SCALAR_NAMES = {"B": "u8", "H": "u16", "I": "u32", "L": "u32", "Q": "u64", "b": "i8", "h": "i16", "i": "i32",
+                "l": "i32", "q": "i64", "e": "f16", "f": "f32", "d": "f64", "?": "bool"}
 _SHORT = re.compile(r"stream read less than specified amount, expected (\d+), found (\d+)\Z")
 
 # the words that open the message of an error raised by numpy, construct or Python inside a reader rather than
@@ -118,6 +122,11 @@ def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct |
         left = "" if end is None else f" ({after + 1} more bytes)" if after is not None else " (more bytes)"
         return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
                                   offset=end)
+    if isinstance(e, cs.FormatFieldError) and (m := _UNFIT.search(message)):
+        # a number the field cannot hold (a negative count into an unsigned field, a value past its width)
+        kind = SCALAR_NAMES.get(m.group(1)[-1], m.group(1))
+        return ValueMismatchError(f"{m.group(2)} does not fit the field ({kind})", format=format, path=path,
+                                  offset=offset, found=_literal(m.group(2)))
     if isinstance(e, MemoryError):
         return FormatError("a length in the file asks for more memory than is available", format=format,
                            path=path, offset=offset)

@@ -212,3 +212,14 @@ def test_a_model_pruned_to_no_ngram_has_only_its_words_rows(tmp_path, kernels):
     m = wv.read(path)
     assert m.vectors.shape == (m.nwords, m.input.shape[1])
     _assert_peers(m, path, SENTENCES[:6], _answers(m, SENTENCES[:6]))
+
+
+def test_a_negative_minn_converted_to_finalfusion_is_refused_naming_the_field(tmp_path):
+    """finalfusion's min_n is a u32: fastText's minn -1 cannot be written there (it was 'unchecked input')."""
+    parsed = codec.parse((TRAINED / "skipgram.bin").read_bytes())
+    parsed.args.minn = -1
+    path = _built(parsed, tmp_path / "minn-1.bin")
+    with pytest.warns(UserWarning), pytest.raises(FormatError) as e:
+        wv.convert(path, tmp_path / "out.fifu")
+    assert e.value.path.endswith("fasttext_subword_vocab.min_n") and "-1 does not fit the field (u32)" in str(e.value)
+    assert not (tmp_path / "out.fifu").exists()

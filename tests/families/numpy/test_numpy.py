@@ -528,3 +528,20 @@ def test_lone_surrogates_in_words_are_kept_as_numpy_gives_them(tmp_path):
     with np.load(path) as z:
         want = z["words"].tolist()
     assert wv.read(path).words == want == ["caf\udce9", "\ud800x"]
+
+
+def test_a_subarray_of_no_bytes_counts_as_numpy_makes_the_array(tmp_path):
+    """A ('<f4', (0,)) dtype is an array of float32 whose last dimension is 0: numpy counts its nonzero
+    dimensions with the base type's bytes, and refuses (2**31, 2**31) as too big; found by the mutation fuzz
+    ('unchecked input: ValueError: array is too big')."""
+    descr = ("<f4", (0,))
+    big = _bare_header(descr, (2**31, 2**31))
+    with pytest.raises(ValueError, match="too big"):
+        np.load(io.BytesIO(big))
+    with pytest.raises(FormatError) as e:
+        parse(big)
+    assert (e.value.path, e.value.offset) == ("data", 128) and "larger than any array" in str(e.value)
+    # a small one: float32 of the shape the dtype's own shape extends (numpy.load itself fails on it: it reads
+    # 0 of its "12 elements")
+    got = wv.read(put(tmp_path, _bare_header(descr, (3, 4)), "small.npy"))
+    assert (got.dtype, got.shape, got.nbytes) == (np.dtype("<f4"), (3, 4, 0), 0)
