@@ -109,3 +109,21 @@ def test_assigning_vectors_is_what_the_queries_then_use():
     assert e.most_similar("a", topn=1)[0][0] == "b"
     e.vectors = np.array([[1, 0], [0, 1], [0.9, 0.1]], np.float32)
     assert e.most_similar("a", topn=1)[0][0] == "c"
+
+
+def test_integer_vectors_are_queried_as_their_float32_values(tmp_path):
+    """An .npz of words and integer vectors (read as they are): the queries compute in float32, as for the same
+    values stored as floats; most_similar and doesnt_match raised numpy's UFuncTypeError (found by the mutation
+    fuzz)."""
+    rng = np.random.default_rng(3)
+    words, vectors = np.array(["king", "queen", "man", "woman", "apple"]), rng.integers(-9, 9, (5, 6))
+    np.savez(tmp_path / "ints.npz", words=words, vectors=vectors)
+    np.savez(tmp_path / "floats.npz", words=words, vectors=vectors.astype(np.float32))
+    ints, floats = wv.read(tmp_path / "ints.npz"), wv.read(tmp_path / "floats.npz")
+    assert ints.vectors.dtype.kind == "i"
+    for m in (ints, floats):
+        assert m.get_mean_vector(["king", "man"]).dtype == np.float32
+    assert ints.most_similar("king", topn=4) == floats.most_similar("king", topn=4)
+    assert ints.most_similar(positive=["king", "woman"], negative=["man"]) == \
+        floats.most_similar(positive=["king", "woman"], negative=["man"])
+    assert ints.doesnt_match(["king", "queen", "apple"]) == floats.doesnt_match(["king", "queen", "apple"])

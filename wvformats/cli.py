@@ -518,9 +518,9 @@ class _ConvertBars:
     written (the read is over) the size over the time the read took."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from .progress import _tqdm
+        from .progress import tqdm_class
 
-        self._tqdm = _tqdm(not args.quiet)
+        self._tqdm = tqdm_class(not args.quiet)
         self.shown = self._tqdm is not None
         if not self.shown:
             return

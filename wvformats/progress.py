@@ -17,7 +17,7 @@ class _Silent:
         pass
 
 
-def _tqdm(enabled: bool) -> Any:
+def tqdm_class(enabled: bool) -> Any:
     """tqdm's class when a bar should show (enabled, stderr a terminal, tqdm installed), else None."""
     if not enabled or not sys.stderr.isatty():
         return None
@@ -30,7 +30,7 @@ def _tqdm(enabled: bool) -> Any:
 
 def iterate(items: Any, enabled: bool, *, desc: str = "", unit: str = "it") -> Any:
     """``items`` wrapped in a bar on stderr when one should show (else ``items`` itself)."""
-    tqdm = _tqdm(enabled)
+    tqdm = tqdm_class(enabled)
     return items if tqdm is None else tqdm(items, desc=desc, unit=unit, file=sys.stderr)
 
 
@@ -38,7 +38,7 @@ def bar(enabled: bool, *, total: int | None = None, desc: str = "", unit: str = 
         unit_scale: bool = False) -> Any:
     """A tqdm bar on stderr, or an object with the same ``update``/``set_description``/``close`` doing
     nothing (progress off, stderr not a terminal, or tqdm not installed)."""
-    tqdm = _tqdm(enabled)
+    tqdm = tqdm_class(enabled)
     if tqdm is None:
         return _Silent()
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, file=sys.stderr, leave=False)

@@ -185,7 +185,12 @@ class KeyedVectorsMixin:
         return mean
 
     def _dtype(self) -> Any:
-        return np.float32 if getattr(self, "lazy", False) else np.asarray(self.vectors).dtype
+        """The float type the queries compute in: the vectors' own where they are floats, else float32 (an .npz of
+        integer vectors)."""
+        if getattr(self, "lazy", False):
+            return np.float32
+        dtype = np.asarray(self.vectors).dtype
+        return dtype if dtype.kind == "f" else np.dtype(np.float32)
 
     # -- norms --------------------------------------------------------------------------------------------
 

@@ -548,7 +548,7 @@ def encode_utf8(s: Any, path: str, stream: Any) -> bytes:
         raise fail(path, tell(stream), f"cannot encode as UTF-8: {e.reason}", BuildError) from None
 
 
-_LEN_FORMATS = {"u8": "<B", "u16": "<H", "u32": "<I", "u64": "<Q"}
+LEN_FORMATS = {"u8": "<B", "u16": "<H", "u32": "<I", "u64": "<Q"}
 
 
 class CheckedString(Checked):
@@ -557,7 +557,7 @@ class CheckedString(Checked):
     def __init__(self, length: str = "u32") -> None:
         super().__init__()
         self.length = length
-        self._fmt = struct.Struct(_LEN_FORMATS[length])
+        self._fmt = struct.Struct(LEN_FORMATS[length])
 
     def _parse(self, stream: Any, context: Any, path: str) -> str:
         pos = stream.tell()

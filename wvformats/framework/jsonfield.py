@@ -11,7 +11,7 @@ from typing import Any
 import construct as cs
 
 from ..errors import BuildError, ValueMismatchError
-from .fields import _LEN_FORMATS, Checked, decode_utf8, evaluate
+from .fields import LEN_FORMATS, Checked, decode_utf8, evaluate
 from .located import check_length, fail, tell
 
 
@@ -111,7 +111,7 @@ class JSONField(Checked):
                  pad: bytes = b" ", dumps: Any = compact) -> None:
         super().__init__()
         self.length = length
-        self._prefix = struct.Struct(_LEN_FORMATS[length]) if isinstance(length, str) else None
+        self._prefix = struct.Struct(LEN_FORMATS[length]) if isinstance(length, str) else None
         self.top = top
         self.limit = limit
         self.align = align

@@ -87,9 +87,9 @@ def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
     con = schema
     for name in (path or "").split("."):
         name = name.split("[", 1)[0]
-        con = _unwrap(con) if con is not None else None
+        con = unwrapped(con) if con is not None else None
         con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
-    con = _unwrap(con) if con is not None else None
+    con = unwrapped(con) if con is not None else None
     if not isinstance(con, cs.Const):
         return None
     try:
@@ -146,7 +146,7 @@ def _literal(text: str) -> Any:
         return text
 
 
-def _unwrap(c: cs.Construct) -> cs.Construct:
+def unwrapped(c: cs.Construct) -> cs.Construct:
     while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
         c = c.subcon
     return c

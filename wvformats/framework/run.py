@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import BuildError, FormatError
 from .fields import require_bound_checks, unnamed_field
-from .located import _unwrap, translate
+from .located import translate, unwrapped
 from .streams import BufferStream
 from .walk import locate
 
@@ -198,7 +198,7 @@ def _strip_private(obj: Any) -> Any:
 def field_docs(schema: cs.Construct) -> list[tuple[str, cs.Construct, str]]:
     """The (name, construct, doc) of each field of a Struct, in file order."""
     out = []
-    for sub in getattr(_unwrap(schema), "subcons", []):
+    for sub in getattr(unwrapped(schema), "subcons", []):
         name = getattr(sub, "name", None)
         doc = getattr(sub, "docs", "") or ""
         inner = sub

@@ -10,7 +10,7 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
-from .fields import _LEN_FORMATS, Checked, decode_utf8, encode_utf8, evaluate
+from .fields import LEN_FORMATS, Checked, decode_utf8, encode_utf8, evaluate
 from .located import check_length, fail, tell
 from .records import pack_records, prefixed_starts
 from .streams import release, window
@@ -121,10 +121,10 @@ class StringTable(Checked):
         super().__init__()
         self.count = count
         self.length = length
-        self._fmt = struct.Struct(_LEN_FORMATS[length])
+        self._fmt = struct.Struct(LEN_FORMATS[length])
         # index="u64": every string is followed by an integer; parsed as Container(strings, indices)
         self.index = index
-        self._ifmt = struct.Struct(_LEN_FORMATS[index]) if index else None
+        self._ifmt = struct.Struct(LEN_FORMATS[index]) if index else None
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
         count = int(evaluate(self.count, context))

@@ -18,7 +18,7 @@ from ...schemas import infinigram as schema
 from . import pointers
 from .build import build, build_jsonl, suffix_array
 from .pointers import sep
-from .sniff import KINDS, NAME, _groups
+from .sniff import KINDS, NAME, shard_files
 
 __all__ = ["KINDS", "NAME", "InfiniGramIndex", "Shard", "build", "build_jsonl", "check", "open", "sep", "suffix_array"]
 
@@ -140,7 +140,7 @@ class InfiniGramIndex:
         self.version = version
         # v5 stores each document reversed; v4 and v6 (the v4 files without suffix) store it forward
         self.reversed = version in schema.INFINIGRAM_REVERSED
-        groups = _groups(self.directory)
+        groups = shard_files(self.directory)
         if not groups:
             raise FormatError(f"{self.directory} holds no infini-gram files", format=NAME)
         self.token_width = token_width or _infer_width(groups)
