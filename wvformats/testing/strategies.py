@@ -6,8 +6,9 @@ shapes, lengths, conditions and switches (``this`` expressions or functions) are
 will. An integer field that some expression of the schema reads (a count, a dimension, a flag) is drawn
 small; a :class:`~wvformats.framework.Valid` that a draw does not satisfy discards it (``assume``).
 
-Covered: construct's integers, floats, ``Const``, ``Computed``, ``If``/``IfThenElse``, ``Switch``, ``Array``,
-``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
+Covered: construct's integers, floats, ``Const``, ``Computed``, ``Rebuild`` (and the framework's
+``Derived``: drawn for the fields after it, None in the value, so that the builder computes it),
+``If``/``IfThenElse``, ``Switch``, ``Array``, ``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
 ``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``, ``CheckedBytes``, ``StringTable``, ``JSONField``,
 ``Table``, ``Tensors`` (given a table: :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
 from ``fields={"dotted.path": strategy or function of the context}`` or from a method
@@ -136,6 +137,8 @@ class _Draw:
             return draw(self.number(con, ctx, name))
         if isinstance(con, cs.Const):
             return con.value
+        if isinstance(con, cs.Rebuild):  # (Derived: what follows is drawn to fit it, the builder computes it)
+            return self.value(draw, con.subcon, ctx, path)
         if isinstance(con, cs.Computed):
             return framework.evaluate(con.func, ctx)
         if isinstance(con, cs.IfThenElse):
@@ -180,6 +183,9 @@ class _Draw:
             self.within = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
+                if _derived(sub):  # drawn for the fields after it; the builder computes it
+                    obj[sub.name] = None
+                    inner._derived = inner.get("_derived", frozenset()) | {sub.name}
         return obj
 
     within: tuple[int | None, int | None] | None = None  # the bounds the checks of the field drawn set
@@ -227,13 +233,15 @@ class _Draw:
             if con.top is dict:
                 return draw(st.dictionaries(st.text(max_size=6), json_values(), max_size=4))
             return draw(st.lists(json_values(), max_size=4))
-        if isinstance(con, framework.Table) and (con.length is None or _fixed_size(con.subcon)):
-            if con.length is not None:  # records of a fixed size that fill the length drawn before
+        sized = isinstance(con, framework.Table) and _field_of(con.length) in ctx.get("_derived", ())
+        if isinstance(con, framework.Table) and (con.length is None or sized or _fixed_size(con.subcon)):
+            if con.length is not None and not sized:  # records of a fixed size that fill the length drawn before
                 size, length = con.subcon.sizeof(), int(ev(con.length, ctx))
                 hypothesis.assume(size > 0 and length % size == 0)
                 n = length // size
             else:
                 n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
+                # (a length the builder derives from the records: as many as drawn)
             return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
         if isinstance(con, framework.Tensors):
             return {name: draw(hnp.arrays(dtype, dims))
@@ -250,6 +258,13 @@ class _Draw:
             return chunks
         raise TypeError(f"no strategy for {type(con).__name__} at {path or 'the top'}: give one as "
                         f"fields={{{path!r}: strategy}} or define {type(con).__name__}.strategy(context)")
+
+
+def _derived(con: cs.Construct) -> bool:
+    """Whether a field is derived (``Rebuild``, ``Derived``): the builder computes it."""
+    while isinstance(con, cs.Renamed):
+        con = con.subcon
+    return isinstance(con, cs.Rebuild)
 
 
 def _fixed_size(con: cs.Construct) -> bool:
