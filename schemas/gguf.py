@@ -50,6 +50,12 @@ VALUE_TYPES = {
     12: ("FLOAT64", "<f8"),
 }
 
+# the alignment of the data section: the one rule of reading, writing and checking (llama.cpp and gguf-py read
+# general.alignment as a UINT32 and refuse any other type)
+ALIGNMENT_KEY, ALIGNMENT_TYPE = "general.alignment", "UINT32"
+alignment = MetadataAlignment(this.metadata, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,
+                              next(i for i, (name, _) in VALUE_TYPES.items() if name == ALIGNMENT_TYPE), ALIGNMENT_TYPE)
+
 _VERSION = this._root.header.version
 _count = IfThenElse(this.version == 1, Int32ul, Int64ul)
 
@@ -85,8 +91,7 @@ gguf = Struct(
     "header" / header * "magic, version, counts",
     "metadata" / Entries(this.header.n_kv, metadata_kv, min_size=9) * "n_kv key/value pairs",
     "tensor_infos" / Entries(this.header.n_tensors, tensor_info, min_size=20) * "n_tensors tensor infos",
-    "alignment" / MetadataAlignment(this.metadata, "general.alignment", DEFAULT_ALIGNMENT)
-    * "no bytes: general.alignment (a power of two) or 32",
+    "alignment" / alignment * "no bytes: general.alignment (a UINT32, a power of two) or 32",
     "has_data" / BytesLeft() * "no bytes: whether a data section follows (a file without tensors may end here)",
     "padding" / If(this.has_data, AlignTo(this.alignment))
     * "zero bytes up to a multiple of the alignment",
