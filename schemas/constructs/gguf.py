@@ -473,7 +473,7 @@ class MetadataAlignment(Checked):
     ``GGUFReader``): the value is of type ``value_type`` (UINT32; they refuse any other) and a power of two.
     An entry that breaks it is refused, naming the entry's field and where the entry starts."""
 
-    def __init__(self, metadata: Any, key: str, default: int, value_type: int, type_name: str) -> None:
+    def __init__(self, metadata: Any, key: str, default: int, type_name: str, value_type: int) -> None:
         super().__init__()
         self.metadata = metadata
         self.key = key

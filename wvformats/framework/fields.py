@@ -334,6 +334,16 @@ class size_of:  # noqa: N801 - used as an expression, like construct's len_
         return self.text
 
 
+def fixed_size(struct: cs.Construct, start: str | None = None, stop: str | None = None) -> int:
+    """The bytes that the fields of ``struct`` from field ``start`` up to field ``stop`` take (None: from the
+    first, to the end), each of a fixed size: a record's fixed part (``fixed_size(entry, stop="name")``),
+    where a field lies from the record's start (``fixed_size(entry, stop="crc32")``) or before its end
+    (``fixed_size(info, "type")``), from the schema instead of numbers spelt again beside it."""
+    names = [sc.name for sc in struct.subcons]
+    subcons = struct.subcons[names.index(start) if start is not None else 0 : names.index(stop) if stop else None]
+    return sum(sc.sizeof() for sc in subcons)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Valid
 

@@ -118,6 +118,7 @@ class _Draw:
         self.counts = counts
         self.small = small
         self.items = items
+        self.derived: list[tuple[Any, str]] = []  # (container, field) of the derived fields drawn
 
     def given(self, draw: Any, path: str, context: Any) -> Any:
         f = self.fields[path]
@@ -183,8 +184,8 @@ class _Draw:
             self.within = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
-                if _derived(sub):  # drawn for the fields after it; the builder computes it
-                    obj[sub.name] = None
+                if _derived(sub):  # drawn for the fields after it (None once drawn): the builder computes it
+                    self.derived.append((obj, sub.name))
                     inner._derived = inner.get("_derived", frozenset()) | {sub.name}
         return obj
 
@@ -384,7 +385,11 @@ def strategy(what: Any, *, format: str | None = None, fields: dict[str, Any] | N
 
     @st.composite
     def values(draw: Any) -> Any:
-        return draw_one.value(draw, t.schema, root, "")
+        draw_one.derived = []
+        value = draw_one.value(draw, t.schema, root, "")
+        for obj, name in draw_one.derived:  # (the builder computes them)
+            obj[name] = None
+        return value
 
     return values()
 

@@ -287,10 +287,6 @@ def _count_problem(kv: Any) -> str | None:
     return None
 
 
-def _align(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
-
-
 class GGUFModel:
     """A GGUF file: ``version``, ``metadata`` (a :class:`Metadata`), ``tensors`` (name -> :class:`GGUFTensor`)."""
 
@@ -394,7 +390,7 @@ class GGUFModel:
                 out.append(f"{where('offset')}: {t.offset}, llama.cpp expects {expected} (the tensors in order, "
                            f"each padded to {alignment})")
             spans.append((t.offset, t.offset + nbytes, name))
-            expected = _align(expected + nbytes, alignment)
+            expected = gguf_schema.tensor_end(expected, nbytes, alignment)
         spans.sort()
         reach, last = 0, ""
         for start, stop, name in spans:
