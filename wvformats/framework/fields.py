@@ -317,18 +317,27 @@ class _Count:
 
 class size_of:  # noqa: N801 - used as an expression, like construct's len_
     """The bytes ``construct`` builds ``value`` (a ``this`` expression, a field after the derived one) to, in
-    the context: a header's size or length field, ``Derived(Int16ul, size_of(extras, this.extra))``. Sizes
-    that depend on the stream position (padding) are taken from position 0."""
+    the context: a header's size or length field, ``Derived(Int16ul, size_of(extras, this.extra))``; called
+    without a context, of a value on its own (``size_of(entry, record)()``, the bytes a record takes). Sizes
+    that depend on the stream position (padding) are taken from position 0; nothing is kept."""
 
     def __init__(self, construct: cs.Construct, value: Any) -> None:
         self.construct = construct
         self.value = value
-        self.text = f"size_of({expression(value)})"
 
-    def __call__(self, context: Any) -> int:
+    def __call__(self, context: Any = None) -> int:
+        """The size in ``context`` (None: of a value given as such, measured on its own: a record's size)."""
+        if context is None:  # (construct's root context of a build)
+            context = cs.Container(_parsing=False, _building=True, _sizing=False)
+            context._params = context
         sink = _Count()
         self.construct._build(evaluate(self.value, context), sink, context, "(size)")
         return sink.n
+
+    @property
+    def text(self) -> str:
+        """How the docs write it: ``size_of(extra)``."""
+        return f"size_of({expression(self.value)})"
 
     def __repr__(self) -> str:
         return self.text
