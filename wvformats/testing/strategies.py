@@ -10,7 +10,7 @@ Covered: construct's integers, floats, ``Const``, ``Computed``, ``Rebuild`` (and
 ``Derived``: drawn for the fields after it, None in the value, so that the builder computes it),
 ``If``/``IfThenElse``, ``Switch``, ``Array``, ``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
 ``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``, ``CheckedBytes``, ``StringTable``, ``JSONField``,
-``Table``, ``Tensors`` (given a table: :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
+``Table``, ``Tensors`` (its table, a field before it, drawn by :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
 from ``fields={"dotted.path": strategy or function of the context}`` or from a method
 ``strategy(context)`` of the construct (which imports hypothesis itself, when called).
 """
@@ -171,6 +171,7 @@ class _Draw:
             inner._root = inner
         obj = cs.Container()
         checks = _checks(con)
+        tables = _tensor_tables(con)
         for sub in con.subcons:
             core = sub
             while isinstance(core, cs.Renamed) and not core.name:
@@ -180,7 +181,11 @@ class _Draw:
                 continue
             where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
             self.within = _within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
-            v = self.value(draw, sub, inner, where)
+            if sub.name in tables and where not in self.fields:  # the table a later Tensors field lays out
+                v = draw(tensor_table(tables[sub.name], metadata=st.dictionaries(st.text(max_size=4),
+                                                                                 st.text(max_size=4), max_size=2)))
+            else:
+                v = self.value(draw, sub, inner, where)
             self.within = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
@@ -259,6 +264,19 @@ class _Draw:
             return chunks
         raise TypeError(f"no strategy for {type(con).__name__} at {path or 'the top'}: give one as "
                         f"fields={{{path!r}: strategy}} or define {type(con).__name__}.strategy(context)")
+
+
+def _tensor_tables(con: cs.Struct) -> dict[str, Any]:
+    """The fields of a Struct that a later :class:`~wvformats.framework.Tensors` field reads its table from
+    (``this.header``), by name: drawn as :func:`tensor_table` draws them."""
+    out = {}
+    for sub in con.subcons:
+        core = sub
+        while isinstance(core, cs.Renamed):
+            core = core.subcon
+        if isinstance(core, framework.Tensors) and (name := _field_of(core.table)) is not None:
+            out[name] = core
+    return out
 
 
 def _derived(con: cs.Construct) -> bool:
