@@ -93,19 +93,14 @@ def tensor_table(tensors: framework.Tensors, *, names: Any = None, max_tensors: 
         out: dict[str, Any] = {}
         if metadata is not None and tensors.skip:
             out[tensors.skip[0]] = draw(metadata)
-        at = 0
         for name in chosen:
             code = draw(st.sampled_from(codes))
             bits = tensors.bits.get(code)
             shape = draw(st.lists(st.integers(0, max_dim), min_size=bits is not None, max_size=3))
             if bits is not None:  # packed: rows that end on a byte
                 shape[-1] *= 8 // math.gcd(bits, 8)
-                n = int(np.prod(shape, dtype=np.int64)) * bits // 8
-            else:
-                n = int(np.prod(shape, dtype=np.int64)) * tensors.dtypes[code].itemsize
-            out[name] = {kd: code, ks: shape, ko: [at, at + n]}
-            at += n
-        return out
+            out[name] = {kd: code, ks: shape}
+        return tensors.laid_out(out)  # (the byte ranges: the declaration's)
 
     return table()
 
