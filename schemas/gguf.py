@@ -73,8 +73,8 @@ header = Struct(
     Valid("version", this.version < 0x10000, why="a version that reads byte-swapped is a big-endian file")
     * "a version that reads byte-swapped (0x03000000) is a big-endian file: refused",
     Valid("version", (this.version >= 1) & (this.version <= 3)) * "versions 1, 2 and 3 exist",
-    "n_tensors" / Derived(_count, len_(this._.tensor_infos)) * "number of tensor infos (u32 in v1, u64 later)",
-    "n_kv" / Derived(_count, len_(this._.metadata)) * "number of metadata key/value pairs (u32 in v1, u64 later)",
+    "n_tensors" / Derived(_count, len_(this._.tensor_infos)) * "number of tensor infos (u32 in v1, then u64)",
+    "n_kv" / Derived(_count, len_(this._.metadata)) * "number of metadata key/values (u32 in v1, u64 after)",
 )
 
 metadata_kv = Struct(

@@ -483,7 +483,8 @@ class MetadataAlignment(Checked):
         self.flagbuildnone = True
 
     def problem(self, kv: Any) -> tuple[str, str] | None:
-        """(the field at fault, why) where the entry ``kv`` of ``key`` breaks the rule; None where it keeps it."""
+        """(the field at fault, why) where the entry ``kv`` of ``key`` breaks the rule; None where it keeps
+        it."""
         if kv["value_type"] != self.value_type:
             return "value_type", (f"{self.key} must be a {self.type_name} (llama.cpp and gguf-py refuse any "
                                   f"other type), not type {kv['value_type']}")
@@ -504,8 +505,9 @@ class MetadataAlignment(Checked):
             if kv["key"] == self.key:
                 problem = self.problem(kv)
                 if problem is not None:
-                    raise fail(f"metadata[{i}].{problem[0]}", kv.get("_offset", tell(stream)), problem[1], cls,
-                               found=kv[problem[0]])
+                    field, why = problem
+                    at = kv.get("_offset", tell(stream))
+                    raise fail(f"metadata[{i}].{field}", at, why, cls, found=kv[field])
                 return int(kv["value"])
         return self.default
 

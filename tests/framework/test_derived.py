@@ -1,7 +1,7 @@
 """Derived fields (issue 38, item 1): a count, length or size declared once in the schema (``Derived``, or
-construct's ``Rebuild``), computed by the builder from the data it describes in interpreted and compiled mode,
-in a Struct and in a PackedStruct's one-pack run; read and checked by the same declaration; shown as derived in
-the docs; drawn by the testing kit for the fields after it and left to the builder."""
+construct's ``Rebuild``), computed by the builder from the data it describes in interpreted and compiled
+mode, in a Struct and in a PackedStruct's one-pack run; read and checked by the same declaration; shown as
+derived in the docs; drawn by the testing kit for the fields after it and left to the builder."""
 
 import construct as cs
 import pytest
@@ -54,7 +54,7 @@ def test_a_stored_count_that_disagrees_with_the_data_is_a_located_error(compiled
     bad = BYTES[:6] + b"\x0b\x00" + BYTES[8:]  # extra_length 11: the records do not fill it
     with pytest.raises(FormatError) as e:
         framework.parse(record(PackedStruct), bad, format="t", compile=compiled)
-    assert (e.value.format, e.value.path, e.value.offset) == ("t", "extra[2]", 23)  # (the third record: past it)
+    assert (e.value.format, e.value.path, e.value.offset) == ("t", "extra[2]", 23)  # (the third: past it)
 
 
 def test_the_docs_say_what_a_field_is_derived_from():

@@ -106,8 +106,8 @@ __all__ = [
     # running schemas
     "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
     # field constructs
-    "NumpyArray", "AlignTo", "Valid", "Derived", "size_of", "EnumField", "CheckedString", "CheckedBytes", "ShapeOf",
-    "JSONField",
+    "NumpyArray", "AlignTo", "Valid", "Derived", "size_of", "EnumField", "CheckedString", "CheckedBytes",
+    "ShapeOf", "JSONField",
     "JSONObject", "JSONArray", "compact", "PackedStruct", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
     # writing a custom construct that stays checked when compiled
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",

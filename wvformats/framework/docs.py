@@ -42,7 +42,8 @@ def _expr(x: object) -> str:
     text is not at hand) as "computed" (the field's doc says how)."""
     if callable(x) and not isinstance(x, cs.expr.ExprMixin):
         return getattr(x, "text", "computed")  # (size_of says what it measures)
-    text = expression(x).replace("'.'", ".").replace("len_(", "len(")  # (``this._root.header.version`` reads ``_root.header'.'version``)
+    # (``this._root.header.version`` reads ``_root.header'.'version``; construct's ``len_`` is Python's len)
+    text = expression(x).replace("'.'", ".").replace("len_(", "len(")
     return text[1:-1] if text.startswith("(") and text.endswith(")") and text.count("(") == 1 else text
 
 

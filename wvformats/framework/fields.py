@@ -349,8 +349,8 @@ def fixed_size(struct: cs.Construct, start: str | None = None, stop: str | None 
     where a field lies from the record's start (``fixed_size(entry, stop="crc32")``) or before its end
     (``fixed_size(info, "type")``), from the schema instead of numbers spelt again beside it."""
     names = [sc.name for sc in struct.subcons]
-    subcons = struct.subcons[names.index(start) if start is not None else 0 : names.index(stop) if stop else None]
-    return sum(sc.sizeof() for sc in subcons)
+    lo, hi = names.index(start) if start is not None else 0, names.index(stop) if stop is not None else None
+    return sum(sc.sizeof() for sc in struct.subcons[lo:hi])
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ A hot record (a zip entry read once per member of an archive of thousands) spend
 construct's per-field machinery: a ``_parsereport``, a ``Renamed`` and a stream read for each integer.
 :class:`PackedStruct` is a ``Struct`` written the same way, one field per line with its doc, that reads each
 run of consecutive fixed-size fields (integers and doubles of one byte order, fixed-length ``Bytes``, ``Const``
-of either, :class:`EnumField` of an integer, a :class:`Derived` count or size, and the :class:`Valid` checks between them) in one unpack.
+of either, :class:`EnumField` of an integer, a :class:`Derived` count or size, and the :class:`Valid` checks
+between them) in one unpack.
 
 Only the path where every field is fine is fast: where the run's bytes are not all there, a constant or an
 enum does not match or a check fails, the run is read again field by field as ``Struct`` reads it, so a
@@ -185,7 +186,7 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
             kind, arg, field = _CONST, con.value, con.subcon
         elif isinstance(con, EnumField):
             kind, arg, field = _ENUM, con, con.subcon
-        elif isinstance(con, cs.Rebuild):  # (a count or size the builder derives: Derived, construct's Rebuild)
+        elif isinstance(con, cs.Rebuild):  # (a count or size the builder derives: Derived, Rebuild)
             kind, arg, field = _DERIVED, con, con.subcon
         spec = _fixed(field) if sc.name else None
         if spec is not None and order and spec[0] and spec[0] != order:

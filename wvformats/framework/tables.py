@@ -241,15 +241,15 @@ class Tensors(Checked):
         return out
 
     def nbytes(self, code: Any, shape: Any) -> int:
-        """The bytes of a tensor of dtype ``code`` and ``shape`` (a packed code's: its rows in whole bytes)."""
+        """The bytes of a tensor of dtype ``code`` and ``shape`` (packed codes: rows in whole bytes)."""
         n = int(np.prod(shape, dtype=object))
         bits = self.bits.get(code)
         return n * bits // 8 if bits is not None else n * self.dtypes[code].itemsize
 
     def laid_out(self, table: Mapping[str, Any]) -> dict[str, Any]:
-        """``table`` (name -> entry with its dtype and shape) with each tensor's byte range where the data will
-        hold it: in table order, back to back, as the ranges tile the data (``exact``). What a writer gives
-        is dtypes and shapes; the ranges are this declaration's."""
+        """``table`` (name -> entry with its dtype and shape) with each tensor's byte range where the data
+        will hold it: in table order, back to back, as the ranges tile the data (``exact``). What a writer
+        gives is dtypes and shapes; the ranges are this declaration's."""
         kd, ks, ko = self.keys
         out: dict[str, Any] = {}
         at = 0

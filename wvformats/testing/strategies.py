@@ -8,9 +8,10 @@ small; a :class:`~wvformats.framework.Valid` that a draw does not satisfy discar
 
 Covered: construct's integers, floats, ``Const``, ``Computed``, ``Rebuild`` (and the framework's
 ``Derived``: drawn for the fields after it, None in the value, so that the builder computes it),
-``If``/``IfThenElse``, ``Switch``, ``Array``, ``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
-``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``, ``CheckedBytes``, ``StringTable``, ``JSONField``,
-``Table``, ``Tensors`` (its table, a field before it, drawn by :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
+``If``/``IfThenElse``, ``Switch``, ``Array``, ``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding,
+``Terminated``; the framework's ``NumpyArray``, ``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``,
+``CheckedBytes``, ``StringTable``, ``JSONField``, ``Table``, ``Tensors`` (its table, a field before it, drawn
+by :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
 from ``fields={"dotted.path": strategy or function of the context}`` or from a method
 ``strategy(context)`` of the construct (which imports hypothesis itself, when called).
 """
@@ -177,8 +178,8 @@ class _Draw:
             where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
             self.within = _within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
             if sub.name in tables and where not in self.fields:  # the table a later Tensors field lays out
-                v = draw(tensor_table(tables[sub.name], metadata=st.dictionaries(st.text(max_size=4),
-                                                                                 st.text(max_size=4), max_size=2)))
+                text = st.text(max_size=4)
+                v = draw(tensor_table(tables[sub.name], metadata=st.dictionaries(text, text, max_size=2)))
             else:
                 v = self.value(draw, sub, inner, where)
             self.within = None
@@ -236,7 +237,7 @@ class _Draw:
             return draw(st.lists(json_values(), max_size=4))
         sized = isinstance(con, framework.Table) and _field_of(con.length) in ctx.get("_derived", ())
         if isinstance(con, framework.Table) and (con.length is None or sized or _fixed_size(con.subcon)):
-            if con.length is not None and not sized:  # records of a fixed size that fill the length drawn before
+            if con.length is not None and not sized:  # fixed-size records that fill the length drawn before
                 size, length = con.subcon.sizeof(), int(ev(con.length, ctx))
                 hypothesis.assume(size > 0 and length % size == 0)
                 n = length // size

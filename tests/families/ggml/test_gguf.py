@@ -235,7 +235,8 @@ def test_alignment_of_another_type_is_read_and_checked_by_one_rule(tmp_path, com
         gguf.GGUFReader(path)
     with pytest.raises(ValueMismatchError) as info:
         framework.parse(schema.gguf, data, format="gguf", compile=compiled)
-    assert info.value.path == "metadata[0].value_type" and info.value.offset == 24 and "UINT32" in str(info.value)
+    assert (info.value.path, info.value.offset) == ("metadata[0].value_type", 24)
+    assert "UINT32" in str(info.value)
     assert not wv.validate(path).ok
     model = GGUFModel.from_arrays({"t": np.zeros(32, np.float32)})
     model.metadata.set("general.alignment", 64, type="UINT64")

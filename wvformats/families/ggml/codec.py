@@ -87,7 +87,7 @@ register(Format(
 
 GGUF = sniff.GGUF.name
 parse_gguf, build_gguf = schema_io(GGUF, gguf_schema.gguf)
-_TYPE_TO_END = framework.fixed_size(gguf_schema.tensor_info, "type")  # a tensor info's type: so far from its end
+_TYPE_TO_END = framework.fixed_size(gguf_schema.tensor_info, "type")  # a tensor info's type, from its end
 
 
 def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:

@@ -309,7 +309,7 @@ class GGUFModel:
 
     @property
     def alignment(self) -> int:
-        """The data section's alignment, by the schema's one rule (``check()`` names an entry that breaks it)."""
+        """The data section's alignment, by the schema's rule (``check()`` names an entry that breaks it)."""
         return gguf_schema.alignment.of(self.metadata._kv.values())
 
     @classmethod
@@ -346,7 +346,8 @@ class GGUFModel:
                 out.append(f"{where}.value{at}: {key} is a bool of value {value}, not 0 or 1")
             if (problem := _count_problem(kv)) is not None:
                 out.append(f"{where}.value.count{at}: {key} has {problem}")
-            if key == gguf_schema.ALIGNMENT_KEY and (problem := gguf_schema.alignment.problem(kv)) is not None:
+            problem = gguf_schema.alignment.problem(kv) if key == gguf_schema.ALIGNMENT_KEY else None
+            if problem is not None:
                 out.append(f"{where}.{problem[0]}{at}: {problem[1]}")
         return out + self._check_tensors()
 

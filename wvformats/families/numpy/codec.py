@@ -207,7 +207,8 @@ def _sizes(local: Any) -> tuple[int, int, int]:
 def _entry_size(local: Any) -> int:
     """The bytes a local entry takes: its header and descriptor as the schema builds them, and the data's size
     that the header (or descriptor) gives."""
-    return framework.size_of(_local_header, local)() + _sizes(local)[1] + framework.size_of(_local_tail, local)()
+    header, tail = framework.size_of(_local_header, local)(), framework.size_of(_local_tail, local)()
+    return header + _sizes(local)[1] + tail
 
 
 def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
