@@ -143,6 +143,7 @@ class NpzArrays(dict):
         self.compressed = compressed
         self.kept: dict[str, tuple[Any, Any]] = {}  # name -> (local entry, directory entry) as read
         self.end: Any = None  # the end records as read: (zip64_end, zip64_locator, end)
+        self.spans: dict[str, tuple[int, int]] = {}  # name -> bytes its (local entry, directory entry) took
 
 
 def member_name(entry: Any) -> str:
@@ -254,10 +255,13 @@ def _directory_entry_size(entry: Any) -> int:
 
 def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
     out = NpzArrays()
-    for local, entry in zip(parsed["members"], parsed["directory"], strict=True):
+    members, directory = parsed["members"], parsed["directory"]
+    for i, (local, entry) in enumerate(zip(members, directory, strict=True)):
         name = member_name(local)[: -len(SUFFIX)]
         out[name] = local["data"]["npy"]["data"]
         out.kept[name] = (local, entry)
+        at, where = members.offsets, directory.offsets
+        out.spans[name] = (at[i + 1] - at[i], where[i + 1] - where[i])
         out.compressed = local["compression"] == npz_schema.Compression.deflated
     out.end = (parsed["zip64_end"], parsed["zip64_locator"], parsed["end"])
     return out
@@ -266,22 +270,25 @@ def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
 def npz_from_model(arrays: Any, *, compressed: bool | None = None) -> cs.Container:
     if not isinstance(arrays, Mapping):
         raise BuildError(f"an .npz holds arrays by name; got {type(arrays).__name__}", format=NPZ.name)
-    kept = getattr(arrays, "kept", {})
+    kept, spans = getattr(arrays, "kept", {}), getattr(arrays, "spans", {})
     deflate = compressed if compressed is not None else bool(getattr(arrays, "compressed", False))
     members, directory = [], []
-    offset = 0
+    offset = size = 0
     for name, value in arrays.items():
         local, entry = kept.get(name, (None, None))
         wanted = npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored
+        # (the bytes each entry takes: as read where it is the one read, else as the schema builds it)
+        local_size, entry_size = spans.get(name, (None, None))
         if local is None or local["data"]["npy"]["data"] is not value or (
                 compressed is not None and local["compression"] != wanted):
             local, entry = _fresh_local(str(name), _fresh_npy(value), deflate), None
+            local_size = None
         if entry is None or npz_schema.wide("local_header_offset")(entry) != offset:
-            entry = _fresh_directory_entry(local, offset)
+            entry, entry_size = _fresh_directory_entry(local, offset), None
         members.append(local)
         directory.append(entry)
-        offset += _entry_size(local)
-    size = sum(_directory_entry_size(e) for e in directory)
+        offset += local_size if local_size is not None else _entry_size(local)
+        size += entry_size if entry_size is not None else _directory_entry_size(entry)
     old = getattr(arrays, "end", None)
     records = _end_records(len(members), size, offset, b"" if old is None else bytes(old[2]["comment"]))
     if old is not None and _same_end(old, records):
