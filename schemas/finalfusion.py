@@ -8,21 +8,31 @@ follows finalfusion-rust and finalfusion-python 0.7.1.)
 
 from enum import IntEnum
 
-from construct import Const, If, Int32ul, Int64ul, Struct, this
+from construct import Const, If, Int32ul, Int64ul, Struct, len_, this
 from wvformats.schemas.identity import FINALFUSION_MAGIC as MAGIC
 from wvformats.schemas.identity import FINALFUSION_VERSION as VERSION
 
-from wvformats.framework import AlignTo, CheckedBytes, CheckedString, Chunks, NumpyArray, StringTable, Valid
+from wvformats.framework import (
+    AlignTo,
+    CheckedBytes,
+    CheckedString,
+    Chunks,
+    Derived,
+    NumpyArray,
+    ShapeOf,
+    StringTable,
+    Valid,
+)
 
 F32 = 10  # finalfusion's type id of float32 (its TypeId)
 
 simple_vocab = Struct(
-    "n_words" / Int64ul * "number of words",
+    "n_words" / Derived(Int64ul, len_(this.words)) * "number of words",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
 )
 
 bucket_subword_vocab = Struct(
-    "n_words" / Int64ul * "number of words (first, despite the spec)",
+    "n_words" / Derived(Int64ul, len_(this.words)) * "number of words (first, despite the spec)",
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "bucket_exp" / Int32ul * "2^bucket_exp buckets of the finalfusion FNV-1a hash",
@@ -31,7 +41,7 @@ bucket_subword_vocab = Struct(
 )
 
 fasttext_subword_vocab = Struct(
-    "n_words" / Int64ul * "number of words (first, despite the spec)",
+    "n_words" / Derived(Int64ul, len_(this.words)) * "number of words (first, despite the spec)",
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "buckets" / Int32ul * "exact number of fastText hash buckets",
@@ -52,8 +62,8 @@ floret_subword_vocab = Struct(
 )
 
 explicit_subword_vocab = Struct(
-    "n_words" / Int64ul * "number of words",
-    "n_ngrams" / Int64ul * "number of n-grams in the table",
+    "n_words" / Derived(Int64ul, len_(this.words)) * "number of words",
+    "n_ngrams" / Derived(Int64ul, lambda ctx: len(ctx.ngrams["strings"])) * "number of n-grams in the table",
     "min_n" / Int32ul * "shortest n-gram, in code points",
     "max_n" / Int32ul * "longest n-gram, in code points",
     "words" / StringTable(this.n_words) * "u32 byte length + UTF-8, in index order",
@@ -62,8 +72,8 @@ explicit_subword_vocab = Struct(
 )
 
 ndarray = Struct(
-    "rows" / Int64ul * "rows: word rows first, then subword rows",
-    "cols" / Int32ul * "dimensionality",
+    "rows" / Derived(Int64ul, ShapeOf(this.data, 0)) * "rows: word rows first, then subword rows",
+    "cols" / Derived(Int32ul, ShapeOf(this.data, 1)) * "dimensionality",
     "type_id" / Const(F32, Int32ul) * "10 = f32",
     "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
     "data" / NumpyArray("<f4", (this.rows, this.cols)) * "row-major f32 matrix",
@@ -96,7 +106,7 @@ metadata = Struct(
 )
 
 nd_norms = Struct(
-    "n_norms" / Int64ul * "number of words (not storage rows)",
+    "n_norms" / Derived(Int64ul, len_(this.norms)) * "number of words (not storage rows)",
     "type_id" / Const(F32, Int32ul) * "10 = f32",
     "padding" / AlignTo(4, never_zero=True) * "1 to 4 zero bytes: the f32 data starts 4-aligned",
     "norms" / NumpyArray("<f4", this.n_norms) * "the L2 norm each word row had before normalisation",

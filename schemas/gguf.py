@@ -9,7 +9,7 @@ blocks of the ggml types (``schemas/ggml.py``: ``LAYOUTS``, ids in ``GGUF_TYPES`
 version reads byte-swapped, 0x03000000) is refused.
 """
 
-from construct import Const, If, IfThenElse, Int32ul, Int64ul, Struct, this
+from construct import Const, If, IfThenElse, Int32ul, Int64ul, Struct, len_, this
 from wvformats.schemas.constructs.gguf import (
                                                   BytesLeft,
                                                   Entries,
@@ -20,7 +20,7 @@ from wvformats.schemas.constructs.gguf import (
 )
 from wvformats.schemas.identity import GGUF_MAGIC as MAGIC
 
-from wvformats.framework import AlignTo, NumpyArray, Valid
+from wvformats.framework import AlignTo, Derived, NumpyArray, Valid
 
 DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4  # GGML_MAX_DIMS
@@ -50,6 +50,20 @@ VALUE_TYPES = {
     12: ("FLOAT64", "<f8"),
 }
 
+# the alignment of the data section: the one rule of reading, writing and checking (llama.cpp and gguf-py read
+# general.alignment as a UINT32 and refuse any other type)
+ALIGNMENT_KEY, ALIGNMENT_TYPE = "general.alignment", "UINT32"
+alignment = MetadataAlignment(this.metadata, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, ALIGNMENT_TYPE,
+                              next(i for i, (name, _) in VALUE_TYPES.items() if name == ALIGNMENT_TYPE))
+
+
+
+def tensor_end(offset, nbytes, alignment):
+    """Where the next tensor starts after one of ``nbytes`` at ``offset``: llama.cpp and gguf-py place the
+    tensors in order, each padded to the alignment (the last one too)."""
+    return -(-(offset + nbytes) // alignment) * alignment
+
+
 _VERSION = this._root.header.version
 _count = IfThenElse(this.version == 1, Int32ul, Int64ul)
 
@@ -59,8 +73,8 @@ header = Struct(
     Valid("version", this.version < 0x10000, why="a version that reads byte-swapped is a big-endian file")
     * "a version that reads byte-swapped (0x03000000) is a big-endian file: refused",
     Valid("version", (this.version >= 1) & (this.version <= 3)) * "versions 1, 2 and 3 exist",
-    "n_tensors" / _count * "number of tensor infos (u32 in version 1, u64 later)",
-    "n_kv" / _count * "number of metadata key/value pairs (u32 in version 1, u64 later)",
+    "n_tensors" / Derived(_count, len_(this._.tensor_infos)) * "number of tensor infos (u32 in v1, then u64)",
+    "n_kv" / Derived(_count, len_(this._.metadata)) * "number of metadata key/values (u32 in v1, u64 after)",
 )
 
 metadata_kv = Struct(
@@ -74,7 +88,7 @@ metadata_kv = Struct(
 
 tensor_info = Struct(
     "name" / GGUFString(_VERSION) * "the tensor's name",
-    "n_dims" / Int32ul * "number of dimensions (llama.cpp: at most 4)",
+    "n_dims" / Derived(Int32ul, len_(this.dims)) * "number of dimensions (llama.cpp: at most 4)",
     "dims" / IfThenElse(_VERSION == 1, NumpyArray("<u4", this.n_dims), NumpyArray("<u8", this.n_dims))
     * "ggml order: ne[0] (contiguous, PyTorch's last dimension) first; u32 in version 1, u64 later",
     "type" / Int32ul * "ggml type id (GGUF_TYPES: 0 F32, 1 F16, 2 Q4_0, ...)",
@@ -85,8 +99,7 @@ gguf = Struct(
     "header" / header * "magic, version, counts",
     "metadata" / Entries(this.header.n_kv, metadata_kv, min_size=9) * "n_kv key/value pairs",
     "tensor_infos" / Entries(this.header.n_tensors, tensor_info, min_size=20) * "n_tensors tensor infos",
-    "alignment" / MetadataAlignment(this.metadata, "general.alignment", DEFAULT_ALIGNMENT)
-    * "no bytes: general.alignment (a power of two) or 32",
+    "alignment" / alignment * "no bytes: general.alignment (a UINT32, a power of two) or 32",
     "has_data" / BytesLeft() * "no bytes: whether a data section follows (a file without tensors may end here)",
     "padding" / If(this.has_data, AlignTo(this.alignment))
     * "zero bytes up to a multiple of the alignment",

@@ -96,6 +96,19 @@ NPY_VERSIONS = ((1, 0), (2, 0), (3, 0))
 ZIP_LOCAL_MAGIC = b"PK\x03\x04"
 NPZ_MEMBER_SUFFIX = b".npy"
 NPZ_SUFFIX = ".npz"
+# where a local header's u16 name length lies and where its name starts (its fixed part): schemas/npz.py's
+# local_entry, which tests/families/numpy holds these to
+ZIP_LOCAL_NAME_LENGTH_AT = 26
+ZIP_LOCAL_FIXED = 30
+
+
+def zip_first_member(head: bytes) -> bytes | None:
+    """The name of a zip archive's first member, from its local header at the start of ``head`` (as much of
+    it as ``head`` holds), or None where ``head`` is no local header."""
+    if head[:4] != ZIP_LOCAL_MAGIC or len(head) < ZIP_LOCAL_FIXED:
+        return None
+    n = int.from_bytes(head[ZIP_LOCAL_NAME_LENGTH_AT : ZIP_LOCAL_NAME_LENGTH_AT + 2], "little")
+    return head[ZIP_LOCAL_FIXED : ZIP_LOCAL_FIXED + n]
 
 # infini-gram: an index is a folder of files with no header (their sizes give every count); a shard's files
 # are these kinds, the first three required. The indexer's versions and token widths; version 5 stores each

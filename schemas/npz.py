@@ -17,13 +17,25 @@ to the members (names, offsets, sizes, CRC-32s).
 
 import enum
 
-from construct import Const, GreedyBytes, If, IfThenElse, Int8ul, Int16ul, Int32ul, Int64ul, Struct, this
+from construct import (
+    Const,
+    GreedyBytes,
+    If,
+    IfThenElse,
+    Int8ul,
+    Int16ul,
+    Int32ul,
+    Int64ul,
+    Struct,
+    len_,
+    this,
+)
 from wvformats.schemas.constructs.npz import DEFLATE_RATIO, DEFLATED, STORED, MemberData  # noqa: F401
 from wvformats.schemas.identity import NPZ_MEMBER_SUFFIX as NPY_SUFFIX
 from wvformats.schemas.identity import ZIP_LOCAL_MAGIC as LOCAL_MAGIC
 from wvformats.schemas.npy import npy, npy_array
 
-from wvformats.framework import CheckedBytes, EnumField, PackedStruct, Table, Valid
+from wvformats.framework import CheckedBytes, Derived, EnumField, PackedStruct, Table, Valid, size_of
 
 CENTRAL_MAGIC = b"PK\x01\x02"
 DESCRIPTOR_MAGIC = b"PK\x07\x08"
@@ -94,13 +106,15 @@ def name_decodes(ctx):
 # APPNOTE 4.5.1: extra fields, each a header id, a size and that many bytes
 extra_field = PackedStruct(
     "id" / Int16ul * "header id: 0x0001 zip64 extended information; others kept as bytes",
-    "size" / Int16ul * "bytes of data that follow",
+    "size" / Derived(Int16ul, lambda ctx: 8 * len(ctx.data) if ctx.id == ZIP64_EXTRA else len(ctx.data))
+    * "bytes of data that follow",
     "data" / IfThenElse(this.id == ZIP64_EXTRA, Table(Int64ul, length=this.size, min_size=8),
                         CheckedBytes(this.size))
     * "zip64: u64 values of the fields that hold 0xFFFFFFFF (uncompressed size, compressed size, local "
       "header offset, in that order); other ids: their bytes",
 )
 
+extras = Table(extra_field, min_size=4)  # (the extra fields' bytes: what extra_length is derived from)
 
 # APPNOTE 4.3.7: local file header, then 4.3.8: file data, then 4.3.9: data descriptor
 local_entry = PackedStruct(
@@ -114,8 +128,8 @@ local_entry = PackedStruct(
     "crc32" / Int32ul * "CRC-32 of the uncompressed bytes (0 when a data descriptor follows)",
     "compressed_size" / Int32ul * "bytes of data; 0xFFFFFFFF: in the zip64 extra field (numpy: always)",
     "uncompressed_size" / Int32ul * "bytes once inflated; 0xFFFFFFFF: in the zip64 extra field",
-    "name_length" / Int16ul * "bytes of the name",
-    "extra_length" / Int16ul * "bytes of the extra fields",
+    "name_length" / Derived(Int16ul, len_(this.name)) * "bytes of the name",
+    "extra_length" / Derived(Int16ul, size_of(extras, this.extra)) * "bytes of the extra fields",
     "name" / CheckedBytes(this.name_length) * "the member's name, NAME.npy (code page 437, UTF-8 with bit 11)",
     Valid("name", lambda ctx: ctx.name.endswith(NPY_SUFFIX), "an .npz holds .npy members") * "ends with .npy",
     Valid("name", name_decodes, "flag bit 11 says the name is UTF-8") * "UTF-8 where flag bit 11 is set",
@@ -150,9 +164,9 @@ central_entry = PackedStruct(
     "crc32" / Int32ul * "CRC-32 of the uncompressed bytes",
     "compressed_size" / Int32ul * "bytes of data; 0xFFFFFFFF: in the zip64 extra field",
     "uncompressed_size" / Int32ul * "bytes once inflated; 0xFFFFFFFF: in the zip64 extra field",
-    "name_length" / Int16ul * "bytes of the name",
-    "extra_length" / Int16ul * "bytes of the extra fields",
-    "comment_length" / Int16ul * "bytes of the member's comment",
+    "name_length" / Derived(Int16ul, len_(this.name)) * "bytes of the name",
+    "extra_length" / Derived(Int16ul, size_of(extras, this.extra)) * "bytes of the extra fields",
+    "comment_length" / Derived(Int16ul, len_(this.comment)) * "bytes of the member's comment",
     "disk_start" / Int16ul * "disk of the local header: 0",
     "internal_attributes" / Int16ul * "bit 0: text data (zipfile: 0)",
     "external_attributes" / Int32ul * "Unix mode << 16 (zipfile: 0o600, rw-------)",
@@ -169,7 +183,8 @@ central_entry = PackedStruct(
 # APPNOTE 4.3.14 and 4.3.15: zip64 end of central directory record and locator
 zip64_end = PackedStruct(
     "signature" / Const(ZIP64_END_MAGIC) * "b'PK\\x06\\x06'",
-    "record_size" / Int64ul * "bytes of the record after this field: 44 (and any extensible data)",
+    "record_size" / Derived(Int64ul, len_(this.extensible) + ZIP64_END_SIZE)
+    * "bytes of the record after this field: 44 (and any extensible data)",
     Valid("record_size", this.record_size >= ZIP64_END_SIZE) * "at least 44",
     "version_made_by" / Int16ul * "45",
     "version_needed" / Int16ul * "45",
@@ -198,7 +213,7 @@ end = PackedStruct(
     "entries" / Int16ul * "entries in all (0xFFFF: in the zip64 end record)",
     "directory_size" / Int32ul * "bytes of the central directory (0xFFFFFFFF: in the zip64 end record)",
     "directory_offset" / Int32ul * "where it starts (0xFFFFFFFF: in the zip64 end record)",
-    "comment_length" / Int16ul * "bytes of the archive's comment",
+    "comment_length" / Derived(Int16ul, len_(this.comment)) * "bytes of the archive's comment",
     "comment" / CheckedBytes(this.comment_length) * "the archive's comment (numpy: none)",
 )
 

@@ -45,11 +45,14 @@ DTYPES = {
     "U64": "<u8",
 }
 
+# the tensors' data, laid out by the header: what a writer's header gets its data_offsets from (laid_out)
+tensors = Tensors(this.header, DTYPES, skip=(METADATA,))
+
 safetensors = Struct(
     "header" / JSONField("u64", limit=HEADER_LIMIT, align=ALIGNMENT)
     * "u64 byte length N (at most 100 MB), then N bytes of UTF-8 JSON: tensor name -> {dtype, shape, "
       "data_offsets}, and __metadata__ (str -> str); padded with spaces so the buffer starts 8-aligned",
-    "data" / Tensors(this.header, DTYPES, skip=(METADATA,))
+    "data" / tensors
     * "the byte buffer: each tensor at its data_offsets (relative to here), C order, little-endian; the "
       "spans tile the buffer exactly",
 )

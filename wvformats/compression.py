@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import FormatError, OptionError
-from .schemas.identity import NPZ_MEMBER_SUFFIX, NPZ_SUFFIX, ZIP_LOCAL_MAGIC
+from .schemas.identity import NPZ_MEMBER_SUFFIX, NPZ_SUFFIX, ZIP_LOCAL_FIXED, zip_first_member
 
 # (name, magic bytes at offset 0); the suffix a written file of each gets
 MAGIC = (
@@ -64,16 +64,14 @@ def kind_of(first: bytes) -> str | None:
     return next((name for name, magic in MAGIC if first.startswith(magic)), None)
 
 
-ARCHIVE_HEAD = 30 + 256  # a zip's first local header and the start of its member's name
+ARCHIVE_HEAD = ZIP_LOCAL_FIXED + 256  # a zip's first local header and the start of its member's name
 
 
 def is_format_archive(first: bytes, file: Path) -> bool:
     """A zip archive that is a format of its own, read whole rather than opened as a compressed file:
-    NumPy's ``.npz``, whose first member (named at byte 30 of its local header) is a ``.npy`` file, or that
-    is named ``.npz`` (a damaged one then fails as an npz)."""
-    n = int.from_bytes(first[26:28], "little")
-    return file.suffix.lower() == NPZ_SUFFIX or (first[:4] == ZIP_LOCAL_MAGIC
-                                                 and first[30:30 + n].endswith(NPZ_MEMBER_SUFFIX))
+    NumPy's ``.npz``, whose first member (named in its local header) is a ``.npy`` file, or that is named
+    ``.npz`` (a damaged one then fails as an npz)."""
+    return file.suffix.lower() == NPZ_SUFFIX or (zip_first_member(first) or b"").endswith(NPZ_MEMBER_SUFFIX)
 
 
 def for_output(path: str | os.PathLike[str]) -> str | None:

@@ -468,25 +468,47 @@ class Entries(Table):
 
 
 class MetadataAlignment(Checked):
-    """No bytes: the alignment of the data section, ``general.alignment`` from the parsed metadata (a u32),
-    else ``default``. One that is not a power of two is refused, naming its entry."""
+    """No bytes: the alignment of the data section, ``key`` from the parsed metadata, else ``default``. One
+    rule for reading, writing and ``check()``, GGUF's readers' (llama.cpp's ``gguf_get_val_u32``, gguf-py's
+    ``GGUFReader``): the value is of type ``value_type`` (UINT32; they refuse any other) and a power of two.
+    An entry that breaks it is refused, naming the entry's field and where the entry starts."""
 
-    def __init__(self, metadata: Any, key: str, default: int) -> None:
+    def __init__(self, metadata: Any, key: str, default: int, type_name: str, value_type: int) -> None:
         super().__init__()
         self.metadata = metadata
         self.key = key
         self.default = default
+        self.value_type = value_type
+        self.type_name = type_name
         self.flagbuildnone = True
+
+    def problem(self, kv: Any) -> tuple[str, str] | None:
+        """(the field at fault, why) where the entry ``kv`` of ``key`` breaks the rule; None where it keeps
+        it."""
+        if kv["value_type"] != self.value_type:
+            return "value_type", (f"{self.key} must be a {self.type_name} (llama.cpp and gguf-py refuse any "
+                                  f"other type), not type {kv['value_type']}")
+        value = kv["value"]
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 \
+                and not value & (value - 1):
+            return None
+        return "value", f"{self.key} must be a power of two"
+
+    def of(self, entries: Any) -> int:
+        """The alignment that metadata ``entries`` give (the default where they lack the key or break the
+        rule, which :meth:`problem` tells)."""
+        kv = next((kv for kv in entries if kv["key"] == self.key), None)
+        return self.default if kv is None or self.problem(kv) else int(kv["value"])
 
     def _find(self, context: Any, stream: Any, path: str, cls: type) -> int:
         for i, kv in enumerate(evaluate(self.metadata, context) or ()):
             if kv["key"] == self.key:
-                value = kv["value"]
-                if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 \
-                        and not value & (value - 1):
-                    return int(value)
-                raise fail(f"metadata[{i}].value", kv.get("_offset", tell(stream)),
-                           f"{self.key} must be a power of two", cls, found=value)
+                problem = self.problem(kv)
+                if problem is not None:
+                    field, why = problem
+                    at = kv.get("_offset", tell(stream))
+                    raise fail(f"metadata[{i}].{field}", at, why, cls, found=kv[field])
+                return int(kv["value"])
         return self.default
 
     def _parse(self, stream: Any, context: Any, path: str) -> int:

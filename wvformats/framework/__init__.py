@@ -6,7 +6,8 @@ One module per concern:
   (the sink ``validate`` rebuilds into), the worker pool, letting go of mapped pages.
 * :mod:`.located` -- errors located at a field path and byte offset; length checks before allocation.
 * :mod:`.fields` -- field constructs: :class:`NumpyArray`, :class:`AlignTo`, :class:`Valid`,
-  :class:`CheckedString`, :class:`CheckedBytes`, :class:`ShapeOf`.
+  :class:`CheckedString`, :class:`CheckedBytes`, :class:`ShapeOf`, :class:`Derived` and :func:`size_of` (a
+  count, length, size or offset that the builder computes), :func:`fixed_size` (of a record's fixed part).
 * :mod:`.packed` -- :class:`PackedStruct`, a Struct whose runs of fixed-size fields take one unpack.
 * :mod:`.strings` -- :class:`StringTable` and the vectorised decoding of many strings.
 * :mod:`.records` -- record tables walked and packed with numpy (length-prefixed and word-and-space records).
@@ -29,6 +30,7 @@ from .fields import (
     Checked,
     CheckedBytes,
     CheckedString,
+    Derived,
     EnumField,
     NumpyArray,
     SchemaError,
@@ -40,7 +42,9 @@ from .fields import (
     evaluate,
     explicit_dtype,
     expression,
+    fixed_size,
     read_array,
+    size_of,
     write_array,
 )
 from .located import UNCHECKED, check_length, dotted, fail, tell, warn
@@ -95,11 +99,12 @@ __all__ = [
     # running schemas
     "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
     # field constructs
-    "NumpyArray", "AlignTo", "Valid", "EnumField", "CheckedString", "CheckedBytes", "ShapeOf", "JSONField",
+    "NumpyArray", "AlignTo", "Valid", "Derived", "size_of", "EnumField", "CheckedString", "CheckedBytes",
+    "ShapeOf", "JSONField",
     "JSONObject", "JSONArray", "compact", "PackedStruct", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
     # writing a custom construct that stays checked when compiled
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
-    "encode_utf8", "explicit_dtype", "read_array", "write_array",
+    "encode_utf8", "explicit_dtype", "read_array", "write_array", "fixed_size",
     # streams and buffers
     "BufferStream", "CompareStream", "remaining", "bounded", "window", "zero_copy", "byte_view", "release", "background",
     # record tables walked with numpy

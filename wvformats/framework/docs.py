@@ -39,8 +39,9 @@ def _expr(x: object) -> str:
     """A ``this`` expression as the spec writes it, without outer parentheses; a Python function (whose
     text is not at hand) as "computed" (the field's doc says how)."""
     if callable(x) and not isinstance(x, cs.expr.ExprMixin):
-        return "computed"
-    text = expression(x).replace("'.'", ".")  # (``this._root.header.version`` reads ``_root.header'.'version``)
+        return getattr(x, "text", "computed")  # (size_of says what it measures)
+    # (``this._root.header.version`` reads ``_root.header'.'version``; construct's ``len_`` is Python's len)
+    text = expression(x).replace("'.'", ".").replace("len_(", "len(")
     return text[1:-1] if text.startswith("(") and text.endswith(")") and text.count("(") == 1 else text
 
 
@@ -66,6 +67,8 @@ def describe(con: cs.Construct) -> str:
         return type_name(con.dtype) + _dims(con.shape)
     if isinstance(con, cs.Renamed):
         return describe(con.subcon)
+    if isinstance(con, cs.Rebuild):  # (Derived, construct's Rebuild: the builder computes it)
+        return f"{describe(con.subcon)}, derived: {_expr(con.func)}"
     if isinstance(con, EnumField):
         return f"{describe(con.subcon)} enum {con.enum.__name__} ({con.names()})"
     if isinstance(con, JSONField):

@@ -282,6 +282,78 @@ class AlignTo(Checked):
         raise cs.SizeofError("padding depends on the stream position", path=path)
 
 
+class Derived(Checked, cs.Rebuild):
+    """A count, length, size or offset derived from the data it describes (construct's ``Rebuild``, kept
+    checked when compiled and taking a function too): parsed as ``subcon`` reads it (the fields that use it
+    check it against the bytes), built from ``value``, a ``this`` expression (``len_(this.words)``), a
+    function of the context (which holds the fields after it too) or :func:`size_of`; the value given is
+    ignored (None will do). ``Derived(Int32ul, len_(this.words))``."""
+
+    def __init__(self, subcon: cs.Construct, value: Any) -> None:
+        cs.Rebuild.__init__(self, subcon, value)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        return self.subcon._build(evaluate(self.func, context), stream, context, path)
+
+
+class _Count:
+    """A write-only sink that counts the bytes written to it."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def write(self, b: Any) -> int:
+        self.n += len(memoryview(b).cast("B"))
+        return len(b)
+
+    def tell(self) -> int:
+        return self.n
+
+    def seek(self, n: int, whence: int = 0) -> int:  # (a construct that seeks back to patch only rewrites)
+        return self.n
+
+
+class size_of:  # noqa: N801 - used as an expression, like construct's len_
+    """The bytes ``construct`` builds ``value`` (a ``this`` expression, a field after the derived one) to, in
+    the context: a header's size or length field, ``Derived(Int16ul, size_of(extras, this.extra))``; called
+    without a context, of a value on its own (``size_of(entry, record)()``, the bytes a record takes). Sizes
+    that depend on the stream position (padding) are taken from position 0; nothing is kept."""
+
+    def __init__(self, construct: cs.Construct, value: Any) -> None:
+        self.construct = construct
+        self.value = value
+
+    def __call__(self, context: Any = None) -> int:
+        """The size in ``context`` (None: of a value given as such, measured on its own: a record's size)."""
+        if context is None:  # (construct's root context of a build)
+            context = cs.Container(_parsing=False, _building=True, _sizing=False)
+            context._params = context
+        sink = _Count()
+        self.construct._build(evaluate(self.value, context), sink, context, "(size)")
+        return sink.n
+
+    @property
+    def text(self) -> str:
+        """How the docs write it: ``size_of(extra)``."""
+        return f"size_of({expression(self.value)})"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def fixed_size(struct: cs.Construct, start: str | None = None, stop: str | None = None) -> int:
+    """The bytes that the fields of ``struct`` from field ``start`` up to field ``stop`` take (None: from the
+    first, to the end), each of a fixed size: a record's fixed part (``fixed_size(entry, stop="name")``),
+    where a field lies from the record's start (``fixed_size(entry, stop="crc32")``) or before its end
+    (``fixed_size(info, "type")``), from the schema instead of numbers spelt again beside it."""
+    names = [sc.name for sc in struct.subcons]
+    lo, hi = names.index(start) if start is not None else 0, names.index(stop) if stop is not None else None
+    return sum(sc.sizeof() for sc in struct.subcons[lo:hi])
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Valid
 

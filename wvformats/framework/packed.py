@@ -4,7 +4,8 @@ A hot record (a zip entry read once per member of an archive of thousands) spend
 construct's per-field machinery: a ``_parsereport``, a ``Renamed`` and a stream read for each integer.
 :class:`PackedStruct` is a ``Struct`` written the same way, one field per line with its doc, that reads each
 run of consecutive fixed-size fields (integers and doubles of one byte order, fixed-length ``Bytes``, ``Const``
-of either, :class:`EnumField` of an integer, and the :class:`Valid` checks between them) in one unpack.
+of either, :class:`EnumField` of an integer, a :class:`Derived` count or size, and the :class:`Valid` checks
+between them) in one unpack.
 
 Only the path where every field is fine is fast: where the run's bytes are not all there, a constant or an
 enum does not match or a check fails, the run is read again field by field as ``Struct`` reads it, so a
@@ -22,7 +23,7 @@ import construct as cs
 from .fields import Checked, EnumField, Valid, evaluate, exact_floats, unnamed
 from .streams import BufferStream
 
-_VALUE, _CONST, _ENUM, _CHECK = range(4)
+_VALUE, _CONST, _ENUM, _CHECK, _DERIVED = range(5)
 _update = dict.update  # (Container's own update is a Python loop)
 
 
@@ -118,6 +119,8 @@ class _Run:
                     if v is not None and v != arg:
                         return False
                     v = arg
+                elif kind == _DERIVED:
+                    v = evaluate(arg.func, context)
                 elif kind == _ENUM:
                     if isinstance(v, str) or (arg.unknown == "refuse" and v not in arg.enum._value2member_map_):
                         return False
@@ -183,6 +186,8 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
             kind, arg, field = _CONST, con.value, con.subcon
         elif isinstance(con, EnumField):
             kind, arg, field = _ENUM, con, con.subcon
+        elif isinstance(con, cs.Rebuild):  # (a count or size the builder derives: Derived, Rebuild)
+            kind, arg, field = _DERIVED, con, con.subcon
         spec = _fixed(field) if sc.name else None
         if spec is not None and order and spec[0] and spec[0] != order:
             close()

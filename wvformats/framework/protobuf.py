@@ -147,6 +147,50 @@ class ProtoMessage(Message):
         return super()._parse(stream, context, path)
 
 
+    def strategy(self, context: Any) -> Any:
+        """Messages of ``mtype`` (for the testing kit): values drawn field by field from the description,
+        serialized as protobuf writes them and given as their wire fields."""
+        def fields(values: dict[str, Any]) -> Any:
+            data = encode_message(self.mtype, values)
+            return parse_fields(data, 0, len(data), "fields", 0)[0]
+
+        return _values(self.mtype, 2).map(fields)
+
+
+def _values(mtype: MessageType, depth: int) -> Any:
+    """A hypothesis strategy of a message's values by field name (sub-messages ``depth`` deep at most)."""
+    from hypothesis import strategies as st
+
+    def one(spec: F) -> Any:
+        if isinstance(spec.type, MessageType):
+            return _values(spec.type, depth - 1) if depth > 0 else st.just({})
+        if spec.enum is not None:
+            return st.sampled_from(sorted(enum_names(spec.enum)))
+        return _SCALAR_DRAWS[spec.type](st)
+
+    fields = {spec.name: st.lists(one(spec), max_size=2) if spec.label == "repeated" else one(spec)
+              for spec in mtype.fields}
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+_SCALAR_DRAWS = {  # each scalar type's values, as protobuf reads them back
+    "string": lambda st: st.text(max_size=6),
+    "bytes": lambda st: st.binary(max_size=6),
+    "float": lambda st: st.floats(width=32, allow_nan=False),
+    "double": lambda st: st.floats(allow_nan=False),
+    "int32": lambda st: st.integers(-(1 << 31), (1 << 31) - 1),
+    "enum": lambda st: st.integers(0, (1 << 31) - 1),
+    "int64": lambda st: st.integers(-(1 << 63), (1 << 63) - 1),
+    "sint32": lambda st: st.integers(-(1 << 31), (1 << 31) - 1),
+    "sint64": lambda st: st.integers(-(1 << 63), (1 << 63) - 1),
+    "uint32": lambda st: st.integers(0, (1 << 32) - 1),
+    "uint64": lambda st: st.integers(0, (1 << 64) - 1),
+    "fixed32": lambda st: st.integers(0, (1 << 32) - 1),
+    "fixed64": lambda st: st.integers(0, (1 << 64) - 1),
+    "bool": lambda st: st.booleans(),
+}
+
+
 def _signed(v: int, bits: int) -> int:
     v &= (1 << bits) - 1
     return v - (1 << bits) if v >> (bits - 1) else v

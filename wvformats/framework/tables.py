@@ -241,6 +241,28 @@ class Tensors(Checked):
                        ValueMismatchError)
         return out
 
+    def nbytes(self, code: Any, shape: Any) -> int:
+        """The bytes of a tensor of dtype ``code`` and ``shape`` (packed codes: rows in whole bytes)."""
+        n = int(np.prod(shape, dtype=object))
+        bits = self.bits.get(code)
+        return n * bits // 8 if bits is not None else n * self.dtypes[code].itemsize
+
+    def laid_out(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        """``table`` (name -> entry with its dtype and shape) with each tensor's byte range where the data
+        will hold it: in table order, back to back, as the ranges tile the data (``exact``). What a writer
+        gives is dtypes and shapes; the ranges are this declaration's."""
+        kd, ks, ko = self.keys
+        out: dict[str, Any] = {}
+        at = 0
+        for name, entry in table.items():
+            if name in self.skip:
+                out[name] = entry
+                continue
+            n = self.nbytes(entry[kd], entry[ks])
+            out[name] = {**entry, ko: [at, at + n]}
+            at += n
+        return out
+
     def _size(self, stream: Any, context: Any, path: str) -> int | None:
         if self.length is not None:
             n = int(evaluate(self.length, context))

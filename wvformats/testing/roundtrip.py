@@ -39,14 +39,15 @@ def target(what: Any, format: str | None = None) -> Target:
 
 def equal(a: Any, b: Any) -> bool:
     """Structural equality; arrays compare bit for bit (NaN payloads and -0.0 included). A None in ``b`` (the
-    built object) marks a field computed while building (padding): any parsed value fits it."""
+    built object), or a field it lacks, marks a field computed while building (padding, a derived count, a
+    constant): any parsed value fits it."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
         return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
     if isinstance(a, dict) and isinstance(b, dict):
         ka = {k for k in a if not str(k).startswith("_")}
         kb = {k for k in b if not str(k).startswith("_")}
-        return ka == kb and all(b[k] is None or equal(a[k], b[k]) for k in ka)
+        return kb <= ka and all(b[k] is None or equal(a[k], b[k]) for k in kb)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:

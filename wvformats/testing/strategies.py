@@ -6,10 +6,12 @@ shapes, lengths, conditions and switches (``this`` expressions or functions) are
 will. An integer field that some expression of the schema reads (a count, a dimension, a flag) is drawn
 small; a :class:`~wvformats.framework.Valid` that a draw does not satisfy discards it (``assume``).
 
-Covered: construct's integers, floats, ``Const``, ``Computed``, ``If``/``IfThenElse``, ``Switch``, ``Array``,
-``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding, ``Terminated``; the framework's ``NumpyArray``,
-``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``, ``CheckedBytes``, ``StringTable``, ``JSONField``,
-``Table``, ``Tensors`` (given a table: :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
+Covered: construct's integers, floats, ``Const``, ``Computed``, ``Rebuild`` (and the framework's
+``Derived``: drawn for the fields after it, None in the value, so that the builder computes it),
+``If``/``IfThenElse``, ``Switch``, ``Array``, ``Bytes``, ``GreedyBytes``, strings, ``Flag``, padding,
+``Terminated``; the framework's ``NumpyArray``, ``AlignTo``, ``Valid``, ``EnumField``, ``CheckedString``,
+``CheckedBytes``, ``StringTable``, ``JSONField``, ``Table``, ``Tensors`` (its table, a field before it, drawn
+by :func:`tensor_table`), ``Chunks``. Anything else takes its strategy
 from ``fields={"dotted.path": strategy or function of the context}`` or from a method
 ``strategy(context)`` of the construct (which imports hypothesis itself, when called).
 """
@@ -92,19 +94,14 @@ def tensor_table(tensors: framework.Tensors, *, names: Any = None, max_tensors: 
         out: dict[str, Any] = {}
         if metadata is not None and tensors.skip:
             out[tensors.skip[0]] = draw(metadata)
-        at = 0
         for name in chosen:
             code = draw(st.sampled_from(codes))
             bits = tensors.bits.get(code)
             shape = draw(st.lists(st.integers(0, max_dim), min_size=bits is not None, max_size=3))
             if bits is not None:  # packed: rows that end on a byte
                 shape[-1] *= 8 // math.gcd(bits, 8)
-                n = int(np.prod(shape, dtype=np.int64)) * bits // 8
-            else:
-                n = int(np.prod(shape, dtype=np.int64)) * tensors.dtypes[code].itemsize
-            out[name] = {kd: code, ks: shape, ko: [at, at + n]}
-            at += n
-        return out
+            out[name] = {kd: code, ks: shape}
+        return tensors.laid_out(out)  # (the byte ranges: the declaration's)
 
     return table()
 
@@ -117,6 +114,7 @@ class _Draw:
         self.counts = counts
         self.small = small
         self.items = items
+        self.derived: list[tuple[Any, str]] = []  # (container, field) of the derived fields drawn
 
     def given(self, draw: Any, path: str, context: Any) -> Any:
         f = self.fields[path]
@@ -136,6 +134,8 @@ class _Draw:
             return draw(self.number(con, ctx, name))
         if isinstance(con, cs.Const):
             return con.value
+        if isinstance(con, cs.Rebuild):  # (Derived: what follows is drawn to fit it, the builder computes it)
+            return self.value(draw, con.subcon, ctx, path)
         if isinstance(con, cs.Computed):
             return framework.evaluate(con.func, ctx)
         if isinstance(con, cs.IfThenElse):
@@ -167,6 +167,7 @@ class _Draw:
             inner._root = inner
         obj = cs.Container()
         checks = _checks(con)
+        tables = _tensor_tables(con)
         for sub in con.subcons:
             core = sub
             while isinstance(core, cs.Renamed) and not core.name:
@@ -176,10 +177,17 @@ class _Draw:
                 continue
             where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
             self.within = _within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
-            v = self.value(draw, sub, inner, where)
+            if sub.name in tables and where not in self.fields:  # the table a later Tensors field lays out
+                text = st.text(max_size=4)
+                v = draw(tensor_table(tables[sub.name], metadata=st.dictionaries(text, text, max_size=2)))
+            else:
+                v = self.value(draw, sub, inner, where)
             self.within = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
+                if _derived(sub):  # drawn for the fields after it (None once drawn): the builder computes it
+                    self.derived.append((obj, sub.name))
+                    inner._derived = inner.get("_derived", frozenset()) | {sub.name}
         return obj
 
     within: tuple[int | None, int | None] | None = None  # the bounds the checks of the field drawn set
@@ -227,13 +235,15 @@ class _Draw:
             if con.top is dict:
                 return draw(st.dictionaries(st.text(max_size=6), json_values(), max_size=4))
             return draw(st.lists(json_values(), max_size=4))
-        if isinstance(con, framework.Table) and (con.length is None or _fixed_size(con.subcon)):
-            if con.length is not None:  # records of a fixed size that fill the length drawn before
+        sized = isinstance(con, framework.Table) and _field_of(con.length) in ctx.get("_derived", ())
+        if isinstance(con, framework.Table) and (con.length is None or sized or _fixed_size(con.subcon)):
+            if con.length is not None and not sized:  # fixed-size records that fill the length drawn before
                 size, length = con.subcon.sizeof(), int(ev(con.length, ctx))
                 hypothesis.assume(size > 0 and length % size == 0)
                 n = length // size
             else:
                 n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
+                # (a length the builder derives from the records: as many as drawn)
             return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
         if isinstance(con, framework.Tensors):
             return {name: draw(hnp.arrays(dtype, dims))
@@ -250,6 +260,26 @@ class _Draw:
             return chunks
         raise TypeError(f"no strategy for {type(con).__name__} at {path or 'the top'}: give one as "
                         f"fields={{{path!r}: strategy}} or define {type(con).__name__}.strategy(context)")
+
+
+def _tensor_tables(con: cs.Struct) -> dict[str, Any]:
+    """The fields of a Struct that a later :class:`~wvformats.framework.Tensors` field reads its table from
+    (``this.header``), by name: drawn as :func:`tensor_table` draws them."""
+    out = {}
+    for sub in con.subcons:
+        core = sub
+        while isinstance(core, cs.Renamed):
+            core = core.subcon
+        if isinstance(core, framework.Tensors) and (name := _field_of(core.table)) is not None:
+            out[name] = core
+    return out
+
+
+def _derived(con: cs.Construct) -> bool:
+    """Whether a field is derived (``Rebuild``, ``Derived``): the builder computes it."""
+    while isinstance(con, cs.Renamed):
+        con = con.subcon
+    return isinstance(con, cs.Rebuild)
 
 
 def _fixed_size(con: cs.Construct) -> bool:
@@ -369,7 +399,11 @@ def strategy(what: Any, *, format: str | None = None, fields: dict[str, Any] | N
 
     @st.composite
     def values(draw: Any) -> Any:
-        return draw_one.value(draw, t.schema, root, "")
+        draw_one.derived = []
+        value = draw_one.value(draw, t.schema, root, "")
+        for obj, name in draw_one.derived:  # (the builder computes them)
+            obj[name] = None
+        return value
 
     return values()
 

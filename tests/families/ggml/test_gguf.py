@@ -219,6 +219,36 @@ def test_alignment_not_a_power_of_two_names_the_entry():
     assert info.value.path == "metadata[0].value" and info.value.offset == 24 and "power of two" in str(info.value)
 
 
+@MODES
+def test_alignment_of_another_type_is_read_and_checked_by_one_rule(tmp_path, compiled):
+    """A general.alignment stored as UINT64 (64) was read with alignment 64 while check() and validate refused
+    it; llama.cpp (gguf_get_val_u32) and gguf-py refuse any type but UINT32: so do reading and writing now, by
+    the schema's one rule, which check() names too (failed before: the file read, its alignment 64)."""
+    import gguf
+
+    body = header(1, 1) + s8("general.alignment") + struct.pack("<IQ", 10, 64)
+    body += s8("t") + struct.pack("<IQIQ", 1, 32, 0, 0)
+    data = body + bytes(-len(body) % 64) + bytes(128)
+    path = tmp_path / "u64.gguf"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match="alignment"):  # the oracle refuses it
+        gguf.GGUFReader(path)
+    with pytest.raises(ValueMismatchError) as info:
+        framework.parse(schema.gguf, data, format="gguf", compile=compiled)
+    assert (info.value.path, info.value.offset) == ("metadata[0].value_type", 24)
+    assert "UINT32" in str(info.value)
+    assert not wv.validate(path).ok
+    model = GGUFModel.from_arrays({"t": np.zeros(32, np.float32)})
+    model.metadata.set("general.alignment", 64, type="UINT64")
+    assert model.alignment == 32 and [p.split(": ", 1)[1] for p in model.check()] == [
+        "general.alignment must be a UINT32 (llama.cpp and gguf-py refuse any other type), not type 10"]
+    with pytest.raises(FormatError, match="must be a UINT32"):
+        wv.write(model, tmp_path / "out.gguf")
+    model.metadata.set("general.alignment", 64, type="UINT32")
+    wv.write(model, tmp_path / "out.gguf")
+    assert gguf.GGUFReader(tmp_path / "out.gguf").alignment == 64 and model.check() == []
+
+
 # ---------------------------------------------------------------------------------------------------------
 # check(): what llama.cpp would refuse, with paths and offsets
 

@@ -18,7 +18,7 @@ import pytest
 from wvformats.schemas import npz as schema
 
 import wvformats as wv
-from wvformats import cli
+from wvformats import cli, framework
 from wvformats.errors import FormatError
 from wvformats.families.numpy.codec import (
     NpzArrays,
@@ -475,3 +475,18 @@ def test_inspect_of_a_member_whose_array_runs_past_it_says_so_as_read_does(tmp_p
         wv.inspect(path)
     assert inspected.value.path == read.value.path == "members[0].data.npy.data"
     assert inspected.value.offset == read.value.offset and "32 bytes but only 16 remain" in str(inspected.value)
+
+
+def test_the_zip_numbers_outside_the_schema_are_the_schemas():
+    """The sniffers' numbers (standard library only, schemas/identity.py) and the codec's record sizes are the
+    schema's: its local header's fixed part and where the name's length lies (issue 38: once, not again)."""
+    from wvformats.schemas import identity
+    from wvformats.schemas import npz as zip_schema
+
+    from wvformats.families.numpy import codec as npz_codec
+
+    local = zip_schema.local_entry
+    assert identity.ZIP_LOCAL_FIXED == framework.fixed_size(local, stop="name") == npz_codec.LOCAL_FIXED == 30
+    assert identity.ZIP_LOCAL_NAME_LENGTH_AT == framework.fixed_size(local, stop="name_length") == 26
+    sizes = (npz_codec.CENTRAL_FIXED, npz_codec.END_FIXED, npz_codec.LOCATOR_SIZE, npz_codec.CRC_AT)
+    assert sizes == (46, 22, 20, 14)

@@ -231,13 +231,13 @@ def _vocab_chunk(obj: Embeddings) -> cs.Container:
                          format=NAME, path="chunks.vocab.words")
     if vocab_type not in _SUBWORD_IDS or fields is None:
         return cs.Container(chunk_id=C.SIMPLE_VOCAB, name="simple_vocab",
-                            body=cs.Container(n_words=len(obj.words), words=list(obj.words)))
+                            body=cs.Container(words=list(obj.words)))
     body = cs.Container(**fields)
     if vocab_type == "floret_subword_vocab":
         if obj.words:
             raise BuildError("a floret vocabulary has no word list", format=NAME, path="chunks.vocab")
     else:
-        body["n_words"], body["words"] = len(obj.words), list(obj.words)
+        body["words"] = list(obj.words)  # (n_words: the schema's)
     return cs.Container(chunk_id=_SUBWORD_IDS[vocab_type], name=vocab_type, body=body)
 
 
@@ -295,8 +295,7 @@ def _dense_storage(obj: Embeddings, vectors: np.ndarray) -> cs.Container:
             vectors = whole  # word rows and subword rows still the read matrix: no copy
         else:
             vectors = np.concatenate([vectors, np.asarray(sub, "<f4")])
-    return cs.Container(chunk_id=C.NDARRAY, name="ndarray", body=cs.Container(
-        rows=vectors.shape[0], cols=vectors.shape[1], type_id=schema.F32, padding=None, data=vectors))
+    return cs.Container(chunk_id=C.NDARRAY, name="ndarray", body=cs.Container(data=vectors))
 
 
 _NORMALIZED = "rows L2-normalised, their norms kept in the NdNorms chunk"
@@ -377,8 +376,8 @@ def from_model(obj: Any, *, normalize: bool | None = None) -> cs.Container:
         norms = lengths if norms is None else (np.asarray(norms, "<f4") * lengths).astype("<f4")
     built = {"metadata": metadata, "vocab": vocab, "storage": storage, "norms": None}
     if norms is not None:
-        built["norms"] = cs.Container(chunk_id=C.ND_NORMS, name="nd_norms", body=cs.Container(
-            n_norms=len(norms), type_id=schema.F32, padding=None, norms=np.asarray(norms, "<f4")))
+        built["norms"] = cs.Container(chunk_id=C.ND_NORMS, name="nd_norms",
+                                      body=cs.Container(norms=np.asarray(norms, "<f4")))
     chunks = cs.ListContainer()
     for part in obj.kept.get("layout") or ["metadata", "vocab", "storage", "norms"]:
         chunk = built.pop(part, None) if isinstance(part, str) else part

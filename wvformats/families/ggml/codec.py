@@ -8,6 +8,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
+from ... import framework
 from ...errors import BuildError, OptionError
 from ...registry import Format, register, schema_io
 from ...schemas import ggml as schema
@@ -86,6 +87,7 @@ register(Format(
 
 GGUF = sniff.GGUF.name
 parse_gguf, build_gguf = schema_io(GGUF, gguf_schema.gguf)
+_TYPE_TO_END = framework.fixed_size(gguf_schema.tensor_info, "type")  # a tensor info's type, from its end
 
 
 def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
@@ -94,7 +96,7 @@ def gguf_to_model(parsed: Any, **_: Any) -> GGUFModel:
     data = parsed.get("data")
     for i, info in enumerate(parsed["tensor_infos"]):
         name, dims, type_id = info["name"], tuple(int(d) for d in info["dims"]), int(info["type"])
-        at_type = info["_end"] - 12
+        at_type = info["_end"] - _TYPE_TO_END
         where = f"tensor_infos[{i}]"
         if name in model.tensors:
             model.problems.append((f"{where}.name", info["_offset"], f"duplicate tensor name {name}"))
@@ -133,7 +135,7 @@ def gguf_from_model(model: Any, *, type: str | None = None) -> cs.Container:
     if not isinstance(model, GGUFModel):
         raise BuildError(f"expected GGUFModel, got {type(model).__name__}", format=GGUF)
     entries = model.metadata.entries()
-    parsed, alignment = model.parsed, model.alignment
+    parsed, alignment = model.parsed, model.alignment  # (the schema's rule: the build finds it again)
     tensors = list(model.tensors.values())
     # read and unchanged tensors: the infos and the data section as they were (one bulk copy)
     same = parsed is not None and parsed.get("data") is not None and parsed["alignment"] == alignment and \
@@ -144,18 +146,15 @@ def gguf_from_model(model: Any, *, type: str | None = None) -> cs.Container:
         infos, data, has_data = parsed["tensor_infos"], parsed["data"], True
     else:
         infos, data, at = [], [], 0
-        for t in tensors:
-            width = "<u4" if model.version == 1 else "<u8"
-            infos.append(cs.Container(name=t.name, n_dims=len(t.ggml_shape),
-                                      dims=np.array(t.ggml_shape, width), type=TYPE_IDS[t.type], offset=at))
+        for t in tensors:  # (counts, widths and the alignment are the schema's)
+            infos.append(cs.Container(name=t.name, dims=t.ggml_shape, type=TYPE_IDS[t.type], offset=at))
             data.append((at, t.blocks))
-            at = -(-(at + t.blocks.nbytes) // alignment) * alignment
+            at = gguf_schema.tensor_end(at, t.blocks.nbytes, alignment)
         if data:  # the last tensor padded too, as llama.cpp and gguf-py write it
             data.append((at, np.zeros(0, np.uint8)))
         has_data = bool(data) or (parsed is not None and bool(parsed.get("has_data")) and not tensors)
-    header = cs.Container(magic=gguf_schema.MAGIC, version=model.version, n_tensors=len(infos), n_kv=len(entries))
-    return cs.Container(header=header, metadata=entries, tensor_infos=infos, alignment=alignment,
-                        has_data=has_data, padding=None, data=data if has_data else None)
+    return cs.Container(header=cs.Container(magic=gguf_schema.MAGIC, version=model.version), metadata=entries,
+                        tensor_infos=infos, has_data=has_data, data=data if has_data else None)
 
 
 FIRST_VALUES = 5  # of an array, shown by inspect
@@ -188,8 +187,6 @@ def gguf_inspect_head(buf: Any, *, complete: bool = True, **_: Any) -> dict[str,
     """The header, every key/value (arrays by type, count and first values) and the tensor table, as ``inspect``
     gives them: string arrays are walked to their end but only their first strings decoded, tensors stay
     unread views. (A head of a compressed file: the tensors' bytes as their type and shape give them.)"""
-    from ... import framework
-
     info = gguf_inspect(framework.parse(gguf_schema.gguf, buf, format=GGUF, string_head=FIRST_VALUES))
     if not complete:
         for row in info["tensor_table"]:

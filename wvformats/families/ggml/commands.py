@@ -155,7 +155,7 @@ def _set_file(args: argparse.Namespace) -> int:
     if (kv is not None and kind == meta.type(args.key) and dtype is not None and model.version >= 2
             and kv.get("_offset") is not None and _plain_gguf(args.file)):
         meta.set(args.key, value, type=kind)  # (checks the value against the type, as any assignment does)
-        at = kv["_offset"] + 8 + len(args.key.encode("utf-8")) + 4  # u64 key length, key, u32 value type
+        at = kv["_end"] - np.dtype(dtype).itemsize  # (the value: the entry's last bytes, as parsed)
         with open(args.file, "r+b") as f:
             f.seek(at)
             f.write(np.array([value], dtype).tobytes())

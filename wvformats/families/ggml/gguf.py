@@ -12,10 +12,10 @@ import construct as cs
 import numpy as np
 
 from ...errors import TruncatedError, ValueMismatchError
+from ...schemas import gguf as gguf_schema
 from ...schemas.constructs.gguf import StringArray
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
 from ...schemas.gguf import (
-    DEFAULT_ALIGNMENT,
     INT64_MAX,
     MAX_ARRAY_ELEMENTS,
     MAX_DIMS,
@@ -291,10 +291,6 @@ def _count_problem(kv: Any) -> str | None:
     return None
 
 
-def _align(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
-
-
 class GGUFModel:
     """A GGUF file: ``version``, ``metadata`` (a :class:`Metadata`), ``tensors`` (name -> :class:`GGUFTensor`)."""
 
@@ -317,8 +313,8 @@ class GGUFModel:
 
     @property
     def alignment(self) -> int:
-        value = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-        return int(value) if isinstance(value, (int, np.integer)) else DEFAULT_ALIGNMENT
+        """The data section's alignment, by the schema's rule (``check()`` names an entry that breaks it)."""
+        return gguf_schema.alignment.of(self.metadata._kv.values())
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *,
@@ -354,9 +350,9 @@ class GGUFModel:
                 out.append(f"{where}.value{at}: {key} is a bool of value {value}, not 0 or 1")
             if (problem := _count_problem(kv)) is not None:
                 out.append(f"{where}.value.count{at}: {key} has {problem}")
-            if key == "general.alignment" and kv["value_type"] != VALUE_IDS["UINT32"]:
-                out.append(f"{where}.value_type{at}: general.alignment must be a UINT32, not "
-                           f"{self.metadata.type(key)}")
+            problem = gguf_schema.alignment.problem(kv) if key == gguf_schema.ALIGNMENT_KEY else None
+            if problem is not None:
+                out.append(f"{where}.{problem[0]}{at}: {problem[1]}")
         return out + self._check_tensors()
 
     def _check_tensors(self) -> list[str]:
@@ -399,7 +395,7 @@ class GGUFModel:
                 out.append(f"{where('offset')}: {t.offset}, llama.cpp expects {expected} (the tensors in order, "
                            f"each padded to {alignment})")
             spans.append((t.offset, t.offset + nbytes, name))
-            expected = _align(expected + nbytes, alignment)
+            expected = gguf_schema.tensor_end(expected, nbytes, alignment)
         spans.sort()
         reach, last = 0, ""
         for start, stop, name in spans:

@@ -121,7 +121,12 @@ parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz, READ_OPTIONS)
 ZIP64_LIMIT = (1 << 31) - 1  # zipfile's: a size or offset past it goes to a zip64 field
 COUNT_LIMIT = 0xFFFF  # entries an end record counts; more need the zip64 end record
 UNIX, DOS = 3, 0  # zipfile's host system: what the writer ran on
-LOCAL_FIXED, CENTRAL_FIXED, END_FIXED, ZIP64_END_FIXED, LOCATOR_SIZE = 30, 46, 22, 56, 20
+# the records' fixed parts and where a local header's CRC-32 lies, from the schema
+LOCAL_FIXED = framework.fixed_size(npz_schema.local_entry, stop="name")
+CENTRAL_FIXED = framework.fixed_size(npz_schema.central_entry, stop="name")
+END_FIXED = framework.fixed_size(npz_schema.end, stop="comment")
+LOCATOR_SIZE = framework.fixed_size(npz_schema.zip64_locator)
+CRC_AT = framework.fixed_size(npz_schema.local_entry, stop="crc32")
 EPOCH = 0x21  # MS-DOS date 1980-01-01: zipfile's default time stamp, which numpy's members get
 MODE = 0o600 << 16  # the Unix mode zipfile gives a member it opens for writing (rw-------)
 
@@ -138,6 +143,7 @@ class NpzArrays(dict):
         self.compressed = compressed
         self.kept: dict[str, tuple[Any, Any]] = {}  # name -> (local entry, directory entry) as read
         self.end: Any = None  # the end records as read: (zip64_end, zip64_locator, end)
+        self.spans: dict[str, tuple[int, int]] = {}  # name -> bytes its (local entry, directory entry) took
 
 
 def member_name(entry: Any) -> str:
@@ -150,6 +156,11 @@ def _encode_name(name: str) -> tuple[bytes, int]:
         return name.encode("ascii"), 0
     except UnicodeEncodeError:
         return name.encode("utf-8"), npz_schema.FLAG_UTF8
+
+
+_DATA = [s.name for s in npz_schema.local_entry.subcons].index("data")
+_local_header = framework.PackedStruct(*npz_schema.local_entry.subcons[:_DATA])  # a member's local header
+_local_tail = framework.PackedStruct(*npz_schema.local_entry.subcons[_DATA + 1 :])  # its data descriptor
 
 
 def _fresh_npy(value: Any) -> cs.Container:
@@ -176,13 +187,13 @@ def _fresh_local(name: str, npy: Any, deflate: bool) -> cs.Container:
         write(digest)
         raw, crc, n, size = None, digest.crc, digest.n, digest.n
     encoded, flags = _encode_name(name + SUFFIX)
-    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, size=16, data=[n, size])]
+    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, data=[n, size])]
     return cs.Container(
         signature=None, version_needed=npz_schema.ZIP64_VERSION, flags=flags,
         compression=npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored,
         mod_time=0, mod_date=EPOCH, crc32=crc, compressed_size=npz_schema.FULL,
-        uncompressed_size=npz_schema.FULL, name_length=len(encoded), extra_length=20, name=encoded,
-        extra=extra, data=Member(npy=npy, raw=raw, crc32=crc if deflate else None), descriptor=None)
+        uncompressed_size=npz_schema.FULL, name=encoded, extra=extra,
+        data=Member(npy=npy, raw=raw, crc32=crc if deflate else None), descriptor=None)
 
 
 def _sizes(local: Any) -> tuple[int, int, int]:
@@ -195,11 +206,10 @@ def _sizes(local: Any) -> tuple[int, int, int]:
 
 
 def _entry_size(local: Any) -> int:
-    """The bytes a local entry takes: header, name, extra, data, descriptor."""
-    _, size, _ = _sizes(local)
-    wide = npz_schema.has_zip64(local)
-    descriptor = 0 if local["descriptor"] is None else 4 + 4 + (16 if wide else 8)
-    return LOCAL_FIXED + local["name_length"] + local["extra_length"] + size + descriptor
+    """The bytes a local entry takes: its header and descriptor as the schema builds them, and the data's size
+    that the header (or descriptor) gives."""
+    header, tail = framework.size_of(_local_header, local)(), framework.size_of(_local_tail, local)()
+    return header + _sizes(local)[1] + tail
 
 
 def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
@@ -207,15 +217,14 @@ def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
     crc, size, n = _sizes(local)
     big, far = n > ZIP64_LIMIT or size > ZIP64_LIMIT, offset > ZIP64_LIMIT
     values = [n, size] * big + [offset] * far
-    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, size=8 * len(values), data=values)] if values else []
+    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, data=values)] if values else []
     version = max(local["version_needed"], npz_schema.ZIP64_VERSION if values else 0)
     return cs.Container(
         signature=None, version_made_by=version, host_system=DOS if sys.platform == "win32" else UNIX,
         version_needed=version, flags=local["flags"], compression=local["compression"],
         mod_time=local["mod_time"], mod_date=local["mod_date"], crc32=crc,
         compressed_size=npz_schema.FULL if big else size, uncompressed_size=npz_schema.FULL if big else n,
-        name_length=local["name_length"], extra_length=4 + 8 * len(values) if values else 0,
-        comment_length=0, disk_start=0, internal_attributes=0, external_attributes=MODE,
+        disk_start=0, internal_attributes=0, external_attributes=MODE,
         local_header_offset=npz_schema.FULL if far else offset, name=local["name"],
         extra=extra, comment=b"")
 
@@ -227,7 +236,7 @@ def _end_records(count: int, directory_size: int, directory_offset: int, comment
     locator: list[Any] = []
     if zip64:
         records.append(cs.Container(
-            signature=None, record_size=npz_schema.ZIP64_END_SIZE, version_made_by=npz_schema.ZIP64_VERSION,
+            signature=None, version_made_by=npz_schema.ZIP64_VERSION,
             version_needed=npz_schema.ZIP64_VERSION, disk=0, directory_disk=0, entries_on_disk=count,
             entries=count, directory_size=directory_size, directory_offset=directory_offset, extensible=b""))
         locator.append(cs.Container(signature=None, end_disk=0, end_offset=directory_offset + directory_size,
@@ -235,20 +244,24 @@ def _end_records(count: int, directory_size: int, directory_offset: int, comment
     end = cs.Container(
         signature=None, disk=0, directory_disk=0, entries_on_disk=min(count, COUNT_LIMIT),
         entries=min(count, COUNT_LIMIT), directory_size=min(directory_size, npz_schema.FULL),
-        directory_offset=min(directory_offset, npz_schema.FULL), comment_length=len(comment), comment=comment)
+        directory_offset=min(directory_offset, npz_schema.FULL), comment=comment)
     return records, locator, end
 
 
 def _directory_entry_size(entry: Any) -> int:
-    return CENTRAL_FIXED + entry["name_length"] + entry["extra_length"] + entry["comment_length"]
+    """The bytes a directory entry takes, as the schema builds it."""
+    return framework.size_of(npz_schema.central_entry, entry)()
 
 
 def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
     out = NpzArrays()
-    for local, entry in zip(parsed["members"], parsed["directory"], strict=True):
+    members, directory = parsed["members"], parsed["directory"]
+    for i, (local, entry) in enumerate(zip(members, directory, strict=True)):
         name = member_name(local)[: -len(SUFFIX)]
         out[name] = local["data"]["npy"]["data"]
         out.kept[name] = (local, entry)
+        at, where = members.offsets, directory.offsets
+        out.spans[name] = (at[i + 1] - at[i], where[i + 1] - where[i])
         out.compressed = local["compression"] == npz_schema.Compression.deflated
     out.end = (parsed["zip64_end"], parsed["zip64_locator"], parsed["end"])
     return out
@@ -257,22 +270,25 @@ def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
 def npz_from_model(arrays: Any, *, compressed: bool | None = None) -> cs.Container:
     if not isinstance(arrays, Mapping):
         raise BuildError(f"an .npz holds arrays by name; got {type(arrays).__name__}", format=NPZ.name)
-    kept = getattr(arrays, "kept", {})
+    kept, spans = getattr(arrays, "kept", {}), getattr(arrays, "spans", {})
     deflate = compressed if compressed is not None else bool(getattr(arrays, "compressed", False))
     members, directory = [], []
-    offset = 0
+    offset = size = 0
     for name, value in arrays.items():
         local, entry = kept.get(name, (None, None))
         wanted = npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored
+        # (the bytes each entry takes: as read where it is the one read, else as the schema builds it)
+        local_size, entry_size = spans.get(name, (None, None))
         if local is None or local["data"]["npy"]["data"] is not value or (
                 compressed is not None and local["compression"] != wanted):
             local, entry = _fresh_local(str(name), _fresh_npy(value), deflate), None
+            local_size = None
         if entry is None or npz_schema.wide("local_header_offset")(entry) != offset:
-            entry = _fresh_directory_entry(local, offset)
+            entry, entry_size = _fresh_directory_entry(local, offset), None
         members.append(local)
         directory.append(entry)
-        offset += _entry_size(local)
-    size = sum(_directory_entry_size(e) for e in directory)
+        offset += local_size if local_size is not None else _entry_size(local)
+        size += entry_size if entry_size is not None else _directory_entry_size(entry)
     old = getattr(arrays, "end", None)
     records = _end_records(len(members), size, offset, b"" if old is None else bytes(old[2]["comment"]))
     if old is not None and _same_end(old, records):
@@ -299,8 +315,6 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
 
 _HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 characters
 # unless max_header_size says otherwise)
-_local_header = framework.PackedStruct(  # a member's local header: no byte of its data
-    *npz_schema.local_entry.subcons[: [s.name for s in npz_schema.local_entry.subcons].index("data")])
 
 
 def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[str, Any] | None:
@@ -391,7 +405,7 @@ def npz_check(parsed: Any) -> list[str]:
         actual = data["crc32"] if data["crc32"] is not None else zlib.crc32(data["raw"])
         name = member_name(local)
         if actual != crc:
-            problems.append(f"members[{i}].crc32 at byte {at + 14}: {name}: the data's CRC-32 is "
+            problems.append(f"members[{i}].crc32 at byte {at + CRC_AT}: {name}: the data's CRC-32 is "
                             f"{actual:#010x}, the header says {crc:#010x} (zipfile refuses the member)")
         where = directory.offsets[i]
         told = {"name": bytes(entry["name"]), "local_header_offset": npz_schema.wide("local_header_offset")(entry),

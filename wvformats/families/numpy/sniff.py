@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...registry import Sniffer
-from ...schemas.identity import NPY_MAGIC, NPY_VERSIONS, NPZ_MEMBER_SUFFIX, ZIP_LOCAL_MAGIC
+from ...schemas.identity import NPY_MAGIC, NPY_VERSIONS, NPZ_MEMBER_SUFFIX, zip_first_member
 
 EMBEDDINGS_FIRST = b"words.npy"  # an embeddings .npz: the words (a unicode array), then the vectors
 
@@ -12,21 +12,14 @@ def sniff_npy(head: bytes) -> bool:
     return head[:6] == NPY_MAGIC and tuple(head[6:8]) in NPY_VERSIONS
 
 
-def first_member(head: bytes) -> bytes | None:
-    """The name of a zip archive's first member (in its local header, from byte 30), or None."""
-    if head[:4] != ZIP_LOCAL_MAGIC or len(head) < 30:
-        return None
-    return head[30:30 + int.from_bytes(head[26:28], "little")]
-
-
 def npz_member(head: bytes) -> bool:
     """A zip archive whose first member is a ``.npy`` file."""
-    return (first_member(head) or b"").endswith(NPZ_MEMBER_SUFFIX)
+    return (zip_first_member(head) or b"").endswith(NPZ_MEMBER_SUFFIX)
 
 
 def embeddings_npz(head: bytes) -> bool:
     """An .npz of word embeddings as wvformats writes them: ``words.npy`` first, then ``vectors.npy``."""
-    return first_member(head) == EMBEDDINGS_FIRST
+    return zip_first_member(head) == EMBEDDINGS_FIRST
 
 
 NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)")

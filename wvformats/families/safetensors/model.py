@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BuildError
-from ...schemas.safetensors import DTYPES, METADATA
+from ...schemas.safetensors import DTYPES, METADATA, tensors
 
 NAME = "safetensors"
 
@@ -128,15 +128,11 @@ class SafeTensors(Mapping):
                 raise BuildError(f"__metadata__ holds strings only; {bad[0]!r} is not", format=NAME,
                                  path=f"header.{METADATA}")
             header[METADATA] = dict(self.metadata)
-        at = 0
         for name in sorted(self.arrays, key=lambda n: (-RANK[self.dtypes[n]], n)):
             if name == METADATA:
                 raise BuildError(f"a tensor cannot be named {METADATA}", format=NAME, path="header")
-            nbytes = np.asarray(self.arrays[name]).nbytes
-            header[name] = {"dtype": self.dtypes[name], "shape": list(self.shapes[name]),
-                            "data_offsets": [at, at + nbytes]}
-            at += nbytes
-        return header
+            header[name] = {"dtype": self.dtypes[name], "shape": list(self.shapes[name])}
+        return tensors.laid_out(header)  # (the data_offsets: the schema's)
 
 
 def _shape(name: str, code: str, array: Any) -> tuple[int, ...]:
