@@ -57,10 +57,12 @@ def test_an_index_naming_a_tensor_its_shard_lacks_or_a_path_outside(tmp_path):
     path.write_text(json.dumps(index))
     with pytest.raises(FormatError, match="ghost"):
         ShardedSafeTensors(path)["ghost"]
-    index["weight_map"]["ghost"] = "../elsewhere.safetensors"
-    path.write_text(json.dumps(index))
-    with pytest.raises(FormatError, match="beside the index"):
-        ShardedSafeTensors(path)
+    for outside in ("../elsewhere.safetensors", "a\0b.safetensors"):  # (a NUL: open()'s ValueError, found by the fuzz)
+        index["weight_map"]["ghost"] = outside
+        path.write_text(json.dumps(index))
+        with pytest.raises(FormatError, match="beside the index"):
+            ShardedSafeTensors(path)
+        assert cli.main(["validate", str(path)]) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def read_index(path: Path, data: Any) -> Any:
     if not isinstance(weights, dict) or not all(isinstance(v, str) for v in weights.values()):
         raise FormatError(f"{path.name} has no weight_map of tensor -> shard file", format=SHARDED_NAME,
                           path="index.weight_map", offset=0)
-    bad = [f for f in dict.fromkeys(weights.values()) if Path(f).name != f or f in ("", ".", "..")]
+    bad = [f for f in dict.fromkeys(weights.values()) if Path(f).name != f or f in ("", ".", "..") or "\0" in f]
     if bad:
         raise FormatError(f"shard file {bad[0]!r} is not a file beside the index", format=SHARDED_NAME,
                           path="index.weight_map", offset=0)
