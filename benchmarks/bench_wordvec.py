@@ -7,8 +7,8 @@ Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII word
 benchmarks/data/, then times each reader in fresh processes on a warm page cache and prints Markdown tables
 of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
 ``--python`` (by default this one too): point it at a fresh venv holding only ``pip install wvformats`` to
-measure the default install. Text reads also time wvformats with pyarrow hidden (numpy's parser, the
-numpy-only alternative). Not run in CI.
+measure the default install. Text reads also time wvformats' pure-Python twins of its compiled text parser:
+pyarrow's parser (``WVFORMATS_PURE_PYTHON=1``), and numpy's (pyarrow hidden as well). Not run in CI.
 """
 
 from __future__ import annotations
@@ -78,8 +78,10 @@ def main() -> None:
               "glove": "binary=False, no_header=True"}
     out = [f"Synthetic {args.words} x {args.dim}, median of {args.repeat} fresh-process runs, warm cache.\n"]
     ours = "import wvformats as wv\nwv.formats()\n"
-    # the numpy-only alternative: the same read with pyarrow out of reach (its import fails), numpy's parser
-    numpy_only = "import sys\nsys.modules['pyarrow'] = None\n" + ours
+    # the text parsers' twins: the same read without the compiled kernel (pyarrow's parser), and without either
+    # (pyarrow out of reach: its import fails; numpy's parser)
+    no_kernel = "import os\nos.environ['WVFORMATS_PURE_PYTHON'] = '1'\n" + ours
+    numpy_only = "import sys\nsys.modules['pyarrow'] = None\n" + no_kernel
     for fmt, p in paths.items():
         if args.text_reads and fmt not in ("word2vec-text", "glove"):
             continue
@@ -93,7 +95,10 @@ def main() -> None:
                 ("wvformats", measure(f"{ours}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
                                       python=args.python))]
         if fmt in ("word2vec-text", "glove"):
-            rows.append(("wvformats, numpy's parser (no pyarrow)",
+            rows.append(("wvformats, pyarrow's parser (no kernel)",
+                         measure(f"{no_kernel}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
+                                 python=args.python)))
+            rows.append(("wvformats, numpy's parser (no kernel, no pyarrow)",
                          measure(f"{numpy_only}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
                                  python=args.python)))
         try:
@@ -106,7 +111,8 @@ def main() -> None:
                                            f"K.load_word2vec_format({path!r}, {gensim[fmt]})",
                                            repeat=args.repeat)))
         size = p.stat().st_size / 1e6
-        text = table(f"read {fmt} ({size:.0f} MB)", rows, "wvformats")
+        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        text = table(f"read {fmt} ({size:.0f} MB; load average {load} after the rows)", rows, "wvformats")
         print(text, flush=True)
         out.append(text)
     if args.text_reads:
@@ -182,7 +188,7 @@ def _schema_setup(fmt: str, path: str) -> str:
     ``table`` (the records construct for the header's counts) and ``at`` (where the records start)."""
     here = str(Path(__file__).resolve().parent)
     setup = (f"import mmap, sys\nsys.path.insert(0, {here!r})\nimport construct as cs\nimport wvformats as wv\n"
-             "from wvformats import framework, registry\nfrom wvformats.schemas.constructs.wordvec_binary import LeaderRecords, "
+             "from wvformats import framework, registry\nfrom wvformats.framework import LeaderRecords, "
              "Word2VecRecords\nfrom bench_wordvec import handwritten\nwv.formats()\n"
              f"f = open({path!r}, 'rb')\nmm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
              f"schema = registry.get({fmt!r}).schema\nframework.compiled(schema)\n")
