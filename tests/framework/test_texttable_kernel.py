@@ -107,3 +107,9 @@ def test_sizes_are_checked_before_the_kernel_writes():
     with pytest.raises(ValueError, match="outside"):
         K.count_lines(body, 5, 2)
     assert K.count_lines(body, 0, len(body)) == 2
+    # fewer lines than rows, a body not ending with its newline, a number running to the end: declined, and
+    # nothing read past the body's end (the sanitizer job runs this)
+    for short, rows in [(b"a 1\n", 2), (b"a 1", 1), (b"a 12345678901234567890", 1), (b"a 1\nb", 2), (b"a -", 1)]:
+        got = K.parse_rows(short, 0, len(short), 1, False, np.empty(rows, "<f4"), np.empty(rows, np.int64),
+                           np.empty(rows, np.int64), rows)
+        assert got[0] == -1

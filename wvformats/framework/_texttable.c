@@ -26,19 +26,30 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
 
 #define IS_DIGIT(c) ((unsigned)((unsigned char)(c) - '0') < 10u)
 
-/* A decimal number [+-](digits[.digits*] | .digits)([eE][+-]digits) at p (before e): the position after it, or
- * NULL when there is none. *slow is set when the value needs the exact parser, else *val holds it. */
-static const char *number(const char *p, const char *e, double *val, int *slow) {
-    int neg = 0, any = 0, dropped = 0, digits = 0;
-    uint64_t m = 0;
+/* A decimal number [+-](digits[.digits*] | .digits)([eE][+-]digits), or inf, infinity or nan in any case, at p
+ * (before e, and e[-1] is a newline: a run of digits stops before it): the position after it, or NULL when
+ * there is none. *slow is set when the value needs the exact parser, else *val holds it. */
+static inline const char *number(const char *p, const char *e, double *val, int *slow) {
+    int neg = 0;
+    uint64_t m = 0; /* the digits as one integer: exact while there are at most 19 (else wrapped: slow) */
     int64_t exp10 = 0;
-    if (p < e && (*p == '-' || *p == '+')) {
-        neg = *p == '-';
-        p++;
+    const char *s;
+    Py_ssize_t nd;
+    neg = *p == '-';
+    p += neg | (*p == '+');
+    s = p;
+    while (IS_DIGIT(*p)) m = m * 10 + (unsigned)(*p++ - '0');
+    nd = p - s;
+    if (*p == '.') {
+        const char *f = ++p;
+        while (IS_DIGIT(*p)) m = m * 10 + (unsigned)(*p++ - '0');
+        nd += p - f;
+        exp10 = -(int64_t)(p - f);
     }
-    if (p < e && (*p == 'i' || *p == 'I' || *p == 'n' || *p == 'N')) { /* inf, infinity, nan (any case) */
+    if (nd == 0) {
         static const char *const names[] = {"infinity", "inf", "nan"};
         int k;
+        if (p != s) return NULL; /* "." alone */
         for (k = 0; k < 3; k++) {
             size_t n = strlen(names[k]), i;
             if ((size_t)(e - p) < n) continue;
@@ -53,34 +64,6 @@ static const char *number(const char *p, const char *e, double *val, int *slow) 
         }
         return NULL;
     }
-    for (; p < e && IS_DIGIT(*p); p++) {
-        unsigned d = (unsigned)(*p - '0');
-        any = 1;
-        if (m == 0 && d == 0) continue; /* a leading zero */
-        if (digits < 19) {
-            m = m * 10 + d; /* < 10^19 < 2^64 */
-            digits++;
-        } else {
-            dropped = 1;
-        }
-    }
-    if (p < e && *p == '.') {
-        p++;
-        for (; p < e && IS_DIGIT(*p); p++) {
-            unsigned d = (unsigned)(*p - '0');
-            any = 1;
-            if (digits < 19) {
-                if (m != 0 || d != 0) {
-                    m = m * 10 + d;
-                    digits++;
-                }
-                exp10--;
-            } else {
-                dropped = 1;
-            }
-        }
-    }
-    if (!any) return NULL;
     if (p < e && (*p == 'e' || *p == 'E')) {
         int eneg = 0;
         int64_t x = 0;
@@ -94,7 +77,7 @@ static const char *number(const char *p, const char *e, double *val, int *slow) 
             if (x < 1000000) x = x * 10 + (*p - '0'); /* (beyond any double: the exact parser's) */
         exp10 += eneg ? -x : x;
     }
-    if (!dropped && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
+    if (nd <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
         double d = (double)m;
         d = exp10 < 0 ? d / POW10[-exp10] : d * POW10[exp10];
         *val = neg ? -d : d;
@@ -175,6 +158,8 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
     words = PyBytes_FromStringAndSize(NULL, end - start); /* the words and their separators fit in the body */
     if (words == NULL) goto done;
     {
+        /* the body ends with a newline (else it is not regular): the scans of a word or a run of digits stop
+         * there, before ``e``, without a bound check per byte */
         const char *base = (const char *)b.buf, *p = base + start, *e = base + end;
         char *wout = PyBytes_AS_STRING(words);
         double *o64 = (double *)out.buf;
@@ -182,10 +167,12 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
         int64_t *wsv = (int64_t *)ws.buf, *wev = (int64_t *)we.buf;
         Py_BEGIN_ALLOW_THREADS
         Py_ssize_t r, j, slot = 0;
+        if (end > start && e[-1] != '\n') goto irregular;
         for (r = 0; r < rows; r++) {
             const char *w = p;
-            while (p < e && *p != ' ' && *p != '\n') p++;
-            if (p >= e || *p != ' ' || p == w) goto irregular;
+            if (p >= e) goto irregular; /* (fewer lines than ``rows``) */
+            while (*p != ' ' && *p != '\n') p++;
+            if (*p != ' ' || p == w) goto irregular;
             wsv[r] = (int64_t)(w - base);
             wev[r] = (int64_t)(p - base);
             if (r) wout[wlen++] = '\n';
