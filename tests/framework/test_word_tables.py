@@ -1,6 +1,8 @@
 """The word tables' engines (wvformats.framework.wordtables and texttable): the vectorised record walks and
 writers against the per-record loops, the text fast paths against the line loop, the number spellings."""
 
+import struct
+
 import construct as cs
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from wvformats.schemas import wordvec as schema
 
 import wvformats as wv
 from wvformats import framework
-from wvformats.errors import BuildError
+from wvformats.errors import BuildError, FormatError
 from wvformats.families.wordvec import codec
 from wvformats.framework import texttable as text
 from wvformats.framework import wordtables as binary
@@ -304,3 +306,53 @@ def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
                            format="glove")
     assert data.count(b"\n") == 50 and data.startswith(b"w0 0.0 0.125\n")
     assert 1 <= most[0] <= 3  # 25 blocks, never more than three alive at once
+
+
+def _both(monkeypatch, s, data, name, **options):
+    """(the parse by the compiled kernels, the parse by their pure-Python twins): a Container, or the error's
+    (type, path, offset)."""
+    def run():
+        try:
+            return framework.parse(s, data, format=name, **options)
+        except FormatError as e:
+            return (type(e), e.path, e.offset)
+
+    fast = run()
+    with monkeypatch.context() as m:
+        m.setenv("WVFORMATS_PURE_PYTHON", "1")
+        slow = run()
+    return fast, slow
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=_W2V_RECORDS, cut=st.integers(0, 80), errors=st.sampled_from(["strict", "replace"]),
+       extra=st.integers(0, 2))
+def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, extra):
+    """Leader and word2vec binary tables (words of any bytes, spaces and newlines in the vectors, newlines
+    before words, cut anywhere, a header count past the records): the compiled walk and gather give the
+    numpy path's words, rows, newlines and end, or decline and the twin names the fault."""
+    k = binary._compiled("_wordtables")
+    assert k is not None, "wvformats.framework._wordtables is not built"
+    data, _ = _w2v_table(records)
+    head = f"{len(records) + extra} 16\n".encode()
+    body = (head + data)[: len(head + data) - cut]
+    fast, slow = _both(monkeypatch, schema.word2vec_binary, body, "word2vec-binary", unicode_errors=errors)
+    assert equal(fast, slow) if not isinstance(fast, tuple) else fast == slow
+    leader = b"".join(struct.pack("<I", len(w.encode())) + w.encode() + v for w, v, _ in records)
+    leader = struct.pack("<QQQ", 38941, len(records) + extra, 16) + leader
+    leader = leader[: len(leader) - cut]
+    fast, slow = _both(monkeypatch, schema.leader, leader, "leader", unicode_errors=errors)
+    assert equal(fast, slow) if not isinstance(fast, tuple) else fast == slow
+
+
+def test_binary_kernel_checks_its_spans_and_sizes():
+    k = binary._compiled("_wordtables")
+    ws, we, out = np.array([0], np.int64), np.array([2], np.int64), np.empty((1, 1), np.float32)
+    with pytest.raises(ValueError, match="outside the buffer"):
+        k.gather(b"ab 1234", ws, np.array([5], np.int64), 1, 4, out, 0, 1)  # the row runs past the end
+    with pytest.raises(ValueError, match="outside"):
+        k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 2)  # more records than offsets
+    with pytest.raises(ValueError, match="smaller"):
+        k.walk(b"ab 1234", 0, 7, 2, 4, False, ws, we, np.zeros(2, np.uint32))
+    assert k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 1) == b"ab" and out.tobytes() == b"1234"
+    assert k.walk(b"\nab 1234", 0, 8, 1, 4, False, ws, we, np.zeros(1, np.uint32)) == (1, 8)

@@ -8,7 +8,6 @@ falls back to a checked per-line loop that names the bad line.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -25,7 +24,17 @@ from .fields import Checked, evaluate
 from .located import fail, tell, warn
 from .streams import background, release, window
 from .strings import decode_all, decode_spans
-from .wordtables import F32, _dimension, _errors, _matrix, _params, _text_dtype, _touched, _word_bytes
+from .wordtables import (
+    F32,
+    _compiled,
+    _dimension,
+    _errors,
+    _matrix,
+    _params,
+    _text_dtype,
+    _touched,
+    _word_bytes,
+)
 
 STYLE_ROWS = 50  # lines whose numbers decide the number style (a quick summary in the standard library reads
 # as many: schemas/constructs/wordvec_lines.py)
@@ -277,22 +286,6 @@ def _layout(buf: Any, pos: int, vectors: np.ndarray, trailing: bool, crlf: bool)
 # numpy's parser in the line loop, which give the same values (float() of each spelling) and layout
 
 _KERNEL_BLOCK = 8 << 20  # bytes of lines per kernel call: mapped pages are let go of a block at a time
-_KERNEL: list[Any] = []
-
-
-def _kernel() -> Any:
-    """The compiled module, or None: not built, or ``WVFORMATS_PURE_PYTHON`` set (as for the families' kernels)."""
-    if os.environ.get("WVFORMATS_PURE_PYTHON"):
-        return None
-    if not _KERNEL:
-        try:
-            from . import _texttable  # type: ignore[attr-defined]
-        except ImportError:
-            _texttable = None
-        _KERNEL.append(_texttable)
-    return _KERNEL[0]
-
-
 def _first_width(buf: Any, pos: int, end: int) -> tuple[int, bool, bool]:
     """(numbers on the first line, whether it ends with a space, whether with ``\\r``), as the fast paths
     take a regular body's width from it (0: not a width they read)."""
@@ -314,7 +307,7 @@ def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | Non
     threads (the kernel lets go of the GIL), each block's numbers straight into its rows of the result and
     its mapped pages let go of once parsed. Words come back joined by newlines and are decoded once per
     block (as :func:`decode_spans` decodes them)."""
-    k = _kernel()
+    k = _compiled("_texttable")
     if k is None or end <= pos or buf[end - 1 : end] != b"\n" or isinstance(buf, memoryview):
         return None
     width, trailing, crlf = _first_width(buf, pos, end)

@@ -5,14 +5,17 @@ parse's context and give ``Container(words=[...], vectors=ndarray(n, dim), ...la
 details (newlines between binary records, the number style of text files) making the rebuild byte-exact.
 
 A vocabulary of 400,000 records must not go through per-record interpreted construct code: these constructs
-find every record's offset with vectorised walks, decode the words in one pass, gather the rows into a matrix,
-check every length, and name the record index and byte offset in every error. Their compiled form calls the
-same checked code.
+walk the records with the compiled kernel ``_wordtables.c`` where it is built, else (and wherever a record is
+not whole) find every record's offset with vectorised walks, decode the words in one pass, gather the rows into
+a matrix, check every length, and name the record index and byte offset in every error. Their compiled form
+calls the same checked code.
 """
 
 from __future__ import annotations
 
+import importlib
 import mmap
+import os
 import struct
 from concurrent.futures import Future
 from typing import Any
@@ -110,7 +113,8 @@ def _dimension(dim: Any, context: Any, path: str, stream: Any, most: int | None)
     unchecked to lookups that allocate ``words x dim``)."""
     value = int(evaluate(dim, context))
     if most is not None and value > most:
-        raise fail(path, tell(stream), f"dimension {value} is larger than {most}", ValueMismatchError)
+        bound = f"2^{most.bit_length() - 1}" if most & (most - 1) == 0 else str(most)
+        raise fail(path, tell(stream), f"dimension {value} is larger than {bound}", ValueMismatchError)
     return value
 
 
@@ -148,6 +152,75 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
         words = [words[i] for i in keep]
         vs = vs[np.array(keep, np.int64)]
     return words, _gather_rows(buf, vs, dim)
+
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _compiled(name: str) -> Any:
+    """The framework's compiled module ``name`` (``"_wordtables"``, ``"_texttable"``), or None: not built, or
+    ``WVFORMATS_PURE_PYTHON`` set (as for the families' kernels); its pure-Python twin then stands in."""
+    if os.environ.get("WVFORMATS_PURE_PYTHON"):
+        return None
+    if name not in _KERNELS:
+        try:
+            _KERNELS[name] = importlib.import_module(f"{__package__}.{name}")
+        except ImportError:
+            _KERNELS[name] = None
+    return _KERNELS[name]
+
+
+_GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages are let go of that often
+
+
+def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
+                  prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int] | None:
+    """Words, vectors, newlines before each word (word2vec; None when there are none) and the offset after the
+    table of ``count`` whole binary records from ``pos``, by the compiled kernel (wvformats/framework/
+    _wordtables.c): the records walked in one pass, then their rows copied and words joined on two threads
+    (the GIL let go of), a block at a time, the mapped pages let go of behind; None when the kernel is not
+    built, an option needs the twin (``vocab``), or a record is not whole (the twin names it)."""
+    k = _compiled("_wordtables")
+    rowbytes = 4 * dim
+    least = rowbytes + (4 if prefixed else 2)  # the smallest record
+    if k is None or isinstance(buf, memoryview) or _params(context).get("vocab") is not None \
+            or count * least > end - pos:
+        return None
+    wstarts = np.empty(count, np.int64)
+    wends = np.empty(count, np.int64)
+    gaps = np.zeros(count if not prefixed else 0, np.uint32)
+    found, after = k.walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps)
+    if found != count:
+        return None
+    out = np.empty((count, dim), F32)
+    step = max(1, _GATHER_ROWS_BYTES // (rowbytes + 16))
+    blocks = [(a, min(count, a + step)) for a in range(0, count, step)]
+    half = (len(blocks) + 1) // 2
+    skip = 0 if prefixed else 1
+    errors = _errors(context)
+    joinable = errors in ("strict", "surrogateescape")
+
+    def run(part: list[tuple[int, int]]) -> list[str] | None:
+        words: list[str] = []
+        for lo, hi in part:
+            blob = k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
+            try:
+                block = str(blob, "utf-8", errors).split("\n") if joinable else []
+            except UnicodeDecodeError:
+                block = []
+            if len(block) != hi - lo:  # a word holding a newline or not UTF-8, another policy: decode_spans
+                block = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base)
+            words += block
+            release(buf, int(wends[hi - 1]) + skip + rowbytes, int(wstarts[lo]))
+        return words
+
+    other = background(run, blocks[half:]) if len(blocks) > 1 else None
+    try:
+        words = run(blocks[:half])
+    finally:  # (the worker reads ``buf``: done before the caller may close it, or an error leaves)
+        rest = other.result() if other is not None else []
+    newlines = gaps if not prefixed and gaps.any() else None
+    return words + rest, out, newlines, after
 
 
 def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
@@ -227,6 +300,11 @@ class LeaderRecords(_BinaryRecords):
         count, dim, buf, base, pos = self._start(stream, context, path)
         rowbytes = 4 * dim
         end = len(buf)
+        fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=True)
+        if fast is not None:
+            words, vectors, _, pos = fast
+            stream.seek(base + pos)
+            return cs.Container(words=words, vectors=vectors)
         # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
         # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
         # count runs into the end of the file long before memory runs out: offsets grow as records are found.
@@ -382,6 +460,11 @@ class Word2VecRecords(_BinaryRecords):
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
         end = len(buf)
+        fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=False)
+        if fast is not None:
+            words, vectors, newlines, pos = fast
+            stream.seek(base + pos)
+            return cs.Container(words=words, vectors=vectors, newlines=newlines)
         find = buf.find
         # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
         wstarts: list[np.ndarray] = []
