@@ -1,7 +1,8 @@
 """What pyproject.toml cannot express: the package list (every package under wvformats/, so a new format family is
 found without editing anything, and schemas/ installed as wvformats.schemas) and the compiled kernels (every
-``wvformats/families/<family>/_*.c`` is the extension module ``wvformats.families.<family>._*``: the per-call paths
-that Python's per-operation cost would make slower than the peers, each with a pure-Python twin). The rest is
+``wvformats/families/<family>/_*.c`` is the extension module ``wvformats.families.<family>._*``, and every
+``wvformats/framework/_*.c`` the module ``wvformats.framework._*``: the paths that Python's per-operation cost
+would make slower than the peers, each with a pure-Python twin). The rest is
 pyproject.toml.
 
 A kernel that cannot be compiled (no C compiler where no wheel fits) does not fail the install: the build says
@@ -23,7 +24,8 @@ def _kernels() -> list[Extension]:
     here = Path(__file__).parent
     return [Extension(".".join(c.relative_to(here).with_suffix("").parts), [c.relative_to(here).as_posix()],
                       extra_compile_args=_FLAGS, libraries=[] if sys.platform == "win32" else ["m"])
-            for c in sorted((here / "wvformats" / "families").glob("*/_*.c"))]
+            for c in sorted([*(here / "wvformats" / "families").glob("*/_*.c"),
+                             *(here / "wvformats" / "framework").glob("_*.c")])]
 
 
 class optional_build_ext(build_ext):

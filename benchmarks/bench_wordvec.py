@@ -1,14 +1,15 @@
 """Word-vector formats: wvformats vs word-vectors vs gensim vs the raw-read floor, in one run.
 
-    python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3] [--text-reads]
+    python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3] [--text-reads | --binary-reads]
         [--python /tmp/v-default/bin/python]
 
 Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII words) in every format under
-benchmarks/data/, then times each reader in fresh processes on a warm page cache and prints Markdown tables
-of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
+benchmarks/data/, then times each reader in fresh processes on a warm page cache (the readers of a file in
+turns, the ratios paired within a turn) and prints Markdown tables of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
 ``--python`` (by default this one too): point it at a fresh venv holding only ``pip install wvformats`` to
-measure the default install. Text reads also time wvformats with pyarrow hidden (numpy's parser, the
-numpy-only alternative). Not run in CI.
+measure the default install. Reads also time wvformats' pure-Python twins of its compiled word-table kernels
+(``WVFORMATS_PURE_PYTHON=1``): numpy's record walks for binary files; pyarrow's parser for text files, and
+numpy's (pyarrow hidden as well). Not run in CI.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import floor_read, floor_write, measure, table, warm  # noqa: E402
+from common import floor_read, floor_write, measure, summary, table, trial, warm  # noqa: E402
 
 import wvformats as wv  # noqa: E402
 
@@ -69,6 +70,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-gensim-text", action="store_true", help="gensim text reads take ~40 s each")
     ap.add_argument("--text-reads", action="store_true", help="only the word2vec text and GloVe reads")
+    ap.add_argument("--binary-reads", action="store_true", help="only the Leader and word2vec binary reads")
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose wvformats is measured")
     args = ap.parse_args()
     paths = generate(args.words, args.dim)
@@ -78,38 +80,51 @@ def main() -> None:
               "glove": "binary=False, no_header=True"}
     out = [f"Synthetic {args.words} x {args.dim}, median of {args.repeat} fresh-process runs, warm cache.\n"]
     ours = "import wvformats as wv\nwv.formats()\n"
-    # the numpy-only alternative: the same read with pyarrow out of reach (its import fails), numpy's parser
-    numpy_only = "import sys\nsys.modules['pyarrow'] = None\n" + ours
+    # the text parsers' twins: the same read without the compiled kernel (pyarrow's parser), and without either
+    # (pyarrow out of reach: its import fails; numpy's parser)
+    no_kernel = "import os\nos.environ['WVFORMATS_PURE_PYTHON'] = '1'\n" + ours
+    numpy_only = "import sys\nsys.modules['pyarrow'] = None\n" + no_kernel
     for fmt, p in paths.items():
-        if args.text_reads and fmt not in ("word2vec-text", "glove"):
+        if args.text_reads and fmt not in ("word2vec-text", "glove") or args.binary_reads and fmt not in (
+                "leader", "word2vec-binary"):
             continue
         path = str(p)
         hot = warm(path)  # every trial starts with the file in the page cache
         floor_setup, floor_timed = floor_read(path)
-        rows = [("floor: read the file into memory", measure(f"{floor_setup}\n{hot}", floor_timed,
-                                                              repeat=args.repeat)),
-                # wv.formats() loads the codec registry (about 45 ms, once per process), as importing a peer
-                # loads that library: imports are setup for every reader
-                ("wvformats", measure(f"{ours}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
-                                      python=args.python))]
+        read = f"e = wv.read({path!r}, {fmt!r})"
+        # (name, setup, timed, interpreter); wv.formats() loads the codec registry (about 45 ms, once per
+        # process), as importing a peer loads that library: imports are setup for every reader
+        specs = [("floor: read the file into memory", f"{floor_setup}\n{hot}", floor_timed, sys.executable),
+                 ("wvformats", f"{ours}{hot}", read, args.python)]
+        if fmt in ("leader", "word2vec-binary"):
+            specs.append(("wvformats, numpy's record walk (no kernel)", f"{no_kernel}{hot}", read, args.python))
         if fmt in ("word2vec-text", "glove"):
-            rows.append(("wvformats, numpy's parser (no pyarrow)",
-                         measure(f"{numpy_only}{hot}", f"e = wv.read({path!r}, {fmt!r})", repeat=args.repeat,
-                                 python=args.python)))
-        try:
-            rows.append(("word-vectors", measure(f"import word_vectors as w\n{hot}", f"w.{wvr[fmt]}({path!r})",
-                                                 repeat=args.repeat)))
-        except RuntimeError:
-            rows.append(("word-vectors", None))
+            specs += [("wvformats, pyarrow's parser (no kernel)", f"{no_kernel}{hot}", read, args.python),
+                      ("wvformats, numpy's parser (no kernel, no pyarrow)", f"{numpy_only}{hot}", read,
+                       args.python)]
+        specs.append(("word-vectors", f"import word_vectors as w\n{hot}", f"w.{wvr[fmt]}({path!r})",
+                      sys.executable))
         if fmt in gensim and not (args.skip_gensim_text and fmt != "word2vec-binary"):
-            rows.append(("gensim", measure(f"from gensim.models import KeyedVectors as K\n{hot}",
-                                           f"K.load_word2vec_format({path!r}, {gensim[fmt]})",
-                                           repeat=args.repeat)))
+            specs.append(("gensim", f"from gensim.models import KeyedVectors as K\n{hot}",
+                          f"K.load_word2vec_format({path!r}, {gensim[fmt]})", sys.executable))
+        # in turns: every reader once per turn, so that the machine's load moves the rows of a turn alike; the
+        # ratios are the medians of the per-turn ratios
+        turns: dict[str, list[dict[str, float]] | None] = {name: [] for name, *_ in specs}
+        for _ in range(args.repeat):
+            for name, setup, timed, python in specs:
+                try:
+                    if turns[name] is not None:
+                        turns[name].append(trial(setup, timed, python=python))
+                except RuntimeError:
+                    turns[name] = None  # (word-vectors fails on some files)
+        rows = [(name, summary(runs) if runs else None) for name, runs in turns.items()]
         size = p.stat().st_size / 1e6
-        text = table(f"read {fmt} ({size:.0f} MB)", rows, "wvformats")
+        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        text = table(f"read {fmt} ({size:.0f} MB; load average {load} after the rows)", rows, "wvformats",
+                     turns={name: runs for name, runs in turns.items() if runs})
         print(text, flush=True)
         out.append(text)
-    if args.text_reads:
+    if args.text_reads or args.binary_reads:
         (DATA / "last-run.md").write_text("\n".join(out), encoding="utf-8")
         return
     # writing: wvformats vs the raw-write floor (the same number of bytes), to this disk (fsync'd: the device's
@@ -182,7 +197,7 @@ def _schema_setup(fmt: str, path: str) -> str:
     ``table`` (the records construct for the header's counts) and ``at`` (where the records start)."""
     here = str(Path(__file__).resolve().parent)
     setup = (f"import mmap, sys\nsys.path.insert(0, {here!r})\nimport construct as cs\nimport wvformats as wv\n"
-             "from wvformats import framework, registry\nfrom wvformats.schemas.constructs.wordvec_binary import LeaderRecords, "
+             "from wvformats import framework, registry\nfrom wvformats.framework import LeaderRecords, "
              "Word2VecRecords\nfrom bench_wordvec import handwritten\nwv.formats()\n"
              f"f = open({path!r}, 'rb')\nmm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
              f"schema = registry.get({fmt!r}).schema\nframework.compiled(schema)\n")

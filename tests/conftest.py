@@ -39,28 +39,17 @@ def kernels(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=["arrow", "lines"])
-def text_parser(request, monkeypatch):
-    """Run a text-format test through both number parsers: pyarrow's CSV reader (the fast path, forced on
-    for files of any size) and the line loop. Returns the list of parses the fast path accepted."""
-    from wvformats.schemas.constructs import wordvec_text as text
+@pytest.fixture(params=["kernel", "arrow", "lines"])
+def text_parser(request):
+    """Run a text-format test through each number parser of the text tables, forced on for bodies of any
+    size: the compiled kernel, pyarrow's CSV reader, and the line loop (numpy's parser). Returns (the
+    parser's name, the row counts of the bodies the forced fast parser accepted)."""
+    from wvformats import framework
 
-    accepted: list[int] = []
     if request.param == "arrow":
-        assert text._pyarrow() is not None, "pyarrow (in the test extra) is needed to test the fast path"
-        fast = text._arrow_text
-
-        def counted(*args, **kwargs):
-            got = fast(*args, **kwargs)
-            if got is not None:
-                accepted.append(len(got[0]))
-            return got
-
-        monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 0)
-        monkeypatch.setattr(text, "_arrow_text", counted)
-    else:
-        monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 1 << 62)
-    return request.param, accepted
+        import pyarrow  # noqa: F401 - (in the test extra) needed to test that fast path
+    with framework.text_parser(request.param) as accepted:
+        yield request.param, accepted
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,6 +1,7 @@
 """The main job (`wvformats samples`): its generated GloVe file, read by a peer, and its timed read."""
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -77,8 +78,11 @@ def test_pyarrow_is_imported_only_when_a_text_table_is_parsed(tmp_path):
     big = tmp_path / "big.glove"
     samples.write_glove(big, 2000, 100)  # 1.6 MB: over the 1 MB from which pyarrow parses
     said = []
-    for args in (["sniff", small, big], ["convert", big, tmp_path / "o.leader"]):
-        r = subprocess.run([sys.executable, "-c", SNIFF, *map(str, args)], capture_output=True, text=True)
+    for args, twins in ((["sniff", small, big], ""), (["convert", big, tmp_path / "o.leader"], ""),
+                        (["convert", big, tmp_path / "p.leader"], "1")):
+        env = {**os.environ, "WVFORMATS_PURE_PYTHON": twins}
+        r = subprocess.run([sys.executable, "-c", SNIFF, *map(str, args)], capture_output=True, text=True, env=env)
         said.append(r.stdout.split()[-2:])
     assert said == [["0", "False"],  # start-up and sniffing (small or big text) never pay for the import
-                    ["0", "True"]]  # a parse of a big text body does
+                    ["0", "False"],  # nor a parse by the compiled text kernel
+                    ["0", "True"]]  # a parse of a big text body by its twin does

@@ -1,8 +1,8 @@
-"""What the word-vector text tables and their standard-library summary (``inspect`` of a small file) read alike:
-the largest dimension accepted, the lines that decide a file's number style, and what of a line is its content.
-Standard library only."""
+"""What is word2vec/GloVe specific about their word tables (the tables themselves are the framework's:
+``wvformats.framework.wordtables`` and ``texttable``), and what the standard-library summary of a text file
+(``inspect`` of a small file) reads as the tables do. Standard library only."""
 
-STYLE_ROWS = 50  # lines whose numbers decide the number style
+STYLE_ROWS = 50  # lines whose numbers decide the number style (texttable.STYLE_ROWS: a test holds them equal)
 # no real embedding comes near (the widest models' rows have ~2^15 values); a larger header value is an attack
 # or garbage, and a table of no rows would carry it unchecked to lookups that allocate ``words x dim``
 MAX_DIM = 1 << 24

@@ -11,6 +11,9 @@ One module per concern:
 * :mod:`.packed` -- :class:`PackedStruct`, a Struct whose runs of fixed-size fields take one unpack.
 * :mod:`.strings` -- :class:`StringTable` and the vectorised decoding of many strings.
 * :mod:`.records` -- record tables walked and packed with numpy (length-prefixed and word-and-space records).
+* :mod:`.wordtables` and :mod:`.texttable` -- word tables (a word and a row of numbers per record): binary
+  (:class:`LeaderRecords`, :class:`Word2VecRecords`) and text (:class:`TextRecords`, :class:`HeaderLine`,
+  :class:`Trailer`, the number styles of text writers).
 * :mod:`.chunks` -- :class:`Chunks`, chunked files with a user-extensible table of chunk types.
 * :mod:`.run` -- :func:`parse` / :func:`build` (every failure a FormatError), :func:`compiled`.
 * :mod:`.protowire` and :mod:`.protobuf` -- protobuf's wire format as constructs, and typed message views.
@@ -72,6 +75,8 @@ _LAZY = {name: module for module, names in {
                 "walk_region"),
     "strings": ("StringTable", "decode_all", "decode_spans"),
     "tables": ("Arrays", "Records", "Table", "Tensors"),
+    "wordtables": ("LeaderRecords", "Word2VecRecords"),
+    "texttable": ("TextRecords", "HeaderLine", "Trailer", "TEXT_STYLES", "text_parser"),
     "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "encode_message",
                  "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of"),
     "protowire": ("EGROUP", "I32", "I64", "LEN", "SGROUP", "VARINT", "WIRE_NAMES", "LazyMessage", "Message",
@@ -110,6 +115,8 @@ __all__ = [
     # record tables walked with numpy
     "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy", "selected_rows",
     "decode_spans", "decode_all",
+    # word tables: a word and a row of numbers per record, binary and text
+    "LeaderRecords", "Word2VecRecords", "TextRecords", "HeaderLine", "Trailer", "TEXT_STYLES", "text_parser",
     # protobuf
     "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
     "encode_message", "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields",

@@ -261,14 +261,15 @@ def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
     return _POOL.submit(fn, *args)
 
 
-def release(buf: Any, upto: int) -> None:
-    """Let go of the pages of a read-only file mapping before byte ``upto`` once they have been read (they
-    stay in the page cache and come back on the next access): the process's memory then holds the result
-    rather than the file as well. A no-op for in-memory buffers."""
+def release(buf: Any, upto: int, start: int = 0) -> None:
+    """Let go of the pages of a read-only file mapping from byte ``start`` to byte ``upto`` once they have been
+    read (the whole pages inside; they stay in the page cache and come back on the next access): the
+    process's memory then holds the result rather than the file as well. A no-op for in-memory buffers."""
     if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        length = upto - upto % mmap.PAGESIZE
+        start += -start % mmap.PAGESIZE
+        length = upto - upto % mmap.PAGESIZE - start
         if length > 0:
-            buf.madvise(mmap.MADV_DONTNEED, 0, length)
+            buf.madvise(mmap.MADV_DONTNEED, start, length)
 
 
 

@@ -78,7 +78,7 @@ def test_text_formats_roundtrip_bit_exact(text_parser, compiled, emb, style, tra
     assert back.records.words == words
     assert back.records.vectors.tobytes() == vectors.tobytes()  # NaN, inf, -0.0 bit-exact via repr
     assert framework.build(s, back, format=name, compile=compiled) == data
-    if parser == "arrow" and vectors.shape[1]:  # every file in a writer's canonical form takes the fast path
+    if parser != "lines" and vectors.shape[1]:  # every file in a writer's canonical form takes the fast path
         assert accepted and accepted[-1] == len(words)  # (but lines of words alone, dimension 0)
 
 
@@ -95,7 +95,7 @@ def test_text_numbers_parse_at_the_dtype_asked_for(text_parser, tmp_path):
     assert wide.dtype == np.float64 and wide.tobytes() == values.tobytes()
     narrow = wv.read(p, "glove").vectors
     assert narrow.dtype == np.float32 and narrow.tobytes() == values.astype(np.float32).tobytes()
-    if parser == "arrow":
+    if parser != "lines":
         assert accepted == [40, 40]
 
 
@@ -274,7 +274,7 @@ def test_text_with_trailing_spaces_crlf_and_odd_header(tmp_path, text_parser):
     e = wv.read(p)
     assert e.words == ["foo", "bar"] and e.vectors[1].tolist() == pytest.approx([4, 5e-05, -6])
     assert wv.validate(p).ok
-    assert bool(text_parser[1]) == (text_parser[0] == "arrow")
+    assert bool(text_parser[1]) == (text_parser[0] != "lines")
 
 
 def test_glove_sniffs_with_exponents_integers_and_cjk(tmp_path, text_parser):
@@ -388,97 +388,6 @@ def test_validate_names_the_field_of_a_difference(tmp_path):
     assert not report.ok and report.first_difference == 9 and report.field == "records"
 
 
-def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:
-    """word2vec binary records ``(word, vector bytes, newlines before the word)`` (no newlines before the
-    first) and their (word start, space) offsets."""
-    data, offsets = bytearray(), []
-    for k, (word, vec, nl) in enumerate(records):
-        data += b"\n" * (nl if k else 0)
-        offsets.append((len(data), len(data) + len(word.encode())))
-        data += word.encode() + b" " + vec
-    return bytes(data), offsets
-
-
-@settings(max_examples=60, deadline=None)
-@given(records=st.lists(st.tuples(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
-                                          min_size=1, max_size=5),
-                                  st.binary(min_size=8, max_size=8), st.integers(0, 2)), min_size=1, max_size=40),
-       window=st.integers(1, 400))
-def test_word2vec_binary_record_runs_equal_the_record_loop(records, window):
-    """The vectorised run finder, window by window (spaces and newlines inside vectors, 0 to 2 newlines
-    before a word), finds exactly the records the file holds; what it does not take the loop takes."""
-    from wvformats.schemas.constructs.wordvec_binary import _w2v_run
-
-    data, expected = _w2v_table(records)
-    u8 = np.frombuffer(data, np.uint8)
-    pos, got = 0, []
-    while len(got) < len(records):
-        ws, sps, after = _w2v_run(u8, pos, len(u8), len(records) - len(got), 8, window=window)
-        if not len(ws):  # the loop's step: skip newlines, take one record
-            while u8[pos] == 10:
-                pos += 1
-            sp = data.find(b" ", pos)
-            got.append((pos, sp))
-            pos = sp + 1 + 8
-            continue
-        got += list(zip(ws.tolist(), sps.tolist(), strict=True))
-        pos = after
-    assert got == expected and pos == len(data)
-
-
-# bytes that look like parts of a word2vec record (space, newline) beside plain ones, for hostile vectors
-_RECORD_BYTES = st.sampled_from([0x20, 0x20, 0x0A, 0x00, 0x41, 0xC3, 0xFF])
-_W2V_RECORDS = st.lists(
-    st.tuples(st.one_of(st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)),
-                                min_size=1, max_size=40),
-                        st.just("L" * 1100)),  # longer than the lockstep walk takes
-              st.one_of(st.binary(min_size=64, max_size=64),
-                        st.lists(_RECORD_BYTES, min_size=64, max_size=64).map(bytes)),
-              st.integers(0, 2)),
-    min_size=1, max_size=60)
-
-
-@settings(max_examples=150, deadline=None)
-@given(records=_W2V_RECORDS, region=st.integers(64, 6000), per_segment=st.integers(1, 4))
-def test_word2vec_lockstep_walk_finds_only_records_of_the_chain(records, region, per_segment):
-    """The lockstep walk (many segments walked at once from guessed starts, spaces and newlines in the
-    vectors, words past its window and past its longest) gives a prefix of the records the file holds,
-    whatever its segments; a whole parse that uses it equals the parse by the exact method alone."""
-    from wvformats.schemas.constructs import wordvec_binary as binary
-
-    data, offsets = _w2v_table(records)
-    header = f"{len(records)} 16\n".encode()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(framework.records, "WALK_REGION", region)
-        mp.setattr(framework.records, "WALK_RECORDS", per_segment)
-        ws, sps, after = binary._w2v_walk(np.frombuffer(data, np.uint8), 0, len(data), len(records), 64)
-        walked = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
-        mp.setattr(binary, "_WALK_MIN_ROW", 1 << 30)
-        exact = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
-    got = list(zip(ws.tolist(), sps.tolist(), strict=True))
-    assert got == offsets[: len(got)]
-    assert after == (got[-1][1] + 1 + 64 if got else 0)
-    if len(data) < region and all(len(w.encode()) < 1024 and nl < 2 for w, _, nl in records):
-        assert len(got) == len(records) or offsets[len(got)][0] + 32 > len(data)  # only the end stops it
-    assert equal(walked, exact)
-    assert walked.records.words == [w for w, _, _ in records]
-
-
-def test_word2vec_lockstep_walk_on_vectors_of_spaces(monkeypatch):
-    """Vectors made of spaces and newlines (every guess is wrong, every walk from one meets nothing): many
-    regions, each walk ending early and the exact method taking over, read the file as it is."""
-    monkeypatch.setattr(framework.records, "WALK_REGION", 4096)
-    rng = np.random.default_rng(7)
-    records = [(f"w{i}", bytes(rng.choice([32, 32, 32, 10], 64).astype(np.uint8)), int(rng.integers(0, 2)))
-               for i in range(3000)]
-    data, _ = _w2v_table(records)
-    header = f"{len(records)} 16\n".encode()
-    parsed = framework.parse(schema.word2vec_binary, header + data, format="word2vec-binary")
-    assert parsed.records.words == [w for w, _, _ in records]
-    assert parsed.records.vectors.tobytes() == b"".join(v for _, v, _ in records)
-    assert framework.build(schema.word2vec_binary, parsed, format="word2vec-binary") == header + data
-
-
 @MODES
 def test_word2vec_binary_truncations_fail_where_the_lockstep_walk_runs(compiled):
     rng = np.random.default_rng(3)
@@ -512,91 +421,6 @@ def test_text_files_larger_than_one_parse_chunk(tmp_path, text_parser):
     assert err.value.path.endswith("[35000]")
 
 
-_numbers = ["1", "-0", "2.5", "1e-05", "+.5", "5.", "inf", "-inf", "nan", "-nan", "NaN", "3.4028236e38", "1e400",
-            "1.00000005960464477539062500000001", "0.1000000000000000055511151231257827", "4.9e-324"]
-_tokens = st.sampled_from([*_numbers, "0x10", "1_0", "", "x", "\t1", "1\t", "1,5"])
-_words = st.sampled_from(["a", "é", "b\tc", "d\re", '"q"', "\x00", "", "日本", "\xa0", "\xff"])
-_ends = st.sampled_from(["\n", "\r\n", " \n", " \r\n", "  \n"])
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(st.tuples(_words, st.lists(_tokens, min_size=1, max_size=3), _ends), min_size=1, max_size=8),
-       regular=st.sampled_from(["numbers", "shape", "free"]), final=st.booleans(), piece=st.integers(1, 64),
-       errors=st.sampled_from(["strict", "replace"]))
-def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, lines, regular, final, piece, errors):
-    """Whenever pyarrow's fast path accepts a text body (in pieces of any size), the line loop reads the same
-    words, bit-identical values and layout; on everything else the fast path declines."""
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    if regular != "free":  # mostly well-formed bodies, so that the fast path is exercised, not only refusals
-        dim = len(lines[0][1])
-        lines = [(w or "w", (t + ["1"] * dim)[:dim], lines[0][2]) for w, t, _ in lines]
-    if regular == "numbers":  # and words that the fast path takes
-        lines = [(w.replace("\r", "") or "w", [x if x in _numbers else "1" for x in t], e) for w, t, e in lines]
-        final = True
-    body = "".join(w + " " + " ".join(t) + e for w, t, e in lines).encode("utf-8", "surrogateescape")
-    body = body.replace(b"\xc3\xbf", b"\xff")  # "\xff" stands for a byte that is not UTF-8
-    if not final:
-        body = body[:-1]
-    monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 0)
-    monkeypatch.setattr(text, "_ARROW_PIECE", piece)
-    fast = text._arrow_text(body, 0, len(body), None, None, errors, "records")
-    if fast is None:
-        return
-    monkeypatch.setattr(text, "_ARROW_MIN_BYTES", 1 << 62)
-    slow = framework.parse(schema.glove, body, format="glove", unicode_errors=errors).records
-    words, vectors, layout = fast
-    assert words == slow.words
-    assert vectors.tobytes() == slow.vectors.tobytes()
-    assert dict(layout) == dict(slow.layout)
-    counted = text._arrow_text(body, 0, len(body), len(words) + 1, None, errors, "records")
-    assert counted is None  # a header count that disagrees with the body is left to the line loop
-
-
-def _build_both_ways(monkeypatch, s, obj, name, chunk):
-    """(result of the vectorised record writer, result of the per-record loop): bytes, or the error."""
-    from wvformats.schemas.constructs import wordvec_binary as binary
-
-    def run():
-        try:
-            return framework.build(s, obj, format=name)
-        except BuildError as e:  # the loop's offset is where it last flushed; the record is what must match
-            return (type(e), e.path, e.found)
-
-    monkeypatch.setattr(framework.records, "_PACK_CHUNK", chunk)
-    fast = run()
-    with monkeypatch.context() as m:
-        for module in (binary, framework.strings):  # the binary record tables, and StringTable
-            m.setattr(module, "pack_records", lambda words, rows, stream, start=0, **kw: start)
-        slow = run()
-    return fast, slow
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(emb=embeddings(word=st.one_of(any_word, st.sampled_from(["", " ", "a b", "\n", "x\x00y", "\ud800"]))),
-       chunk=st.integers(1, 4), newline=st.booleans(), gap=st.integers(0, 2))
-def test_vectorised_record_writers_equal_the_record_loops(monkeypatch, emb, chunk, newline, gap):
-    """Leader and word2vec binary records and u32-prefixed string tables packed a chunk at a time with numpy
-    give the loop's bytes, and a word that only the loop can judge (NUL, a space, an empty or unencodable
-    word) gets the loop's error at the same record, wherever it falls in a chunk."""
-    words, vectors = emb
-    leader = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
-                          records=cs.Container(words=words, vectors=vectors), trailer=b"")
-    fast, slow = _build_both_ways(monkeypatch, schema.leader, leader, "leader", chunk)
-    assert fast == slow
-    # (the record table as the writer hands it over: its own check of the words comes before, see test_hostile)
-    gaps = [gap * (i % 2) for i in range(len(words))] if gap and words else None
-    w2v = cs.Container(header=cs.Container(count=len(words), dim=vectors.shape[1],
-                                           raw=f"{len(words)} {vectors.shape[1]}\n".encode()),
-                       records=cs.Container(words=words, vectors=vectors, newlines=gaps),
-                       trailer=b"\n" if newline and words else b"")
-    fast, slow = _build_both_ways(monkeypatch, schema.word2vec_binary, w2v, "word2vec-binary", chunk)
-    assert fast == slow
-    table = framework.StringTable(len(words))
-    fast, slow = _build_both_ways(monkeypatch, table, words, "strings", chunk)
-    assert fast == slow
-
-
 def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, monkeypatch, text_parser):
     """GloVe: a first line of 200,000 values, then 200,000 one-value lines. The fast path sizes its matrix
     from the newline count and the first line's width (40 billion values here); it must see that they cannot
@@ -611,52 +435,6 @@ def test_a_wide_first_line_over_many_short_ones_allocates_nothing_big(tmp_path, 
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert e.value.path.startswith("records") and peak < 200 << 20
-
-
-@pytest.mark.parametrize("style", ["repr", "g5", "fixed6", "repr16"])
-@pytest.mark.parametrize("few", [0, 10**9])
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(f32 | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-4, 1e-5, 999999.94, 1e6, 2.5e7, 99999.5,
-                                              99999.49, 0.099999997, 0.000123455, 12345.678, 5e-7, -2.5e-6,
-                                              -1e-7, 999999999.0, 1e9, 9.5]), max_size=300))
-def test_text_numbers_through_pyarrow_are_spelled_as_the_style_spells_them(monkeypatch, style, few, values):
-    """The vectorised spellings (pyarrow's float -> string casts for numpy's str() and %.5g, numpy digit rows
-    for %f), mended where they cannot follow the style (whole numbers and scientific notation of str(),
-    scientific notation and a round up to 1e5 of %.5g, magnitudes from 1e9 of %f, NaN and inf), give the
-    style's own spelling of every value: mended by splicing (few) or by one masked pass (many)."""
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    pa, _, pc = text._pyarrow()
-    monkeypatch.setattr(text, "_FEW", few)
-    flat = np.array(values, dtype="<f4")
-    assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
-
-
-@pytest.mark.parametrize("style", ["repr", "g5", "fixed6", "repr16"])
-def test_text_numbers_through_pyarrow_over_random_bit_patterns(style):
-    """300,000 float32 of random bits (every exponent, subnormals, NaN payloads) and 100,000 of an
-    embedding's range: spelled as the style's own formatter spells them."""
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    pa, _, pc = text._pyarrow()
-    rng = np.random.default_rng(7)
-    flat = np.concatenate([rng.integers(0, 1 << 32, 300_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
-                           rng.normal(0, 0.5, 100_000).astype("<f4")])
-    assert text._ARROW_STYLES[style](pa, pc, flat).to_pylist() == text.STYLES[style](flat)
-
-
-def test_repr16_is_numpys_str_before_2_3():
-    """numpy 2.3 (gh-28679) writes a float32 from 1e6 up in scientific notation, 1234567.0 as 1.234567e+06;
-    files written before (gensim, word-vectors under numpy 1.x, 2.0-2.2) have the positional spelling up to
-    1e16. "repr16" is numpy's own str under ``legacy='2.2'``, over every magnitude."""
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    rng = np.random.default_rng(11)
-    flat = np.concatenate([rng.integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32).view("<f4"),
-                           (10.0 ** rng.uniform(5, 17, 20_000)).astype("<f4"),
-                           np.array([1e6, 999999.94, 1e16, 9.999999e15, -1234567.0, 0.0, -0.0], "<f4")])
-    with np.printoptions(legacy="2.2"):
-        assert text.STYLES["repr16"](flat) == [str(v) for v in flat]
 
 
 @pytest.mark.parametrize("name", ["word2vec-text", "glove"])
@@ -674,72 +452,6 @@ def test_files_written_under_numpy_before_2_3_rebuild_byte_exact(tmp_path, name)
     assert wv.read(p, name).vectors.tobytes() == rows.tobytes()
     wv.write(wv.read(p, name), tmp_path / "again.txt", name, style="repr16")
     assert (tmp_path / "again.txt").read_bytes() == p.read_bytes()
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(emb=embeddings(word=st.one_of(spaced_word, st.sampled_from(["", " ", "a b", "\n", "x\ry", "\ud800"])),
-                      min_words=1),
-       style=st.sampled_from(["repr", "g5", "fixed6", "repr16"]), per_job=st.integers(1, 12), trailing=st.booleans(),
-       crlf=st.booleans(), final=st.booleans())
-def test_text_writer_through_pyarrow_equals_the_line_loop(monkeypatch, emb, style, per_job, trailing, crlf,
-                                                          final):
-    """word2vec text written a block of rows per pyarrow job (blocks of any size, every layout and number
-    style) gives the line loop's bytes; a word only the loop can judge gets the loop's error at the same
-    line."""
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    words, vectors = emb
-    obj = codec._w2v_text_from(wv.Embeddings(["w"] * len(words), vectors), style=style, trailing_space=trailing)
-    obj.records.words = list(words)  # (the record table as handed over: the writer's own check comes before it)
-    obj.records.layout.crlf, obj.records.layout.final_newline = crlf, final
-    formatted = []
-    lines = text._text_lines
-
-    def run():
-        try:
-            return framework.build(schema.word2vec_text, obj, format="word2vec-text")
-        except BuildError as e:
-            return (e.path, e.found)
-
-    with monkeypatch.context() as m:  # undone after each example
-        m.setattr(text, "_WRITE_VALUES", per_job)
-        m.setattr(text, "_text_lines", lambda *a: formatted.append(lines(*a)) or formatted[-1])
-        fast = run()
-        m.setattr(text, "_pyarrow", lambda: None)
-        slow = run()
-    assert fast == slow
-    if all(w and " " not in w and "\n" not in w and w != "\ud800" for w in words):
-        assert formatted and all(text is not None for text in formatted)  # the fast path wrote every line
-
-
-def test_text_writer_lets_go_of_each_block_once_written(monkeypatch):
-    """The writer keeps at most the blocks being formatted and the one being written, not every block of
-    the file (it once held them all: 340 MB more for a 400k x 100 GloVe file)."""
-    import threading
-
-    from wvformats.schemas.constructs import wordvec_text as text
-
-    lock, live, most = threading.Lock(), [0], [0]
-
-    class Block(bytearray):
-        def __init__(self, data):
-            super().__init__(data)
-            with lock:
-                live[0] += 1
-                most[0] = max(most[0], live[0])
-
-        def __del__(self):
-            with lock:
-                live[0] -= 1
-
-    lines = text._text_lines
-    monkeypatch.setattr(text, "_text_lines", lambda *a: Block(memoryview(lines(*a))))
-    monkeypatch.setattr(text, "_WRITE_VALUES", 4)
-    vectors = np.arange(100, dtype="<f4").reshape(50, 2) / 8
-    data = framework.build(schema.glove, codec._glove_from(wv.Embeddings([f"w{i}" for i in range(50)], vectors)),
-                           format="glove")
-    assert data.count(b"\n") == 50 and data.startswith(b"w0 0.0 0.125\n")
-    assert 1 <= most[0] <= 3  # 25 blocks, never more than three alive at once
 
 
 @pytest.mark.parametrize("fmt", ["leader", "word2vec-binary", "word2vec-text", "glove"])

@@ -20,9 +20,9 @@ from ...embeddings import (
     written_words,
 )
 from ...errors import BuildError, FormatError
+from ...framework import TEXT_STYLES
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
-from ...schemas.constructs.wordvec_text import STYLES
 from . import sniff
 from .quick import FIRST_WORDS, SAMPLE_ROWS
 from .stream import read_stream
@@ -107,8 +107,8 @@ def _w2v_bin_from(obj: Any, *, newline: bool = False, unnormalize: bool | None =
 
 
 def _layout(style: str = "repr", trailing_space: bool = False) -> cs.Container:
-    if style not in STYLES:
-        raise BuildError(f"unknown number style {style!r}; use {', '.join(STYLES)}")
+    if style not in TEXT_STYLES:
+        raise BuildError(f"unknown number style {style!r}; use {', '.join(TEXT_STYLES)}")
     return cs.Container(style=style, trailing_space=trailing_space, crlf=False, final_newline=True)
 
 

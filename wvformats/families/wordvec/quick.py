@@ -142,7 +142,7 @@ def _spelled(digits: str, e: int, a: float) -> str:
 
 
 # whether a number is spelt in a style, given its float32 value: numpy's shortest repr (gensim, word-vectors),
-# "%f" (word2vec.c), "%.5g" (fastText); the names and order of the writers' ``text.STYLES``, but for "repr16",
+# "%f" (word2vec.c), "%.5g" (fastText); the names and order of the writers' ``framework.TEXT_STYLES``, but for "repr16",
 # which differs from "repr" only from 1e6 up, where ``is_repr32`` leaves the file to the codec
 SPELLED_IN: dict[str, Callable[[str, float], bool | None]] = {
     "repr": is_repr32,

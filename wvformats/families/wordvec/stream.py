@@ -1,7 +1,7 @@
 """Compressed text tables (word2vec text, fastText ``.vec``, GloVe) read as a stream of line blocks.
 
 The decompressed bytes come in blocks of whole lines (:func:`wvformats.compression.line_blocks`); each block
-is parsed by the same :class:`~.text.TextRecords` as a plain file, its rows copied into one matrix
+is parsed by the same :class:`~wvformats.framework.texttable.TextRecords` as a plain file, its rows copied into one matrix
 allocated for the header's count (grown in place without one), so memory holds the vectors, the words and
 one block, never the decompressed file. A block's errors and warnings are moved to the file's line numbers;
 their offsets are already those of the decompressed stream. ``limit`` stops the decompression early.
@@ -20,8 +20,8 @@ import numpy as np
 from ... import framework
 from ...compression import memory_cap
 from ...errors import FormatError, TruncatedError
+from ...framework import HeaderLine, TextRecords
 from ...framework.located import fail
-from ...schemas.constructs.wordvec_text import HeaderLine, TextRecords
 
 _LINE = re.compile(r"\brecords\[(\d+)\]")
 

@@ -1,5 +1,5 @@
-"""Text record tables: word2vec text, GloVe and fastText ``.vec`` (a word and its numbers per line), the
-header line and what follows the last record.
+"""Text word tables (word2vec text, GloVe and fastText ``.vec``: a word and its numbers per line), the header
+line ``"<count> <dim>"`` and what follows the last record.
 
 Numbers are parsed by pyarrow's multi-threaded CSV reader on regular bodies, else by numpy a chunk of lines at
 a time, and written in the file's own number style (``repr``, ``fixed6``, ``g5``) with vectorised passes; each
@@ -10,32 +10,41 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 import construct as cs
 import numpy as np
 
-from ...errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
-from ...framework.fields import Checked, evaluate
-from ...framework.located import fail, tell, warn
-from ...framework.streams import background, release, window
-from ...framework.strings import decode_all, decode_spans
-from .wordvec_binary import _word_bytes
-from .wordvec_lines import STYLE_ROWS, content
-from .wordvec_rows import (
+from ..errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
+from .fields import Checked, evaluate
+from .located import fail, tell, warn
+from .streams import background, release, window
+from .strings import decode_all, decode_spans
+from .wordtables import (
     F32,
+    _compiled,
     _dimension,
     _errors,
     _matrix,
     _params,
     _text_dtype,
     _touched,
+    _word_bytes,
 )
 
-# ---------------------------------------------------------------------------------------------------------
-# text
+STYLE_ROWS = 50  # lines whose numbers decide the number style (a quick summary in the standard library reads
+# as many: schemas/constructs/wordvec_lines.py)
+
+
+def _content(line: bytes) -> bytes:
+    """A line (without its newline) as the tables read it: a final ``\\r`` dropped, and trailing spaces and
+    tabs when it ends with a space (fastText and word2vec.c write one)."""
+    line = line[:-1] if line.endswith(b"\r") else line
+    return line.rstrip(b" \t") if line.endswith(b" ") else line
 
 
 def _fmt_repr(row: np.ndarray) -> list[str]:
@@ -57,15 +66,16 @@ def _fmt_repr16(row: np.ndarray) -> list[str]:
 
 
 # number styles, by name (the order detect_style tries them): repr16 spells differently from repr only from 1e6 up
-STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5, "repr16": _fmt_repr16}
+TEXT_STYLES = {"repr": _fmt_repr, "fixed6": _fmt_fixed6, "g5": _fmt_g5, "repr16": _fmt_repr16}
 
 
 def detect_style(chunks: list[bytes], values: np.ndarray) -> str:
     """The number style that reproduces the sampled lines' numbers (each chunk from the line's first space
     on) from their values ("repr" if none does)."""
     lines = [chunk.decode("ascii", "replace").split(" ")[1:] for chunk in chunks]
-    values = values.astype(F32, copy=False)  # the styles spell float32 values (a float64 read is rounded back)
-    for name, fn in STYLES.items():
+    with np.errstate(over="ignore"):  # the styles spell float32 values (a float64 read is rounded back)
+        values = values.astype(F32, copy=False)
+    for name, fn in TEXT_STYLES.items():
         if all(fn(row) == tokens for tokens, row in zip(lines, values, strict=False)):
             return name
     return "repr"
@@ -175,7 +185,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     line loop parses the file and names the offending line.
     """
     arrow = _pyarrow()
-    if arrow is None or end - pos < _ARROW_MIN_BYTES or buf[end - 1 : end] != b"\n":
+    if arrow is None or buf[end - 1 : end] != b"\n":
         return None
     pa, pcsv, _ = arrow
     first = buf.find(b"\n", pos, end)
@@ -257,12 +267,118 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     vectors = ahead.result() if out is None else out
     if vectors is None or rows != len(vectors):
         return None
+    return words, vectors, _layout(buf, pos, vectors, trailing, crlf)
+
+
+def _layout(buf: Any, pos: int, vectors: np.ndarray, trailing: bool, crlf: bool) -> cs.Container:
+    """The layout of a regular body of ``len(vectors)`` lines from ``pos`` that ends with a newline (the number
+    style from its first lines), as the line loop records it."""
+    rows = len(vectors)
     head = bytes(buf[pos : _nth_newline(buf, pos, min(rows, STYLE_ROWS))])
     style = detect_style([_line_numbers(ln) for ln in head.split(b"\n")[:-1]], vectors[:STYLE_ROWS]) if rows \
         else "repr"
-    layout = cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
-                          final_newline=True)
-    return words, vectors, layout
+    return cs.Container(style=style, trailing_space=bool(rows) and trailing, crlf=bool(rows) and crlf,
+                        final_newline=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the compiled parser (wvformats/framework/_texttable.c): its pure-Python twins are the pyarrow path above and
+# numpy's parser in the line loop, which give the same values (float() of each spelling) and layout
+
+_KERNEL_BLOCK = 8 << 20  # bytes of lines per kernel call: mapped pages are let go of a block at a time
+def _first_width(buf: Any, pos: int, end: int) -> tuple[int, bool, bool]:
+    """(numbers on the first line, whether it ends with a space, whether with ``\\r``), as the fast paths
+    take a regular body's width from it (0: not a width they read)."""
+    first = buf.find(b"\n", pos, end)
+    line = bytes(buf[pos:first])
+    crlf = line.endswith(b"\r")
+    line = line[:-1] if crlf else line
+    trailing = line.endswith(b" ")
+    line = line[:-1] if trailing else line
+    return (0 if line.endswith(b" ") else line.count(b" ")), trailing, crlf
+
+
+def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
+                 path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container] | None:
+    """Parse a regular text table with the compiled kernel, or return None (as :func:`_arrow_text`: the same
+    regular bodies, the same results).
+
+    The body is cut into blocks of lines; the two halves of the blocks are counted, then parsed, on two
+    threads (the kernel lets go of the GIL), each block's numbers straight into its rows of the result and
+    its mapped pages let go of once parsed. Words come back joined by newlines and are decoded once per
+    block (as :func:`decode_spans` decodes them)."""
+    k = _compiled("_texttable")
+    if k is None or end <= pos or buf[end - 1 : end] != b"\n" or isinstance(buf, memoryview):
+        return None
+    width, trailing, crlf = _first_width(buf, pos, end)
+    if width == 0 or (dim is not None and width != dim):
+        return None
+    dim = width
+    cuts = [pos]
+    while cuts[-1] < end:
+        cuts.append(min(end, buf.find(b"\n", min(cuts[-1] + _KERNEL_BLOCK, end - 1), end) + 1))
+    blocks = list(zip(cuts[:-1], cuts[1:], strict=True))
+    half = (len(blocks) + 1) // 2
+
+    def counts(part: list[tuple[int, int]]) -> list[int]:
+        found = []
+        for a, z in part:
+            found.append(k.count_lines(buf, a, z))
+            release(buf, z, a)  # (the parse maps them again from the page cache: minor faults)
+        return found
+
+    other = background(counts, blocks[half:]) if len(blocks) > 1 else None
+    try:
+        lines = counts(blocks[:half])
+    finally:
+        lines += other.result() if other is not None else []
+    rows = sum(lines)
+    if not rows or (count is not None and rows != count) or rows * (2 + 2 * dim) > end - pos:
+        return None  # (a line holds a word, dim numbers and their separators)
+    firsts = np.concatenate([[0], np.cumsum(lines)]).tolist()
+    wide = dtype.itemsize == 8
+    out = np.empty((rows, dim), dtype)
+    wstarts = np.empty(rows, np.int64)
+    wends = np.empty(rows, np.int64)
+    joinable = errors in ("strict", "surrogateescape")
+
+    def parse(which: range) -> tuple[list[str], int, int] | None:
+        """Words, trailing spaces and carriage returns of the blocks ``which``, or None: not regular."""
+        words: list[str] = []
+        spaces = returns = 0
+        for b in which:
+            a, z = blocks[b]
+            r0, r1 = firsts[b], firsts[b + 1]
+            got, _, t, c, blob = k.parse_rows(buf, a, z, dim, wide, out[r0:r1], wstarts[r0:r1], wends[r0:r1],
+                                              r1 - r0)
+            if got < 0:
+                return None
+            spaces, returns = spaces + t, returns + c
+            try:
+                block = str(blob, "utf-8", errors).split("\n") if joinable else []
+            except UnicodeDecodeError:
+                block = []
+            if len(block) != r1 - r0:  # a word that does not decode, or another error policy: as decode_spans
+                try:
+                    block = decode_spans(buf, wstarts[r0:r1], wends[r0:r1], errors, path, 0, sep=b" ")
+                except FormatError:
+                    return None  # the line loop reports it
+            words += block
+            release(buf, z, a)
+        return words, spaces, returns
+
+    second = background(parse, range(half, len(blocks))) if len(blocks) > 1 else None
+    try:
+        head = parse(range(half))
+    finally:  # (the worker reads ``buf``: done before the caller may close it)
+        tail = second.result() if second is not None else ([], 0, 0)
+    if head is None or tail is None:
+        return None
+    words = head[0] + tail[0]
+    spaces, returns = head[1] + tail[1], head[2] + tail[2]
+    if spaces not in (0, rows) or returns not in (0, rows) or (spaces == rows) != trailing:
+        return None  # lines that end differently: the line loop records what they share
+    return words, out, _layout(buf, pos, out, trailing, returns == rows)
 
 
 def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
@@ -282,7 +398,7 @@ def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
 
 def _line_numbers(line: bytes) -> bytes:
     """The numbers of a line (from its first space on) as the line loop sees them."""
-    line = content(line)
+    line = _content(line)
     return line[line.find(b" ") :]
 
 
@@ -337,7 +453,7 @@ def _mended(pa: Any, pc: Any, text: Any, wrong: np.ndarray, flat: np.ndarray, st
     fix = np.flatnonzero(wrong)
     if not fix.size:
         return text
-    spelled = pa.array(STYLES[style](flat[fix]), pa.string())
+    spelled = pa.array(TEXT_STYLES[style](flat[fix]), pa.string())
     if _many(fix.size, len(flat)):
         return pc.replace_with_mask(text, pa.array(wrong), spelled)
     parts, at = [], 0
@@ -482,6 +598,31 @@ def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, 
     return n
 
 
+# the fast parsers of regular bodies, in the order they are tried, and the body size from which each is
+_FAST = (("kernel", _kernel_text), ("arrow", _arrow_text))
+_MIN_BYTES = {"kernel": 0, "arrow": _ARROW_MIN_BYTES}
+_FORCED: list[Any] = []  # (name, the row counts it accepted) while text_parser forces one
+TEXT_PARSERS = ("kernel", "arrow", "lines")
+
+
+@contextmanager
+def text_parser(name: str) -> Iterator[list[int]]:
+    """Parse every text body with the parser ``name`` (of ``TEXT_PARSERS``), whatever its size, for tests and
+    benchmarks: ``"kernel"`` (the compiled kernel), ``"arrow"`` (pyarrow's CSV reader), ``"lines"`` (numpy's
+    parser, a chunk of lines at a time); a body the fast parser declines goes to the line loop, which names
+    any fault. Yields the list of the row counts of the bodies the forced fast parser accepted."""
+    if name not in TEXT_PARSERS:
+        raise ValueError(f"unknown text parser {name!r}; use {', '.join(TEXT_PARSERS)}")
+    if _FORCED:
+        raise RuntimeError("a text parser is forced already")
+    accepted: list[int] = []
+    _FORCED[:] = [name, accepted]
+    try:
+        yield accepted
+    finally:
+        _FORCED.clear()
+
+
 class TextRecords(Checked):
     """Lines ``word v1 ... vD``: words split off at the first ASCII space, numbers parsed in one pass.
 
@@ -490,14 +631,15 @@ class TextRecords(Checked):
     and the final newline in ``layout``, so a file in any writer's canonical form rebuilds byte-exact.
     """
 
-    def __init__(self, count: Any = None, dim: Any = None) -> None:
+    def __init__(self, count: Any = None, dim: Any = None, *, max_dim: int | None = None) -> None:
         super().__init__()
         self.count = count
         self.dim = dim
+        self.max_dim = max_dim
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         declared = None if self.count is None else int(evaluate(self.count, context))
-        dim = None if self.dim is None else _dimension(self.dim, context, path, stream)
+        dim = None if self.dim is None else _dimension(self.dim, context, path, stream, self.max_dim)
         want = declared
         limit = _params(context).get("limit")
         if limit is not None:
@@ -508,11 +650,16 @@ class TextRecords(Checked):
         pos = stream.tell() - base
         end = len(buf)
         if limit is None and _params(context).get("vocab") is None:
-            fast = _arrow_text(buf, pos, end, declared, dim, _errors(context), path, _text_dtype(context))
-            if fast is not None:
-                words, vectors, layout = fast
-                stream.seek(base + end)
-                return cs.Container(words=words, vectors=vectors, layout=layout)
+            for name, parser in _FAST:
+                if _FORCED and _FORCED[0] != name or not _FORCED and end - pos < _MIN_BYTES[name]:
+                    continue
+                fast = parser(buf, pos, end, declared, dim, _errors(context), path, _text_dtype(context))
+                if fast is not None:
+                    words, vectors, layout = fast
+                    if _FORCED:
+                        _FORCED[1].append(len(words))
+                    stream.seek(base + end)
+                    return cs.Container(words=words, vectors=vectors, layout=layout)
         find = buf.find
         raws: list[bytes] = []
         nums: list[bytes] = []
@@ -592,7 +739,7 @@ class TextRecords(Checked):
         arr = _matrix(arr, n, dim, path, stream)
         layout = obj.get("layout") or {}
         style = layout.get("style", "repr")
-        fmt = STYLES[style]
+        fmt = TEXT_STYLES[style]
         tail = (" " if layout.get("trailing_space") else "") + ("\r\n" if layout.get("crlf") else "\n")
         final = layout.get("final_newline", True)
         done = _write_text_lines(style, words, arr, tail, final, stream)

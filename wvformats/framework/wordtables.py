@@ -1,48 +1,260 @@
-"""Binary record tables: Leader (u32 length, word, vector) and word2vec binary (word, space, vector, with
-newlines between records as its writers left them).
+"""Word tables: one record per word, a word and a row of ``dim`` numbers. Binary here (Leader's: u32 length,
+word, vector; word2vec's: word, space, vector, with newlines between records as its writers left them), text in
+:mod:`.texttable`; both read their options (``limit``, ``vocab``, ``dtype``, ``unicode_errors``) from the
+parse's context and give ``Container(words=[...], vectors=ndarray(n, dim), ...layout details...)``, the layout
+details (newlines between binary records, the number style of text files) making the rebuild byte-exact.
 
 A vocabulary of 400,000 records must not go through per-record interpreted construct code: these constructs
-find every record's offset with vectorised walks, decode the words in one pass, gather the rows into a matrix,
-check every length, and name the record index and byte offset in every error. Their compiled form calls the
-same checked code.
+walk the records with the compiled kernel ``_wordtables.c`` where it is built, else (and wherever a record is
+not whole) find every record's offset with vectorised walks, decode the words in one pass, gather the rows into
+a matrix, check every length, and name the record index and byte offset in every error. Their compiled form
+calls the same checked code.
 """
 
 from __future__ import annotations
 
+import importlib
+import mmap
+import os
 import struct
+from concurrent.futures import Future
 from typing import Any
 
 import construct as cs
 import numpy as np
 
-from ...errors import BuildError, TruncatedError, ValueMismatchError
-from ...framework.fields import Checked, evaluate
-from ...framework.located import fail, tell
-from ...framework.records import (
+from ..errors import BuildError, TruncatedError, ValueMismatchError
+from .fields import Checked, evaluate
+from .located import fail, tell
+from .records import (
     WalkPolicy,
     follow_chain,
     lockstep_chain,
     pack_records,
     prefixed_starts,
+    selected_rows,
     walk_region,
 )
-from ...framework.streams import byte_view, release, window
-from .wordvec_rows import _dimension, _limit, _matrix, _matrix_ahead, _params, _table
+from .streams import background, byte_view, release, window
+from .strings import decode_spans
 
+# ---------------------------------------------------------------------------------------------------------
+# rows of a word table, read options
+
+F32 = np.dtype("<f4")
+
+
+def _params(context: Any) -> Any:
+    return getattr(context, "_params", None) or {}
+
+
+def _limit(context: Any, count: int) -> int:
+    limit = _params(context).get("limit")
+    return count if limit is None else min(count, int(limit))
+
+
+def _errors(context: Any) -> str:
+    return _params(context).get("unicode_errors", "strict")
+
+
+def _text_dtype(context: Any) -> np.dtype:
+    """What text numbers are parsed into: float64 when the ``dtype`` read option asks for more than float32
+    (gensim's ``datatype``; files with 17-digit numbers keep them), else float32."""
+    wanted = np.dtype(_params(context).get("dtype") or F32)
+    return np.dtype("<f8") if wanted.kind == "f" and wanted.itemsize > 4 else F32
+
+
+def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy ``dim`` little-endian float32 values starting at each byte offset into one (n, dim) matrix (into
+    ``out`` when it has that shape).
+
+    Rows sit at arbitrary byte offsets: every window of ``4 * dim`` bytes of the buffer is a row of a
+    strided view, and indexing it copies the wanted windows (a memcpy per row), a few MB at a time.
+    """
+    n = len(vstarts)
+    if out is None or out.shape != (n, dim):
+        out = np.empty((n, dim), F32)
+    if n == 0 or dim == 0:
+        return out
+    u8 = np.frombuffer(buf, np.uint8)
+    windows = np.lib.stride_tricks.sliding_window_view(u8, 4 * dim)
+    dest = out.view(np.uint8).reshape(n, 4 * dim)
+    idx = np.asarray(vstarts, np.intp)
+    step = max(1, (4 << 20) // (4 * dim))  # rows per copy: a 4 MB temporary stays in cache
+    ordered = n < 2 or bool((idx[1:] >= idx[:-1]).all())
+    for a in range(0, n, step):
+        dest[a : a + step] = windows[idx[a : a + step]]
+        if ordered:  # rows in file order: the pages behind them are done with
+            release(buf, int(idx[min(a + step, n) - 1]))
+    return out
+
+
+_AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
+
+
+def _touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
+    """An uninitialised matrix (float32 by default) with every page already faulted in (one write per page)."""
+    out = np.empty(shape, dtype)
+    out.reshape(-1).view(np.uint8)[:: mmap.PAGESIZE] = 0
+    return out
+
+
+def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> Future[Any] | None:
+    """Start allocating the (count, dim) result while the record offsets are found, when the table is big
+    and ``count`` records of at least ``least`` bytes fit in the ``room`` bytes left (a hostile count gets
+    nothing ahead: the matrix is then allocated for the records really found)."""
+    if _params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
+        return None
+    return background(_touched, (count, dim))
+
+
+def _dimension(dim: Any, context: Any, path: str, stream: Any, most: int | None) -> int:
+    """The header's dimension, refused when over ``most`` (absurd: an empty table would otherwise carry it
+    unchecked to lookups that allocate ``words x dim``)."""
+    value = int(evaluate(dim, context))
+    if most is not None and value > most:
+        bound = f"2^{most.bit_length() - 1}" if most & (most - 1) == 0 else str(most)
+        raise fail(path, tell(stream), f"dimension {value} is larger than {bound}", ValueMismatchError)
+    return value
+
+
+def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
+    """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
+    return selected_rows(words, vocab=_params(context).get("vocab"))
+
+
+def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
+           path: str, base: int, ahead: Future[Any] | None = None,
+           sep: bytes | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and vectors of a binary table from the record offsets found by a parse loop (``ahead``: the
+    matrix being allocated by :func:`_matrix_ahead`; ``sep``: the byte that ends every word, as
+    :func:`decode_spans` takes it).
+
+    The rows are copied on a worker thread while this one decodes the words; with the ``vocab`` option the
+    words come first, to choose the rows."""
+    ws = np.asarray(wstarts, np.int64)
+    we = np.asarray(wends, np.int64)
+    vs = np.asarray(vstarts, np.int64)
+    if _params(context).get("vocab") is None:
+        out = ahead.result() if ahead is not None else None
+        if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
+            return decode_spans(buf, ws, we, _errors(context), path, base, sep=sep), _gather_rows(buf, vs, dim)
+        rows = background(_gather_rows, buf, vs, dim, out)
+        try:
+            words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+        except BaseException:
+            rows.exception()  # the copy reads ``buf``: it ends before the error leaves here
+            raise
+        return words, rows.result()
+    words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+    keep = _keep_vocab(context, words)
+    if keep is not None:
+        words = [words[i] for i in keep]
+        vs = vs[np.array(keep, np.int64)]
+    return words, _gather_rows(buf, vs, dim)
+
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _compiled(name: str) -> Any:
+    """The framework's compiled module ``name`` (``"_wordtables"``, ``"_texttable"``), or None: not built, or
+    ``WVFORMATS_PURE_PYTHON`` set (as for the families' kernels); its pure-Python twin then stands in."""
+    if os.environ.get("WVFORMATS_PURE_PYTHON"):
+        return None
+    if name not in _KERNELS:
+        try:
+            _KERNELS[name] = importlib.import_module(f"{__package__}.{name}")
+        except ImportError:
+            _KERNELS[name] = None
+    return _KERNELS[name]
+
+
+_GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages are let go of that often
+
+
+def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
+                  prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int] | None:
+    """Words, vectors, newlines before each word (word2vec; None when there are none) and the offset after the
+    table of ``count`` whole binary records from ``pos``, by the compiled kernel (wvformats/framework/
+    _wordtables.c): the records walked in one pass, then their rows copied and words joined on two threads
+    (the GIL let go of), a block at a time, the mapped pages let go of behind; None when the kernel is not
+    built, an option needs the twin (``vocab``), or a record is not whole (the twin names it)."""
+    k = _compiled("_wordtables")
+    rowbytes = 4 * dim
+    least = rowbytes + (4 if prefixed else 2)  # the smallest record
+    if k is None or isinstance(buf, memoryview) or _params(context).get("vocab") is not None \
+            or count * least > end - pos:
+        return None
+    wstarts = np.empty(count, np.int64)
+    wends = np.empty(count, np.int64)
+    gaps = np.zeros(count if not prefixed else 0, np.uint32)
+    found, after = k.walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps)
+    if found != count:
+        return None
+    out = np.empty((count, dim), F32)
+    step = max(1, _GATHER_ROWS_BYTES // (rowbytes + 16))
+    blocks = [(a, min(count, a + step)) for a in range(0, count, step)]
+    half = (len(blocks) + 1) // 2
+    skip = 0 if prefixed else 1
+    errors = _errors(context)
+    joinable = errors in ("strict", "surrogateescape")
+
+    def run(part: list[tuple[int, int]]) -> list[str] | None:
+        words: list[str] = []
+        for lo, hi in part:
+            blob = k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
+            try:
+                block = str(blob, "utf-8", errors).split("\n") if joinable else []
+            except UnicodeDecodeError:
+                block = []
+            if len(block) != hi - lo:  # a word holding a newline or not UTF-8, another policy: decode_spans
+                block = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base)
+            words += block
+            release(buf, int(wends[hi - 1]) + skip + rowbytes, int(wstarts[lo]))
+        return words
+
+    other = background(run, blocks[half:]) if len(blocks) > 1 else None
+    try:
+        words = run(blocks[:half])
+    finally:  # (the worker reads ``buf``: done before the caller may close it, or an error leaves)
+        rest = other.result() if other is not None else []
+    newlines = gaps if not prefixed and gaps.any() else None
+    return words + rest, out, newlines, after
+
+
+def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
+    arr = np.asarray(vectors)
+    if arr.size == 0 and n == 0:
+        return np.zeros((0, dim), F32)
+    if arr.dtype.kind not in "biuf":
+        raise fail(path, tell(stream), f"vectors must be numeric, not {arr.dtype}", BuildError)
+    arr = np.ascontiguousarray(arr, dtype=F32)  # explicit cast: float64 input never makes a corrupt file
+    if arr.shape != (n, dim):
+        raise fail(path, tell(stream), "vector matrix does not match the header", BuildError,
+                   expected=(n, dim), found=arr.shape)
+    return arr
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# binary tables
 
 class _BinaryRecords(Checked):
-    """``count`` records, each a word and ``dim`` little-endian float32 values (Leader's and word2vec's)."""
+    """``count`` records, each a word and ``dim`` little-endian float32 values (Leader's and word2vec's);
+    a ``dim`` over ``max_dim`` is refused."""
 
-    def __init__(self, count: Any, dim: Any) -> None:
+    def __init__(self, count: Any, dim: Any, *, max_dim: int | None = None) -> None:
         super().__init__()
         self.count = count
         self.dim = dim
+        self.max_dim = max_dim
 
     def _start(self, stream: Any, context: Any, path: str) -> tuple[int, int, Any, int, int]:
         """(records to read, dimension, the buffer holding the rest of the stream, the absolute offset of its
         first byte, where the table starts in it), once the header's dimension is checked."""
         count = _limit(context, int(evaluate(self.count, context)))
-        dim = _dimension(self.dim, context, path, stream)
+        dim = _dimension(self.dim, context, path, stream, self.max_dim)
         buf, base = window(stream)
         return count, dim, buf, base, stream.tell() - base
 
@@ -88,6 +300,11 @@ class LeaderRecords(_BinaryRecords):
         count, dim, buf, base, pos = self._start(stream, context, path)
         rowbytes = 4 * dim
         end = len(buf)
+        fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=True)
+        if fast is not None:
+            words, vectors, _, pos = fast
+            stream.seek(base + pos)
+            return cs.Container(words=words, vectors=vectors)
         # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
         # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
         # count runs into the end of the file long before memory runs out: offsets grow as records are found.
@@ -243,6 +460,11 @@ class Word2VecRecords(_BinaryRecords):
         if isinstance(buf, memoryview):
             buf = buf.tobytes()
         end = len(buf)
+        fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=False)
+        if fast is not None:
+            words, vectors, newlines, pos = fast
+            stream.seek(base + pos)
+            return cs.Container(words=words, vectors=vectors, newlines=newlines)
         find = buf.find
         # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
         wstarts: list[np.ndarray] = []
