@@ -571,8 +571,6 @@ class KeyedVectorsMixin:
         atomically unless ``append=True``."""
         from . import framework
         from .fileio import atomic_output
-        from .schemas.constructs.wordvec_binary import Word2VecRecords
-        from .schemas.constructs.wordvec_text import TextRecords
 
         counts = self._counts() if sort_attr == "count" else None
         n = len(self.words)
@@ -594,10 +592,10 @@ class KeyedVectorsMixin:
         vectors = vectors if np.array_equal(order, np.arange(n)) else vectors[order]
         total_vec = n if total_vec is None else total_vec
         if binary:
-            records, obj = Word2VecRecords(n, self.vector_size), {"newlines": None}
+            records, obj = framework.Word2VecRecords(n, self.vector_size), {"newlines": None}
             vectors = vectors.astype(np.float32)
         else:
-            records, obj = TextRecords(n, self.vector_size), {
+            records, obj = framework.TextRecords(n, self.vector_size), {
                 "layout": {"style": "repr", "trailing_space": False, "crlf": False, "final_newline": True}}
         with _output(fname, append, atomic_output) as fout:
             if write_header:

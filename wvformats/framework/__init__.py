@@ -70,6 +70,7 @@ from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into,
 _LAZY = {name: module for module, names in {
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "kernels": ("kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV"),
     "packed": ("PackedStruct",),
     "records": ("WalkPolicy", "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "selected_rows",
                 "walk_region"),
@@ -123,6 +124,8 @@ __all__ = [
     "build_fields", "run_message",
     "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
     "I32", "WIRE_NAMES",
+    # the compiled kernels (the families' and the framework's) and their pure-Python twins
+    "kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV",
     # the annotated walk (dump, validate, inspect) and the docs pages
     "walk", "walk_into", "walk_parts", "Part", "Span", "covering", "hexdump", "leaves", "short", "field_docs",
     "describe", "schema_table", "page",

@@ -13,9 +13,7 @@ calls the same checked code.
 
 from __future__ import annotations
 
-import importlib
 import mmap
-import os
 import struct
 from concurrent.futures import Future
 from typing import Any
@@ -25,6 +23,7 @@ import numpy as np
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
 from .fields import Checked, evaluate
+from .kernels import kernel
 from .located import fail, tell
 from .records import (
     WalkPolicy,
@@ -154,20 +153,10 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
     return words, _gather_rows(buf, vs, dim)
 
 
-_KERNELS: dict[str, Any] = {}
-
-
 def _compiled(name: str) -> Any:
-    """The framework's compiled module ``name`` (``"_wordtables"``, ``"_texttable"``), or None: not built, or
-    ``WVFORMATS_PURE_PYTHON`` set (as for the families' kernels); its pure-Python twin then stands in."""
-    if os.environ.get("WVFORMATS_PURE_PYTHON"):
-        return None
-    if name not in _KERNELS:
-        try:
-            _KERNELS[name] = importlib.import_module(f"{__package__}.{name}")
-        except ImportError:
-            _KERNELS[name] = None
-    return _KERNELS[name]
+    """The framework's compiled module ``name`` (``"_wordtables"``, ``"_texttable"``), or None where its
+    pure-Python twin stands in (see :mod:`.kernels`)."""
+    return kernel(f"{__package__}.{name}")
 
 
 _GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages are let go of that often

@@ -2,6 +2,7 @@
 and the safetensors library as the oracles."""
 
 import json
+import struct
 import warnings
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import wvformats as wv
 from wvformats import cli
-from wvformats.errors import BuildError, OptionError
+from wvformats.errors import BuildError, FormatError, OptionError
 from wvformats.families.safetensors.model import SafeTensors
 
 gguf = pytest.importorskip("gguf")  # the 'peers' extra, installed by CI
@@ -161,3 +162,16 @@ def test_gguf_writer_refuses_options_it_would_ignore(tmp_path, gguf_file):
     with pytest.raises(OptionError, match="gguf files take no write option 'newline'"):
         wv.convert(src, tmp_path / "a.gguf", newline=True)
     assert not (tmp_path / "a.gguf").exists()
+
+
+def test_metadata_that_is_not_strings_is_refused_naming_the_key(tmp_path):
+    """A __metadata__ value that is not a string (read as it is; safetensors refuses the file) converted to GGUF:
+    a FormatError naming the key, where GGUF's typed metadata raised TypeError (found by the mutation fuzz)."""
+    header = json.dumps({"__metadata__": {"format": None}, "w": {"dtype": "F32", "shape": [2],
+                                                                   "data_offsets": [0, 8]}}).encode()
+    src = tmp_path / "meta.safetensors"
+    src.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
+    with pytest.raises(FormatError) as e:
+        wv.convert(src, tmp_path / "out.gguf")
+    assert e.value.path == "header.__metadata__.format" and "null" in str(e.value)
+    assert not (tmp_path / "out.gguf").exists()

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BuildError
+from ...errors import BuildError, FormatError
 from ..ggml.gguf import GGUFModel, GGUFTensor
 from ..ggml.quants import WRITTEN, quantize
 from ..ggml.sniff import GGUF
@@ -100,6 +100,9 @@ def to_gguf(st: SafeTensors, type: str | None = None) -> GGUFModel:
         _say_kept(type, kept, tensors)
     model = GGUFModel({}, tensors)
     for key, value in (st.metadata or {}).items():
+        if not isinstance(value, str):  # (read as it is; safetensors itself refuses the file: check() says so)
+            raise FormatError(f"__metadata__ holds strings only (safetensors refuses the file); {key!r} is "
+                              f"{json.dumps(value)}", format="safetensors", path=f"header.__metadata__.{key}")
         model.metadata.set(key, value, type="STRING")
     return model
 
