@@ -6,6 +6,7 @@ import struct
 import construct as cs
 import numpy as np
 import pytest
+from families.wordvec.test_wordvec import any_word, embeddings, f32, spaced_word
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from roundtrip import equal
@@ -18,21 +19,7 @@ from wvformats.families.wordvec import codec
 from wvformats.framework import texttable as text
 from wvformats.framework import wordtables as binary
 
-# words for the space-separated formats: no ASCII space, no newline, not empty; NBSP, tabs, astral allowed
-spaced_word = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs",)),
-                      min_size=1, max_size=12).filter(lambda w: w.strip(" \t\r\x0b\x0c") == w or "\t" in w)
-any_word = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
-
-
-@st.composite
-def embeddings(draw, word=spaced_word, finite=False, min_words=0):
-    n = draw(st.integers(min_words, 6))
-    dim = draw(st.integers(0, 5))
-    words = draw(st.lists(word, min_size=n, max_size=n))
-    values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
-    flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
-    return words, np.array(flat, dtype="<f4").reshape(n, dim)
+# the word-vector tests' strategies (words for the space-separated formats, float32 values, whole tables)
 
 
 def _w2v_table(records: list) -> tuple[bytes, list[tuple[int, int]]]:

@@ -188,14 +188,8 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     if arrow is None or buf[end - 1 : end] != b"\n":
         return None
     pa, pcsv, _ = arrow
-    first = buf.find(b"\n", pos, end)
-    line = bytes(buf[pos:first])
-    crlf = line.endswith(b"\r")
-    line = line[:-1] if crlf else line
-    trailing = line.endswith(b" ")
-    line = line[:-1] if trailing else line
-    width = line.count(b" ")
-    if (dim is not None and width != dim) or width == 0 or line.endswith(b" "):
+    width, trailing, crlf = _first_width(buf, pos, end)
+    if (dim is not None and width != dim) or width == 0:
         return None
     dim = width
     names = ["w", *(f"v{j}" for j in range(dim)), *(["t"] if trailing else [])]
