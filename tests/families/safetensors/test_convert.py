@@ -173,5 +173,5 @@ def test_metadata_that_is_not_strings_is_refused_naming_the_key(tmp_path):
     src.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
     with pytest.raises(FormatError) as e:
         wv.convert(src, tmp_path / "out.gguf")
-    assert e.value.path == "header.__metadata__.format" and "null" in str(e.value)
+    assert (e.value.format, e.value.path) == ("gguf", "header.__metadata__.format") and "null" in str(e.value)
     assert not (tmp_path / "out.gguf").exists()

@@ -101,8 +101,8 @@ def to_gguf(st: SafeTensors, type: str | None = None) -> GGUFModel:
     model = GGUFModel({}, tensors)
     for key, value in (st.metadata or {}).items():
         if not isinstance(value, str):  # (read as it is; safetensors itself refuses the file: check() says so)
-            raise FormatError(f"__metadata__ holds strings only (safetensors refuses the file); {key!r} is "
-                              f"{json.dumps(value)}", format="safetensors", path=f"header.__metadata__.{key}")
+            raise FormatError(f"the source's __metadata__ holds strings only (safetensors refuses the file); "
+                              f"{key!r} is {json.dumps(value)}", path=f"header.__metadata__.{key}")
         model.metadata.set(key, value, type="STRING")
     return model
 
