@@ -26,6 +26,10 @@ def test_every_kernel_source_is_built_and_imports():
         assert k.__file__.endswith((".so", ".pyd")), name
         if where:
             assert Path(k.__file__).is_relative_to(where), (k.__file__, where)
+        source = Path(k.__file__).with_name(name.rsplit(".", 1)[1] + ".c")
+        if not where and source.exists():  # (an editable install builds once: a changed source needs another)
+            assert Path(k.__file__).stat().st_mtime >= source.stat().st_mtime, \
+                f"{k.__file__} is older than {source.name}: run pip install -e . again to build it"
 
 
 def test_the_environment_switch_gives_the_pure_python_twins():
