@@ -130,3 +130,18 @@ fasttext = Struct(
     * "output rows: one per word (unsupervised) or label (supervised)",
     Terminated * "end of file",
 )
+
+
+def args_offset(new_format: bool, field: str) -> int:
+    """The byte offset of an args field in the file: after a current release's magic and version, at the start
+    of an older one's."""
+    at = 0
+    for sub in fasttext.subcons:
+        if sub.name == "args":
+            break
+        at += sub.sizeof(new_format=new_format)
+    for sub in args.subcons:
+        if sub.name == field:
+            return at
+        at += sub.sizeof()
+    raise KeyError(field)

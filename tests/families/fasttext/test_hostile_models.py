@@ -223,3 +223,19 @@ def test_a_negative_minn_converted_to_finalfusion_is_refused_naming_the_field(tm
         wv.convert(path, tmp_path / "out.fifu")
     assert e.value.path.endswith("fasttext_subword_vocab.min_n") and "-1 does not fit the field (u32)" in str(e.value)
     assert not (tmp_path / "out.fifu").exists()
+
+
+def test_a_pruned_bucket_count_out_of_proportion_is_refused_converting_to_finalfusion(tmp_path):
+    """finalfusion has no prune index: a pruned model's buckets become zero rows, which a bucket count past
+    fastText's default and far past the kept ones would make out of proportion to the file (64 GiB for
+    2**31 - 1 buckets of 8 dimensions: MemoryError, found by the final fuzz campaign). Refused naming args.bucket
+    and its byte; the model's own lookups are unaffected."""
+    parsed = codec.parse((TRAINED / "sup-softmax.ftz").read_bytes())
+    parsed.args.bucket = 2**31 - 1
+    path = _built(parsed, tmp_path / "huge-bucket.ftz")
+    m = wv.read(path)
+    with pytest.warns(UserWarning), pytest.raises(FormatError) as e:
+        wv.convert(path, tmp_path / "out.fifu")
+    assert (e.value.path, e.value.offset) == ("args.bucket", 40) and "refused" in str(e.value)
+    assert not (tmp_path / "out.fifu").exists()
+    assert m.predict("hello world")[0]  # (reading and predicting need no such table)

@@ -46,6 +46,10 @@ _SOLVE_BLOCK = 1 << 18  # values of the words solved at once (with ~16 n-gram ro
 _SOLVE_ROUNDS = 4
 
 
+DEFAULT_BUCKET = 2_000_000  # fastText's -bucket
+_BUCKETS_PER_KEPT = 64  # a pruned model's buckets, past the default, at most this many per kept one
+
+
 def bucket_rows(m: FastText) -> np.ndarray:
     """The model's n-gram rows as finalfusion's fastText vocabulary addresses them, bucket ``b`` at row ``b``:
     a view of a dense matrix, reconstructed from a quantized one. A pruned model's (its prune index keeps
@@ -62,6 +66,11 @@ def bucket_rows(m: FastText) -> np.ndarray:
         bad = int(keys.min()) if int(keys.min()) < 0 else int(keys.max())
         raise FormatError(f"a prune index entry names n-gram bucket {bad}, outside the model's {bucket}",
                           format=NAME, path="dictionary.pruneidx")
+    if bucket > max(DEFAULT_BUCKET, _BUCKETS_PER_KEPT * len(keys)):  # (zero rows out of proportion to the file)
+        raise FormatError(f"a pruned model of {bucket} buckets keeps {len(keys)}: finalfusion, which has no prune "
+                          f"index, would need {bucket * m.input.shape[1] * 4 / 1e9:.1f} GB of zero rows for the "
+                          "others; refused", format=NAME, path="args.bucket",
+                          offset=schema.args_offset(m.parsed["new_format"], "bucket") if m.parsed is not None else None)
     out = np.zeros((bucket, m.input.shape[1]), "<f4")
     out[keys] = m.input.rows(m.buckets.values + n)
     warnings.warn(f"a pruned fastText model to finalfusion: its {len(keys)} kept n-gram rows are written among "

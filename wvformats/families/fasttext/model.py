@@ -652,7 +652,7 @@ class FastText(Embeddings):
                 why = ("predict needs a supervised model" if field == "model" else
                        "fastText refuses to load the model (\"Unknown loss\")")
                 return FormatError(f"args.{field} is {value}, which fastText does not define ({named(enum)}): {why}",
-                                   format=NAME, path=f"args.{field}", offset=args_offset(self.parsed, field))
+                                   format=NAME, path=f"args.{field}", offset=schema.args_offset(self.parsed["new_format"], field))
         return None
 
     def _not_predictable(self) -> str | None:
@@ -727,20 +727,6 @@ def args_metadata(args: Any) -> dict[str, Any]:
     the doubles (``t``, which the schema keeps as its bits) as floats."""
     return {k: struct.unpack("<d", struct.pack("<q", v))[0] if k in F64_ARGS else v
             for k, v in args.items() if not k.startswith("_")}
-
-
-def args_offset(parsed: Any, field: str) -> int:
-    """The byte offset of an args field in the file (after the magic and version of a current release's)."""
-    at = 0
-    for sub in schema.fasttext.subcons:
-        if sub.name == "args":
-            break
-        at += sub.sizeof(new_format=parsed["new_format"])
-    for sub in schema.args.subcons:
-        if sub.name == field:
-            return at
-        at += sub.sizeof()
-    raise KeyError(field)
 
 
 def ngram_lengths(args: Any, version: Any) -> tuple[int, int]:
