@@ -98,7 +98,6 @@ def parse(
     Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
     """
     require_bound_checks(schema)
-    _unlocated(schema)
     stream = _as_stream(data)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
@@ -109,7 +108,7 @@ def parse(
         error = e.located(format=format)
     except _TRANSLATE as e:
         error = translate(e, stream, format, schema)
-    if compile or _ELEMENTS.get(id(schema), (None, True))[1]:
+    if compile or _unlocated(schema):
         # compiled code carries no field paths, nor construct's the index of an array's element or a field
         # without a name: parse again with the walk (interpreted) to name the failing field
         stream.seek(start)
