@@ -13,9 +13,9 @@ ROOT = Path(wvformats.__file__).parent
 LAYERS = ("errors", "framework", "schemas", "families", "api", "cli")
 
 # the modules of the top level that are neither the API nor the command: what the families share (the
-# registry, the Embeddings model and its gensim query surface, files opened and compressed, progress
-# reporting, the compiled kernels' loader)
-SHARED = {"registry", "embeddings", "queries", "fileio", "compression", "progress", "compiled"}
+# registry, the Embeddings model and its gensim query surface, the words' rows and spelling, files opened and
+# compressed, progress reporting, the compiled kernels' loader)
+SHARED = {"registry", "embeddings", "queries", "words", "spelling", "fileio", "compression", "progress", "compiled"}
 CLI = {"cli", "commands", "samples"}
 
 
