@@ -126,6 +126,42 @@ def test_the_layers_are_what_the_docs_say():
     assert layer("wvformats.families.ggml.commands") == layer("wvformats.cli")
 
 
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "families" else None
+
+
+def _public_names(package: str, modules: dict[str, Path]) -> set[str]:
+    """The names a family's package lists in its ``__all__`` (its public surface)."""
+    tree = ast.parse(modules[package].read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_families_use_each_other_only_through_their_packages():
+    """A family uses another through the names its package (``families/<family>/__init__.py``) lists, never by
+    one of its modules: a family's modules are its own to split or rename."""
+    modules = _modules()
+    wrong = []
+    for module, path in sorted(modules.items()):
+        family = _family(module)
+        if family is None:
+            continue
+        for name in sorted(_imports(module, path)):
+            target = _resolve(name, modules)
+            other = _family(target) if target else None
+            if other is None or other == family:
+                continue
+            package = f"wvformats.families.{other}"
+            if target != package:
+                wrong.append(f"{module} imports {name}: a module of {other}, not its package")
+            elif name.rsplit(".", 1)[-1] not in _public_names(package, modules):
+                wrong.append(f"{module} imports {name}, which {package}.__all__ does not list")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_family_takes_another_familys_private_names():
     """A family may use another's public functions (finalfusion's fastText vocabulary hashes with the fastText
     family's hash), never its underscore names."""

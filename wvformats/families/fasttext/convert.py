@@ -22,7 +22,7 @@ import numpy as np
 from ...embeddings import Embeddings, unnormalized, warn_if_changed, written_words
 from ...errors import BuildError, FormatError
 from ...schemas import fasttext as schema
-from ..finalfusion.lookups import composed_batch
+from ..finalfusion import composed_batch
 from . import subwords
 from .edit import CURRENT
 from .sniff import FASTTEXT

@@ -29,7 +29,7 @@ from ...errors import FormatError
 from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
-from ..finalfusion.lookups import as_row_items, composed_batch
+from ..finalfusion import as_row_items, composed_batch
 from . import subwords
 from .arithmetic import exp_to_float, sigmoid, threshold32
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
