@@ -14,21 +14,13 @@ from typing import Any
 import numpy as np
 
 from ...compiled import kernel
-from ...embeddings import (
-    Embeddings,
-    LazyRows,
-    Storage,
-    Subwords,
-    WordIndex,
-    as_read,
-    decoded_all,
-    word_encoding,
-    word_rows,
-)
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords
 from ...errors import FormatError
 from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
+from ...spelling import as_read, decoded_all, word_encoding
+from ...words import WordIndex, word_rows
 from ..finalfusion import as_row_items, composed_batch
 from . import subwords
 from .arithmetic import exp_to_float, sigmoid, threshold32
