@@ -163,6 +163,19 @@ def test_families_use_each_other_only_through_their_packages():
     assert not wrong, "\n".join(wrong)
 
 
+def test_each_familys_public_names_are_there():
+    """Every name a family's package lists can be imported from it (each when first asked for:
+    tests/test_startup.py shows that importing the package, as sniff does, imports none of them)."""
+    import importlib
+
+    modules = _modules()
+    packages = sorted(m for m in modules if m.count(".") == 2 and m.startswith("wvformats.families."))
+    missing = [f"{package}.{name}" for package in packages for name in sorted(_public_names(package, modules))
+               if not hasattr(importlib.import_module(package), name)]
+    assert not missing
+    assert _public_names("wvformats.families.ggml", modules) >= {"GGUFModel", "quantize"}
+
+
 # namedtuple's methods: public, underscored only to stay clear of the field names
 NAMEDTUPLE = {"_asdict", "_replace", "_fields", "_make", "_field_defaults"}
 
