@@ -363,7 +363,7 @@ class FastText(Embeddings):
 
     def _word_id(self, word: str) -> int | None:
         """``vocab.get(word)`` without making ``vocab`` (a dict of every word and its int: 16 MB for 200k words)
-        for a lookup of one word: a :class:`~wvformats.embeddings.WordIndex` (2 MB) until ``vocab`` is made."""
+        for a lookup of one word: a :class:`~wvformats.words.WordIndex` (2 MB) until ``vocab`` is made."""
         if self._index is not None:
             return self._index.get(word)
         index = self._word_index
