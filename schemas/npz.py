@@ -111,10 +111,12 @@ def wide(field):
 
 
 def zip64_complete(ctx):
-    """Each field that says 0xFFFFFFFF has its value in the zip64 extra field (derived when building)."""
+    """Each field that says 0xFFFFFFFF has its value in the zip64 extra field. Building, the sizes' and the
+    offset's are derived: a disk number said to be there (0xFFFF) has none."""
+    if ctx["_building"]:
+        return ctx.get("disk_start") != dict(ZIP64_ORDER)["disk_start"]
     marked = sum(ctx.get(name) == full for name, full in ZIP64_ORDER)  # (they take its values in order)
-    values = _zip64_values(ctx)
-    return not marked or (values is None and ctx._building) or marked <= len(values or ())
+    return not marked or marked <= len(_zip64_values(ctx) or ())
 
 
 def has_zip64(ctx):
