@@ -113,7 +113,7 @@ def wide(field):
 def zip64_complete(ctx):
     """Each field that says 0xFFFFFFFF has its value in the zip64 extra field. Building, the sizes' and the
     offset's are derived: a disk number said to be there (0xFFFF) has none."""
-    if ctx["_building"]:
+    if ctx.get("_building"):
         return ctx.get("disk_start") != dict(ZIP64_ORDER)["disk_start"]
     marked = sum(ctx.get(name) == full for name, full in ZIP64_ORDER)  # (they take its values in order)
     return not marked or marked <= len(_zip64_values(ctx) or ())
@@ -377,16 +377,18 @@ def _entries(ctx):
 
 
 npz = Struct(
-    "members" / ZipRecords(local_entry, "members", lead=LOCAL_MAGIC, min_size=30)
+    "members" / ZipRecords(local_entry, "members", lead=LOCAL_MAGIC, min_size=fixed_size(local_entry, stop="name"))
     * "each member: its local header, its data, its data descriptor (with flag bit 3)",
-    "directory" / ZipRecords(central_entry, "directory", lead=CENTRAL_MAGIC, min_size=46)
+    "directory" / ZipRecords(central_entry, "directory", lead=CENTRAL_MAGIC,
+                             min_size=fixed_size(central_entry, stop="name"))
     * "the central directory: an entry per member",
     Valid("directory", len_(this.directory) == len_(this.members), "one entry per member") * "an entry per member",
-    "zip64_end" / Derived(ZipRecords(zip64_end, "zip64_end", lead=ZIP64_END_MAGIC, min_size=56),
+    "zip64_end" / Derived(ZipRecords(zip64_end, "zip64_end", lead=ZIP64_END_MAGIC,
+                                     min_size=fixed_size(zip64_end, stop="extensible")),
                           lambda ctx: ctx.get("zip64_end") or [ZIP64_END] * _needs_zip64(ctx))
     * "the zip64 end of central directory record, where the archive needs it (none or one; kept where read)",
     Valid("zip64_end", len_(this.zip64_end) <= 1) * "one at most",
-    "zip64_locator" / Derived(Table(zip64_locator, lead=ZIP64_LOCATOR_MAGIC, min_size=20),
+    "zip64_locator" / Derived(Table(zip64_locator, lead=ZIP64_LOCATOR_MAGIC, min_size=fixed_size(zip64_locator)),
                               lambda ctx: [(ctx.get("zip64_locator") or [ZIP64_LOCATOR])[0]] * len(ctx.zip64_end))
     * "its locator (none or one, with the record)",
     Valid("zip64_locator", len_(this.zip64_locator) == len_(this.zip64_end)) * "one with the record",
