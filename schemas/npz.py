@@ -455,6 +455,7 @@ head = Struct(
                                                                       min_size=fixed_size(central_entry, stop="name"))))
     * "the central directory, where the end records put it",
     "members" / If(lambda ctx: ctx.directory is not None and ctx.directory.offsets[-1] == _told(ctx)[3],
-                   AtEach(lambda ctx: [wide("local_header_offset")(e) for e in ctx.directory], member_head))
+                   AtEach(lambda ctx: [wide("local_header_offset")(e) for e in ctx.directory], member_head,
+                          "directory[{i}].local_header_offset"))
     * "each member's local header and .npy header, where its directory entry puts it",
 )

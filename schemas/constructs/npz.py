@@ -300,12 +300,13 @@ class AtEach(Checked):
     """Records each at an offset a list gives (``offsets``, an expression: Kaitai's positional ``instances``
     over a table), parsed where they lie and only those: a list (``_index`` the record's index in the
     context); the stream is left where it was. An offset None or past the input is an error naming the
-    record."""
+    record and the field that gives it (``told``, of the record's index: ``"directory[{i}].offset"``)."""
 
-    def __init__(self, offsets: Any, subcon: cs.Construct) -> None:
+    def __init__(self, offsets: Any, subcon: cs.Construct, told: str) -> None:
         super().__init__()
         self.offsets = offsets
         self.subcon = subcon
+        self.told = told
 
     def _parse(self, stream: Any, context: Any, path: str) -> Records:
         back = tell(stream) or 0
@@ -314,8 +315,8 @@ class AtEach(Checked):
         out.offsets = []
         for i, at in enumerate(evaluate(self.offsets, context)):
             if at is None or not 0 <= at < size:
-                raise fail(f"{path}[{i}]", size, f"the record is past the end of the input (at {at} of {size} "
-                           "bytes)", TruncatedError)
+                raise fail(f"{path}[{i}]", size, f"{self.told.format(i=i)} puts it past the end of the input "
+                           f"(at {at} of {size} bytes)", TruncatedError, found=at)
             stream.seek(at)
             context["_index"] = i
             out.offsets.append(at)

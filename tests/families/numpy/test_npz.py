@@ -487,3 +487,17 @@ def test_the_zip_numbers_outside_the_schema_are_the_schemas():
     assert identity.ZIP_LOCAL_FIXED == framework.fixed_size(local, stop="name") == npz_codec.LOCAL_FIXED == 30
     assert identity.ZIP_LOCAL_NAME_LENGTH_AT == framework.fixed_size(local, stop="name_length") == 26
     assert npz_codec.CRC_AT == 14
+
+
+def test_inspect_of_a_directory_entry_putting_its_member_past_the_end_names_the_entry(tmp_path):
+    # inspect reads each member where its directory entry says (the schema's head): an offset past the archive
+    # is the npz's error at the member, saying which entry put it there
+    data = bytearray(saved(np.savez, a=np.arange(3.0)))
+    at = data.index(schema.CENTRAL_MAGIC) + framework.fixed_size(schema.central_entry, stop="local_header_offset")
+    data[at : at + 4] = struct.pack("<I", 10**6)
+    path = tmp_path / "far.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError) as e:
+        wv.inspect(path)
+    assert (e.value.format, e.value.path, e.value.offset) == ("npz", "members[0]", len(data))
+    assert "directory[0].local_header_offset puts it past the end" in str(e.value)
