@@ -89,7 +89,7 @@ ZIP64_ORDER = (("uncompressed_size", FULL), ("compressed_size", FULL), ("local_h
 
 
 def _zip64_values(ctx):
-    """The values of a record's zip64 extra field as read (None: none, or derived and not built yet)."""
+    """The values of a record's zip64 extra field (None: it has none)."""
     return next((e["data"] for e in ctx["extra"] if e["id"] == ZIP64_EXTRA), None)
 
 
