@@ -52,7 +52,7 @@ from wvformats.schemas.constructs.npz import (  # noqa: F401
 )
 from wvformats.schemas.identity import NPZ_MEMBER_SUFFIX as NPY_SUFFIX
 from wvformats.schemas.identity import ZIP_LOCAL_MAGIC as LOCAL_MAGIC
-from wvformats.schemas.npy import npy, npy_array
+from wvformats.schemas.npy import npy, npy_array, npy_head
 
 from wvformats.errors import FormatError
 from wvformats.framework import CheckedBytes, Derived, EnumField, PackedStruct, Table, Valid, fixed_size
@@ -435,8 +435,6 @@ def _placed(ctx):
     _, size, offset, ends = _told(ctx)
     return offset + size == ends
 
-
-npy_head = PackedStruct(*npy.subcons[: [s.name for s in npy.subcons].index("data")])  # (the .npy, no array)
 
 member_head = PackedStruct(*local_entry.subcons[: [s.name for s in local_entry.subcons].index("data")],
                            "data" / MemberHead(npy_head, this.compression,

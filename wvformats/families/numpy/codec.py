@@ -25,7 +25,7 @@ from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
 READ_OPTIONS = (MAX_HEADER_OPTION,)  # numpy.load's max_header_size: the longest header read (10,000 characters)
 parse, build = schema_io(NPY.name, schema.npy, READ_OPTIONS)
-header_only = framework.PackedStruct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
+header_only = schema.npy_head  # magic, version, header: no byte of the array read
 
 
 def header_of(array: np.ndarray, version: tuple[int, int] | None = None) -> tuple[tuple[int, int], dict[str, Any]]:
