@@ -150,8 +150,8 @@ def extra_field(zip64):
 
 
 def _extra_size(field, zip64):
-    """The bytes of an extra field's data: 8 a zip64 value (``zip64``: the values the record gives it)."""
-    return 8 * len(zip64) if field["id"] == ZIP64_EXTRA else len(field["data"])
+    """The bytes of an extra field's data: a u64 a zip64 value (``zip64``: the values the record gives it)."""
+    return Int64ul.sizeof() * len(zip64) if field["id"] == ZIP64_EXTRA else len(field["data"])
 
 
 def _extras_size(extras, zip64):
