@@ -11,10 +11,8 @@ from wvformats import framework, testing
 from wvformats.framework import Valid
 from wvformats.testing.strategies import property_tests
 
-# npz and npz-embeddings are not drawn yet: their members' sizes, CRC-32s and zip64 values are not derived
-# in the schema from the data, and their names and flags are checks the kit filters (issue 38, item 1)
-KIT_FORMATS = ["fasttext", "finalfusion", "gguf", "glove", "leader", "npy", "rwkv", "safetensors",
-               "sentencepiece", "word2vec-binary", "word2vec-text"]
+KIT_FORMATS = ["fasttext", "finalfusion", "gguf", "glove", "leader", "npy", "npz", "npz-embeddings", "rwkv",
+               "safetensors", "sentencepiece", "word2vec-binary", "word2vec-text"]
 
 # a text table cut inside its last number is a whole file of its own ("0.5" cut to "0."), which the reader
 # warns of (NoFinalNewlineWarning) but cannot refuse: cuts are checked on the binary formats
@@ -52,3 +50,25 @@ def test_chained_checks_are_drawn_within_not_filtered(value):
 
 def test_the_health_check_is_on():
     assert HealthCheck.filter_too_much not in (settings().suppress_health_check or ())
+
+
+PAIRED = cs.Struct(
+    "n" / cs.Int8ul * "a count",
+    "a" / framework.Table(cs.Int16ul, this.n) * "n numbers",
+    "total" / framework.Derived(cs.Int16ul, lambda ctx: sum(ctx.a) & 0xFFFF) * "their sum: derived from them",
+    Valid("total", lambda ctx: ctx.total == sum(ctx.a) & 0xFFFF) * "their sum",
+    "size" / framework.Derived(cs.Int8ul, cs.len_(this.b)) * "bytes of b",
+    "b" / framework.Table(cs.Int8ul, length=this.size) * "size bytes",
+    Valid("b", cs.len_(this.b) == cs.len_(this.a)) * "one per number of a",
+    "rest" / cs.GreedyBytes * "nothing",
+    Valid("rest", cs.len_(this.rest) == 0) * "empty",
+)
+
+
+@settings(max_examples=50)  # (the health check is on: filtering these checks would fail it)
+@given(value=testing.strategy(PAIRED))
+def test_length_checks_and_derived_values_are_drawn_within_not_filtered(value):
+    # a derived sum evaluated from what is drawn before it (its check holds), a table as long as a check says,
+    # bytes as short
+    assert len(value.b) == len(value.a) and value.rest == b"" and value.total is None
+    assert framework.parse(PAIRED, framework.build(PAIRED, value, format="t"), format="t").total == sum(value.a) & 0xFFFF

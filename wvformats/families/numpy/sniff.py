@@ -9,7 +9,9 @@ EMBEDDINGS_FIRST = b"words.npy"  # an embeddings .npz: the words (a unicode arra
 
 
 def sniff_npy(head: bytes) -> bool:
-    return head[:6] == NPY_MAGIC and tuple(head[6:8]) in NPY_VERSIONS
+    """The magic, then a version (major, minor) numpy reads."""
+    at = len(NPY_MAGIC)
+    return head[:at] == NPY_MAGIC and tuple(head[at : at + 2]) in NPY_VERSIONS
 
 
 def npz_member(head: bytes) -> bool:
