@@ -86,6 +86,8 @@ GGUF_MAGIC = b"GGUF"
 # a JSON object, so the text starts with "{"
 SAFETENSORS_HEADER_LIMIT = 100_000_000
 SAFETENSORS_HEADER_START = b"{"
+SAFETENSORS_HEADER_LENGTH = "u64"  # the header's byte count before it (LEN_FORMATS' name)
+SAFETENSORS_METADATA = "__metadata__"  # the header's key that names no tensor: str -> str
 
 # NumPy .npy: the 6 magic bytes, then the format version (major, minor) that numpy writes and reads
 NPY_MAGIC = b"\x93NUMPY"
