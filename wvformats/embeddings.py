@@ -268,23 +268,29 @@ class WordIndex:
         table = np.full(size, -1, kind)
         # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (the
         # last with occurrence "last"), so the occurrence lookups use of a repeated word comes first on its probe
-        # path (equal words move in step), as in a table filled row after row (from the end, for "last")
-        # (int32 throughout: the temporaries of the build are a few MB for 200k words, not a dict's worth)
+        # path (equal words move in step), as in a table filled row after row (from the end, for "last").
+        # The build's temporaries are int32 and boolean masks, a few bytes a word (the mmap open of 200k words
+        # peaks 30 MB above the process; issue 39): the hashes masked in place, no index arrays, and the round's
+        # contest held in the free slots themselves (no scratch table)
         rows = np.arange(n, dtype=kind)
-        at = (np.fromiter(map(hash, words), np.int64, n) & mask).astype(kind)
+        hashes = np.fromiter(map(hash, words), np.int64, n)
+        np.bitwise_and(hashes, mask, out=hashes)
+        at = hashes.astype(kind)
+        del hashes
         last = occurrence == "last"
         pick, none = (np.maximum, -1) if last else (np.minimum, n)
-        best = np.full(size, none, kind)  # (scratch: the row reaching each slot in a round that takes it)
         while len(rows):
-            free = np.flatnonzero(table[at] < 0)
+            free = table[at] < 0
             slots, candidates = at[free], rows[free]
-            pick.at(best, slots, candidates)
-            won = best[slots] == candidates
-            best[slots] = none
-            table[slots[won]] = candidates[won]
-            left = np.ones(len(rows), bool)
-            left[free[won]] = False
-            rows, at = rows[left], (at[left] + 1) & mask
+            if not last:
+                table[slots] = none  # (free slots hold -1: the contest for "first" starts above every row)
+            pick.at(table, slots, candidates)
+            won = table[slots] == candidates
+            left = ~free  # (the rows whose slot was taken, and below those that lost the contest: the next round's)
+            left[free] = ~won
+            rows, at = rows[left], at[left]
+            at += 1
+            at &= mask
         self.table = table
         self.get = _probe(memoryview(table), words, mask)  # word -> row or None (its names are the closure's cells)
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import BuildError, FormatError, ValueMismatchError
 from .located import check_length, fail, tell
-from .plain import LEN_FORMATS, array_dims, decode_utf8, explicit_dtype, read_array  # noqa: F401 - (their names here too)
+from .plain import array_dims, decode_utf8, explicit_dtype, read_array  # noqa: F401 - (their names here too)
+from .scalars import LEN_FORMATS
 from .streams import byte_view
 
 # ---------------------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 from ..errors import TruncatedError, ValueMismatchError
 from .cache import _decode
 from .located import check_length, fail, tell
-from .scalars import LEN_FORMATS
+from .scalars import scalar, scalar_size
 from .streams import byte_view, remaining, zero_copy
 
 _MAX_INTP = np.iinfo(np.intp).max
@@ -42,14 +41,19 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
     for d in dims:
         count *= d  # Python ints do not overflow; the size check below bounds them
     nbytes = count * dtype.itemsize
-    check_length(stream, nbytes, path, f"array {dims} of {dtype.str}")
+    left = remaining(stream)
+    if left is None or not 0 <= nbytes <= left:  # (the message made only where it may be said)
+        check_length(stream, nbytes, path, f"array {dims} of {dtype.str}")
     # numpy refuses a dimension past 2^63 - 1, or nonzero dimensions whose byte count is, even when another
     # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy.
     # Elements of no bytes count as one: their number must be an intp too; a subarray dtype ('<f4', (0,))
     # counts as numpy makes the array: its shape after the dimensions, its base type's bytes
-    size = max(dtype.base.itemsize, 1)
-    for d in (*dims, *dtype.shape):
-        size *= d or 1
+    if not nbytes or dtype.shape:  # (else the elements' count is at most the bytes that remain: an intp)
+        size = max(dtype.base.itemsize, 1)
+        for d in (*dims, *dtype.shape):
+            size *= d or 1
+    else:
+        size = nbytes
     if size > _MAX_INTP:
         raise fail(path, tell(stream), f"array dimensions {dims} of {dtype.str} are larger than any "
                    "array can be", ValueMismatchError, found=dims)
@@ -188,7 +192,14 @@ def _loads(text: str, path: str, at: int) -> Any:
         return int(digits)
 
     try:
-        return _decode(text, pairs, constant, integer)
+        try:
+            return _decode(text, pairs, constant, int)
+        except ValueError as e:  # (int's refusal of too many digits: read again, to say where)
+            import json
+
+            if isinstance(e, json.JSONDecodeError):
+                raise
+            return _decode(text, pairs, constant, integer)
     except ValueError as e:
         import json
 
@@ -209,9 +220,9 @@ def read_json(stream: Any, length: Any, limit: int | None, top: type, path: str)
     kept with its bytes. A text longer than ``limit`` is refused before it is read (see :class:`JSONField`)."""
     start = tell(stream) or 0
     if isinstance(length, str):
-        prefix = struct.Struct(LEN_FORMATS[length])
-        check_length(stream, prefix.size, path, "the JSON length")
-        (n,) = prefix.unpack(stream.read(prefix.size))
+        size = scalar_size(length)
+        check_length(stream, size, path, "the JSON length")
+        n = scalar(length, stream.read(size))
     else:
         n = int(length)
     at = tell(stream) or 0
@@ -236,8 +247,13 @@ class Arrays(dict):
     spans: dict[str, tuple[int, int]]
 
 
+def _offset(x: Any) -> bool:
+    """A byte offset as JSON gives one: an int (not a bool), at least 0."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
 def entries(table: Any, skip: tuple[str, ...]) -> list[tuple[str, Any]]:
-    if isinstance(table, Mapping):
+    if isinstance(table, dict) or isinstance(table, Mapping):
         return [(str(k), v) for k, v in table.items() if k not in skip]
     return [(str(e["name"]), e) for e in table]
 
@@ -261,37 +277,39 @@ class TensorLayout:
         kd, ks, ko = self.keys
         out = []
         for name, entry in entries(table or {}, self.skip):
-            where = f"{path}.{name}"
-            if not isinstance(entry, Mapping) or any(k not in entry for k in self.keys):
-                raise fail(where, start, f"tensor {name!r} lacks one of {', '.join(self.keys)}", ValueMismatchError)
+            if not (isinstance(entry, dict) or isinstance(entry, Mapping)) or kd not in entry or ks not in entry \
+                    or ko not in entry:
+                raise fail(f"{path}.{name}", start, f"tensor {name!r} lacks one of {', '.join(self.keys)}",
+                           ValueMismatchError)
             code = entry[kd]
             if not isinstance(code, (str, int)) or code not in self.dtypes:
-                raise fail(where, start, f"dtype {code!r} of tensor {name!r} is not one of "
+                raise fail(f"{path}.{name}", start, f"dtype {code!r} of tensor {name!r} is not one of "
                            f"{', '.join(map(str, self.dtypes))}", ValueMismatchError, found=code)
             span = entry[ko]
-            if (not isinstance(span, (list, tuple)) or len(span) != 2
-                    or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in span)):
-                raise fail(where, start, f"{ko} of tensor {name!r} is not two byte offsets", ValueMismatchError,
-                           found=span)
+            if not isinstance(span, (list, tuple)) or len(span) != 2 or not _offset(span[0]) or not _offset(span[1]):
+                raise fail(f"{path}.{name}", start, f"{ko} of tensor {name!r} is not two byte offsets",
+                           ValueMismatchError, found=span)
             shape = entry[ks]
             if not isinstance(shape, (list, tuple)) or not all(type(d) is int for d in shape):  # (not 1.0, not True)
-                raise fail(where, start, f"{ks} of tensor {name!r} is not a list of integers", ValueMismatchError,
-                           found=shape)
-            dims = array_dims(shape, where, start)
-            begin, end = int(span[0]), int(span[1])
+                raise fail(f"{path}.{name}", start, f"{ks} of tensor {name!r} is not a list of integers",
+                           ValueMismatchError, found=shape)
+            dims = tuple(shape)
+            if dims and min(dims) < 0:
+                array_dims(shape, f"{path}.{name}", start)  # (raises: a negative dimension)
+            begin, end = span
             bits = self.bits.get(code)
             if bits is not None:  # packed: the raw bytes, the last dimension in bytes
                 if not dims or dims[-1] * bits % 8:
-                    raise fail(where, start + begin, f"shape {list(dims)} of {code} ({bits}-bit elements) does "
-                               "not end its rows on a byte", ValueMismatchError, found=list(dims))
+                    raise fail(f"{path}.{name}", start + begin, f"shape {list(dims)} of {code} ({bits}-bit "
+                               "elements) does not end its rows on a byte", ValueMismatchError, found=list(dims))
                 dims = (*dims[:-1], dims[-1] * bits // 8)
             nbytes = math.prod(dims) * self.dtypes[code].itemsize  # (Python ints: no overflow)
             if end < begin or end - begin != nbytes:
-                raise fail(where, start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where shape "
-                           f"{list(dims)} of {code} needs {nbytes}", ValueMismatchError)
+                raise fail(f"{path}.{name}", start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where "
+                           f"shape {list(dims)} of {code} needs {nbytes}", ValueMismatchError)
             if size is not None and end > size:
-                raise fail(where, start + begin, f"{ko} [{begin}, {end}) run past the {size} bytes of the data",
-                           TruncatedError)
+                raise fail(f"{path}.{name}", start + begin, f"{ko} [{begin}, {end}) run past the {size} bytes of "
+                           "the data", TruncatedError)
             out.append((name, self.dtypes[code], dims, begin, end))
         out.sort(key=lambda t: (t[3], t[4]))
         at = 0
