@@ -269,14 +269,14 @@ class WordIndex:
         # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (the
         # last with occurrence "last"), so the occurrence lookups use of a repeated word comes first on its probe
         # path (equal words move in step), as in a table filled row after row (from the end, for "last").
-        # The build's temporaries are int32 and boolean masks, a few bytes a word (the mmap open of 200k words
-        # peaks 30 MB above the process; issue 39): the hashes masked in place, no index arrays, and the round's
-        # contest held in the free slots themselves (no scratch table)
-        rows = np.arange(n, dtype=kind)
-        hashes = np.fromiter(map(hash, words), np.int64, n)
-        np.bitwise_and(hashes, mask, out=hashes)
-        at = hashes.astype(kind)
-        del hashes
+        # Few temporaries (the first lookup of the mmap open of 200k words was its peak; issue 39): the hashes
+        # masked in place, boolean masks where index arrays were, the round's contest held in the free slots
+        # themselves (no scratch table the index's size). The rows and slots stay int64: arrays of 8 bytes a
+        # word are large enough that glibc maps them and gives them back when freed, where int32 ones came from
+        # the heap and 4 MB of it stayed resident after the build (measured with benchmarks/mem_fasttext_open.py)
+        rows = np.arange(n, dtype=np.int64)
+        at = np.fromiter(map(hash, words), np.int64, n)
+        np.bitwise_and(at, mask, out=at)
         last = occurrence == "last"
         pick, none = (np.maximum, -1) if last else (np.minimum, n)
         while len(rows):
