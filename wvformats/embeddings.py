@@ -271,10 +271,11 @@ class WordIndex:
         # path (equal words move in step), as in a table filled row after row (from the end, for "last").
         # Few temporaries (the first lookup of the mmap open of 200k words was its peak; issue 39): the hashes
         # masked in place, boolean masks where index arrays were, the round's contest held in the free slots
-        # themselves (no scratch table the index's size). The rows and slots stay int64: arrays of 8 bytes a
-        # word are large enough that glibc maps them and gives them back when freed, where int32 ones came from
-        # the heap and 4 MB of it stayed resident after the build (measured with benchmarks/mem_fasttext_open.py)
-        rows = np.arange(n, dtype=np.int64)
+        # themselves (no scratch table the index's size). The slots stay int64, the hashes' own array: arrays of 8
+        # bytes a word are large enough that glibc maps them and gives them back when freed, where int32 ones came
+        # from its heap and 4 MB stayed resident after the build (benchmarks/mem_fasttext_open.py); the rows are
+        # the table's kind, which keeps ``pick.at`` on numpy's fast path (mixed kinds made the build 1.6x slower)
+        rows = np.arange(n, dtype=kind)
         at = np.fromiter(map(hash, words), np.int64, n)
         np.bitwise_and(at, mask, out=at)
         last = occurrence == "last"
