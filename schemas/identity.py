@@ -20,6 +20,9 @@ class Head:
         if len(names) != len(self.layout.unpack(bytes(self.layout.size))):
             raise ValueError("one name per field of the layout")
         self.names, self.ranges, self.relations = names, ranges, relations
+        # each bound by the field's place in the layout (every sniff of every file tests them: no dict made
+        # before a field is out of range)
+        self._bounds = tuple((names.index(name), bound) for name, bound in ranges.items())
 
     def read(self, head: bytes, offset: int = 0) -> dict[str, int] | None:
         """The fields at ``offset`` by name (None where the head is too short)."""
@@ -28,16 +31,19 @@ class Head:
         return dict(zip(self.names, self.layout.unpack_from(head, offset), strict=True))
 
     def plausible(self, head: bytes, offset: int = 0) -> bool:
-        values = self.read(head, offset)
-        if values is None:
+        if len(head) < offset + self.layout.size:
             return False
-        for name, bound in self.ranges.items():
-            v = values[name]
+        fields = self.layout.unpack_from(head, offset)
+        for i, bound in self._bounds:
+            v = fields[i]
             if isinstance(bound, range):
                 if v not in bound:
                     return False
             elif (bound[0] is not None and v < bound[0]) or (bound[1] is not None and v > bound[1]):
                 return False
+        if not self.relations:
+            return True
+        values = dict(zip(self.names, fields, strict=True))
         return all(test(values) for _, test in self.relations)
 
 
@@ -86,6 +92,8 @@ GGUF_MAGIC = b"GGUF"
 # a JSON object, so the text starts with "{"
 SAFETENSORS_HEADER_LIMIT = 100_000_000
 SAFETENSORS_HEADER_START = b"{"
+SAFETENSORS_HEADER_LENGTH = "u64"  # the header's byte count before it (LEN_FORMATS' name)
+SAFETENSORS_METADATA = "__metadata__"  # the header's key that names no tensor: str -> str
 
 # NumPy .npy: the 6 magic bytes, then the format version (major, minor) that numpy writes and reads
 NPY_MAGIC = b"\x93NUMPY"

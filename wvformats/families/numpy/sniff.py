@@ -24,7 +24,8 @@ def embeddings_npz(head: bytes) -> bool:
     return zip_first_member(head) == EMBEDDINGS_FIRST
 
 
-NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)")
+NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)",
+              fast="wvformats.families.numpy.fast:fast_read")
 EMBEDDINGS_NPZ = Sniffer("npz-embeddings", (".npz",), embeddings_npz, priority=0)  # (before npz: a kind of it)
 NPZ = Sniffer("npz", (".npz",), npz_member, priority=1, lookups="arrays by name (inspect)")
 FORMATS = (NPY, EMBEDDINGS_NPZ, NPZ)

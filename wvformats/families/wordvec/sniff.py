@@ -3,14 +3,17 @@ priorities and sniffers (standard library only, so that telling a file's format 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from ...registry import Sniffer
 from ...schemas.identity import LEADER_MAGIC
 
-_HEADER = re.compile(rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n")
-_NUMBER = re.compile(rb"\A[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-?Infinity|Inf)\Z")
+# (compiled by re's cache when a sniffer first runs, not when sniffing a file of another format imports this)
+_HEADER = rb"\A[ \t]*(\d+)[ \t]+(\d+)[ \t]*\r?\n"
+_NUMBER = rb"\A[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-?Infinity|Inf)\Z"
+_compiled = functools.cache(re.compile)
 
 
 def _is_text_line(line: bytes, dim: int | None = None) -> bool:
@@ -21,7 +24,8 @@ def _is_text_line(line: bytes, dim: int | None = None) -> bool:
         return False
     if dim is not None and len(parts) - 1 != dim:
         return False
-    return all(_NUMBER.match(p) for p in parts[1:])
+    number = _compiled(_NUMBER).match
+    return all(number(p) for p in parts[1:])
 
 
 def _lines(head: bytes, n: int) -> list[bytes]:
@@ -35,7 +39,7 @@ def sniff_leader(head: bytes) -> bool:
 
 
 def _header(head: bytes) -> tuple[int, int, int] | None:
-    m = _HEADER.match(head)
+    m = _compiled(_HEADER).match(head)
     if not m:
         return None
     return int(m.group(1)), int(m.group(2)), m.end()
