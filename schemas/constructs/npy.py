@@ -14,13 +14,13 @@ import numpy as np
 from ...errors import BuildError
 from ...framework import Checked, evaluate, fail, field_of, tell, write_array
 from .npyheader import (  # noqa: F401 - (the header's names, here too)
-    _U16,
-    _U32,
     ALIGN,
     GROWTH_DIGITS,
     KEYS,
     MAX_HEADER,
     MAX_HEADER_OPTION,
+    U16,
+    U32,
     NpyDict,
     canonical_header,
     data_offset,
@@ -60,7 +60,7 @@ class NpyHeader(Checked):
         self.limit = limit
 
     def _width(self, context: Any) -> struct.Struct:
-        return _U16 if int(evaluate(self.major, context)) == 1 else _U32
+        return U16 if int(evaluate(self.major, context)) == 1 else U32
 
     def _parse(self, stream: Any, context: Any, path: str) -> NpyDict:
         limit = (getattr(context, "_params", None) or {}).get(MAX_HEADER_OPTION)

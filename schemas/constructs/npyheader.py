@@ -73,13 +73,13 @@ def header_dtype(descr: Any, path: str, at: int) -> np.dtype:
     return dtype
 
 
-_U16, _U32 = struct.Struct("<H"), struct.Struct("<I")  # the header length of version 1, of versions 2 and 3
+U16, U32 = struct.Struct("<H"), struct.Struct("<I")  # the header length of version 1, of versions 2 and 3
 
 
 def data_offset(major: int, raw: bytes) -> int:
     """Where the array of an .npy starts: after the magic, the version, the header's length and its ``raw``
     bytes (numpy.save makes it a multiple of 64)."""
-    return len(NPY_MAGIC) + 2 + (_U16 if major == 1 else _U32).size + len(raw)
+    return len(NPY_MAGIC) + 2 + (U16 if major == 1 else U32).size + len(raw)
 
 
 def _too_long(size: str, limit: int, path: str, start: int) -> ValueMismatchError:
@@ -111,7 +111,7 @@ def read_header(stream: Any, major: int, limit: int, path: str) -> NpyDict:
     """The header at the stream's position, of format version ``major``: its byte length, then its text, at
     most ``limit`` characters (numpy.load's max_header_size), checked to be a dict of exactly ``descr``,
     ``fortran_order`` and ``shape`` naming an array numpy reads (no object dtype)."""
-    width = _U16 if major == 1 else _U32
+    width = U16 if major == 1 else U32
     start = tell(stream) or 0
     check_length(stream, width.size, path, "the header length")
     (n,) = width.unpack(stream.read(width.size))

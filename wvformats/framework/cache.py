@@ -61,7 +61,7 @@ class _Hooks:
 _SPACE = " \t\n\r"  # JSON's white space
 
 
-def _decode(text: str, pairs: Any, constant: Any, integer: Any) -> Any:
+def decode_json(text: str, pairs: Any, constant: Any, integer: Any) -> Any:
     """``json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)``, by the
     scanner json.loads itself runs (``_json``) where there is one, without importing the json package: its
     import compiles four patterns, a millisecond of a file's open. A text the scanner does not take whole is
@@ -84,6 +84,6 @@ def _decode(text: str, pairs: Any, constant: Any, integer: Any) -> Any:
 
 
 def loads(text: str) -> Any:
-    """``json.loads(text)`` without importing the json package (see :func:`_decode`): for the cache's own
+    """``json.loads(text)`` without importing the json package (see :func:`decode_json`): for the cache's own
     files, read on every open."""
-    return _decode(text, None, float, int)
+    return decode_json(text, None, float, int)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TruncatedError, ValueMismatchError
-from .cache import _decode
+from .cache import decode_json
 from .located import check_length, fail, tell
 from .scalars import scalar, scalar_size
 from .streams import byte_view, remaining, zero_copy
@@ -193,13 +193,13 @@ def _loads(text: str, path: str, at: int) -> Any:
 
     try:
         try:
-            return _decode(text, pairs, constant, int)
+            return decode_json(text, pairs, constant, int)
         except ValueError as e:  # (int's refusal of too many digits: read again, to say where)
             import json
 
             if isinstance(e, json.JSONDecodeError):
                 raise
-            return _decode(text, pairs, constant, integer)
+            return decode_json(text, pairs, constant, integer)
     except ValueError as e:
         import json
 
