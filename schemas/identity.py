@@ -199,7 +199,6 @@ class TextHead:
         return isinstance(self.records, WordLines) and self.records.text(head, start[1])
 
 
-
 # finalfusion: the 4 magic bytes, then a u32 format version
 FINALFUSION_MAGIC = b"FiFu"
 FINALFUSION_VERSION = 0
