@@ -3,6 +3,7 @@ versions they accept, and for a format without magic the plausibility of its lea
 Standard library only (``wvformats sniff`` imports neither numpy nor construct), and the one home of these
 numbers: the schema modules declare their fields with them, the sniffers test them."""
 
+import functools
 import re
 import struct
 from collections.abc import Callable
@@ -54,6 +55,10 @@ HEAD_BYTES = 65536  # the bytes a sniffer sees (wvformats.fileio.HEAD): a head t
 WHITESPACE = b" \t\n\r\x0b\x0c"  # ASCII whitespace: what a blank line holds
 
 
+# (patterns compiled when a sniffer first runs, not when sniffing or opening a file of another format imports this)
+_compiled = functools.cache(re.compile)
+
+
 def _cut(head: bytes) -> bool:
     return len(head) >= HEAD_BYTES
 
@@ -63,14 +68,11 @@ class TextLine:
     the decimal fields ``names``, in order."""
 
     def __init__(self, pattern: bytes, names: tuple[str, ...]) -> None:
-        self.pattern = re.compile(rb"\A" + pattern)
-        if self.pattern.groups != len(names):
-            raise ValueError("one name per group of the pattern")
-        self.names = names
+        self.pattern, self.names = rb"\A" + pattern, names
 
     def read(self, head: bytes) -> tuple[dict[str, int], int] | None:
         """The fields by name and where the line ends; None where the head does not start with the line."""
-        m = self.pattern.match(head)
+        m = _compiled(self.pattern).match(head)
         return None if m is None else (dict(zip(self.names, map(int, m.groups()), strict=True)), m.end())
 
 
@@ -81,14 +83,15 @@ class WordLines:
     blank = WHITESPACE  # what may follow a header that counts no records
 
     def __init__(self, number: bytes, separator: bytes = b" ", trailing: bytes = b" \r\t") -> None:
-        self.number = re.compile(rb"(?:" + number + rb")\Z")
+        self.number = rb"(?:" + number + rb")\Z"
         self.separator, self.trailing = separator, trailing
 
     def width(self, line: bytes) -> int | None:
         """How many numbers the record ``line`` holds; None where it is no record (no word, no number, or a
         number spelt otherwise)."""
         parts = line.rstrip(self.trailing).split(self.separator)
-        if len(parts) < 2 or not parts[0] or not all(self.number.match(p) for p in parts[1:]):
+        number = _compiled(self.number).match
+        if len(parts) < 2 or not parts[0] or not all(number(p) for p in parts[1:]):
             return None
         return len(parts) - 1
 
