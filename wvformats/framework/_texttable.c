@@ -12,7 +12,8 @@
  * Entry points (module wvformats.framework._texttable):
  *   count_lines(buf, start, end) -> int                    newlines in buf[start:end)
  *   parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows)
- *       -> (parsed, stop, trailing, crlf, words)            see parse_rows below
+ *       -> (parsed, stop, trailing, crlf)                   see parse_rows below
+ * (the words are made from their spans by _wordtables.words).
  * Both release the GIL while they scan; no size taken from Python is kept across a call that runs Python code.
  */
 #define PY_SSIZE_T_CLEAN
@@ -126,16 +127,15 @@ typedef struct {
  * (which must end right after the last one's newline), each "word" then ``dim`` times " number", then at
  * most one space and one "\r" before its "\n". Values go to ``out`` (rows * dim doubles when ``wide``, else
  * float32), each word's byte span in buf to ``wstarts``/``wends`` (int64). Returns (parsed, stop, trailing,
- * crlf, words): ``parsed`` is ``rows`` on success, else -1 with ``stop`` the offset where the body stops being
- * regular; ``trailing``/``crlf`` count the lines with a trailing space / a "\r"; ``words`` is the words'
- * bytes joined by "\n" (no word holds one). */
+ * crlf): ``parsed`` is ``rows`` on success, else -1 with ``stop`` the offset where the body stops being
+ * regular; ``trailing``/``crlf`` count the lines with a trailing space / a "\r". */
 static PyObject *parse_rows(PyObject *self, PyObject *args) {
     Py_buffer b, out, ws, we;
     Py_ssize_t start, end, dim, rows;
     int wide;
-    PyObject *words = NULL, *result = NULL;
+    PyObject *result = NULL;
     Slow *slow = NULL;
-    Py_ssize_t nslow = 0, capslow = 0, parsed = -1, stop = 0, trailing = 0, crlf = 0, wlen = 0;
+    Py_ssize_t nslow = 0, capslow = 0, parsed = -1, stop = 0, trailing = 0, crlf = 0;
     int nomem = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*nnnpw*w*w*n", &b, &start, &end, &dim, &wide, &out, &ws, &we, &rows))
@@ -155,13 +155,10 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "output buffers smaller than rows x dim");
         goto done;
     }
-    words = PyBytes_FromStringAndSize(NULL, end - start); /* the words and their separators fit in the body */
-    if (words == NULL) goto done;
     {
         /* the body ends with a newline (else it is not regular): the scans of a word or a run of digits stop
          * there, before ``e``, without a bound check per byte */
         const char *base = (const char *)b.buf, *p = base + start, *e = base + end;
-        char *wout = PyBytes_AS_STRING(words);
         double *o64 = (double *)out.buf;
         float *o32 = (float *)out.buf;
         int64_t *wsv = (int64_t *)ws.buf, *wev = (int64_t *)we.buf;
@@ -175,9 +172,6 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
             if (*p != ' ' || p == w) goto irregular;
             wsv[r] = (int64_t)(w - base);
             wev[r] = (int64_t)(p - base);
-            if (r) wout[wlen++] = '\n';
-            memcpy(wout + wlen, w, (size_t)(p - w));
-            wlen += p - w;
             for (j = 0; j < dim; j++, slot++) {
                 double v = 0.0;
                 int s;
@@ -260,11 +254,8 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
                 ((float *)out.buf)[slow[k].slot] = to_f32(v);
         }
     }
-    if (_PyBytes_Resize(&words, wlen) < 0) goto done; /* (on failure it frees and clears ``words``) */
-    result = Py_BuildValue("nnnnN", parsed, stop, trailing, crlf, words);
-    words = NULL;
+    result = Py_BuildValue("nnnn", parsed, stop, trailing, crlf);
 done:
-    Py_XDECREF(words);
     PyMem_RawFree(slow);
     PyBuffer_Release(&b);
     PyBuffer_Release(&out);
@@ -276,7 +267,7 @@ done:
 static PyMethodDef methods[] = {
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end): newlines in buf[start:end)"},
     {"parse_rows", parse_rows, METH_VARARGS,
-     "parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows) -> (parsed, stop, trailing, crlf, words)"},
+     "parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows) -> (parsed, stop, trailing, crlf)"},
     {NULL, NULL, 0, NULL},
 };
 
