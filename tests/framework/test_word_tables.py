@@ -377,12 +377,14 @@ def test_binary_kernel_checks_its_spans_and_sizes():
     with pytest.raises(ValueError, match="smaller"):
         k.walk(b"ab 1234", 0, 7, 2, 4, False, ws, we, np.zeros(2, np.uint32))
     assert k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 1) is None and out.tobytes() == b"1234"
-    hashes, one, two = np.empty(1, np.uint64), np.array([0], np.int64), np.array([1], np.int64)
+    hashes, one, two, into = np.empty(1, np.uint64), np.array([0], np.int64), np.array([1], np.int64), [None]
     with pytest.raises(ValueError, match="outside the buffer"):
-        k.words(b"ab", ws, np.array([5], np.int64), 0, 1, False, hashes)  # the word runs past the end
+        k.words(b"ab", ws, np.array([5], np.int64), 0, 1, False, hashes, into)  # the word runs past the end
     with pytest.raises(ValueError, match="outside"):
-        k.words(b"ab 1234", np.zeros(2, np.int64), np.ones(2, np.int64), 0, 2, False, hashes)  # more than hashes
-    assert k.words(b"ab 1234", ws, we, 0, 1, False, hashes) == ["ab"]
-    assert k.words(b"\xff", one, two, 0, 1, False, hashes) is None  # not UTF-8: the twin names it
-    assert k.words(b"\xff", one, two, 0, 1, True, hashes) == ["\udcff"]
+        k.words(b"ab 1234", np.zeros(2, np.int64), np.ones(2, np.int64), 0, 2, False, hashes, [None] * 2)
+    with pytest.raises(IndexError):  # a list shorter than the words
+        k.words(b"ab 1234", ws, we, 0, 1, False, hashes, [])
+    assert k.words(b"ab 1234", ws, we, 0, 1, False, hashes, into) is True and into == ["ab"]
+    assert k.words(b"\xff", one, two, 0, 1, False, hashes, into) is False  # not UTF-8: the twin names it
+    assert k.words(b"\xff", one, two, 0, 1, True, hashes, into) is True and into == ["\udcff"]
     assert k.walk(b"\nab 1234", 0, 8, 1, 4, False, ws, we, np.zeros(1, np.uint32)) == (1, 8)

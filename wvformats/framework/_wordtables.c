@@ -9,7 +9,7 @@
  * Entry points (module wvformats.framework._wordtables):
  *   walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)
  *   gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None
- *   words(buf, wstarts, wends, lo, hi, surrogates, hashes) -> list of str, or None
+ *   words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False
  * No size taken from Python is kept across a call that runs Python code.
  */
 #define PY_SSIZE_T_CLEAN
@@ -151,24 +151,25 @@ static inline uint64_t span_hash(const unsigned char *p, size_t n, int *ascii) {
     return h;
 }
 
-/* words(buf, wstarts, wends, lo, hi, surrogates, hashes): the words at byte spans lo..hi of buf as a list of
- * str (UTF-8; undecodable bytes as surrogate escapes when ``surrogates``, else None is returned: the caller's
- * twin names the word), each span's hash to hashes[lo..hi) (uint64). Every span is checked where it is read:
- * the list's allocation may run a collection, and with it Python code. */
+/* words(buf, wstarts, wends, lo, hi, surrogates, hashes, into): the words at byte spans lo..hi of buf as str
+ * (UTF-8; undecodable bytes as surrogate escapes when ``surrogates``) put at into[lo..hi) (a list: one list for
+ * the whole table, made once, filled a block at a time from two threads), each span's hash to hashes[lo..hi)
+ * (uint64). Returns True, or False where a word does not decode (the caller's twin names it). Every span and
+ * the list's size are checked where they are used: replacing an item drops the old one, which may run
+ * Python code. */
 static PyObject *words(PyObject *self, PyObject *args) {
     Py_buffer b, ws, we, hs;
     Py_ssize_t lo, hi, k;
     int surrogates;
-    PyObject *list = NULL;
+    PyObject *into, *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*nnpw*", &b, &ws, &we, &lo, &hi, &surrogates, &hs)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*nnpw*O!", &b, &ws, &we, &lo, &hi, &surrogates, &hs, &PyList_Type, &into))
+        return NULL;
     if (lo < 0 || hi < lo || (size_t)hi > (size_t)ws.len / 8 || (size_t)hi > (size_t)we.len / 8 ||
         (size_t)hi > (size_t)hs.len / 8) {
         PyErr_SetString(PyExc_ValueError, "words outside the offset or hash buffers");
         goto done;
     }
-    list = PyList_New(hi - lo);
-    if (list == NULL) goto done;
     {
         const unsigned char *base = (const unsigned char *)b.buf;
         const int64_t *wsv = (const int64_t *)ws.buf, *wev = (const int64_t *)we.buf;
@@ -180,7 +181,6 @@ static PyObject *words(PyObject *self, PyObject *args) {
             PyObject *s;
             if (a < 0 || z < a || z > b.len) {
                 PyErr_SetString(PyExc_ValueError, "a word outside the buffer");
-                Py_CLEAR(list);
                 goto done;
             }
 #ifdef __GNUC__ /* (the word 8 ahead asked for now, as the walk asks for its records) */
@@ -194,29 +194,30 @@ static PyObject *words(PyObject *self, PyObject *args) {
                 s = PyUnicode_DecodeUTF8((const char *)base + a, (Py_ssize_t)(z - a), errors);
             }
             if (s == NULL) {
-                Py_CLEAR(list);
                 if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) { /* the twin names the word */
                     PyErr_Clear();
-                    list = Py_NewRef(Py_None);
+                    result = Py_NewRef(Py_False);
                 }
                 goto done;
             }
-            PyList_SET_ITEM(list, k - lo, s);
+            if (PyList_SetItem(into, k, s) < 0) goto done; /* (a list shorter than hi: IndexError; s dropped) */
         }
     }
+    result = Py_NewRef(Py_True);
 done:
     PyBuffer_Release(&b);
     PyBuffer_Release(&ws);
     PyBuffer_Release(&we);
     PyBuffer_Release(&hs);
-    return list;
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)"},
     {"gather", gather, METH_VARARGS, "gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None"},
-    {"words", words, METH_VARARGS, "words(buf, wstarts, wends, lo, hi, surrogates, hashes) -> list of str, or None"},
+    {"words", words, METH_VARARGS,
+     "words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False (a word that does not decode)"},
     {NULL, NULL, 0, NULL},
 };
 

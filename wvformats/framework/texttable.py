@@ -341,11 +341,12 @@ def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | Non
     wends = np.empty(rows, np.int64)
     hashes = np.empty(rows, np.uint64)
     wk = compiled_module("_wordtables")
+    words: list[Any] = [None] * rows  # (each block's words put in place: no lists joined)
     unhashed: list[int] = []  # blocks whose words the word kernel did not make (and hash)
 
-    def parse(which: range) -> tuple[list[str], int, int] | None:
-        """Words, trailing spaces and carriage returns of the blocks ``which``, or None: not regular."""
-        words: list[str] = []
+    def parse(which: range) -> tuple[int, int] | None:
+        """Trailing spaces and carriage returns of the blocks ``which`` (their words put in ``words``), or
+        None: not regular."""
         spaces = returns = 0
         for b in which:
             a, z = blocks[b]
@@ -355,24 +356,21 @@ def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | Non
                 return None
             spaces, returns = spaces + t, returns + c
             try:
-                block, made = kernel_words(wk, buf, wstarts, wends, r0, r1, errors, hashes, path, 0, sep=b" ")
+                if not kernel_words(wk, buf, wstarts, wends, r0, r1, errors, hashes, words, path, 0, sep=b" "):
+                    unhashed.append(b)
             except FormatError:
                 return None  # the line loop reports it
-            if not made:
-                unhashed.append(b)
-            words += block
             release(buf, z, a)
-        return words, spaces, returns
+        return spaces, returns
 
     second = background(parse, range(half, len(blocks))) if len(blocks) > 1 else None
     try:
         head = parse(range(half))
     finally:  # (the worker reads ``buf``: done before the caller may close it)
-        tail = second.result() if second is not None else ([], 0, 0)
+        tail = second.result() if second is not None else (0, 0)
     if head is None or tail is None:
         return None
-    words = head[0] + tail[0]
-    spaces, returns = head[1] + tail[1], head[2] + tail[2]
+    spaces, returns = head[0] + tail[0], head[1] + tail[1]
     if spaces not in (0, rows) or returns not in (0, rows) or (spaces == rows) != trailing:
         return None  # lines that end differently: the line loop records what they share
     repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None

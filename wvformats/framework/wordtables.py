@@ -163,15 +163,16 @@ _GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages 
 
 
 def kernel_words(k: Any, buf: Any, wstarts: np.ndarray, wends: np.ndarray, lo: int, hi: int, errors: str,
-                 hashes: np.ndarray, path: str, base: int, sep: bytes | None = None) -> tuple[list[str], bool]:
-    """The words at byte spans lo..hi of ``buf``, and whether their hashes are in ``hashes[lo:hi]``: made by
-    the kernel ``k`` (``_wordtables``), else by :func:`decode_spans` (which names a word that does not decode)
-    where the kernel is not built, cannot take the error policy, or a word does not decode."""
-    if k is not None and errors in ("strict", "surrogateescape"):
-        words = k.words(buf, wstarts, wends, lo, hi, errors == "surrogateescape", hashes)
-        if words is not None:
-            return words, True
-    return decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base, sep=sep), False
+                 hashes: np.ndarray, into: list[Any], path: str, base: int, sep: bytes | None = None) -> bool:
+    """Put the words at byte spans lo..hi of ``buf`` at ``into[lo:hi]``; whether their hashes are in
+    ``hashes[lo:hi]``: made by the kernel ``k`` (``_wordtables``), else by :func:`decode_spans` (which names a
+    word that does not decode) where the kernel is not built, cannot take the error policy, or a word does
+    not decode."""
+    if k is not None and errors in ("strict", "surrogateescape") \
+            and k.words(buf, wstarts, wends, lo, hi, errors == "surrogateescape", hashes, into):
+        return True
+    into[lo:hi] = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base, sep=sep)
+    return False
 
 
 def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.ndarray) -> int:
@@ -215,27 +216,25 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     half = (len(blocks) + 1) // 2
     skip = 0 if prefixed else 1
     errors = unicode_errors(context)
+    words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
     unhashed: list[int] = []  # blocks whose words the kernel did not make (and hash)
 
-    def run(part: list[tuple[int, int]]) -> list[str]:
-        words: list[str] = []
+    def run(part: list[tuple[int, int]]) -> None:
         for lo, hi in part:
             k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
-            block, made = kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, path, base)
-            words += block
-            if not made:
+            if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
                 unhashed.append(lo)
             release(buf, int(wends[hi - 1]) + skip + rowbytes, int(wstarts[lo]))
-        return words
 
     other = background(run, blocks[half:]) if len(blocks) > 1 else None
     try:
-        words = run(blocks[:half])
+        run(blocks[:half])
     finally:  # (the worker reads ``buf``: done before the caller may close it, or an error leaves)
-        rest = other.result() if other is not None else []
+        if other is not None:
+            other.result()
     newlines = gaps if not prefixed and gaps.any() else None
     repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None
-    return words + rest, out, newlines, after, repeats
+    return words, out, newlines, after, repeats
 
 
 def parsed_table(repeats: int | None, **fields: Any) -> cs.Container:
