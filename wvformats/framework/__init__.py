@@ -16,6 +16,8 @@ One module per concern:
   :class:`Trailer`, the number styles of text writers).
 * :mod:`.chunks` -- :class:`Chunks`, chunked files with a user-extensible table of chunk types.
 * :mod:`.run` -- :func:`parse` / :func:`build` (every failure a FormatError), :func:`compiled`.
+* :mod:`.lazy` -- :class:`At`, a member at an offset another field gives, parsed when asked for, and the
+  values of a lazy parse (``parse(..., lazy=True)``): fields parsed as far as they are asked for.
 * :mod:`.protowire` and :mod:`.protobuf` -- protobuf's wire format as constructs, and typed message views.
 * :mod:`.walk` and :mod:`.docs` -- the annotated walk of a parse (dump, field at an offset) and the Markdown
   page of each format, both generated from the schemas.
@@ -70,6 +72,7 @@ from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into,
 _LAZY = {name: module for module, names in {
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "lazy": ("At", "Deferred", "LazyFields", "LazyChunks", "LazyStrings", "LazyValue", "parse_member"),
     "kernels": ("kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV"),
     "packed": ("PackedStruct",),
     "records": ("WalkPolicy", "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "selected_rows",
@@ -106,11 +109,13 @@ __all__ = [
     "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
     # field constructs
     "NumpyArray", "AlignTo", "Valid", "Derived", "size_of", "EnumField", "CheckedString", "CheckedBytes",
-    "ShapeOf", "JSONField",
+    "ShapeOf", "JSONField", "At",
     "JSONObject", "JSONArray", "compact", "PackedStruct", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
     # writing a custom construct that stays checked when compiled
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
     "encode_utf8", "explicit_dtype", "read_array", "write_array", "fixed_size",
+    # lazy parsing: what parse(..., lazy=True) and an At member give
+    "Deferred", "LazyFields", "LazyChunks", "LazyStrings", "LazyValue", "parse_member",
     # streams and buffers
     "BufferStream", "CompareStream", "remaining", "bounded", "window", "zero_copy", "byte_view", "release", "background",
     # record tables walked with numpy
