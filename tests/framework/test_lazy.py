@@ -134,3 +134,12 @@ def test_lazy_chunks_are_walked_by_their_lengths_and_their_bodies_parsed_as_aske
     with pytest.raises(TruncatedError) as e:  # the header lists a fourth chunk
         len(framework.parse(chunked, b"\x04" + data[1:], format="chunky", lazy=True).chunks)
     assert (e.value.path, e.value.offset) == ("chunks[3]", 66)
+
+
+@pytest.mark.parametrize("compile", [False, True])
+def test_a_constant_inside_an_array_element_is_located_where_it_starts(compile):
+    """The walk names the element (``entries[1].y``); the offset is the constant's first byte, 5, where it
+    was the byte after it (the constant's size was not found below an array)."""
+    with pytest.raises(ValueMismatchError) as e:
+        framework.parse(body, bytes.fromhex("0200 0159 025a"), format="toy", compile=compile)
+    assert (e.value.path, e.value.offset, e.value.found) == ("entries[1].y", 5, b"Z")
