@@ -243,7 +243,7 @@ class LazyStrings(Sequence, LazyValue):
         self._count = count
         left = remaining(stream)
         self._stop = None if left is None else start + left
-        self._starts = [start]  # where each string read so far starts, and the next
+        self._start = self._next = start  # where the table starts, and the first string not read yet
         self._items: list[str] = []
         self._end: int | None = None
 
@@ -252,31 +252,45 @@ class LazyStrings(Sequence, LazyValue):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._count))]
+            indices = range(*i.indices(self._count))
+            if indices:
+                self._read(max(indices))
+            return [self._items[j] for j in indices]
         if i < 0:
             i += self._count
         if not 0 <= i < self._count:
             raise IndexError(i)
-        while len(self._items) <= i:
-            self._read()
+        self._read(i)
         return self._items[i]
 
-    def _read(self) -> None:
-        i, at = len(self._items), self._starts[-1]
-        stream, con = self._stream, self._con
-        with _until(stream, self._stop):
-            stream.seek(at)
-            with _located(stream, _format(self._context), f"{self._path}[{i}]", con):
-                (n,) = con._fmt.unpack(_take(stream, con._fmt.size))
-                raw = _take(stream, n)
-                item = decode_utf8(raw, "strict", "", at + con._fmt.size)
-        self._items.append(item)
-        self._starts.append(at + con._fmt.size + n)
+    def _read(self, last: int) -> None:
+        """Read the strings up to index ``last``: one tight loop, each failure naming the string."""
+        stream, fmt, items = self._stream, self._con._fmt, self._items
+        width, pos = fmt.size, self._next
+        buf, base = (stream.raw, 0) if isinstance(stream, BufferStream) else (None, 0)
+        stop = self._stop
+        try:
+            while len(items) <= last:
+                where = f"{self._path}[{len(items)}]"
+                if stop is not None and pos + width > stop:
+                    raise fail(where, pos, "string length", TruncatedError)
+                head = buf[pos - base : pos - base + width] if buf is not None else _read_at(stream, pos, width)
+                (n,) = fmt.unpack(head)
+                if stop is not None and pos + width + n > stop:
+                    raise fail(where, pos + width, f"string needs {n} bytes but only {stop - pos - width} remain",
+                               TruncatedError)
+                raw = buf[pos + width - base : pos + width + n - base] if buf is not None else \
+                    _read_at(stream, pos + width, n)
+                items.append(decode_utf8(raw, "strict", where, pos + width))
+                pos += width + n
+                self._next = pos
+        except FormatError as e:
+            raise e.located(format=_format(self._context)) from None
 
     def lazy_end(self) -> int:
         if self._end is None:
             stream = self._stream
-            stream.seek(self._starts[0])
+            stream.seek(self._start)
             with _until(stream, self._stop):
                 with _located(stream, _format(self._context), self._path):
                     self._items = self._con._parse(stream, self._context, self._path)
@@ -284,9 +298,13 @@ class LazyStrings(Sequence, LazyValue):
         return self._end
 
 
-def _take(stream: Any, n: int) -> bytes:
-    check_length(stream, n, "", "string")
-    return stream.read(n)
+def _read_at(stream: Any, pos: int, n: int) -> bytes:
+    """``n`` bytes at ``pos`` of a stream that is not a buffer."""
+    stream.seek(pos)
+    data = stream.read(n)
+    if len(data) < n:
+        raise fail("", pos, f"string needs {n} bytes but only {len(data)} remain", TruncatedError)
+    return data
 
 
 @contextmanager
