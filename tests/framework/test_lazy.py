@@ -107,7 +107,7 @@ def test_a_lazy_string_table_reads_only_the_strings_asked_for():
     assert lazy.words[-1] == words[-1]  # (a later string: the ones before it walked)
 
 
-CHUNK_TYPES = {1: ("names", cs.Struct("n" / cs.Int32ul * "names", "names" / StringTable(this.n) * "names")),
+CHUNK_TYPES = {1: ("names", cs.Struct("n" / cs.Int32ul * "names", "labels" / StringTable(this.n) * "labels")),
                2: ("pair", cs.Struct("a" / cs.Int32ul * "a", "b" / cs.Const(7, cs.Int32ul) * "7"))}
 chunked = cs.Struct("n_chunks" / cs.Int32ul * "chunks", "chunks" / Chunks(CHUNK_TYPES, listed=this.n_chunks) * "chunks")
 
@@ -115,13 +115,13 @@ chunked = cs.Struct("n_chunks" / cs.Int32ul * "chunks", "chunks" / Chunks(CHUNK_
 def test_lazy_chunks_are_walked_by_their_lengths_and_their_bodies_parsed_as_asked():
     value = {"n_chunks": 3, "chunks": [{"chunk_id": 2, "body": {"a": 5, "b": 7}},
                                         {"chunk_id": 9, "body": b"raw"},
-                                        {"chunk_id": 1, "body": {"n": 2, "names": ["x", "yz"]}}]}
+                                        {"chunk_id": 1, "body": {"n": 2, "labels": ["x", "yz"]}}]}
     data = framework.build(chunked, value, format="chunky")
     lazy = framework.parse(chunked, data, format="chunky", lazy=True)
     chunks = list(lazy.chunks)
     assert [(c.chunk_id, c.name, c._offset, c.end) for c in chunks] == [
         (2, "pair", 4, 24), (9, "unknown", 24, 39), (1, "names", 39, 66)]
-    assert bytes(chunks[1].body) == b"raw" and chunks[2].body.names[1] == "yz" and chunks[0].body.leading() == \
+    assert bytes(chunks[1].body) == b"raw" and chunks[2].body.labels[1] == "yz" and chunks[0].body.leading() == \
         {"a": 5, "b": 7}
     broken = bytearray(data)
     broken[20] = 8  # pair's constant
@@ -143,3 +143,47 @@ def test_a_constant_inside_an_array_element_is_located_where_it_starts(compile):
     with pytest.raises(ValueMismatchError) as e:
         framework.parse(body, bytes.fromhex("0200 0159 025a"), format="toy", compile=compile)
     assert (e.value.path, e.value.offset, e.value.found) == ("entries[1].y", 5, b"Z")
+
+
+def _touch(value):
+    """Every field and element of a lazy value asked for, as a caller would, in file order."""
+    if isinstance(value, LazyFields):
+        for name in value.keys():
+            _touch(value[name])
+    elif isinstance(value, (framework.LazyChunks, list, cs.ListContainer)):
+        for element in value:
+            _touch(element)
+    elif isinstance(value, framework.LazyStrings):
+        value[:]
+    elif isinstance(value, cs.Container):
+        for v in value.values():
+            _touch(v)
+
+
+@pytest.mark.parametrize("schema,data", [(toy, DATA), (chunked, framework.build(chunked, {
+    "n_chunks": 2, "chunks": [{"chunk_id": 1, "body": {"n": 2, "labels": ["x", "yz"]}},
+                              {"chunk_id": 2, "body": {"a": 5, "b": 7}}]}, format="chunky"))])
+def test_mutants_parsed_lazily_give_the_values_or_located_errors(schema, data):
+    """Seeded mutants, every field asked for: what the whole parse reads, or the format's error with a path and
+    an offset (never construct's, numpy's or Python's)."""
+    from wvformats.errors import FormatError
+    from wvformats.testing.fuzz import mutants
+
+    for mutant, what in mutants(data, seed=1, cases=300):
+        try:
+            _touch(framework.parse(schema, mutant, format="m", lazy=True))
+        except FormatError as e:
+            assert e.format == "m" and e.offset is not None and "unchecked" not in str(e), (what, e)
+
+
+def test_a_hostile_string_count_is_refused_before_a_string_is_read():
+    """A names chunk counting 2**32 - 1 strings in 8 bytes: refused as the whole parse refuses it (each
+    string needs its length field), naming the table; ``names[:]`` took minutes counting through the range."""
+    data = framework.build(chunked, {"n_chunks": 1, "chunks": [{"chunk_id": 1, "body": {"n": 2, "labels": ["x", "yz"]}}]},
+                           format="chunky")
+    data = data[:16] + (2**32 - 1).to_bytes(4, "little") + data[20:]
+    with pytest.raises(TruncatedError) as whole:
+        framework.parse(chunked, data, format="chunky")
+    with pytest.raises(TruncatedError) as e:
+        framework.parse(chunked, data, format="chunky", lazy=True).chunks[0].body["labels"][:]
+    assert (e.value.path, e.value.offset) == (whole.value.path, whole.value.offset) == ("chunks[0].names.labels", 20)

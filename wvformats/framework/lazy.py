@@ -20,7 +20,7 @@ from typing import Any
 
 import construct as cs
 
-from ..errors import FormatError, TruncatedError
+from ..errors import FormatError, TruncatedError, ValueMismatchError
 from .chunks import Chunks
 from .fields import Checked, decode_utf8, evaluate, unnamed, unnamed_field
 from .located import check_length, fail, translate
@@ -137,6 +137,9 @@ def lazy_value(con: cs.Construct, stream: Any, context: Any, parent: str, path: 
     if isinstance(inner, StringTable) and inner.index is None:
         with _located(stream, format, path):
             count = int(evaluate(inner.count, context))
+            if count < 0:
+                raise fail("", stream.tell(), "negative string count", ValueMismatchError, found=count)
+            check_length(stream, count * inner._fmt.size, "", f"{count} strings")  # (as the whole parse does)
         return LazyStrings(inner, stream, context, path, stream.tell(), count)
     if isinstance(inner, At):  # (asked for: the member itself)
         return inner._parse(stream, context, path)()
@@ -254,7 +257,7 @@ class LazyStrings(Sequence, LazyValue):
         if isinstance(i, slice):
             indices = range(*i.indices(self._count))
             if indices:
-                self._read(max(indices))
+                self._read(max(indices[0], indices[-1]))  # (a range's ends: max() would count through it)
             return [self._items[j] for j in indices]
         if i < 0:
             i += self._count
