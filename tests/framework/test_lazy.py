@@ -187,3 +187,14 @@ def test_a_hostile_string_count_is_refused_before_a_string_is_read():
     with pytest.raises(TruncatedError) as e:
         framework.parse(chunked, data, format="chunky", lazy=True).chunks[0].body["labels"][:]
     assert (e.value.path, e.value.offset) == (whole.value.path, whole.value.offset) == ("chunks[0].names.labels", 20)
+
+
+def test_a_struct_inside_a_lazy_struct_is_parsed_as_far_as_asked_and_the_fields_after_it_found():
+    outer = cs.Struct("head" / cs.Struct("n" / cs.Int8ul * "n", "words" / StringTable(this.n) * "words") * "head",
+                      "tail" / cs.Int16ul * "after the head's words")
+    data = bytes.fromhex("02 01000000 61 02000000 6263 0700")
+    lazy = framework.parse(outer, data, format="nested", lazy=True)
+    assert lazy.head.words[0] == "a" and lazy.tail == 7 and lazy.offset_of("tail") == 12
+    with pytest.raises(TruncatedError) as e:  # the second word runs past the input
+        framework.parse(outer, data[:11], format="nested", lazy=True).head.words[1]
+    assert (e.value.path, e.value.offset) == ("head.words[1]", 10)

@@ -130,8 +130,9 @@ def lazy_value(con: cs.Construct, stream: Any, context: Any, parent: str, path: 
     that has no lazy form."""
     inner = unnamed(con)
     format = _format(context)
-    if isinstance(inner, cs.Struct):
-        return LazyFields(inner, stream, context, path, stream.tell(), None)
+    if isinstance(inner, cs.Struct):  # (inside its parent's bytes, where they are bounded)
+        left = remaining(stream)
+        return LazyFields(inner, stream, context, path, stream.tell(), None if left is None else stream.tell() + left)
     if isinstance(inner, Chunks):
         return LazyChunks(inner, stream, context, path)
     if isinstance(inner, StringTable) and inner.index is None:
@@ -147,7 +148,7 @@ def lazy_value(con: cs.Construct, stream: Any, context: Any, parent: str, path: 
         return walk_into(con, stream, context, "", "", _Drop())
 
 
-class LazyFields(Mapping):
+class LazyFields(Mapping, LazyValue):
     """A Struct parsed field by field as they are asked for (``fields["n_words"]``, or ``fields.n_words`` for
     a name that is not one of its methods); the fields before the one asked for are parsed first, in file
     order, and their checks run. ``keys()`` names the fields without parsing any."""
