@@ -216,6 +216,7 @@ def test_read_options_are_checked(tmp_path):
     with pytest.raises(TypeError, match="unicode_errors"):  # finalfusion words are always strict UTF-8
         wv.read(ROOT / "wvformats/sample_files/sample-simple.fifu", unicode_errors="replace")
     assert wv.read(p, limit=0).words == [] and wv.read(p, vocab=iter(["c", "a"])).words == ["a", "c"]
+    assert wv.read(p, limit=np.int64(1)).words == ["a"]  # (numpy's integers are whole numbers)
     assert cli.main(["convert", str(p), str(tmp_path / "x.txt"), "--limit", "-1"]) == 2
     assert not (tmp_path / "x.txt").exists()
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from dataclasses import field as _field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -275,11 +276,18 @@ def _check_options(fmt: registry.Format, options: dict[str, Any]) -> None:
         # declares no options: its text is in the encoding its spec fixes)
         raise OptionError(f"{fmt.name} files take no read option 'encoding': the format fixes the encoding of its "
                           "text")
-    checked = (options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
-    if checked != (None, None, None):  # (none given: nothing to check, and the embeddings' module not imported)
-        from .embeddings import check_read_options
+    _check_read_values(options.get("limit"), options.get("vocab"), options.get("unicode_errors"))
 
-        check_read_options(*checked)
+
+def _check_read_values(limit: Any = None, vocab: Any = None, unicode_errors: Any = None) -> None:
+    """Refuse read options that would otherwise be misread (a negative limit reads nothing, a string as
+    ``vocab`` would be a set of its letters); numpy's integers are Integral."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, Integral) or limit < 0):
+        raise ValueError(f"limit must be a whole number >= 0, got {limit!r}")
+    if vocab is not None and (isinstance(vocab, (str, bytes)) or not isinstance(vocab, Iterable)):
+        raise ValueError(f"vocab must be a collection of words (a set or list of str), got {type(vocab).__name__}")
+    if unicode_errors is not None and unicode_errors not in ("strict", "replace", "ignore"):
+        raise ValueError(f"unicode_errors must be 'strict', 'replace' or 'ignore', got {unicode_errors!r}")
 
 
 def _formats_for_output(path: PathLike, format: str | None) -> list[registry.Format]:

@@ -63,7 +63,7 @@ def discover() -> tuple[list[Command], dict[str, str]]:
     for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
         if info.ispkg and importlib.util.find_spec(f"{_FAMILIES}.{info.name}.commands") is not None:
             modules.append((info.name, f"{_FAMILIES}.{info.name}.commands"))
-    if registry._may_have_entry_points(COMMANDS_GROUP):
+    if registry.may_have_entry_points(COMMANDS_GROUP):
         from importlib.metadata import entry_points
 
         modules += [(ep.name, ep.value) for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name)]

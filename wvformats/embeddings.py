@@ -1,4 +1,7 @@
-"""The model object that every embedding format reads into and writes from."""
+"""The model object that every embedding format reads into and writes from: :class:`Embeddings`, the parts
+every family fills (:class:`Subwords`, :class:`Storage`, :class:`LazyRows`), and what a write does to its values
+(:func:`unnormalized`). Which row a word is lives in :mod:`wvformats.words`, what bytes it is in
+:mod:`wvformats.spelling`; their names are also importable from here."""
 
 from __future__ import annotations
 
@@ -11,11 +14,39 @@ import numpy as np
 
 from .errors import BuildError
 from .queries import KeyedVectorsMixin
+from .spelling import as_read, decoded, decoded_all, spells, word_encoding, written_words
+from .words import (
+    OCCURRENCES,
+    DuplicateWordsWarning,
+    WordIndex,
+    count_duplicates,
+    lookups_use,
+    repeats,
+    word_rows,
+)
 
-
-class DuplicateWordsWarning(UserWarning):
-    """A file holds the same word more than once; lookups use one occurrence of it, the one the format's own
-    tools use (:attr:`Embeddings.occurrence`: the first, as gensim and word-vectors; fastText the last)."""
+__all__ = [
+    "OCCURRENCES",
+    "DuplicateWordsWarning",
+    "Embeddings",
+    "LazyRows",
+    "Storage",
+    "Subwords",
+    "ValuesChangedWarning",
+    "WordIndex",
+    "as_read",
+    "count_duplicates",
+    "decoded",
+    "decoded_all",
+    "lookups_use",
+    "repeats",
+    "spells",
+    "unnormalized",
+    "warn_if_changed",
+    "word_encoding",
+    "word_rows",
+    "written_words",
+]
 
 
 class ValuesChangedWarning(UserWarning):
@@ -46,152 +77,6 @@ def unnormalized(obj: Embeddings, unnormalize: bool | None, format: str) -> Embe
     scaled = vectors * np.asarray(obj.norms, np.float32)[:, None]
     warn_if_changed("unnormalize", "rows multiplied by their stored norms", vectors, scaled)
     return Embeddings(obj.words, scaled, metadata=obj.metadata, subwords=obj.subwords, kept=obj.kept)
-
-
-# which occurrence of a repeated word lookups use (Embeddings.occurrence), and whose choice it is
-OCCURRENCES = {"first": "as gensim and word-vectors do", "last": "fastText uses the last"}
-
-
-def lookups_use(occurrence: str) -> str:
-    """Which occurrence of a repeated word lookups use, in words: "the first occurrence (...)"."""
-    return f"the {occurrence} occurrence ({OCCURRENCES[occurrence]})"
-
-
-def word_rows(words: Sequence[str], occurrence: str = "first") -> dict[str, int]:
-    """word -> the row lookups use: of its ``occurrence`` ("first" or "last") in ``words`` (a dict made at C
-    speed: the later of equal keys overwrites, so the first is kept by making it from the end)."""
-    if occurrence == "last":
-        return dict(zip(words, range(len(words)), strict=True))
-    n = len(words)
-    return dict(zip(reversed(words), range(n - 1, -1, -1), strict=True))
-
-
-def repeats(words: Sequence[str], occurrence: str = "first") -> dict[str, Any]:
-    """What ``inspect`` says of a file's words: ``duplicates``, how many repeat another's, and when some do,
-    ``lookups_use``, which occurrence lookups use (:func:`lookups_use`), and ``first_duplicate``, the first
-    repeated word and the rows it is at."""
-    n = count_duplicates(words)
-    if not n:
-        return {"duplicates": 0}
-    at: dict[str, list[int]] = {}
-    for i, w in enumerate(words):
-        at.setdefault(w, []).append(i)
-    word, rows = next((w, rows) for w, rows in at.items() if len(rows) > 1)
-    return {"duplicates": n, "lookups_use": lookups_use(occurrence), "first_duplicate": {"word": word, "rows": rows}}
-
-
-def count_duplicates(words: Sequence[str]) -> int:
-    """How many of ``words`` equal an earlier one: the strings' hashes are sorted in numpy, and only words
-    whose hash occurs twice are compared (about half the time of building the word index)."""
-    n = len(words)
-    if n < 2:
-        return 0
-    hashes = np.fromiter(map(hash, words), np.int64, n)
-    ordered = np.sort(hashes)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not repeated.size:
-        return 0
-    suspects = [words[i] for i in np.flatnonzero(np.isin(hashes, repeated)).tolist()]
-    return len(suspects) - len(set(suspects))
-
-
-def word_encoding(encoding: str | None) -> str | None:
-    """The codec name of ``encoding``, the words' encoding of a file (None for UTF-8, which words are read as),
-    refusing one that does not spell ASCII as ASCII bytes (UTF-16, UTF-32): the formats end words at a NUL,
-    a space or a newline byte."""
-    if encoding is None:
-        return None
-    import codecs
-
-    from .errors import OptionError
-
-    try:
-        name = codecs.lookup(encoding).name
-    except (LookupError, TypeError):
-        raise OptionError(f"unknown encoding {encoding!r}") from None
-    if name == "utf-8":
-        return None
-    probe = "".join(map(chr, range(128)))
-    try:
-        ascii_safe = probe.encode(name) == probe.encode("ascii")
-    except (UnicodeError, LookupError):
-        ascii_safe = False
-    if not ascii_safe:
-        raise OptionError(f"encoding {encoding!r} does not spell ASCII as ASCII bytes: words end at a NUL, space or "
-                          "newline byte, so their encoding is an ASCII-compatible one (cp852, latin-1, cp1251, ...)")
-    return name
-
-
-def as_read(words: Iterable[str], encoding: str | None) -> list[str]:
-    """Words (or lines) as the bytes they are in ``encoding`` (a :func:`word_encoding` name), spelt as files
-    are read when their words are taken as bytes: UTF-8, surrogate escapes for the bytes that are not (the
-    inverse of :func:`decoded`). UnicodeEncodeError for a character the encoding lacks."""
-    if encoding is None:
-        return list(words)
-    return [w if w.isascii() else w.encode(encoding, "surrogateescape").decode("utf-8", "surrogateescape")
-            for w in words]
-
-
-def decoded(raw: str, encoding: str, errors: str = "strict") -> str:
-    """A word read as bytes (:func:`as_read`'s spelling) decoded from ``encoding``."""
-    return raw if raw.isascii() else raw.encode("utf-8", "surrogateescape").decode(encoding, errors)
-
-
-def decoded_all(raws: Sequence[str], encoding: str, errors: str,
-                fail: Callable[[int, UnicodeDecodeError], Exception]) -> list[str]:
-    """:func:`decoded` of many words: joined by newlines and decoded at once when none holds one, else (or when
-    that fails) one by one, raising ``fail(index, error)`` for the first word that does not decode."""
-    joined = "\n".join(raws)
-    if raws and joined.count("\n") == len(raws) - 1:
-        try:
-            out = joined.encode("utf-8", "surrogateescape").decode(encoding, errors).split("\n")
-        except UnicodeDecodeError:
-            out = []
-        if len(out) == len(raws):
-            return out
-    words = []
-    for i, w in enumerate(raws):
-        try:
-            words.append(decoded(w, encoding, errors))
-        except UnicodeDecodeError as e:
-            raise fail(i, e) from None
-    return words
-
-
-def spells(word: str, encoding: str | None) -> bool:
-    """``word`` can be written in ``encoding``."""
-    try:
-        as_read([word], encoding)[0].encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def written_words(emb: Any, to_encoding: str | None, path: str) -> list[str]:
-    """The words of ``emb`` as the bytes a writer writes (:func:`as_read`'s spelling): in ``to_encoding``, else
-    in the encoding they were read in (``emb.encoding``), else UTF-8. A word the encoding cannot spell is a
-    BuildError naming it (``path``: where the format keeps its words)."""
-    encoding = word_encoding(to_encoding or getattr(emb, "encoding", None))
-    try:
-        words = as_read(emb.words, encoding)
-        if encoding is None:  # a lone surrogate (one no file's bytes gave) has no UTF-8: one encode finds it
-            "\n".join(words).encode("utf-8", "surrogateescape")
-        return words
-    except UnicodeEncodeError as e:
-        i = next(i for i, w in enumerate(emb.words) if not spells(w, encoding))
-        raise BuildError(f"word {i} ({emb.words[i]!r}) cannot be written in {encoding or 'UTF-8'}: {e.reason}",
-                         path=f"{path}[{i}]") from None
-
-
-def check_read_options(limit: Any = None, vocab: Any = None, unicode_errors: Any = None) -> None:
-    """Refuse read options that would otherwise be misread (a negative limit reads nothing, a string as
-    ``vocab`` would be a set of its letters)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
-        raise ValueError(f"limit must be a whole number >= 0, got {limit!r}")
-    if vocab is not None and (isinstance(vocab, (str, bytes)) or not isinstance(vocab, Iterable)):
-        raise ValueError(f"vocab must be a collection of words (a set or list of str), got {type(vocab).__name__}")
-    if unicode_errors is not None and unicode_errors not in ("strict", "replace", "ignore"):
-        raise ValueError(f"unicode_errors must be 'strict', 'replace' or 'ignore', got {unicode_errors!r}")
 
 
 class LazyRows:
@@ -250,55 +135,6 @@ class Storage:
         if callable(self.quantized):
             self.quantized = self.quantized()
         return self.quantized
-
-
-class WordIndex:
-    """word -> the row of its ``occurrence`` (the first, or with "last" the last: as :func:`word_rows`), one
-    word at a time, without a dict: an open-addressing table of
-    int32 rows (at most 4 slots a word, load <= 1/2: 8-16 bytes a word, 2 MB for 200k words, where a dict and
-    its int values take 16 MB), probed linearly from the word's ``hash`` (Python's, which the str keeps).
-    A lookup costs a few tenths of a microsecond more than a dict's; a model looked up one word at a time
-    (the mmap open of a large vocabulary) keeps this instead of building :attr:`Embeddings.vocab`."""
-
-    def __init__(self, words: Sequence[str], occurrence: str = "first") -> None:
-        n = len(words)
-        size = 1 << max(3, (2 * n).bit_length())
-        mask = size - 1
-        kind = np.int32 if size < 2**31 else np.int64
-        table = np.full(size, -1, kind)
-        # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (the
-        # last with occurrence "last"), so the occurrence lookups use of a repeated word comes first on its probe
-        # path (equal words move in step), as in a table filled row after row (from the end, for "last")
-        # (int32 throughout: the temporaries of the build are a few MB for 200k words, not a dict's worth)
-        rows = np.arange(n, dtype=kind)
-        at = (np.fromiter(map(hash, words), np.int64, n) & mask).astype(kind)
-        last = occurrence == "last"
-        pick, none = (np.maximum, -1) if last else (np.minimum, n)
-        best = np.full(size, none, kind)  # (scratch: the row reaching each slot in a round that takes it)
-        while len(rows):
-            free = np.flatnonzero(table[at] < 0)
-            slots, candidates = at[free], rows[free]
-            pick.at(best, slots, candidates)
-            won = best[slots] == candidates
-            best[slots] = none
-            table[slots[won]] = candidates[won]
-            left = np.ones(len(rows), bool)
-            left[free[won]] = False
-            rows, at = rows[left], (at[left] + 1) & mask
-        self.table = table
-        self.get = _probe(memoryview(table), words, mask)  # word -> row or None (its names are the closure's cells)
-
-
-def _probe(table: memoryview, words: Sequence[str], mask: int) -> Callable[[str], int | None]:
-    def get(word: str) -> int | None:
-        at = hash(word) & mask
-        while (i := table[at]) >= 0:
-            if words[i] == word:
-                return i
-            at = (at + 1) & mask
-        return None
-
-    return get
 
 
 class Embeddings(KeyedVectorsMixin):

@@ -278,7 +278,7 @@ def _import_codec(family: str) -> None:
 def _plugin_modules() -> list[tuple[str, str]]:
     """(name, module) of every plugin: the ``wvformats.plugins`` entry points, then ``WVFORMATS_PLUGINS``."""
     found = []
-    if _may_have_entry_points(PLUGIN_GROUP):  # (importlib.metadata and its scan cost more than the rest of sniff)
+    if may_have_entry_points(PLUGIN_GROUP):  # (importlib.metadata and its scan cost more than the rest of sniff)
         import importlib.metadata
 
         found = [(ep.name, ep.value) for ep in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP),
@@ -287,7 +287,7 @@ def _plugin_modules() -> list[tuple[str, str]]:
     return found + [(name, name) for name in variable]
 
 
-def _may_have_entry_points(group: str) -> bool:
+def may_have_entry_points(group: str) -> bool:
     """False only when no installed distribution can declare entry points in ``group``: no
     ``entry_points.txt`` of a ``.dist-info`` or ``.egg-info`` folder on ``sys.path`` names it, and no
     ``sys.path`` entry is an archive (whose metadata only importlib.metadata reads)."""

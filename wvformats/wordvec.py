@@ -11,8 +11,9 @@ vocabulary) and ``Storage`` (a whole storage matrix, quantized rows); the warnin
 conversion may give.
 """
 
-from .embeddings import DuplicateWordsWarning, Embeddings, LazyRows, Storage, Subwords, ValuesChangedWarning
+from .embeddings import Embeddings, LazyRows, Storage, Subwords, ValuesChangedWarning
 from .errors import NoFinalNewlineWarning
+from .words import DuplicateWordsWarning
 
 __all__ = ["DuplicateWordsWarning", "Embeddings", "LazyRows", "NoFinalNewlineWarning", "Storage", "Subwords",
            "ValuesChangedWarning"]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from wvformats.framework import texttable as text
 
-K = text._compiled("_texttable")
+K = text.compiled_module("_texttable")
 
 
 def test_the_kernel_is_built():

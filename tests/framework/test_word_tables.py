@@ -318,7 +318,7 @@ def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, e
     """Leader and word2vec binary tables (words of any bytes, spaces and newlines in the vectors, newlines
     before words, cut anywhere, a header count past the records): the compiled walk and gather give the
     numpy path's words, rows, newlines and end, or decline and the twin names the fault."""
-    k = binary._compiled("_wordtables")
+    k = binary.compiled_module("_wordtables")
     assert k is not None, "wvformats.framework._wordtables is not built"
     data, _ = _w2v_table(records)
     head = f"{len(records) + extra} 16\n".encode()
@@ -333,7 +333,7 @@ def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, e
 
 
 def test_binary_kernel_checks_its_spans_and_sizes():
-    k = binary._compiled("_wordtables")
+    k = binary.compiled_module("_wordtables")
     ws, we, out = np.array([0], np.int64), np.array([2], np.int64), np.empty((1, 1), np.float32)
     with pytest.raises(ValueError, match="outside the buffer"):
         k.gather(b"ab 1234", ws, np.array([5], np.int64), 1, 4, out, 0, 1)  # the row runs past the end

@@ -26,14 +26,14 @@ from .streams import background, release, window
 from .strings import decode_all, decode_spans
 from .wordtables import (
     F32,
-    _compiled,
-    _dimension,
-    _errors,
-    _matrix,
-    _params,
-    _text_dtype,
-    _touched,
-    _word_bytes,
+    checked_dimension,
+    compiled_module,
+    matrix_to_write,
+    read_params,
+    text_dtype,
+    touched,
+    unicode_errors,
+    word_bytes,
 )
 
 STYLE_ROWS = 50  # lines whose numbers decide the number style (a quick summary in the standard library reads
@@ -101,9 +101,9 @@ class _TextNumbers:
 
     def __init__(self, context: Any, buf: Any, raws: list[Any], starts: list[int], base: int, path: str) -> None:
         self.context, self.buf, self.raws, self.starts, self.base, self.path = context, buf, raws, starts, base, path
-        self.errors = _errors(context)
-        self.dtype = _text_dtype(context)
-        vocab = _params(context).get("vocab")
+        self.errors = unicode_errors(context)
+        self.dtype = text_dtype(context)
+        vocab = read_params(context).get("vocab")
         self.wanted = None if vocab is None else set(vocab)
         self.words: list[str] = []
         self.parts: list[np.ndarray] = []
@@ -301,7 +301,7 @@ def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | Non
     threads (the kernel lets go of the GIL), each block's numbers straight into its rows of the result and
     its mapped pages let go of once parsed. Words come back joined by newlines and are decoded once per
     block (as :func:`decode_spans` decodes them)."""
-    k = _compiled("_texttable")
+    k = compiled_module("_texttable")
     if k is None or end <= pos or buf[end - 1 : end] != b"\n" or isinstance(buf, memoryview):
         return None
     width, trailing, crlf = _first_width(buf, pos, end)
@@ -387,7 +387,7 @@ def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
             release(buf, a)
     if count * (2 + 2 * dim) > end - pos:  # a line holds a word, dim numbers and their separators
         return None
-    return _touched((count, dim), dtype)
+    return touched((count, dim), dtype)
 
 
 def _line_numbers(line: bytes) -> bytes:
@@ -633,9 +633,9 @@ class TextRecords(Checked):
 
     def _parse(self, stream: Any, context: Any, path: str) -> cs.Container:
         declared = None if self.count is None else int(evaluate(self.count, context))
-        dim = None if self.dim is None else _dimension(self.dim, context, path, stream, self.max_dim)
+        dim = None if self.dim is None else checked_dimension(self.dim, context, path, stream, self.max_dim)
         want = declared
-        limit = _params(context).get("limit")
+        limit = read_params(context).get("limit")
         if limit is not None:
             want = int(limit) if want is None else min(want, int(limit))
         buf, base = window(stream)
@@ -643,11 +643,11 @@ class TextRecords(Checked):
             buf = buf.tobytes()
         pos = stream.tell() - base
         end = len(buf)
-        if limit is None and _params(context).get("vocab") is None:
+        if limit is None and read_params(context).get("vocab") is None:
             for name, parser in _FAST:
                 if _FORCED and _FORCED[0] != name or not _FORCED and end - pos < _MIN_BYTES[name]:
                     continue
-                fast = parser(buf, pos, end, declared, dim, _errors(context), path, _text_dtype(context))
+                fast = parser(buf, pos, end, declared, dim, unicode_errors(context), path, text_dtype(context))
                 if fast is not None:
                     words, vectors, layout = fast
                     if _FORCED:
@@ -730,7 +730,7 @@ class TextRecords(Checked):
                            expected=count, found=n)
         arr = np.asarray(obj["vectors"])
         dim = int(evaluate(self.dim, context)) if self.dim is not None else (arr.shape[1] if arr.ndim == 2 else 0)
-        arr = _matrix(arr, n, dim, path, stream)
+        arr = matrix_to_write(arr, n, dim, path, stream)
         layout = obj.get("layout") or {}
         style = layout.get("style", "repr")
         fmt = TEXT_STYLES[style]
@@ -739,7 +739,7 @@ class TextRecords(Checked):
         done = _write_text_lines(style, words, arr, tail, final, stream)
         out: list[str] = []
         for i, w in enumerate(words[done:], done):
-            _word_bytes(w, f"{path}[{i}].word", stream)
+            word_bytes(w, f"{path}[{i}].word", stream)
             line = w + " " + " ".join(fmt(arr[i]))
             out.append(line + (tail if (final or i < n - 1) else tail.rstrip("\r\n")))
             if len(out) >= 4096:
@@ -815,7 +815,7 @@ class Trailer(Checked):
     """
 
     def _parse(self, stream: Any, context: Any, path: str) -> bytes | None:
-        if _params(context).get("limit") is not None:
+        if read_params(context).get("limit") is not None:
             return None
         return stream.read()
 

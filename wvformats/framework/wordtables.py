@@ -43,23 +43,23 @@ from .strings import decode_spans
 F32 = np.dtype("<f4")
 
 
-def _params(context: Any) -> Any:
+def read_params(context: Any) -> Any:
     return getattr(context, "_params", None) or {}
 
 
 def _limit(context: Any, count: int) -> int:
-    limit = _params(context).get("limit")
+    limit = read_params(context).get("limit")
     return count if limit is None else min(count, int(limit))
 
 
-def _errors(context: Any) -> str:
-    return _params(context).get("unicode_errors", "strict")
+def unicode_errors(context: Any) -> str:
+    return read_params(context).get("unicode_errors", "strict")
 
 
-def _text_dtype(context: Any) -> np.dtype:
+def text_dtype(context: Any) -> np.dtype:
     """What text numbers are parsed into: float64 when the ``dtype`` read option asks for more than float32
     (gensim's ``datatype``; files with 17-digit numbers keep them), else float32."""
-    wanted = np.dtype(_params(context).get("dtype") or F32)
+    wanted = np.dtype(read_params(context).get("dtype") or F32)
     return np.dtype("<f8") if wanted.kind == "f" and wanted.itemsize > 4 else F32
 
 
@@ -91,7 +91,7 @@ def _gather_rows(buf: Any, vstarts: np.ndarray, dim: int, out: np.ndarray | None
 _AHEAD_BYTES = 1 << 22  # matrices from this size on are allocated ahead and filled beside the word decoding
 
 
-def _touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
+def touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
     """An uninitialised matrix (float32 by default) with every page already faulted in (one write per page)."""
     out = np.empty(shape, dtype)
     out.reshape(-1).view(np.uint8)[:: mmap.PAGESIZE] = 0
@@ -102,12 +102,12 @@ def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> 
     """Start allocating the (count, dim) result while the record offsets are found, when the table is big
     and ``count`` records of at least ``least`` bytes fit in the ``room`` bytes left (a hostile count gets
     nothing ahead: the matrix is then allocated for the records really found)."""
-    if _params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
+    if read_params(context).get("vocab") is not None or count * 4 * dim < _AHEAD_BYTES or count * least > room:
         return None
-    return background(_touched, (count, dim))
+    return background(touched, (count, dim))
 
 
-def _dimension(dim: Any, context: Any, path: str, stream: Any, most: int | None) -> int:
+def checked_dimension(dim: Any, context: Any, path: str, stream: Any, most: int | None) -> int:
     """The header's dimension, refused when over ``most`` (absurd: an empty table would otherwise carry it
     unchecked to lookups that allocate ``words x dim``)."""
     value = int(evaluate(dim, context))
@@ -119,7 +119,7 @@ def _dimension(dim: Any, context: Any, path: str, stream: Any, most: int | None)
 
 def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
     """Rows to keep for the ``vocab`` read option (first occurrence of each wanted word), or None."""
-    return selected_rows(words, vocab=_params(context).get("vocab"))
+    return selected_rows(words, vocab=read_params(context).get("vocab"))
 
 
 def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
@@ -134,18 +134,18 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
     ws = np.asarray(wstarts, np.int64)
     we = np.asarray(wends, np.int64)
     vs = np.asarray(vstarts, np.int64)
-    if _params(context).get("vocab") is None:
+    if read_params(context).get("vocab") is None:
         out = ahead.result() if ahead is not None else None
         if out is None and len(vs) * 4 * dim < _AHEAD_BYTES:
-            return decode_spans(buf, ws, we, _errors(context), path, base, sep=sep), _gather_rows(buf, vs, dim)
+            return decode_spans(buf, ws, we, unicode_errors(context), path, base, sep=sep), _gather_rows(buf, vs, dim)
         rows = background(_gather_rows, buf, vs, dim, out)
         try:
-            words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+            words = decode_spans(buf, ws, we, unicode_errors(context), path, base, sep=sep)
         except BaseException:
             rows.exception()  # the copy reads ``buf``: it ends before the error leaves here
             raise
         return words, rows.result()
-    words = decode_spans(buf, ws, we, _errors(context), path, base, sep=sep)
+    words = decode_spans(buf, ws, we, unicode_errors(context), path, base, sep=sep)
     keep = _keep_vocab(context, words)
     if keep is not None:
         words = [words[i] for i in keep]
@@ -153,7 +153,7 @@ def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: 
     return words, _gather_rows(buf, vs, dim)
 
 
-def _compiled(name: str) -> Any:
+def compiled_module(name: str) -> Any:
     """The framework's compiled module ``name`` (``"_wordtables"``, ``"_texttable"``), or None where its
     pure-Python twin stands in (see :mod:`.kernels`)."""
     return kernel(f"{__package__}.{name}")
@@ -169,10 +169,10 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     _wordtables.c): the records walked in one pass, then their rows copied and words joined on two threads
     (the GIL let go of), a block at a time, the mapped pages let go of behind; None when the kernel is not
     built, an option needs the twin (``vocab``), or a record is not whole (the twin names it)."""
-    k = _compiled("_wordtables")
+    k = compiled_module("_wordtables")
     rowbytes = 4 * dim
     least = rowbytes + (4 if prefixed else 2)  # the smallest record
-    if k is None or isinstance(buf, memoryview) or _params(context).get("vocab") is not None \
+    if k is None or isinstance(buf, memoryview) or read_params(context).get("vocab") is not None \
             or count * least > end - pos:
         return None
     wstarts = np.empty(count, np.int64)
@@ -186,7 +186,7 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     blocks = [(a, min(count, a + step)) for a in range(0, count, step)]
     half = (len(blocks) + 1) // 2
     skip = 0 if prefixed else 1
-    errors = _errors(context)
+    errors = unicode_errors(context)
     joinable = errors in ("strict", "surrogateescape")
 
     def run(part: list[tuple[int, int]]) -> list[str] | None:
@@ -212,7 +212,7 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     return words + rest, out, newlines, after
 
 
-def _matrix(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
+def matrix_to_write(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
     arr = np.asarray(vectors)
     if arr.size == 0 and n == 0:
         return np.zeros((0, dim), F32)
@@ -243,7 +243,7 @@ class _BinaryRecords(Checked):
         """(records to read, dimension, the buffer holding the rest of the stream, the absolute offset of its
         first byte, where the table starts in it), once the header's dimension is checked."""
         count = _limit(context, int(evaluate(self.count, context)))
-        dim = _dimension(self.dim, context, path, stream, self.max_dim)
+        dim = checked_dimension(self.dim, context, path, stream, self.max_dim)
         buf, base = window(stream)
         return count, dim, buf, base, stream.tell() - base
 
@@ -256,7 +256,7 @@ class _BinaryRecords(Checked):
         if len(words) != count:
             raise fail(path, tell(stream), "word count does not match the header", BuildError,
                        expected=count, found=len(words))
-        return count, dim, words, _matrix(obj["vectors"], count, dim, path, stream)
+        return count, dim, words, matrix_to_write(obj["vectors"], count, dim, path, stream)
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise cs.SizeofError(path=path)  # (the words' lengths decide)
@@ -507,7 +507,7 @@ class Word2VecRecords(_BinaryRecords):
         words, vectors = _table(context, buf, ws, we, we + 1, dim, path, base, ahead, sep=b" ")
         stream.seek(base + pos)
         newlines = None
-        if gaps and _params(context).get("vocab") is None:
+        if gaps and read_params(context).get("vocab") is None:
             newlines = np.zeros(count, np.uint32)
             newlines[list(gaps)] = list(gaps.values())
         return cs.Container(words=words, vectors=vectors, newlines=newlines)
@@ -523,7 +523,7 @@ class Word2VecRecords(_BinaryRecords):
                             gaps=gaps)
         chunk: list[bytes | memoryview] = []
         for i, w in enumerate(words[done:], done):
-            raw = _word_bytes(w, f"{path}[{i}].word", stream)
+            raw = word_bytes(w, f"{path}[{i}].word", stream)
             if gaps is not None and gaps[i]:
                 chunk.append(b"\n" * int(gaps[i]))
             chunk.append(raw + b" ")
@@ -538,14 +538,14 @@ class Word2VecRecords(_BinaryRecords):
     layout = ("newlines",)
 
     def words(self) -> Any:
-        """What :func:`_word_bytes` writes: no space, no line break, not empty."""
+        """What :func:`word_bytes` writes: no space, no line break, not empty."""
         from hypothesis import strategies as st
 
         return st.text(st.characters(blacklist_characters=" \n", blacklist_categories=("Cs",)), min_size=1,
                        max_size=6)
 
 
-def _word_bytes(w: Any, path: str, stream: Any) -> bytes:
+def word_bytes(w: Any, path: str, stream: Any) -> bytes:
     """A word for the space-separated formats: non-empty, no ASCII space, no line break at its ends."""
     if not isinstance(w, str):
         raise fail(path, tell(stream), "expected a str", BuildError, found=type(w).__name__)

@@ -6,11 +6,13 @@ from typing import Any
 
 import construct as cs
 
-from ...embeddings import Embeddings, repeats, word_encoding
+from ...embeddings import Embeddings
 from ...errors import OptionError
 from ...registry import Format, register, schema_io
 from ...schemas import fasttext as schema
 from ...schemas.fasttext import Loss, Model
+from ...spelling import word_encoding
+from ...words import repeats
 from . import convert, edit
 from .model import EOS, LOSSES, MODELS, FastText, hs_tree, named
 from .sniff import FASTTEXT, sniff

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import Embeddings, unnormalized, warn_if_changed, written_words
+from ...embeddings import Embeddings, unnormalized, warn_if_changed
 from ...errors import BuildError, FormatError
 from ...schemas import fasttext as schema
-from ..finalfusion.lookups import composed_batch
+from ...spelling import written_words
+from ..finalfusion import composed_batch
 from . import subwords
 from .edit import CURRENT
 from .sniff import FASTTEXT

@@ -15,11 +15,11 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import word_rows
 from ...errors import BuildError
 from ...schemas import fasttext as schema
 from ...schemas.fasttext import Model
 from ...schemas.identity import FASTTEXT_VERSIONS
+from ...words import word_rows
 
 CURRENT = FASTTEXT_VERSIONS[-1]  # fastText's FASTTEXT_VERSION: the version it writes
 

@@ -14,22 +14,14 @@ from typing import Any
 import numpy as np
 
 from ...compiled import kernel
-from ...embeddings import (
-    Embeddings,
-    LazyRows,
-    Storage,
-    Subwords,
-    WordIndex,
-    as_read,
-    decoded_all,
-    word_encoding,
-    word_rows,
-)
+from ...embeddings import Embeddings, LazyRows, Storage, Subwords
 from ...errors import FormatError
 from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
-from ..finalfusion.lookups import as_row_items, composed_batch
+from ...spelling import as_read, decoded_all, word_encoding
+from ...words import WordIndex, word_rows
+from ..finalfusion import as_row_items, composed_batch
 from . import subwords
 from .arithmetic import exp_to_float, sigmoid, threshold32
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
@@ -371,7 +363,7 @@ class FastText(Embeddings):
 
     def _word_id(self, word: str) -> int | None:
         """``vocab.get(word)`` without making ``vocab`` (a dict of every word and its int: 16 MB for 200k words)
-        for a lookup of one word: a :class:`~wvformats.embeddings.WordIndex` (2 MB) until ``vocab`` is made."""
+        for a lookup of one word: a :class:`~wvformats.words.WordIndex` (2 MB) until ``vocab`` is made."""
         if self._index is not None:
             return self._index.get(word)
         index = self._word_index

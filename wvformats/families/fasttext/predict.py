@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...compiled import kernel
-from ..finalfusion.lookups import as_row_items, composed_batch, sum_rows
+from ..finalfusion import as_row_items, composed_batch, sum_rows
 from . import subwords
 from .arithmetic import (
     SETTLED,

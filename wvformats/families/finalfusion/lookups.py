@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...compiled import kernel
-from ..fasttext.hashing import fasttext_hash
+from ..fasttext import fasttext_hash
 
 _K = kernel("wvformats.families.finalfusion._kernel")  # None: the pure-Python twins below serve
 _BUCKET, _FASTTEXT = 0, 1  # the kernel's vocabulary kinds

@@ -15,9 +15,8 @@ from ...schemas import ggml as schema
 from ...schemas import gguf as gguf_schema
 from ...schemas.constructs.gguf import StringArray, StringHead
 from ...schemas.ggml import GGUF_TYPES, LAYOUTS
-from ..safetensors.model import SafeTensors
-from ..sentencepiece.gguf import to_gguf
-from ..sentencepiece.model import SentencePieceModel
+from ..safetensors import SafeTensors
+from ..sentencepiece import SentencePieceModel, to_gguf
 from . import sniff
 from .gguf import TYPE_IDS, GGUFModel, GGUFTensor, Metadata
 from .rwkv import RwkvModel, Tensor
@@ -129,7 +128,7 @@ def gguf_from_model(model: Any, *, type: str | None = None) -> cs.Container:
     if isinstance(model, SentencePieceModel):
         model = to_gguf(model)
     if isinstance(model, SafeTensors):
-        from ..safetensors.convert import to_gguf as tensors_to_gguf
+        from ..safetensors import to_gguf as tensors_to_gguf
 
         model = tensors_to_gguf(model, type)
     if not isinstance(model, GGUFModel):

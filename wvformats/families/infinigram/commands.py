@@ -196,7 +196,7 @@ def sentencepiece_encoder(path: Path) -> Any:
     import json
 
     from ... import api
-    from ..sentencepiece.exports import to_hf_tokenizer
+    from ..sentencepiece import to_hf_tokenizer
 
     tok = tokenizers.Tokenizer.from_str(json.dumps(to_hf_tokenizer(api.read(path, "sentencepiece"))))
     return lambda t: tok.encode(t, add_special_tokens=False).ids

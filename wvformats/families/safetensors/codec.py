@@ -54,7 +54,7 @@ def _unchanged(model: SafeTensors) -> bool:
 
 
 def from_model(model: Any, **_: Any) -> cs.Container:
-    from ..ggml.gguf import GGUFModel
+    from ..ggml import GGUFModel
 
     if isinstance(model, GGUFModel):  # (convert: dequantized, F16/BF16 kept, the metadata as strings)
         from .convert import from_gguf

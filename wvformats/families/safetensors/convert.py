@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BuildError, FormatError
-from ..ggml.gguf import GGUFModel, GGUFTensor
-from ..ggml.quants import WRITTEN, quantize
-from ..ggml.sniff import GGUF
+from ..ggml import GGUF, WRITTEN, GGUFModel, GGUFTensor, quantize
 from .model import SafeTensors
 
 KEPT = {"F32": "F32", "F16": "F16", "BF16": "BF16", "F64": "F64", "I8": "I8", "I16": "I16", "I32": "I32",

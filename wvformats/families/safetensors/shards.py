@@ -240,7 +240,7 @@ def from_model(model: Any, *, shard_size: int | str | None = None) -> Plan:
     """Without ``shard_size``, a sharded checkpoint keeps its shards (the same files, each tensor where it was,
     the index's bytes: a read -> write gives the checkpoint back byte for byte, as transformers wrote it) and
     any other model is split at :data:`DEFAULT_SHARD_SIZE`; with it, shards are split anew."""
-    from ..ggml.gguf import GGUFModel
+    from ..ggml import GGUFModel
 
     if isinstance(model, GGUFModel):
         from .convert import from_gguf

@@ -9,7 +9,7 @@ from ...errors import BuildError, FormatError
 from ...framework.protowire import LEN
 from ...registry import Format, register, schema_io
 from ...schemas import sentencepiece as schema
-from ..ggml.gguf import GGUFModel
+from ..ggml import GGUFModel
 from .gguf import from_gguf
 from .model import SentencePieceModel
 from .sniff import SENTENCEPIECE

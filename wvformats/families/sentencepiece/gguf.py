@@ -18,7 +18,7 @@ import numpy as np
 from ...framework.protobuf import encode_message
 from ...schemas.constructs.gguf import StringArray
 from ...schemas.sentencepiece import ModelProto, ModelType, PieceType
-from ..ggml.gguf import GGUFModel, Metadata
+from ..ggml import GGUFModel, Metadata
 from .checks import check_pieces
 from .model import SentencePieceModel, parse_model_fields
 

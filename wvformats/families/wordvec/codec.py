@@ -8,21 +8,13 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ...embeddings import (
-    Embeddings,
-    as_read,
-    decoded,
-    decoded_all,
-    repeats,
-    spells,
-    unnormalized,
-    word_encoding,
-    written_words,
-)
+from ...embeddings import Embeddings, unnormalized
 from ...errors import BuildError, FormatError
 from ...framework import TEXT_STYLES
 from ...registry import Format, register, schema_io
 from ...schemas import wordvec as schema
+from ...spelling import as_read, decoded, decoded_all, spells, word_encoding, written_words
+from ...words import repeats
 from . import sniff
 from .quick import FIRST_WORDS, SAMPLE_ROWS
 from .stream import read_stream
