@@ -6,7 +6,7 @@ when one is asked for (a field after a table needs the table's end: it is then p
 :class:`~wvformats.framework.Chunks` is a :class:`LazyChunks` (each chunk's id and length read as the chunks
 are walked, its body a LazyFields of its own bytes) and a plain :class:`~wvformats.framework.StringTable` is
 a :class:`LazyStrings` (``words[:10]`` reads ten words). Every other field is parsed by the walker
-(:func:`~wvformats.framework.walk.walk_into`) when it is reached, so that an error in it, whenever it is
+(:func:`~wvformats.framework.walk.walked`) when it is reached, so that an error in it, whenever it is
 raised, names the format, the field path (with array indices) and its absolute byte offset.
 
 The values read the input while they live: keep it open (a memory map) as long as they are used.
@@ -26,7 +26,7 @@ from .fields import Checked, decode_utf8, evaluate, unnamed, unnamed_field
 from .located import check_length, fail, translate
 from .streams import BufferStream, remaining
 from .strings import StringTable
-from .walk import _Drop, locate_in, walk_into
+from .walk import locate_in, walked
 
 
 class At(Checked, cs.Pointer):
@@ -145,7 +145,7 @@ def lazy_value(con: cs.Construct, stream: Any, context: Any, parent: str, path: 
     if isinstance(inner, At):  # (asked for: the member itself)
         return inner._parse(stream, context, path)()
     with _located(stream, format, parent if con.name else path, con):  # (the walk names the field itself)
-        return walk_into(con, stream, context, "", "", _Drop())
+        return walked(con, stream, context)
 
 
 class LazyFields(Mapping, LazyValue):

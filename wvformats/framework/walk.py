@@ -206,6 +206,12 @@ class _Drop(list):
         return self
 
 
+def walked(con: cs.Construct, stream: Any, context: Any, path: str = "") -> Any:
+    """``con`` parsed from the stream's position in ``context`` as the walk parses it (array elements by
+    index, fields without a name by their kind, in its errors), keeping no spans."""
+    return walk_into(con, stream, context, path, "", _Drop())
+
+
 def locate(schema: cs.Construct, stream: Any, *, format: str, **params: Any) -> FormatError | None:
     """The error of parsing ``schema`` from the stream's position, located by the walk: array elements by
     index (``items[3].y``) and fields without a name by their kind (``<Terminated>``), which construct's
@@ -222,7 +228,7 @@ def locate_in(con: cs.Construct, stream: Any, context: Any, path: str, format: s
     or dotted) and its offset absolute."""
     prefix = dotted(path) or None
     try:  # (walked with paths relative to con, which the offset of a constant is found by)
-        walk_into(con, stream, context, "", "", _Drop())
+        walked(con, stream, context)
     except FormatError as e:
         return e.located(format=format, prefix=prefix)
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
