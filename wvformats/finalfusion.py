@@ -10,8 +10,9 @@ up by, and the three hash functions are finalfusion's (FNV-1a), fastText's and f
 """
 
 from .families.fasttext.hashing import fasttext_hash
-from .families.finalfusion.codec import reconstruct, register_chunk
+from .families.finalfusion.codec import register_chunk
 from .families.finalfusion.lookups import finalfusion_hash, floret_hashes, ngrams
+from .families.finalfusion.quantized import reconstruct
 from .schemas.finalfusion import CHUNK_TYPES
 
 __all__ = ["CHUNK_TYPES", "fasttext_hash", "finalfusion_hash", "floret_hashes", "ngrams", "reconstruct",

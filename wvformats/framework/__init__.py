@@ -20,6 +20,8 @@ One module per concern:
   constructs parse with; :mod:`.scalars` -- a number at a byte (standard library only: the sniffers use it).
 * :mod:`.plans` and :mod:`.cache` -- a schema's fields as a cached plan, read without importing construct (what
   ``read`` of a safetensors or .npy file runs), and the cache folder.
+* :mod:`.lazy` -- :class:`At`, a member at an offset another field gives, parsed when asked for, and the
+  values of a lazy parse (``parse(..., lazy=True)``): fields parsed as far as they are asked for.
 * :mod:`.protowire` and :mod:`.protobuf` -- protobuf's wire format as constructs, and typed message views.
 * :mod:`.walk` and :mod:`.docs` -- the annotated walk of a parse (dump, field at an offset) and the Markdown
   page of each format, both generated from the schemas.
@@ -48,6 +50,7 @@ _LAZY = {name: module for module, names in {
     "walk": ("Part", "Span", "covering", "hexdump", "leaves", "short", "walk", "walk_into", "walk_parts"),
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
+    "lazy": ("At", "Deferred", "LazyFields", "LazyChunks", "LazyStrings", "LazyValue", "parse_member"),
     "kernels": ("kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV"),
     "packed": ("PackedStruct",),
     "records": ("WalkPolicy", "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "selected_rows",
@@ -105,11 +108,13 @@ __all__ = [
     "parse", "build", "compiled", "INTERPRETED_ONLY", "UNCHECKED", "SchemaError", "bound_checks",
     # field constructs
     "NumpyArray", "AlignTo", "Valid", "Derived", "size_of", "EnumField", "CheckedString", "CheckedBytes",
-    "ShapeOf", "JSONField",
+    "ShapeOf", "JSONField", "At",
     "JSONObject", "JSONArray", "compact", "PackedStruct", "StringTable", "Table", "Records", "Tensors", "Arrays", "Chunks",
     # writing a custom construct that stays checked when compiled
     "Checked", "evaluate", "tell", "fail", "warn", "check_length", "dotted", "expression", "decode_utf8",
     "encode_utf8", "explicit_dtype", "read_array", "write_array", "fixed_size",
+    # lazy parsing: what parse(..., lazy=True) and an At member give
+    "Deferred", "LazyFields", "LazyChunks", "LazyStrings", "LazyValue", "parse_member",
     # streams and buffers
     "BufferStream", "CompareStream", "remaining", "bounded", "window", "zero_copy", "byte_view", "release", "background",
     # record tables walked with numpy

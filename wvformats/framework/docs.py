@@ -85,6 +85,9 @@ def describe(con: cs.Construct) -> str:
         cases = [f"{key!r}: {describe(case)}" for key, case in con.cases.items()]
         other = "" if isinstance(con.default, type(cs.Pass)) else f", else {describe(con.default)}"
         return f"switch on {_expr(con.keyfunc)}: {', '.join(cases)}{other}"
+    if isinstance(con, cs.Pointer):  # (At too: parsed when asked for)
+        lazy = ", parsed when asked for" if type(con).__name__ == "At" else ""
+        return f"at byte {_expr(con.offset)}{lazy}: {describe(con.subcon)}"
     if isinstance(con, cs.Peek):
         return f"peek {describe(con.subcon)} (not consumed)"
     if isinstance(con, cs.Computed):
@@ -143,6 +146,9 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))
+        elif isinstance(inner, cs.Pointer) and isinstance(unnamed(inner.subcon), cs.Struct):  # a member elsewhere
+            rows.append(f"| {where} | `{path}` | {_cell(describe(inner))} | 0 here | {doc} |")
+            rows.extend(schema_table(unnamed(inner.subcon), prefix=f"{path}."))
         elif isinstance(element, cs.Struct):  # a table of records: each record's fields, from its start
             kind = f"Table {_extent(inner)}" if isinstance(inner, Table) else describe(inner)
             rows.append(f"| {where} | `{path}` | {_cell(kind)} | {size} | {doc} |")

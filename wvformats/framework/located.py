@@ -91,6 +91,9 @@ def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
     for name in (path or "").split("."):
         name = name.split("[", 1)[0]
         con = unwrapped(con) if con is not None else None
+        while con is not None and not hasattr(con, "subcons") and isinstance(getattr(con, "subcon", None),
+                                                                            cs.Construct):
+            con = unwrapped(con.subcon)  # (an array's elements, a member elsewhere: the fields inside)
         con = next((c for c in getattr(con, "subcons", []) if getattr(c, "name", None) == name), None)
     con = unwrapped(con) if con is not None else None
     if not isinstance(con, cs.Const):

@@ -91,14 +91,21 @@ def parse(
     *,
     format: str,
     compile: bool = False,
+    lazy: bool = False,
     **params: Any,
 ) -> Any:
     """Parse ``data`` (bytes, memoryview, mmap or a binary stream) with ``schema``.
 
     Every failure becomes a :class:`FormatError` naming ``format``, the field path and the byte offset.
+    ``lazy``: parsed as far as its fields are asked for (:mod:`.lazy`; a Struct gives a ``LazyFields``),
+    each failure located alike whenever it is found.
     """
     require_bound_checks(schema)
     stream = _as_stream(data)
+    if lazy:
+        from .lazy import parse_lazy  # (lazy imports the string tables: loaded only for lazy parses)
+
+        return parse_lazy(schema, stream, format=format, **params)
     start = stream.tell()
     runner = compiled(schema) if compile else schema
     params.setdefault("_format", format)  # for the warnings of doubtful fields

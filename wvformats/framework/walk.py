@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import FormatError
 from .chunks import Chunks
 from .fields import evaluate, require_bound_checks, unnamed, unnamed_field
-from .located import translate
+from .located import dotted, translate
 from .streams import BufferStream
 
 if TYPE_CHECKING:
@@ -206,6 +206,12 @@ class _Drop(list):
         return self
 
 
+def walked(con: cs.Construct, stream: Any, context: Any, path: str = "") -> Any:
+    """``con`` parsed from the stream's position in ``context`` as the walk parses it (array elements by
+    index, fields without a name by their kind, in its errors), keeping no spans."""
+    return walk_into(con, stream, context, path, "", _Drop())
+
+
 def locate(schema: cs.Construct, stream: Any, *, format: str, **params: Any) -> FormatError | None:
     """The error of parsing ``schema`` from the stream's position, located by the walk: array elements by
     index (``items[3].y``) and fields without a name by their kind (``<Terminated>``), which construct's
@@ -213,12 +219,20 @@ def locate(schema: cs.Construct, stream: Any, *, format: str, **params: Any) -> 
     context = cs.Container({"_format": format, **params})
     context._parsing, context._building, context._sizing = True, False, False
     context._params = context
-    try:
-        walk_into(schema, stream, context, "", "", _Drop())
+    return locate_in(schema, stream, context, "", format)
+
+
+def locate_in(con: cs.Construct, stream: Any, context: Any, path: str, format: str) -> FormatError | None:
+    """:func:`locate` of a member parsed apart from its parents (a lazily parsed one): ``con`` from the
+    stream's position in ``context`` (the fields before it), its error's path below ``path`` (construct's
+    or dotted) and its offset absolute."""
+    prefix = dotted(path) or None
+    try:  # (walked with paths relative to con, which the offset of a constant is found by)
+        walked(con, stream, context)
     except FormatError as e:
-        return e.located(format=format)
+        return e.located(format=format, prefix=prefix)
     except Exception as e:  # noqa: BLE001 - every failure becomes a FormatError
-        return translate(e, stream, format, schema)
+        return translate(e, stream, format, con).located(prefix=prefix)
     return None
 
 

@@ -14,7 +14,7 @@ from wvformats.schemas import finalfusion as schema
 import wvformats as wv
 from wvformats import cli, framework
 from wvformats.errors import BuildError, FormatError, TruncatedError, ValueMismatchError
-from wvformats.families.finalfusion import codec
+from wvformats.families.finalfusion import codec, lookups
 
 ff = pytest.importorskip("finalfusion")  # the 'peers' extra, installed by CI
 
@@ -887,7 +887,7 @@ def test_limit_and_vocab_keep_word_rows_and_write_files_the_peer_reads(tmp_path,
         assert np.array_equal(got.vectors, full.vectors[keep]) and np.array_equal(got.norms, full.norms[keep])
         if kind == "bucket":  # a dropped word is now unknown: composed from the same n-gram rows
             assert np.array_equal(got.embedding("w9é"), full.embedding("w9é") if got.has_index_for("w9é") else
-                                  codec.lookups.composed(full.subwords.indices, full.storage.rows,
+                                  lookups.composed(full.subwords.indices, full.storage.rows,
                                                          "w9é"))
         out = tmp_path / "kept.fifu"
         wv.write(got, out)
@@ -1192,3 +1192,57 @@ def test_convert_normalises_by_default_and_keeps_the_numbers_with_no_normalize(t
     assert (tmp_path / "z.bin").read_bytes() == x.read_bytes()
     assert cli.main(["convert", str(raw), str(tmp_path / "both.bin"), "--no-normalize", "--unnormalize"]) == 2
     assert "give one of them" in capsys.readouterr().err
+
+
+def _peer_files_of_every_kind(tmp_path):
+    """finalfusion-python's files of each vocabulary (simple, bucket, fastText, explicit with its short length
+    field) and storage (dense, quantized with norms), with metadata and norms."""
+    rng = np.random.default_rng(5)
+    words = ["hallo", "welt", "Daniël", "überspringen"]
+    pq = ff.storage.quantized.PQ(rng.normal(size=(2, 4, 3)).astype(np.float32), None)
+    vocabs = {"simple": (ff.vocab.SimpleVocab(words), 0),
+              "bucket": (ff.vocab.FinalfusionBucketVocab(words, ff.subword.FinalfusionHashIndexer(bucket_exp=3)), 8),
+              "fasttext": (ff.vocab.FastTextVocab(words, ff.subword.FastTextIndexer(n_buckets=5)), 5),
+              "explicit": (ff.vocab.ExplicitVocab(words, ff.subword.ExplicitIndexer(["<ha", "hal", "llo"])), 3)}
+    for name, (vocab, extra) in vocabs.items():
+        rows = len(words) + extra
+        for storage in (ff.storage.NdArray(rng.normal(size=(rows, 6)).astype(np.float32)),
+                        ff.storage.QuantizedArray(pq, rng.integers(0, 4, (rows, 2), dtype=np.uint8),
+                                                  (rng.random(rows) + 0.5).astype(np.float32))):
+            p = tmp_path / f"{name}-{type(storage).__name__}.fifu"
+            ff.Embeddings(storage, vocab, metadata=ff.metadata.Metadata({"name": name}),
+                          norms=ff.norms.Norms(np.ones(len(words), np.float32))).write(str(p))
+            yield p
+
+
+def test_quick_inspect_is_the_schema_parsed_lazily_and_agrees_with_the_full_parse(tmp_path):
+    """Over peers' files of every vocabulary and storage: the quick summary (the schema parsed lazily over the
+    chunk headers and leading fields) says what the full parse says, and what finalfusion-python reads."""
+    for p in _peer_files_of_every_kind(tmp_path):
+        quick, full, peer = wv.inspect(p), wv.inspect(p, full=True), ff.load_finalfusion(str(p))
+        assert "parts" not in quick and "parts" in full
+        for key in ("chunks", "words", "dim", "rows", "quantized", "quirks"):
+            assert quick.get(key) == full.get(key), (p.name, key)
+        assert [c["type"] for c in quick["chunk_types"]] == [c["type"] for c in full["chunk_types"]]
+        spans = {s["field"]: s for s in full["parts"]}
+        assert quick["chunk_types"][0]["offset"] == spans["chunks"]["offset"]
+        assert sum(c["bytes"] for c in quick["chunk_types"]) == spans["chunks"]["size"]
+        assert quick["metadata"] == dict(peer.metadata) and quick["first_words"] == list(peer.vocab.words)
+        assert (quick["rows"], quick["dim"]) == tuple(peer.storage.shape)
+
+
+def test_no_finalfusion_module_reads_file_bytes_by_hand():
+    """The schema is the one home of the layout: outside the hash functions of lookups.py, no module of the
+    family unpacks bytes (struct, int.from_bytes, .to_bytes)."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in Path(codec.__file__).parent.glob("*.py"):
+        if path.name == "lookups.py":  # (FNV-1a and MurmurHash3 of words: hashes, not the file's bytes)
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+            if name in ("struct", "from_bytes", "to_bytes", "unpack", "unpack_from"):
+                found.append(f"{path.name}:{node.lineno} {name}")
+    assert not found, found
