@@ -18,7 +18,7 @@ Exit status 0 when every check holds, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import ast
+import importlib.util
 import struct
 import subprocess
 import sys
@@ -37,16 +37,6 @@ from wvformats.testing import property_tests
 
 ROOT = Path(wvformats.__file__).parent
 REPO = ROOT.parent
-
-# struct / from_bytes / to_bytes uses whose bytes are no file's: (path relative to wvformats/, call) -> why
-NOT_FILE_BYTES = {
-    ("families/finalfusion/lookups.py", "to_bytes"): "the input of finalfusion's hashers (FNV-1a of an index)",
-    ("families/finalfusion/lookups.py", "from_bytes"): "MurmurHash3 over a word's bytes (the hash's own blocks)",
-    ("families/finalfusion/lookups.py", "struct"): "float32 rounding of a computed norm (no file is read)",
-    ("families/fasttext/arithmetic.py", "struct"): "float32 rounding of fastText's arithmetic (no file is read)",
-    ("families/fasttext/convert.py", "struct"): "the bits of fastText's default t (1e-4), a constant",
-}
-
 
 def kit(cases: int) -> list[tuple[str, str]]:
     rows = []
@@ -70,24 +60,11 @@ def kit(cases: int) -> list[tuple[str, str]]:
 
 
 def byte_calls() -> tuple[list[str], list[str]]:
-    found, allowed = [], []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("framework/", "testing/")):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            call = None
-            if isinstance(node, ast.Attribute) and node.attr in ("from_bytes", "to_bytes"):
-                call = node.attr
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "struct":
-                call = "struct"
-            elif isinstance(node, ast.ImportFrom) and node.module == "struct":
-                call = "struct"
-            if call:
-                line = f"wvformats/{rel}:{node.lineno} {call}"
-                why = NOT_FILE_BYTES.get((rel, call))
-                (allowed if why else found).append(f"{line} ({why})" if why else line)
-    return sorted(set(found)), sorted(set(allowed))
+    """tests/test_byte_layouts.py's scan (and its named exceptions), run here to print what it finds."""
+    spec = importlib.util.spec_from_file_location("test_byte_layouts", REPO / "tests" / "test_byte_layouts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.byte_calls()
 
 
 def import_cycles() -> str:
