@@ -13,13 +13,15 @@ import pytest
 from test_infinigram import _dir, engine_counts, gpt2_tokenizer, real_indexer
 from wvformats.schemas.infinigram import pointer_width
 
-from wvformats.families.infinigram import outofcore
+from pydivsufsort import divsufsort
+
+from wvformats.families.infinigram import outofcore, pointers
 from wvformats.families.infinigram.build import build, build_jsonl
 from wvformats.families.infinigram.index import InfiniGramIndex
 
 # about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
-SMALL = "40.25M"
-SMALL2 = "120.25M"  # the same parts for each of 2 workers, beside the parent
+SMALL = "44.03M"
+SMALL2 = "128.06M"  # the same parts for each of 2 workers, beside the parent
 
 
 def _same_files(a: Path, b: Path) -> list[str]:
@@ -61,10 +63,11 @@ def test_parts_and_merge_write_the_in_memory_bytes(width, shards):
     assert not (parts / ".wvformats-work").exists()
 
 
-def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
-    """Suffixes of one part that agree on the whole window (a repeat longer than the window extension)
-    are recorded as segments, put in order from the next part's ranks, and the table is the one of
-    libdivsufsort over the whole corpus. Without the settling step the order would be the window's."""
+def test_windows_that_tie_are_ordered_from_the_corpus(tmp_path):
+    """Suffixes of one part whose window text is a prefix of another's (a repeat longer than the window
+    extension) are put in order by reading the corpus past the window, and the table is the one of
+    libdivsufsort over the whole corpus. Without that step the order would be the window's (checked: the
+    parts' pointers change)."""
     rng = np.random.default_rng(3)
     doc = rng.integers(0, 3, 3000).astype(np.uint8).tobytes()
     ds = b"\xff" + doc + b"\xff" + doc + b"\xff" + bytes(2500) + b"\xff" + doc[:1500]
@@ -74,12 +77,12 @@ def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
     ranges = [(s, min(s + 700, n)) for s in range(0, n, 700)]
     parts = [tmp_path / f"p{i}" for i in range(len(ranges))]
     metas = [outofcore.sort_part(str(corpus), 1, k, a, b, str(p)) for (a, b), p in zip(ranges, parts, strict=True)]
-    assert sum(len(m["segments"]) for m in metas) >= 3
-    assert metas[-1]["segments"] == []  # the last window reaches the end of the corpus: exact
-    unsettled = [p.read_bytes() for p in parts]
-    outofcore.settle(parts, ranges, 1, k, n)
-    assert [p.read_bytes() for p in parts] != unsettled
-    outofcore.merge(str(corpus), parts, k, 40 << 20, tmp_path / "t")
+    assert sum(m["reordered"] > 0 for m in metas) >= 3
+    assert metas[-1]["reordered"] == 0  # the last window reaches the end of the corpus: exact
+    whole = divsufsort(np.frombuffer(ds, np.uint8).copy()).tolist()
+    for (a, b), p in zip(ranges, parts, strict=True):  # each part is its suffixes in the whole corpus's order
+        assert pointers.decode(p.read_bytes(), k).tolist() == [x for x in whole if a <= x < b]
+    outofcore.merge(str(corpus), parts, k, 48 << 20, tmp_path / "t")
     ref = build([ds[1:3001], ds[3002:6002], bytes(2500), ds[-1500:]], tmp_path / "ref", token_width=1,
                 unigram=False)
     assert (tmp_path / "t").read_bytes() == (ref / "table.0").read_bytes()
@@ -159,7 +162,7 @@ def test_options_are_checked_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         build([[1, 2]], tmp_path / "a", max_memory="1M")
     # 2 workers and their parent: 3 interpreters (40 MiB each) and room for a part in each worker
-    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 120\.2 MiB"):
+    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 128\.0 MiB"):
         build([[1, 2]], tmp_path / "a", max_memory="113M", workers=2)
     with pytest.raises(ValueError, match="not a memory size"):
         build([[1, 2]], tmp_path / "a", max_memory="lots")
@@ -185,7 +188,7 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     _write_jsonl(src, 40, 4000, seed=7)
     out = tmp_path / "idx"
     cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
-           "41M" if workers == 1 else "123M", "--shards", "2", "--workers", str(workers)]
+           "44.1M" if workers == 1 else "128.2M", "--shards", "2", "--workers", str(workers)]
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in first.stderr:  # stop it once some parts are finished
@@ -222,11 +225,11 @@ def test_resume_rechecks_what_it_reuses(tmp_path):
     part.write_bytes(bytes(raw))
     again = outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part))
     assert not again.get("reused") and again["crc32"] == first["crc32"]
-    heads = outofcore.heads_path(part)  # the first bytes of each suffix, which the merge orders by
-    assert heads.stat().st_size == outofcore.KEY * part.stat().st_size // 3
-    raw = bytearray(heads.read_bytes())
+    aux = outofcore.aux_path(part)  # each suffix's LCP and the bytes after it, which the merge orders by
+    assert aux.stat().st_size == outofcore.AUX_SIZE * part.stat().st_size // 3
+    raw = bytearray(aux.read_bytes())
     raw[-1] ^= 1
-    heads.write_bytes(bytes(raw))
+    aux.write_bytes(bytes(raw))
     assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part)).get("reused")
     assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 90_000, str(part)).get("reused")
 
@@ -277,7 +280,6 @@ def test_a_merge_split_into_ranges_writes_the_same_table(tmp_path, pieces):
     doc = rng.integers(0, 3, 2000).astype(np.uint8).tobytes()
     ds = b"\xff" + doc + b"\xff" + rng.integers(0, 5, 9000).astype(np.uint8).tobytes() + b"\xff" + doc
     corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 1500)
-    outofcore.settle([Path(p) for p in parts], ranges, 1, k, len(ds))
     bounds = outofcore.split(corpus, parts, k, pieces)
     assert len(bounds) == pieces + 1 and all(sum(a) < sum(b) for a, b in zip(bounds, bounds[1:], strict=False))
     one = tmp_path / "one"
