@@ -10,10 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydivsufsort import divsufsort
 from test_infinigram import _dir, engine_counts, gpt2_tokenizer, real_indexer
 from wvformats.schemas.infinigram import pointer_width
-
-from pydivsufsort import divsufsort
 
 from wvformats.families.infinigram import outofcore, pointers
 from wvformats.families.infinigram.build import build, build_jsonl
