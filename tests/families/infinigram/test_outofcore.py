@@ -320,3 +320,86 @@ def test_two_workers_merge_one_shard_in_ranges(capsys):
     err = capsys.readouterr().err
     assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 9))
     _same_files(ours, par)
+
+
+def _repetitive(n: int, seed: int) -> bytes:
+    """Bytes with long repeats: a few documents copied many times over a small alphabet, and a run."""
+    rng = np.random.default_rng(seed)
+    docs = [rng.integers(0, 4, int(rng.integers(50, 400))).astype(np.uint8).tobytes() for _ in range(5)]
+    out = bytearray()
+    while len(out) < n:
+        out += b"\xff" + (docs[int(rng.integers(0, 5))] if rng.random() < 0.6 else
+                          rng.integers(0, 4, int(rng.integers(1, 300))).astype(np.uint8).tobytes())
+    out[n // 2 : n // 2 + 700] = b"\x01" * 700
+    return bytes(out[:n])
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="compares the kernel with its twin")
+@pytest.mark.parametrize("width", [1, 2])
+@pytest.mark.parametrize("at_end", [False, True])
+def test_the_records_kernel_is_its_twin(width, at_end):
+    """_kernel.part_records and outofcore.records: the same pointers, records and undecided pairs, on windows
+    with repeats longer than the window (pairs it cannot decide), from the part's start and from a chunk's."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = _repetitive(5800, seed=width)
+    ds += ds[1000:1200]  # the window ends inside a repeat
+    win = np.frombuffer(ds, np.uint8).copy()
+    sa = dss(win)
+    pos = sa[(sa % width == 0) & (sa < 5900)].astype(np.int32)  # (a window of 100 bytes past the part)
+    for lo, prev in ((0, -1), (100, int(pos[99]))):
+        c = pos[lo:]
+        ties = outofcore._K.part_records(win, c, 1000, 3, at_end, ptr := bytearray(len(c) * 3),
+                                         aux := bytearray(len(c) * outofcore.AUX_SIZE), prev)
+        assert (ties, bytes(ptr), bytes(aux)) == outofcore.records(win, c, 1000, 3, at_end, prev)
+        assert bool(ties) is not at_end
+        lcps = np.frombuffer(bytes(aux), np.uint8).reshape(-1, outofcore.AUX_SIZE)[:, :2].copy().view("<u2")
+        assert bool((lcps == outofcore.LCP_UNKNOWN).any()) is not at_end and (lcps < 64).any()
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="compares the kernel with its twin")
+@pytest.mark.parametrize("width", [1, 2])
+def test_the_merge_kernel_is_its_twin(tmp_path, monkeypatch, width):
+    """The loser tree of _kernel.merge and the batch merge of the twin write the same table, libdivsufsort's
+    order of the whole corpus, from parts with ties past every tail, pieces of two ranges included."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = _repetitive(30_000, seed=5)
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 4000) if width == 1 else (None, None, None, None)
+    if width == 2:
+        corpus = tmp_path / "c"
+        corpus.write_bytes(ds)
+        k = pointer_width(len(ds))
+        ranges = [(s, min(s + 4000, len(ds))) for s in range(0, len(ds), 4000)]
+        parts = [str(tmp_path / f"p{i}") for i in range(len(ranges))]
+        for (a, b), p in zip(ranges, parts, strict=True):
+            outofcore.sort_part(str(corpus), 2, k, a, b, p)
+        corpus = str(corpus)
+    sa = dss(np.frombuffer(ds, np.uint8).copy())
+    want = pointers.encode(sa[sa % width == 0].astype(np.int64), k).tobytes()
+    tables = []
+    for twin in (False, True):
+        if twin:
+            monkeypatch.setattr(outofcore, "_K", None)
+        out = tmp_path / f"t{twin}"
+        outofcore.merge(corpus, [Path(p) for p in parts], k, 48 << 20, out, pieces=2)
+        tables.append(out.read_bytes())
+    assert tables[0] == tables[1] == want
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="the kernel frees the parts")
+def test_the_build_merge_frees_the_parts_as_it_goes(tmp_path):
+    """The build's merge (punch=True) frees the consumed bytes of the parts (the disk holds the parts or the
+    table, not both): the blocks the parts hold fall by more than half, and the table is right."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = np.random.default_rng(1).integers(0, 7, 3_000_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 1_000_000)
+    before = sum(Path(p).stat().st_blocks + outofcore.aux_path(Path(p)).stat().st_blocks for p in parts)
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, 1, table)
+    outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", 0, bounds, punch=True)
+    after = sum(Path(p).stat().st_blocks + outofcore.aux_path(Path(p)).stat().st_blocks for p in parts)
+    assert after < before / 2, (before, after)
+    outofcore.seal_table(corpus, parts, k, table)
+    assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()

@@ -79,14 +79,22 @@ static size_t mismatch(const unsigned char *a, const unsigned char *b, size_t le
 }
 
 static void put_le(unsigned char *out, uint64_t v, int k) {
+#if PY_LITTLE_ENDIAN
+    memcpy(out, &v, (size_t)k);
+#else
     for (int i = 0; i < k; i++)
         out[i] = (unsigned char)(v >> (8 * i));
+#endif
 }
 
 static uint64_t get_le(const unsigned char *in, int k) {
     uint64_t v = 0;
+#if PY_LITTLE_ENDIAN
+    memcpy(&v, in, (size_t)k);
+#else
     for (int i = 0; i < k; i++)
         v |= (uint64_t)in[i] << (8 * i);
+#endif
     return v;
 }
 
@@ -311,6 +319,10 @@ static int load(Merge *m, Stream *s) {
         if (!s->live)
             return 0;
     }
+#if defined(__GNUC__)
+    __builtin_prefetch(s->abuf + (s->bi + 8) * AUX_SIZE);
+    __builtin_prefetch(s->pbuf + (s->bi + 16) * (size_t)m->k);
+#endif
     s->pos = get_le(s->pbuf + s->bi * (size_t)m->k, m->k);
     if (s->pos >= m->n) {
         errno = EINVAL;
@@ -412,8 +424,22 @@ static int beats(Merge *m, int ia, int ib, int *err) {
         return 0;
     if (a->h != b->h)
         return a->h > b->h;
-    uint64_t at = 0;
-    int c = compare_from(m, a, b, a->h, &at, err);
+    uint64_t h = a->h, at = 0;
+    int c;
+    if (a->rl != LCP_UNKNOWN && b->rl != LCP_UNKNOWN && a->rl <= h && h < a->rl + AUX_TAIL && b->rl <= h &&
+        h < b->rl + AUX_TAIL && a->pos + a->rl + AUX_TAIL <= m->n && b->pos + b->rl + AUX_TAIL <= m->n) {
+        /* both tails hold offset h on: compared there first */
+        const unsigned char *pa = a->tail + (h - a->rl), *pb = b->tail + (h - b->rl);
+        size_t la = (size_t)(a->rl + AUX_TAIL - h), lb = (size_t)(b->rl + AUX_TAIL - h), l = la < lb ? la : lb;
+        size_t d = mismatch(pa, pb, l);
+        if (d < l) {
+            c = pa[d] < pb[d] ? -1 : 1;
+            at = h + d;
+            goto decided;
+        }
+    }
+    c = compare_from(m, a, b, h, &at, err);
+decided:
     if (c < 0)
         b->h = at;
     else

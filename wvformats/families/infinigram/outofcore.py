@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ...fileio import atomic_output
-from ...framework.kernels import kernel
+from ...compiled import kernel
 from ...schemas.infinigram import pointer
 from . import pointers
 
@@ -515,7 +515,8 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
             fds += afds
             ofd = os.open(out, os.O_WRONLY)
             fds.append(ofd)
-            return _K.merge(cfd, n, k, pfds, afds, los, his, ofd, offset, share, punch)
+            # (half the share buffers the parts' records: what the sorts left on the heap stays resident)
+            return _K.merge(cfd, n, k, pfds, afds, los, his, ofd, offset, share // 2, punch)
         finally:
             for fd in fds:
                 os.close(fd)
