@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ...fileio import atomic_output
 from ...compiled import kernel
+from ...fileio import atomic_output
 from ...schemas.infinigram import pointer
 from . import pointers
 
