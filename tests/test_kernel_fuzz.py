@@ -348,7 +348,7 @@ def test_infinigram_part_records(data):
     pos = np.array(draw(st.permutations(range(len(win)))), np.int32)
     k = draw(st.integers(1, 8))
     m = len(pos)
-    valid = [win, pos, draw(st.integers(0, 2**20)), k, draw(st.booleans()), bytearray(m * k), bytearray(m * 15),
+    valid = [win, pos, draw(st.integers(0, 2**20)), k, draw(st.booleans()), bytearray(m * k), bytearray(m * 14),
              draw(st.integers(-1, len(win) - 1))]
     bad_buffers = st.sampled_from([b"", b"x" * 3, bytearray(7), np.zeros(3, np.int64), np.zeros(4, np.float32),
                                    None, 5, np.zeros(2, ">i4")])
@@ -374,7 +374,7 @@ def test_infinigram_merge(data):
     paths = []
     for i, part in enumerate(parts):  # (pointers and records as they come: not sorted, maybe past the corpus)
         (root / f"p{i}").write_bytes(bytes(part))
-        (root / f"a{i}").write_bytes(bytes(draw(st.binary(min_size=15 * len(part), max_size=15 * len(part)))))
+        (root / f"a{i}").write_bytes(bytes(draw(st.binary(min_size=14 * len(part), max_size=14 * len(part)))))
         paths.append(i)
     (root / "c").write_bytes(corpus)
     (root / "o").write_bytes(b"")

@@ -45,8 +45,8 @@
 #endif
 
 /* the twins' constants (tests/test_compiled.py reads the #defines and compares) */
-#define AUX_SIZE 15
-#define AUX_TAIL 13
+#define AUX_SIZE 14
+#define AUX_TAIL 12
 #define LCP_UNKNOWN 0xFFFF
 
 #define FIRST_READ 64    /* bytes of the corpus read at a suffix's first tie past its record */

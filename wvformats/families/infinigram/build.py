@@ -284,7 +284,7 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
        and reused.
     3. The files are moved to their places in ``out`` and the work folder is removed.
 
-    Disk: the index itself, plus while a shard is sorted and merged its parts: k + AUX_SIZE (15) bytes per
+    Disk: the index itself, plus while a shard is sorted and merged its parts: k + AUX_SIZE (14) bytes per
     token (each suffix's pointer, and its LCP with the one before it in its part and the bytes after that,
     which the merge orders by without reading the corpus), freed as the merge consumes them.
     """

@@ -52,7 +52,7 @@ _K = kernel("wvformats.families.infinigram._kernel")
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
 # (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
-AUX_TAIL = 13  # bytes of each suffix after its LCP with the one before it in its part, stored in its record
+AUX_TAIL = 12  # bytes of each suffix after its LCP with the one before it in its part, stored in its record
 AUX_SIZE = 2 + AUX_TAIL  # a record: the LCP (u16 little-endian, LCP_UNKNOWN when not known) and the tail
 LCP_UNKNOWN = 0xFFFF
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
