@@ -677,9 +677,8 @@ def test_opening_an_index_faults_in_none_of_its_maps(tmp_path):
     pread, not through the maps: the samples' pages (whole large folios on Linux 6.x) stayed resident and put
     the CLI's build of a 24 MB corpus at 160 MB by /usr/bin/time, over its --mem 48M. Failed before the fix
     (the table's map held hundreds of kB)."""
-    from wvformats.families.infinigram.index import InfiniGramIndex
-
     from wvformats import api
+    from wvformats.families.infinigram.index import InfiniGramIndex
 
     rng = np.random.default_rng(0)
     docs = [rng.integers(0, 200, int(rng.integers(100, 3000))).astype(np.uint8).tobytes() for _ in range(2000)]
