@@ -51,7 +51,7 @@
 
 #define FIRST_READ 64    /* bytes of the corpus read at a suffix's first tie past its record */
 #define CACHE 4096       /* at most this many bytes read at once while a tie goes on */
-#define PUNCH_STEP (8 << 20)
+#define PUNCH_STEP (1 << 20) /* records consumed before their bytes are freed (a part lags at most this) */
 
 /* -- helpers ---------------------------------------------------------------------------------------------------- */
 
