@@ -335,7 +335,7 @@ def _part_records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: 
 
 
 def _order_ties(corpus_path: str, win: np.ndarray, pos: np.ndarray, start: int, ties: list[int],
-                mem: int = 8 << 20) -> int:
+                mem: int = 2 << 20) -> int:
     """Put in order the stretches of ``pos`` the window could not: from each suffix whose window text is a
     prefix of the next one's, every following suffix that shares that text (they are contiguous), ordered by
     the corpus bytes after that text (:func:`_order_by_reads`). Returns the number of suffixes reordered."""
