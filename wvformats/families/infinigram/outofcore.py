@@ -56,7 +56,7 @@ AUX_TAIL = 12  # bytes of each suffix after its LCP with the one before it in it
 AUX_SIZE = 2 + AUX_TAIL  # a record: the LCP (u16 little-endian, LCP_UNKNOWN when not known) and the tail
 LCP_UNKNOWN = 0xFFFF
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
-FIXED = 4 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
+FIXED = 6 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
