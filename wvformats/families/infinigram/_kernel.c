@@ -576,6 +576,12 @@ static PyObject *merge(PyObject *self, PyObject *args) {
         m.leaves *= 2;
     size_t per = (size_t)k + AUX_SIZE;
     m.cap = (size_t)buffer / per / m.nstreams;
+    uint64_t longest = 0; /* (no more records buffered than the longest slice holds) */
+    for (Py_ssize_t i = 0; i < npf; i++)
+        if ((uint64_t)(hi[i] - lo[i]) > longest)
+            longest = (uint64_t)(hi[i] - lo[i]);
+    if (m.cap > longest)
+        m.cap = (size_t)longest;
     if (m.cap < 64)
         m.cap = 64;
     /* one pool: each stream's records and cache; overflow-checked */
