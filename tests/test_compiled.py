@@ -18,6 +18,7 @@ def test_every_kernel_source_is_built_and_imports():
     names = compiled.sources()
     assert "wvformats.families.fasttext._kernel" in names
     assert "wvformats.families.finalfusion._kernel" in names
+    assert "wvformats.families.infinigram._kernel" in names
     where = os.environ.get(compiled.KERNEL_DIR_ENV)
     for name in names:
         k = compiled.kernel(name)
@@ -109,3 +110,8 @@ def test_the_kernels_constants_are_the_twins():
         "BUCKET": lookups._BUCKET, "FASTTEXT": lookups._FASTTEXT, "FNV64_OFFSET": lookups._FNV64_OFFSET,
         "FNV64_PRIME": lookups._FNV64_PRIME, "FNV64_PRIME4": lookups._FNV64_PRIME4, "FNV32_OFFSET": hashing.FNV_OFFSET,
         "FNV32_PRIME": hashing.FNV_PRIME, "PW_BLOCKSIZE": 128}  # (numpy's PW_BLOCKSIZE, loops_utils.h.src)
+    from wvformats.families.infinigram import outofcore
+
+    assert _defines(families / "infinigram" / "_kernel.c") == {
+        "AUX_SIZE": outofcore.AUX_SIZE, "AUX_TAIL": outofcore.AUX_TAIL, "LCP_UNKNOWN": outofcore.LCP_UNKNOWN,
+        "FIRST_READ": 64, "CACHE": 4096}  # (the sizes of the merge's corpus reads: no twin)

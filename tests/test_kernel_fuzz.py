@@ -19,6 +19,7 @@ from wvformats.families.finalfusion import lookups
 
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
 FF = compiled.kernel("wvformats.families.finalfusion._kernel")
+IG = compiled.kernel("wvformats.families.infinigram._kernel")
 ERRORS = (TypeError, ValueError, IndexError, OverflowError, MemoryError, BufferError)
 # examples per entry point: the profile's, or WVFORMATS_FUZZ_EXAMPLES (.ci/sanitize asks for more: a heap overrun
 # needs a count that wraps and valid arguments around it, which the profile's 100 examples seldom draw)
@@ -337,10 +338,71 @@ def test_finalfusion_compose(data):
     assert call(FF.compose, args) is None
 
 
-@pytest.mark.parametrize("kernel", [FT, FF], ids=["fasttext", "finalfusion"])
+# -- infini-gram ------------------------------------------------------------------------------------------------
+
+@fuzz
+@given(st.data())
+def test_infinigram_part_records(data):
+    draw = data.draw
+    win = np.frombuffer(draw(st.binary(min_size=1, max_size=64)), np.uint8)
+    pos = np.array(draw(st.permutations(range(len(win)))), np.int32)
+    k = draw(st.integers(1, 8))
+    m = len(pos)
+    valid = [win, pos, draw(st.integers(0, 2**20)), k, draw(st.booleans()), bytearray(m * k), bytearray(m * 14),
+             draw(st.integers(-1, len(win) - 1))]
+    bad_buffers = st.sampled_from([b"", b"x" * 3, bytearray(7), np.zeros(3, np.int64), np.zeros(4, np.float32),
+                                   None, 5, np.zeros(2, ">i4")])
+    args = hostile(draw, valid, [bad_buffers, bad_buffers | bad_arrays(), counts, counts, not_ints, bad_buffers,
+                                 bad_buffers, counts])
+    got = call(IG.part_records, args)
+    if got is not None:
+        assert all(0 < i < m for i in got)
+
+
+@fuzz
+@given(st.data())
+def test_infinigram_merge(data):
+    """Sizes, slices and counts made hostile (the files stay real: a fuzzed fd could write anywhere)."""
+    import tempfile
+    from pathlib import Path
+
+    draw = data.draw
+    root = Path(tempfile.mkdtemp(prefix="igfuzz"))
+    corpus = draw(st.binary(min_size=1, max_size=40))
+    k = 1
+    parts = draw(st.lists(st.lists(st.integers(0, 255), max_size=10), min_size=1, max_size=4))
+    paths = []
+    for i, part in enumerate(parts):  # (pointers and records as they come: not sorted, maybe past the corpus)
+        (root / f"p{i}").write_bytes(bytes(part))
+        (root / f"a{i}").write_bytes(bytes(draw(st.binary(min_size=14 * len(part), max_size=14 * len(part)))))
+        paths.append(i)
+    (root / "c").write_bytes(corpus)
+    (root / "o").write_bytes(b"")
+    fds = [os.open(root / "c", os.O_RDONLY), os.open(root / "o", os.O_WRONLY)]
+    pf = [os.open(root / f"p{i}", os.O_RDONLY) for i in paths]
+    af = [os.open(root / f"a{i}", os.O_RDONLY) for i in paths]
+    try:
+        valid = [fds[0], len(corpus), k, pf, af, [0] * len(parts), [len(p) for p in parts], fds[1], 0, 1 << 12, False]
+        bad_lists = bad_sequences() | st.sampled_from([[2**70], [-1], [0, 0, 0, 0, 0], []])
+        args = hostile(draw, valid, [st.just(fds[0]), counts, counts, st.just(pf), st.just(af), bad_lists, bad_lists,
+                                     st.just(fds[1]), counts, counts, not_ints])
+        got = call(IG.merge, [*args[:3], pf, af, *args[5:7], fds[1], *args[8:]])
+        if got is not None:
+            assert got == sum(h - lo for lo, h in zip(args[5], args[6], strict=True))
+    except OSError:
+        pass  # (a slice past a file's end: a short read)
+    finally:
+        for fd in fds + pf + af:
+            os.close(fd)
+        import shutil
+
+        shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("kernel", [FT, FF, IG], ids=["fasttext", "finalfusion", "infinigram"])
 def test_every_entry_point_is_fuzzed(kernel):
     """A new entry point needs its fuzz test here (the test names list what each kernel exports)."""
-    prefix = "fasttext" if kernel is FT else "finalfusion"
+    prefix = {id(FT): "fasttext", id(FF): "finalfusion", id(IG): "infinigram"}[id(kernel)]
     exported = {n for n in dir(kernel) if not n.startswith("_")}
     assert {f"test_{prefix}_{n}" for n in exported} <= set(globals())
 

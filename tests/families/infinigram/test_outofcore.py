@@ -10,16 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydivsufsort import divsufsort
 from test_infinigram import _dir, engine_counts, gpt2_tokenizer, real_indexer
 from wvformats.schemas.infinigram import pointer_width
 
-from wvformats.families.infinigram import outofcore
+from wvformats.families.infinigram import outofcore, pointers
 from wvformats.families.infinigram.build import build, build_jsonl
 from wvformats.families.infinigram.index import InfiniGramIndex
 
 # about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
-SMALL = "40.25M"
-SMALL2 = "120.25M"  # the same parts for each of 2 workers, beside the parent
+SMALL = "46.03M"
+SMALL2 = "132.06M"  # the same parts for each of 2 workers, beside the parent
 
 
 def _same_files(a: Path, b: Path) -> list[str]:
@@ -61,10 +62,11 @@ def test_parts_and_merge_write_the_in_memory_bytes(width, shards):
     assert not (parts / ".wvformats-work").exists()
 
 
-def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
-    """Suffixes of one part that agree on the whole window (a repeat longer than the window extension)
-    are recorded as segments, put in order from the next part's ranks, and the table is the one of
-    libdivsufsort over the whole corpus. Without the settling step the order would be the window's."""
+def test_windows_that_tie_are_ordered_from_the_corpus(tmp_path):
+    """Suffixes of one part whose window text is a prefix of another's (a repeat longer than the window
+    extension) are put in order by reading the corpus past the window, and the table is the one of
+    libdivsufsort over the whole corpus. Without that step the order would be the window's (checked: the
+    parts' pointers change)."""
     rng = np.random.default_rng(3)
     doc = rng.integers(0, 3, 3000).astype(np.uint8).tobytes()
     ds = b"\xff" + doc + b"\xff" + doc + b"\xff" + bytes(2500) + b"\xff" + doc[:1500]
@@ -74,12 +76,12 @@ def test_windows_that_tie_are_settled_by_the_next_part(tmp_path):
     ranges = [(s, min(s + 700, n)) for s in range(0, n, 700)]
     parts = [tmp_path / f"p{i}" for i in range(len(ranges))]
     metas = [outofcore.sort_part(str(corpus), 1, k, a, b, str(p)) for (a, b), p in zip(ranges, parts, strict=True)]
-    assert sum(len(m["segments"]) for m in metas) >= 3
-    assert metas[-1]["segments"] == []  # the last window reaches the end of the corpus: exact
-    unsettled = [p.read_bytes() for p in parts]
-    outofcore.settle(parts, ranges, 1, k, n)
-    assert [p.read_bytes() for p in parts] != unsettled
-    outofcore.merge(str(corpus), parts, k, 40 << 20, tmp_path / "t")
+    assert sum(m["reordered"] > 0 for m in metas) >= 3
+    assert metas[-1]["reordered"] == 0  # the last window reaches the end of the corpus: exact
+    whole = divsufsort(np.frombuffer(ds, np.uint8).copy()).tolist()
+    for (a, b), p in zip(ranges, parts, strict=True):  # each part is its suffixes in the whole corpus's order
+        assert pointers.decode(p.read_bytes(), k).tolist() == [x for x in whole if a <= x < b]
+    outofcore.merge(str(corpus), parts, k, 48 << 20, tmp_path / "t")
     ref = build([ds[1:3001], ds[3002:6002], bytes(2500), ds[-1500:]], tmp_path / "ref", token_width=1,
                 unigram=False)
     assert (tmp_path / "t").read_bytes() == (ref / "table.0").read_bytes()
@@ -159,7 +161,7 @@ def test_options_are_checked_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         build([[1, 2]], tmp_path / "a", max_memory="1M")
     # 2 workers and their parent: 3 interpreters (40 MiB each) and room for a part in each worker
-    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 120\.2 MiB"):
+    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 132\.0 MiB"):
         build([[1, 2]], tmp_path / "a", max_memory="113M", workers=2)
     with pytest.raises(ValueError, match="not a memory size"):
         build([[1, 2]], tmp_path / "a", max_memory="lots")
@@ -185,7 +187,7 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     _write_jsonl(src, 40, 4000, seed=7)
     out = tmp_path / "idx"
     cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
-           "41M" if workers == 1 else "123M", "--shards", "2", "--workers", str(workers)]
+           "46.1M" if workers == 1 else "132.2M", "--shards", "2", "--workers", str(workers)]
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in first.stderr:  # stop it once some parts are finished
@@ -222,11 +224,11 @@ def test_resume_rechecks_what_it_reuses(tmp_path):
     part.write_bytes(bytes(raw))
     again = outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part))
     assert not again.get("reused") and again["crc32"] == first["crc32"]
-    heads = outofcore.heads_path(part)  # the first bytes of each suffix, which the merge orders by
-    assert heads.stat().st_size == outofcore.KEY * part.stat().st_size // 3
-    raw = bytearray(heads.read_bytes())
+    aux = outofcore.aux_path(part)  # each suffix's LCP and the bytes after it, which the merge orders by
+    assert aux.stat().st_size == outofcore.AUX_SIZE * part.stat().st_size // 3
+    raw = bytearray(aux.read_bytes())
     raw[-1] ^= 1
-    heads.write_bytes(bytes(raw))
+    aux.write_bytes(bytes(raw))
     assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 100_000, str(part)).get("reused")
     assert not outofcore.sort_part(str(corpus), 1, 3, 50_000, 90_000, str(part)).get("reused")
 
@@ -277,7 +279,6 @@ def test_a_merge_split_into_ranges_writes_the_same_table(tmp_path, pieces):
     doc = rng.integers(0, 3, 2000).astype(np.uint8).tobytes()
     ds = b"\xff" + doc + b"\xff" + rng.integers(0, 5, 9000).astype(np.uint8).tobytes() + b"\xff" + doc
     corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 1500)
-    outofcore.settle([Path(p) for p in parts], ranges, 1, k, len(ds))
     bounds = outofcore.split(corpus, parts, k, pieces)
     assert len(bounds) == pieces + 1 and all(sum(a) < sum(b) for a, b in zip(bounds, bounds[1:], strict=False))
     one = tmp_path / "one"
@@ -319,3 +320,86 @@ def test_two_workers_merge_one_shard_in_ranges(capsys):
     err = capsys.readouterr().err
     assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 9))
     _same_files(ours, par)
+
+
+def _repetitive(n: int, seed: int) -> bytes:
+    """Bytes with long repeats: a few documents copied many times over a small alphabet, and a run."""
+    rng = np.random.default_rng(seed)
+    docs = [rng.integers(0, 4, int(rng.integers(50, 400))).astype(np.uint8).tobytes() for _ in range(5)]
+    out = bytearray()
+    while len(out) < n:
+        out += b"\xff" + (docs[int(rng.integers(0, 5))] if rng.random() < 0.6 else
+                          rng.integers(0, 4, int(rng.integers(1, 300))).astype(np.uint8).tobytes())
+    out[n // 2 : n // 2 + 700] = b"\x01" * 700
+    return bytes(out[:n])
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="compares the kernel with its twin")
+@pytest.mark.parametrize("width", [1, 2])
+@pytest.mark.parametrize("at_end", [False, True])
+def test_the_records_kernel_is_its_twin(width, at_end):
+    """_kernel.part_records and outofcore.records: the same pointers, records and undecided pairs, on windows
+    with repeats longer than the window (pairs it cannot decide), from the part's start and from a chunk's."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = _repetitive(5800, seed=width)
+    ds += ds[1000:1200]  # the window ends inside a repeat
+    win = np.frombuffer(ds, np.uint8).copy()
+    sa = dss(win)
+    pos = sa[(sa % width == 0) & (sa < 5900)].astype(np.int32)  # (a window of 100 bytes past the part)
+    for lo, prev in ((0, -1), (100, int(pos[99]))):
+        c = pos[lo:]
+        ties = outofcore._K.part_records(win, c, 1000, 3, at_end, ptr := bytearray(len(c) * 3),
+                                         aux := bytearray(len(c) * outofcore.AUX_SIZE), prev)
+        assert (ties, bytes(ptr), bytes(aux)) == outofcore.records(win, c, 1000, 3, at_end, prev)
+        assert bool(ties) is not at_end
+        lcps = np.frombuffer(bytes(aux), np.uint8).reshape(-1, outofcore.AUX_SIZE)[:, :2].copy().view("<u2")
+        assert bool((lcps == outofcore.LCP_UNKNOWN).any()) is not at_end and (lcps < 64).any()
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="compares the kernel with its twin")
+@pytest.mark.parametrize("width", [1, 2])
+def test_the_merge_kernel_is_its_twin(tmp_path, monkeypatch, width):
+    """The loser tree of _kernel.merge and the batch merge of the twin write the same table, libdivsufsort's
+    order of the whole corpus, from parts with ties past every tail, pieces of two ranges included."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = _repetitive(30_000, seed=5)
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 4000) if width == 1 else (None, None, None, None)
+    if width == 2:
+        corpus = tmp_path / "c"
+        corpus.write_bytes(ds)
+        k = pointer_width(len(ds))
+        ranges = [(s, min(s + 4000, len(ds))) for s in range(0, len(ds), 4000)]
+        parts = [str(tmp_path / f"p{i}") for i in range(len(ranges))]
+        for (a, b), p in zip(ranges, parts, strict=True):
+            outofcore.sort_part(str(corpus), 2, k, a, b, p)
+        corpus = str(corpus)
+    sa = dss(np.frombuffer(ds, np.uint8).copy())
+    want = pointers.encode(sa[sa % width == 0].astype(np.int64), k).tobytes()
+    tables = []
+    for twin in (False, True):
+        if twin:
+            monkeypatch.setattr(outofcore, "_K", None)
+        out = tmp_path / f"t{twin}"
+        outofcore.merge(corpus, [Path(p) for p in parts], k, 48 << 20, out, pieces=2)
+        tables.append(out.read_bytes())
+    assert tables[0] == tables[1] == want
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="the kernel frees the parts")
+def test_the_build_merge_frees_the_parts_as_it_goes(tmp_path):
+    """The build's merge (punch=True) frees the consumed bytes of the parts (the disk holds the parts or the
+    table, not both): the blocks the parts hold fall by more than half, and the table is right."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = np.random.default_rng(1).integers(0, 7, 3_000_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 1_000_000)
+    before = sum(Path(p).stat().st_blocks + outofcore.aux_path(Path(p)).stat().st_blocks for p in parts)
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, 1, table)
+    outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", 0, bounds, punch=True)
+    after = sum(Path(p).stat().st_blocks + outofcore.aux_path(Path(p)).stat().st_blocks for p in parts)
+    assert after < before / 2, (before, after)
+    outofcore.seal_table(corpus, parts, k, table)
+    assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()

@@ -279,14 +279,14 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
        and metaoff files as they come, then its unigram counts read back in chunks; a manifest with
        each file's size and CRC-32 marks the step finished (a resumed build checks them and does not
        read ``docs`` again).
-    2. Each shard's suffix array: parts sorted within the budget, then settled and merged into its
+    2. Each shard's suffix array: parts sorted within the budget, then merged into its
        table (:mod:`.outofcore`), as tasks of the engine; finished parts and tables are kept, checked
        and reused.
     3. The files are moved to their places in ``out`` and the work folder is removed.
 
-    Disk: the index itself, plus while a shard is sorted and merged its parts (k bytes per token, the
-    size of its table) and their heads (KEY = 16 bytes per token: each suffix's first bytes, which the merge
-    orders by without reading the corpus).
+    Disk: the index itself, plus while a shard is sorted and merged its parts: k + AUX_SIZE (14) bytes per
+    token (each suffix's pointer, and its LCP with the one before it in its part and the bytes after that,
+    which the merge orders by without reading the corpus), freed as the merge consumes them.
     """
     from . import engines, outofcore
 
@@ -373,7 +373,7 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
             parts = [str(work / f"part.{s}.{i}") for i in range(len(ranges))]
             plans[s] = (ranges, parts, len(ranges))
             report(f"shard {s}: {n // width} tokens, {len(ranges)} part(s) of up to {ranges[0][1] // width} "
-                   f"tokens, scratch {(k + outofcore.KEY) * (n // width)} bytes")
+                   f"tokens, scratch {(k + outofcore.AUX_SIZE) * (n // width)} bytes")
             if outofcore.finished(_work_file(work, "table", s), n=n, k=k) is not None:
                 report(f"shard {s}: table reused")
                 plans[s] = (ranges, parts, 0)
@@ -400,7 +400,7 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                     if len(ranges) == 1:
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
-                    else:  # settled and split into ranges that the workers merge at once (4 per worker:
+                    else:  # split into ranges that the workers merge at once (4 per worker:
                         # equal counts are not equal work, ties of frequent n-grams cluster in some ranges)
                         pieces = 1 if eng.slots == 1 else 4 * eng.slots
                         pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
@@ -409,7 +409,7 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                     plans[s] = (ranges, parts, len(result) - 1)
                     for j in range(len(result) - 1):
                         pending[eng.submit(outofcore.merge_piece, corpus, parts, k, budget or 0,
-                                           table + ".merging", j, result)] = ("piece", s, j)
+                                           table + ".merging", j, result, None, True)] = ("piece", s, j)
                 elif step == "piece":
                     plans[s] = (ranges, parts, left - 1)
                     report(f"shard {s}: merge range {i + 1} {'reused' if result.get('reused') else 'done'} {took}")

@@ -28,6 +28,7 @@ class Shard:
 
     def __init__(self, files: dict[str, Path], width: int) -> None:
         self.width = width
+        self.files = files
         self.maps = {kind: _map(p) for kind, p in files.items()}
         ds, table, offset = (self.maps.get(k) for k in schema.INFINIGRAM_REQUIRED)
         if ds is None or table is None or offset is None:
@@ -60,21 +61,22 @@ class Shard:
             return None
         if not self.addressable():
             return f"{self.k}-byte pointers cannot address {n} bytes"
-        if self.ds[:w] != b"\xff" * w:
+        if not (_gather(self.files["tokenized"], np.zeros(1, np.int64), w) == 0xFF).all():
             return "the tokenized file does not start with a separator"
+        # (the samples are read by pread, not through the maps: a page faulted in at each sample would stay
+        # in the resident set, and Linux 6.x maps a whole large folio of the page cache at each fault)
         if self.doc_cnt:
             at = np.unique(np.linspace(0, self.doc_cnt - 1, min(self.doc_cnt, sample)).astype(np.int64))
-            offs = self.offsets[at]
+            offs = _gather(self.files["offset"], at * schema.OFFSET_WIDTH, schema.OFFSET_WIDTH).view("<u8")[:, 0]
             bad = (offs % w != 0) | (offs > n - w)
             if not bad.any():
-                ds, o = np.frombuffer(self.ds, np.uint8), offs.astype(np.int64)
-                bad = ~np.all([ds[o + j] == 0xFF for j in range(w)], axis=0)
+                bad = ~(_gather(self.files["tokenized"], offs.astype(np.int64), w) == 0xFF).all(axis=1)
             if bad.any():
                 i = int(at[np.argmax(bad)])
-                return f"document offset {i} ({int(self.offsets[i])}) is not at a separator"
+                return f"document offset {i} ({int(offs[np.argmax(bad)])}) is not at a separator"
         if self.k:
             ranks = np.unique(np.linspace(0, self.tok_cnt - 1, min(self.tok_cnt, sample)).astype(np.int64))
-            ptrs = pointers.decode(np.frombuffer(self.table, np.uint8).reshape(-1, self.k)[ranks], self.k)
+            ptrs = pointers.decode(_gather(self.files["table"], ranks * self.k, self.k), self.k)
             bad = (ptrs % w != 0) | (ptrs >= n)
             if bad.any():
                 return f"the pointer at rank {int(ranks[np.argmax(bad)])} is not a token position"
@@ -118,6 +120,16 @@ class Shard:
             else:
                 hi = mid
         return start, lo
+
+
+def _gather(path: Path, at: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` bytes at each offset ``at`` of ``path`` (all inside it), read by pread: ``(len(at), size)``."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        raw = b"".join([os.pread(fd, size, int(a)) for a in at.tolist()])
+    finally:
+        os.close(fd)
+    return np.frombuffer(raw, np.uint8).reshape(len(at), size)
 
 
 def _map(path: Path) -> Any:

@@ -1,28 +1,31 @@
 """A shard's suffix array under a memory budget: sorted parts, then a k-way merge streamed to ``table``.
 
 The tokenized file stays on disk. A *part* is a run of token positions ``[start, end)``; it is sorted by
-libdivsufsort over the window ``[start, end + ext)`` (``ext`` = the part length) read into memory, and
-stored as k-byte pointers (the shard's own pointer width) in a file of its own. The window sorts two
-suffixes of the part exactly unless they agree on all of it, which needs a common prefix of at least
-``ext`` bytes: such neighbours are found (and their runs recorded as *segments*), and once the next part
-is final, each segment is put in the order of the suffixes ``D`` bytes further on (``D`` = the distance
-from the segment's first position to the part's end, at most ``ext``, so inside the common prefix), which
-all start in the next part and are ranked there. The merge takes a batch from every part up to a pivot,
-orders the batch by the suffixes' bytes read 8, 16, 32, ... at a time (only while suffixes of different
-parts still tie; a part's own order breaks the rest) and writes it at its place in the table. The result is
-the exact byte order of the in-memory build, whatever the repeats (the real indexer's merge compares only
-the first 100,000 bytes). A shard's merge can be split into ranges of the merged order (splitters sampled
-from the parts), each merged by its own worker into its known offset of the table.
+libdivsufsort over the window ``[start, end + ext)`` read into memory (``ext``: an eighth of the part, at least
+64 KiB, so that the window's order is the true one unless two suffixes agree on the whole rest of it). The pairs
+it cannot decide (one suffix's window text a prefix of the next's) are found, and the stretch that shares that
+text is put in order by comparing the suffixes in the corpus. A part is stored as two files read in step: the
+shard's own k-byte pointers, and for each suffix a record (:data:`AUX_SIZE` bytes): its LCP with the suffix
+before it in the part and the :data:`AUX_TAIL` bytes that follow that LCP. The merge (a loser tree that keeps
+each suffix's LCP with the last one written, in C: ``_kernel.merge``) orders suffixes of different parts by
+these alone nearly always, reads the corpus by ``pread`` where they tie past a tail, and writes the table in
+large chunks, freeing the parts' bytes on disk as it consumes them. The result is the exact byte order of the
+in-memory build, whatever the repeats (the real indexer's merge compares only the first 100,000 bytes). A
+shard's merge can be split into ranges of the merged order (splitters sampled from the parts), each merged by
+its own worker into its known offset of the table.
 
 Memory (all of it counts, as ``top`` shows it): nothing is memory-mapped (the corpus, the parts and the
 table are read and written by ``pread``/``pwrite``, so their pages stay in the page cache, outside the
-process); the window (2 part lengths), its suffix array and the part's positions in the sort; the batch,
-its keys and reads in flight in the merge; and BASELINE for the interpreter and its libraries. The C heap
-is trimmed after each part and batch, so freed arrays do not stay resident.
+process); a part's window and its int32 suffix array (5 bytes per byte of window); the merge's buffered
+records; and BASELINE for the interpreter and its libraries. The C heap is trimmed after each part, so freed
+arrays do not stay resident.
 
 Every step writes its file atomically with a small JSON record beside it (its parameters and a CRC-32),
 so an interrupted build keeps what it finished: a part or table whose record matches is verified and
-reused, anything else is done again.
+reused, anything else is done again (a part whose bytes a merge freed fails its CRC and is sorted again).
+
+Without the compiled kernel (``_kernel.c``), its twins here give the same files: :func:`records` in numpy and
+Python, and the merge by batches of :func:`merge_runs`, slower.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from ...compiled import kernel
 from ...fileio import atomic_output
 from ...schemas.infinigram import pointer
 from . import pointers
+
+_K = kernel("wvformats.families.infinigram._kernel")
 
 # What every process holds before any part or batch: the interpreter, numpy and pydivsufsort (36-37 MB
 # resident after the imports, anonymous and library pages alike, measured with /proc/self/status) and the
@@ -46,7 +52,11 @@ from . import pointers
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
 # (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
-KEY = 16  # bytes of each suffix stored beside its pointer in a part: the merge orders by them without reads
+AUX_TAIL = 12  # bytes of each suffix after its LCP with the one before it in its part, stored in its record
+AUX_SIZE = 2 + AUX_TAIL  # a record: the LCP (u16 little-endian, LCP_UNKNOWN when not known) and the tail
+LCP_UNKNOWN = 0xFFFF
+CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
+FIXED = 6 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -62,21 +72,26 @@ def parse_size(size: int | str) -> int:
 
 
 def _per_byte(width: int) -> int:
-    """Bytes of memory per byte of part: the window (2L bytes), its int32 suffix array (8L), and the part's
-    int64 positions (8L/W) with their k-byte copy."""
-    return 2 + 8 + 16 // width + 2
+    """Bytes of memory per byte of part: the window (at most 9/8 L bytes) and its int32 suffix array (4 bytes
+    per byte of window), rounded up."""
+    return 6
+
+
+def extension(length: int) -> int:
+    """Bytes of corpus past a part of ``length`` bytes that its window holds."""
+    return max(length // 8, min(length, 1 << 16))
 
 
 def floor(width: int, workers: int = 1) -> int:
-    """The smallest budget: each process's BASELINE and room for a part of 4096 bytes (and, with workers,
-    the parent's BASELINE)."""
-    one = BASELINE + 4096 * _per_byte(width)
+    """The smallest budget: each process's BASELINE and FIXED and room for a part of 4096 bytes (and, with
+    workers, the parent's BASELINE)."""
+    one = BASELINE + FIXED + 4096 * _per_byte(width)
     return one if workers == 1 else BASELINE + workers * one
 
 
 def part_length(budget: int, width: int) -> int:
-    """Bytes of tokens per part for one process's ``budget`` (what is left after BASELINE)."""
-    length = (budget - BASELINE) // _per_byte(width)
+    """Bytes of tokens per part for one process's ``budget`` (what is left after BASELINE and FIXED)."""
+    length = (budget - BASELINE - FIXED) // _per_byte(width)
     if length < 4096:
         raise ValueError(f"a memory budget of {budget} bytes is too small: at least {floor(width)}")
     return length - length % width
@@ -89,8 +104,8 @@ def task_budget(budget: int, workers: int, width: int = 1) -> int:
         procs = "one process" if workers == 1 else f"a parent and {workers} workers"
         raise ValueError(
             f"a memory budget of {budget / 2**20:.1f} MiB is too small for {procs}: each process holds "
-            f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort) and needs room "
-            f"for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
+            f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort), a worker {FIXED >> 20} "
+            f"MiB of buffers and room for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
     return budget if workers == 1 else (budget - BASELINE) // workers
 
 
@@ -200,16 +215,13 @@ class Corpus:
         return out.view(">u8"), lens
 
 
-def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20,
-               heads: list[np.ndarray] | None = None) -> np.ndarray:
+def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, mem: int = 64 << 20) -> np.ndarray:
     """Positions of several runs, each in suffix order, merged into suffix order (exact).
 
-    Sorted by their first bytes (``heads``: each run's first KEY bytes per suffix, as the parts store
-    them; else 32 bytes read), then groups that still tie and hold suffixes of more than one run by the
+    Sorted by their first 32 bytes, then groups that still tie and hold suffixes of more than one run by the
     next 32, 64, ... bytes (as many as ``mem`` bytes of keys allow); ties within one run keep the run's
     order (the sort is stable)."""
-    keep_ = [i for i, r in enumerate(runs) if len(r)]
-    runs = [runs[i] for i in keep_]
+    runs = [r for r in runs if len(r)]
     if len(runs) <= 1:
         return runs[0] if runs else np.zeros(0, np.int64)
     pos = np.concatenate(runs)
@@ -218,18 +230,12 @@ def merge_runs(corpus: Corpus, runs: list[np.ndarray], gather: int = 1 << 16, me
     sel = order.copy()  # slots of `order` still to sort, group by group (groups are contiguous)
     gid = np.zeros(len(pos), np.int64)
     off, words = 0, 4  # 32 bytes at first: most suffixes of text part within them
-    stored = np.concatenate([heads[i] for i in keep_]) if heads is not None else None
     while len(sel):
         if off >= DEEP:  # long ties (repeats): a merge of each group's runs, compared in C
             _merge_deep(corpus, pos, order, sel, gid, src)
             break
         els = order[sel]
-        if stored is not None:  # the first round: the bytes the parts store, nothing read
-            words = KEY // 8
-            cols, lens = stored.view(">u8"), np.clip(corpus.n - pos, 0, KEY)
-            stored = None
-        else:
-            cols, lens = corpus.keys(pos[els], off, words, gather)
+        cols, lens = corpus.keys(pos[els], off, words, gather)
         o = np.lexsort((lens, *(cols[:, w] for w in range(words - 1, -1, -1)), gid))
         els, cols, lens, g = els[o], cols[o], lens[o], gid[o]
         order[sel] = els
@@ -285,102 +291,157 @@ def _read_window(path: str | os.PathLike[str], start: int, end: int) -> np.ndarr
         return np.fromfile(f, np.uint8, end - start)
 
 
+def records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool,
+            prev: int = -1) -> tuple[list[int], bytes, bytes]:
+    """The twin of ``_kernel.part_records``: the pointers and records of the window offsets ``pos`` (in suffix
+    order, ``prev`` the offset before them; -1: none), and the indices whose predecessor's window text is a
+    proper prefix of theirs while the window stops short of the corpus's end (``at_end`` false)."""
+    w = len(win)
+    data = win.tobytes()
+    ties: list[int] = []
+    aux = bytearray(AUX_SIZE * len(pos))
+    for i, b in enumerate(pos.tolist()):
+        a = int(pos[i - 1]) if i else prev
+        lcp, known = 0, True
+        if a >= 0:
+            lim = min(w - a, w - b)
+            diff = np.flatnonzero(win[a : a + lim] != win[b : b + lim])
+            lcp = int(diff[0]) if len(diff) else lim
+            if lcp == lim and not at_end:
+                known = False
+                if w - a < w - b:
+                    ties.append(i)
+        if lcp >= LCP_UNKNOWN or (not at_end and b + lcp + AUX_TAIL > w):
+            known = False
+        r = AUX_SIZE * i
+        if known:
+            tail = data[b + lcp : b + lcp + AUX_TAIL]
+            aux[r : r + 2 + len(tail)] = lcp.to_bytes(2, "little") + tail
+        else:
+            aux[r : r + 2] = LCP_UNKNOWN.to_bytes(2, "little")
+    ptr = pointers.encode(pos.astype(np.int64) + start, k).tobytes() if len(pos) else b""
+    return ties, ptr, bytes(aux)
+
+
+def _part_records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool, prev: int,
+                  want: bool) -> tuple[list[int], bytes | bytearray, bytes | bytearray]:
+    """``_kernel.part_records`` (its twin without the kernel); ``want``: the pointers and records too."""
+    if _K is None:
+        return records(win, pos, start, k, at_end, prev)
+    ptr = bytearray(len(pos) * k) if want else None
+    aux = bytearray(len(pos) * AUX_SIZE) if want else None
+    ties = _K.part_records(win, pos, start, k, at_end, ptr, aux, prev)
+    return ties, ptr or b"", aux or b""
+
+
+def _order_ties(corpus_path: str, win: np.ndarray, pos: np.ndarray, start: int, ties: list[int],
+                mem: int = 2 << 20) -> int:
+    """Put in order the stretches of ``pos`` the window could not: from each suffix whose window text is a
+    prefix of the next one's, every following suffix that shares that text (they are contiguous), ordered by
+    the corpus bytes after that text (:func:`_order_by_reads`). Returns the number of suffixes reordered."""
+    w, m = len(win), len(pos)
+    spans: list[list[int]] = []  # [first, last, bytes all of them share]
+    for j in ties:
+        a = int(pos[j - 1])
+        if spans and j - 1 <= spans[-1][1]:  # (within a stretch: one text is a prefix of the other)
+            span = spans[-1]
+            span[1], span[2] = max(span[1], j), min(span[2], w - a)
+        else:
+            span = [j - 1, j, w - a]
+            spans.append(span)
+        text = win[a : a + span[2]]
+        e = span[1]
+        while e + 1 < m and (q := int(pos[e + 1])) + len(text) <= w and np.array_equal(win[q : q + len(text)], text):
+            e += 1
+        span[1] = e
+    fd = os.open(corpus_path, os.O_RDONLY)
+    try:
+        for lo, hi, shared in spans:
+            members = (pos[lo : hi + 1] + start).tolist()
+            pos[lo : hi + 1] = np.array(_order_by_reads(fd, members, shared, mem)) - start
+    finally:
+        os.close(fd)
+    return sum(hi + 1 - lo for lo, hi, _ in spans)
+
+
+def _order_by_reads(fd: int, members: list[int], off: int, mem: int) -> list[int]:
+    """Corpus positions whose suffixes agree on their first ``off`` bytes, in suffix order: sorted by the next
+    bytes read (as many as ``mem`` allows, at least 64), groups that still agree by the bytes after those. A
+    suffix that ends sorts before the ones it is a prefix of (a shorter read)."""
+    out: list[int] = []
+    todo: list[tuple[list[int], int]] = [(members, off)]
+    while todo:
+        group, at = todo.pop()
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        step = max(64, min(1 << 20, mem // len(group)))
+        keys = {x: os.pread(fd, step, x + at) for x in group}
+        ordered = sorted(group, key=keys.__getitem__)
+        runs: list[list[int]] = []
+        for x in ordered:
+            if runs and keys[x] == keys[runs[-1][0]]:
+                runs[-1].append(x)  # (equal keys are full reads: suffixes that end differ in length)
+            else:
+                runs.append([x])
+        del keys
+        todo += [(r, at + step) for r in reversed(runs)]
+    return out
+
+
 def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str) -> dict[str, Any]:
-    """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers), and
-    record the segments of neighbours that agree on the whole window (to be ordered by :func:`settle`)."""
+    """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers) and its
+    records (:func:`aux_path`)."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
-    if (done := finished(path, **params)) is not None and heads_path(path).exists() and \
-            crc32(heads_path(path)) == done.get("heads"):
+    if (done := finished(path, **params)) is not None and aux_path(path).exists() and \
+            crc32(aux_path(path)) == done.get("aux"):
         return {**done, "reused": True}
     from pydivsufsort import divsufsort
 
     n = os.path.getsize(corpus_path)
-    ext = end - start
-    wend = min(n, end + ext)
+    wend = min(n, end + extension(end - start))
+    at_end = wend == n
     win = _read_window(corpus_path, start, wend)
     sa = divsufsort(win)
-    local = np.empty((end - start) // width, np.int64)
     filled = 0
-    for s in range(0, len(sa), 1 << 18):  # keep the positions that start a token of this part
-        c = sa[s : s + (1 << 18)]
+    for s in range(0, len(sa), CHUNK):  # keep the positions that start a token of this part, in place
+        c = sa[s : s + CHUNK]
         c = c[(c < end - start) & (c % width == 0)] if width > 1 or wend > end else c
-        local[filled : filled + len(c)] = c
+        sa[filled : filled + len(c)] = c
         filled += len(c)
-    del sa
-    segments: list[list[int]] = []
-    if wend < n and len(local) > 1:
-        # neighbours in this order that agree on `ext` bytes (the window may have misplaced them)
-        x, y = local[:-1], local[1:]
-        cand = np.ones(len(x), bool)
-        for probe in sorted({0, (ext // 2) & ~7, ext - 8} if ext >= 8 else {0}):
-            span = min(8, ext - probe)
-            for b in range(span):
-                cand &= win[x + probe + b] == win[y + probe + b]
-        link = np.zeros(len(x), bool)
-        for i in np.flatnonzero(cand).tolist():
-            link[i] = np.array_equal(win[x[i] : x[i] + ext], win[y[i] : y[i] + ext])
-        if link.any():
-            edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
-            segments = [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
-                                                          strict=True)]  # slots a .. b inclusive
-    with atomic_output(heads_path(path), fsync=False) as f:  # each suffix's first KEY bytes (zero past the end)
-        step = np.arange(KEY)
-        for s in range(0, len(local), 1 << 14):
-            at = local[s : s + (1 << 14), None] + step
-            f.write(np.where(at < len(win), win[np.minimum(at, len(win) - 1)], 0).astype(np.uint8).tobytes())
-            del at
-    del win
-    with atomic_output(path, fsync=False) as f:
-        for s in range(0, len(local), 1 << 18):
-            f.write(pointers.encode(local[s : s + (1 << 18)] + start, k))
-    del local
+    pos = sa[:filled]
+    reordered = 0
+    for attempt in range(2):  # the records; once more when stretches of the window's order were reordered
+        prev = -1
+        with atomic_output(path, fsync=False) as fp, atomic_output(aux_path(path), fsync=False) as fa:
+            ties: list[int] = []
+            for s in range(0, filled, CHUNK):
+                c = pos[s : s + CHUNK]
+                found, ptr, aux = _part_records(win, c, start, k, at_end, prev, True)
+                ties += [s + i for i in found]
+                fp.write(ptr)
+                fa.write(aux)
+                prev = int(c[-1])
+        if not ties or attempt:
+            break
+        reordered = _order_ties(corpus_path, win, pos, start, ties)
+    del win, sa, pos
     trim()
-    return seal(path, **params, segments=segments, settled=not segments, heads=crc32(heads_path(path)))
+    return seal(path, **params, reordered=reordered, aux=crc32(aux_path(path)))
 
 
-def heads_path(part: Path) -> Path:
-    """The file of a part's KEY-byte heads. Settling a part leaves it as it is: the suffixes of a segment
-    agree on a whole window (over KEY bytes), so their heads are the same."""
-    return part.with_name(part.name + ".heads")
-
-
-def _positions(path: Path, k: int) -> np.ndarray:
-    raw = np.fromfile(path, np.uint8)
-    return pointers.decode(raw, k).astype(np.int64) if len(raw) else np.zeros(0, np.int64)
-
-
-def settle(parts: list[Path], ranges: list[tuple[int, int]], width: int, k: int, n: int) -> None:
-    """Put each recorded segment of each part in its final order, from the last part to the first: the
-    order of the suffixes ``D`` bytes on, which start in the next (already final) part."""
-    for i in range(len(parts) - 2, -1, -1):
-        meta = json.loads(_record(parts[i]).read_text())
-        if meta.get("settled"):
-            continue
-        start, end = ranges[i]
-        pos = _positions(parts[i], k)
-        nxt = _positions(parts[i + 1], k)
-        rank = np.empty(len(nxt), np.int64)
-        rank[(nxt - end) // width] = np.arange(len(nxt))
-        for a, b in meta["segments"]:
-            seg = pos[a : b + 1]
-            shifted = seg + (end - int(seg.min()))
-            r = np.where(shifted >= n, -1, rank[np.minimum((shifted - end) // width, len(rank) - 1)])
-            pos[a : b + 1] = seg[np.argsort(r, kind="stable")]
-        del nxt, rank
-        with atomic_output(parts[i], fsync=False) as f:
-            f.write(pointers.encode(pos, k))
-        meta.pop("size"), meta.pop("crc32")
-        seal(parts[i], **{**meta, "settled": True})
+def aux_path(part: Path) -> Path:
+    """The file of a part's records (AUX_SIZE bytes per pointer, in the same order)."""
+    return part.with_name(part.name + ".aux")
 
 
 class _Run:
     """One sorted part during the merge, read from a cursor (pread: its pages never enter the process)."""
 
-    def __init__(self, path: Path, k: int, lo: int = 0, hi: int | None = None, heads: bool = False) -> None:
+    def __init__(self, path: Path, k: int, lo: int = 0, hi: int | None = None) -> None:
         self.k = k
         self.fd = os.open(path, os.O_RDONLY)
-        self.hfd = os.open(heads_path(path), os.O_RDONLY) if heads else None
         self.cur, self.size = lo, os.path.getsize(path) // k if hi is None else hi
 
     def at(self, i: int) -> int:
@@ -396,19 +457,14 @@ class _Run:
                 hi = mid
         return lo
 
-    def take(self, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """The pointers up to ``hi`` (and their heads, when the run reads them), the cursor moved on."""
+    def take(self, hi: int) -> np.ndarray:
+        """The pointers up to ``hi``, the cursor moved on."""
         raw = os.pread(self.fd, (hi - self.cur) * self.k, self.cur * self.k)
-        heads = np.zeros((0, KEY), np.uint8)
-        if self.hfd is not None:
-            heads = np.frombuffer(os.pread(self.hfd, (hi - self.cur) * KEY, self.cur * KEY), np.uint8).reshape(-1, KEY)
         self.cur = hi
-        return (pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)), heads
+        return pointers.decode(raw, self.k).astype(np.int64) if raw else np.zeros(0, np.int64)
 
     def close(self) -> None:
         os.close(self.fd)
-        if self.hfd is not None:
-            os.close(self.hfd)
 
 
 _TRIM: Any = None
@@ -434,20 +490,39 @@ def trim() -> None:
 
 
 def merge_shares(share: int) -> tuple[int, int, int]:
-    """How a merge spends its ``share`` of memory: elements per batch (~160 bytes each while a batch is
-    ordered: half the share), bytes of keys per ordering round and of reads in flight (a quarter each)."""
+    """How the twin's merge spends its ``share`` of memory: elements per batch (~160 bytes each while a batch
+    is ordered: half the share), bytes of keys per ordering round and of reads in flight (a quarter each)."""
     return max(1024, share // 2 // 160), share // 4, max(1 << 16, share // 16)
 
 
 def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: str, offset: int,
-                los: list[int], his: list[int], progress: Any = None) -> int:
+                los: list[int], his: list[int], progress: Any = None, punch: bool = False) -> int:
     """Merge the slices ``[los[i], his[i])`` of the sorted ``parts`` (pointer indices) and write them at
     pointer ``offset`` of the existing file ``out`` (``pwrite``: its pages stay in the page cache, out of
-    this process). Returns the number of pointers written."""
-    share = max(budget - BASELINE, 1 << 20)
+    this process). ``punch``: free the parts' bytes on disk as they are consumed (they cannot be merged
+    again). Returns the number of pointers written."""
+    share = max(budget - BASELINE - FIXED, 1 << 20)
+    if _K is not None:
+        n = os.path.getsize(corpus_path)
+        flags = os.O_RDWR if punch else os.O_RDONLY
+        fds: list[int] = []
+        try:
+            cfd = os.open(corpus_path, os.O_RDONLY)
+            fds.append(cfd)
+            pfds = [os.open(p, flags) for p in parts]
+            fds += pfds
+            afds = [os.open(aux_path(Path(p)), flags) for p in parts]
+            fds += afds
+            ofd = os.open(out, os.O_WRONLY)
+            fds.append(ofd)
+            # (half the share buffers the parts' records: what the sorts left on the heap stays resident)
+            return _K.merge(cfd, n, k, pfds, afds, los, his, ofd, offset, share // 2, punch)
+        finally:
+            for fd in fds:
+                os.close(fd)
     batch, mem, gather = merge_shares(share)
     corpus = Corpus(corpus_path)
-    runs = [_Run(Path(p), k, lo, hi, heads=True) for p, lo, hi in zip(parts, los, his, strict=True)]
+    runs = [_Run(Path(p), k, lo, hi) for p, lo, hi in zip(parts, los, his, strict=True)]
     fd = os.open(out, os.O_WRONLY)
     at = offset * k
     try:
@@ -460,7 +535,7 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
                 if corpus.cmp(p, pivot) < 0:
                     pivot = p
             taken = [r.take(r.after(corpus, pivot, r.cur, min(r.cur + q, r.size))) for r, _ in cands]
-            merged = merge_runs(corpus, [t[0] for t in taken], gather, mem, [t[1] for t in taken])
+            merged = merge_runs(corpus, taken, gather, mem)
             data = memoryview(pointers.encode(merged, k))
             del taken, merged
             while len(data):
@@ -511,9 +586,10 @@ def _piece_record(out: Path, j: int) -> Path:
 
 
 def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: str, j: int, bounds: list[list[int]],
-                progress: Any = None) -> dict[str, Any]:
+                progress: Any = None, punch: bool = False) -> dict[str, Any]:
     """Range ``j`` of a shard's merge (:func:`split`), written at its place in ``out`` and recorded beside it
-    (its bounds and the CRC-32 of its bytes), so that an interrupted merge redoes only unfinished ranges."""
+    (its bounds and the CRC-32 of its bytes), so that an interrupted merge redoes only unfinished ranges
+    (``punch``: see :func:`merge_range`; the parts then fail their CRC and are sorted again on a resume)."""
     path = Path(out)
     los, his = bounds[j], bounds[j + 1]
     offset, count = sum(los), sum(his) - sum(los)
@@ -526,7 +602,7 @@ def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: st
             return {**meta, "reused": True}
     except (OSError, ValueError):
         pass
-    merge_range(corpus_path, parts, k, budget, out, offset, los, his, progress)
+    merge_range(corpus_path, parts, k, budget, out, offset, los, his, progress, punch)
     meta = {**params, "crc32": crc32(path, offset * k, count * k)}
     with atomic_output(rec, fsync=False) as f:
         f.write(json.dumps(meta).encode())
@@ -535,11 +611,8 @@ def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: st
 
 def prepare_merge(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
                   pieces: int, table: str) -> list[list[int]]:
-    """Settle the parts, split their merge into ``pieces`` ranges and make the file they are written into
-    (``table`` + ``.merging``, kept with the records of finished ranges when it has the right size)."""
-    n = os.path.getsize(corpus_path)
-    paths = [Path(p) for p in parts]
-    settle(paths, ranges, width, k, n)
+    """Split the parts' merge into ``pieces`` ranges and make the file they are written into (``table`` +
+    ``.merging``, kept with the records of finished ranges when it has the right size)."""
     bounds = split(corpus_path, parts, k, pieces)
     merging = Path(table + ".merging")
     size = sum(bounds[-1]) * k
@@ -560,7 +633,7 @@ def seal_table(corpus_path: str, parts: list[str], k: int, table: str) -> dict[s
     for old in out.parent.glob(merging.name + ".piece*.json"):
         old.unlink()
     for p in parts:
-        for f in (Path(p), _record(Path(p)), heads_path(Path(p))):
+        for f in (Path(p), _record(Path(p)), aux_path(Path(p))):
             f.unlink(missing_ok=True)
     return meta
 
@@ -570,7 +643,7 @@ def table_done(corpus_path: str, k: int, table: str) -> dict[str, Any] | None:
 
 
 def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path, pieces: int = 1) -> None:
-    """The k-way merge of sorted (and settled) ``parts`` into the table ``out``, in ``pieces`` ranges one
+    """The k-way merge of sorted ``parts`` into the table ``out``, in ``pieces`` ranges one
     after the other (written into ``out.merging``, then renamed)."""
     names = [str(p) for p in parts]
     bounds = split(corpus_path, names, k, pieces)
@@ -584,7 +657,7 @@ def merge(corpus_path: str, parts: list[Path], k: int, budget: int, out: Path, p
 
 def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
                  budget: int, table: str, pieces: int = 1) -> dict[str, Any]:
-    """A shard's table from its sorted parts in one process (settled, split, merged; one part is the table)."""
+    """A shard's table from its sorted parts in one process (split, merged; one part is the table)."""
     if (done := table_done(corpus_path, k, table)) is not None:
         return {**done, "reused": True}
     if len(parts) == 1:
@@ -592,5 +665,5 @@ def finish_shard(corpus_path: str, parts: list[str], ranges: list[tuple[int, int
         return seal_table(corpus_path, parts, k, table)
     bounds = prepare_merge(corpus_path, parts, ranges, width, k, pieces, table)
     for j in range(len(bounds) - 1):
-        merge_piece(corpus_path, parts, k, budget, table + ".merging", j, bounds)
+        merge_piece(corpus_path, parts, k, budget, table + ".merging", j, bounds, punch=True)
     return seal_table(corpus_path, parts, k, table)
