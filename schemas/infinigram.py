@@ -17,6 +17,7 @@ v5 stores each document's tokens reversed (SEP still first). ``tok_cnt = size(to
 
 import math
 
+import numpy as np
 from construct import Struct, this
 from wvformats.schemas.identity import (  # noqa: F401 - the file set, named here with the files' schemas
     INFINIGRAM_KINDS,
@@ -46,6 +47,23 @@ def pointer(raw: bytes | memoryview) -> int:
 def offset_entry(value: int) -> bytes:
     """An entry of offset or metaoff: the byte offset as a little-endian u64."""
     return value.to_bytes(OFFSET_WIDTH, "little")
+
+
+# The out-of-core build's scratch file of a part (no file of the index): for each suffix of the part, in the
+# part's order, its LCP with the suffix before it in the part and the bytes of the suffix that follow that LCP
+# (its first bytes for the part's first suffix), zero past the part's window
+PART_TAIL = 12  # bytes of the suffix after its LCP, kept in its record
+LCP_UNKNOWN = 0xFFFF  # an LCP not found in the window (or that large): the merge reads the corpus
+part_record = np.dtype([("lcp", "<u2"), ("tail", f"V{PART_TAIL}")])  # u16 little-endian LCP, then the tail
+
+
+def part_records(lcps: list[int], tails: list[bytes]) -> bytes:
+    """The records of a part from each suffix's LCP (LCP_UNKNOWN: not known) and tail (at most PART_TAIL
+    bytes, zero-filled)."""
+    out = np.zeros(len(lcps), part_record)
+    out["lcp"] = lcps
+    out["tail"] = [t.ljust(PART_TAIL, b"\0") for t in tails]
+    return out.tobytes()
 
 
 def counts(tokenized: int, table: int, offset: int, width: int) -> tuple[int, int, int]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ...compiled import kernel
 from ...fileio import atomic_output
-from ...schemas.infinigram import pointer
+from ...schemas.infinigram import LCP_UNKNOWN, PART_TAIL, part_record, part_records, pointer
 from . import pointers
 
 _K = kernel("wvformats.families.infinigram._kernel")
@@ -52,9 +52,8 @@ _K = kernel("wvformats.families.infinigram._kernel")
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
 # (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
 BASELINE = 40 << 20
-AUX_TAIL = 12  # bytes of each suffix after its LCP with the one before it in its part, stored in its record
-AUX_SIZE = 2 + AUX_TAIL  # a record: the LCP (u16 little-endian, LCP_UNKNOWN when not known) and the tail
-LCP_UNKNOWN = 0xFFFF
+AUX_TAIL = PART_TAIL  # bytes of each suffix after its LCP with the one before it in its part (the schema's)
+AUX_SIZE = part_record.itemsize  # a record: the LCP (LCP_UNKNOWN when not known) and the tail
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
 FIXED = 6 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
@@ -299,7 +298,8 @@ def records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool,
     w = len(win)
     data = win.tobytes()
     ties: list[int] = []
-    aux = bytearray(AUX_SIZE * len(pos))
+    lcps: list[int] = []
+    tails: list[bytes] = []
     for i, b in enumerate(pos.tolist()):
         a = int(pos[i - 1]) if i else prev
         lcp, known = 0, True
@@ -313,14 +313,10 @@ def records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool,
                     ties.append(i)
         if lcp >= LCP_UNKNOWN or (not at_end and b + lcp + AUX_TAIL > w):
             known = False
-        r = AUX_SIZE * i
-        if known:
-            tail = data[b + lcp : b + lcp + AUX_TAIL]
-            aux[r : r + 2 + len(tail)] = lcp.to_bytes(2, "little") + tail
-        else:
-            aux[r : r + 2] = LCP_UNKNOWN.to_bytes(2, "little")
+        lcps.append(lcp if known else LCP_UNKNOWN)
+        tails.append(data[b + lcp : b + lcp + AUX_TAIL] if known else b"")
     ptr = pointers.encode(pos.astype(np.int64) + start, k).tobytes() if len(pos) else b""
-    return ties, ptr, bytes(aux)
+    return ties, ptr, part_records(lcps, tails)
 
 
 def _part_records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool, prev: int,
