@@ -183,3 +183,18 @@ def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.
 
 def _has_surrogate(word: str) -> bool:
     return not word.isascii() and any("\udc80" <= c <= "\udcff" for c in word)
+
+
+class Head(cs.Peek):
+    """The first i32, peeked (not consumed): the magic of a current release's file, the args' ``dim`` of an
+    older one's. Drawn as the magic or None (an older file: what is peeked is the ``dim`` drawn after it)."""
+
+    def __init__(self, magic: int) -> None:
+        super().__init__(cs.Int32sl)
+        self.magic = magic
+
+    def strategy(self, context: Any) -> Any:
+        from hypothesis import strategies as st
+
+        return st.sampled_from([self.magic, None])
+
