@@ -3,7 +3,6 @@
 import struct
 import warnings
 
-import construct as cs
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +18,6 @@ from wvformats.families.wordvec import codec
 # words for the space-separated formats: no ASCII space, no newline, not empty; NBSP, tabs, astral allowed
 spaced_word = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs",)),
                       min_size=1, max_size=12).filter(lambda w: w.strip(" \t\r\x0b\x0c") == w or "\t" in w)
-any_word = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
 
 
@@ -31,19 +29,6 @@ def embeddings(draw, word=spaced_word, finite=False, min_words=0):
     values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
     flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
     return words, np.array(flat, dtype="<f4").reshape(n, dim)
-
-
-@MODES
-@given(embeddings(word=any_word), st.binary(max_size=3))
-def test_leader_roundtrip(compiled, emb, trailer):
-    words, vectors = emb
-    obj = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
-                       records=cs.Container(words=words, vectors=vectors), trailer=trailer)
-    data = roundtrip(schema.leader, obj, format="leader", compiled=compiled)
-    assert data[:8] == b"\x1d\x98\0\0\0\0\0\0"
-    assert len(data) == 24 + sum(4 + len(w.encode()) + 4 * vectors.shape[1] for w in words) + len(trailer)
-    if not trailer:
-        assert_truncations_fail(schema.leader, data, format="leader", compiled=compiled)
 
 
 @MODES
