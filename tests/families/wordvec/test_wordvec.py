@@ -18,6 +18,7 @@ from wvformats.families.wordvec import codec
 # words for the space-separated formats: no ASCII space, no newline, not empty; NBSP, tabs, astral allowed
 spaced_word = st.text(st.characters(blacklist_characters=" \n\r", blacklist_categories=("Cs",)),
                       min_size=1, max_size=12).filter(lambda w: w.strip(" \t\r\x0b\x0c") == w or "\t" in w)
+any_word = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 f32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
 
 
