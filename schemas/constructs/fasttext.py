@@ -101,12 +101,14 @@ class EntryTable(Checked):
         raise cs.SizeofError(path=path)
 
     def strategy(self, context: Any) -> Any:
-        """``count`` entries: words without a NUL (which would end them), any i64 counts and i8 types."""
+        """``count`` entries: words without a NUL (which would end them), text or any bytes (those that are no
+        UTF-8 as fastText's words hold them: surrogate escapes), any i64 counts and i8 types."""
         from hypothesis import strategies as st
         from hypothesis.extra import numpy as hnp
 
         count = int(evaluate(self.count, context))
-        words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=6)
+        words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=6) \
+            | st.binary(max_size=8).filter(lambda b: b"\0" not in b).map(lambda b: b.decode("utf-8", "surrogateescape"))
         return st.builds(cs.Container, words=st.lists(words, min_size=count, max_size=count),
                          counts=hnp.arrays("<i8", count), types=hnp.arrays("i1", count))
 
