@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
+from roundtrip import MODES, assert_truncations_fail, equal
 from wvformats.schemas import wordvec as schema
 
 import wvformats as wv
@@ -30,19 +30,6 @@ def embeddings(draw, word=spaced_word, finite=False, min_words=0):
     values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
     flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
     return words, np.array(flat, dtype="<f4").reshape(n, dim)
-
-
-@MODES
-@given(embeddings(), st.booleans())
-def test_word2vec_binary_roundtrip_with_and_without_c_newlines(compiled, emb, newline):
-    words, vectors = emb
-    obj = codec._w2v_bin_from((words, vectors), newline=newline)
-    obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
-    data = roundtrip(schema.word2vec_binary, obj, format="word2vec-binary", compiled=compiled)
-    if newline and words:
-        assert data.endswith(b"\n") and data.count(b"\n") >= len(words) + 1
-    if not (newline and words):
-        assert_truncations_fail(schema.word2vec_binary, data, format="word2vec-binary", compiled=compiled)
 
 
 @MODES
