@@ -1,13 +1,14 @@
 """Word-vector formats: wvformats vs word-vectors vs gensim vs the raw-read floor, in one run.
 
     python3 benchmarks/bench_wordvec.py [--words 400000] [--dim 100] [--repeat 3] [--text-reads | --binary-reads]
-        [--python /tmp/v-default/bin/python]
+        [--python /tmp/v-default/bin/python] [--against /work/venvs/other/bin/python]
 
 Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII words) in every format under
 benchmarks/data/, then times each reader in fresh processes on a warm page cache (the readers of a file in
 turns, the ratios paired within a turn) and prints Markdown tables of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
 ``--python`` (by default this one too): point it at a fresh venv holding only ``pip install wvformats`` to
-measure the default install. Reads also time wvformats' pure-Python twins of its compiled word-table kernels
+measure the default install; ``--against`` adds the reads of the wvformats another interpreter holds (an
+install of another commit) to the same turns, for a paired before/after ratio. Reads also time wvformats' pure-Python twins of its compiled word-table kernels
 (``WVFORMATS_PURE_PYTHON=1``): numpy's record walks for binary files; pyarrow's parser for text files, and
 numpy's (pyarrow hidden as well). Not run in CI.
 """
@@ -72,6 +73,7 @@ def main() -> None:
     ap.add_argument("--text-reads", action="store_true", help="only the word2vec text and GloVe reads")
     ap.add_argument("--binary-reads", action="store_true", help="only the Leader and word2vec binary reads")
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose wvformats is measured")
+    ap.add_argument("--against", help="an interpreter whose wvformats (another commit) is read beside it")
     args = ap.parse_args()
     paths = generate(args.words, args.dim)
     wvr = {"leader": "read_leader", "word2vec-binary": "read_w2v", "word2vec-text": "read_w2v_text",
@@ -96,6 +98,8 @@ def main() -> None:
         # process), as importing a peer loads that library: imports are setup for every reader
         specs = [("floor: read the file into memory", f"{floor_setup}\n{hot}", floor_timed, sys.executable),
                  ("wvformats", f"{ours}{hot}", read, args.python)]
+        if args.against:
+            specs.append(("wvformats of --against", f"{ours}{hot}", read, args.against))
         if fmt in ("leader", "word2vec-binary"):
             specs.append(("wvformats, numpy's record walk (no kernel)", f"{no_kernel}{hot}", read, args.python))
         if fmt in ("word2vec-text", "glove"):

@@ -62,6 +62,9 @@ args = Struct(
     "t" / Int64sl * "sampling threshold, the bits of an f64 (kept as bits: NaN payloads round-trip)",
 )
 
+DOUBLE_ARGS = ("t",)  # the args fastText writes as f64 (Args::save), kept above as their bits
+DOUBLE_BITS, DOUBLE = "<q", "<d"  # how: an i64 (Int64sl) holding an f64's bytes (framework.reinterpret reads it)
+
 dictionary = Struct(
     "size" / Int32sl * "number of entries: words, then labels",
     Valid("size", this.size >= 0) * "size >= 0",

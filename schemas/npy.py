@@ -36,3 +36,6 @@ npy = PackedStruct(
 npy_array = PackedStruct(*array_fields)
 """The file without what may follow the array: an .npy that ends where its array does (in an .npz member
 whose size is known only after it)."""
+
+npy_head = PackedStruct(*array_fields[: [f.name for f in array_fields].index("data")])
+"""The file as far as its header (magic, version, header dict): what a look at it reads, no byte of the array."""

@@ -10,11 +10,12 @@ name. A key appears once; NaN is not JSON.
 """
 
 from construct import Struct, this
+from wvformats.schemas.identity import SAFETENSORS_HEADER_LENGTH as HEADER_LENGTH
 from wvformats.schemas.identity import SAFETENSORS_HEADER_LIMIT as HEADER_LIMIT
+from wvformats.schemas.identity import SAFETENSORS_METADATA as METADATA
 
 from wvformats.framework import JSONField, Tensors, remaining
 
-METADATA = "__metadata__"
 ALIGNMENT = 8  # of the buffer's start: the JSON is padded with spaces to it
 
 # every dtype code safetensors 0.8 reads, in its Dtype enum's order (which the writer sorts by, descending),
@@ -49,7 +50,7 @@ DTYPES = {
 tensors = Tensors(this.header, DTYPES, skip=(METADATA,))
 
 safetensors = Struct(
-    "header" / JSONField("u64", limit=HEADER_LIMIT, align=ALIGNMENT)
+    "header" / JSONField(HEADER_LENGTH, limit=HEADER_LIMIT, align=ALIGNMENT)
     * "u64 byte length N (at most 100 MB), then N bytes of UTF-8 JSON: tensor name -> {dtype, shape, "
       "data_offsets}, and __metadata__ (str -> str); padded with spaces so the buffer starts 8-aligned",
     "data" / tensors

@@ -10,6 +10,9 @@ defaults and meanings (in our words, after the comments of ``sentencepiece_model
 the generated docs page and the annotated dump.
 """
 
+from construct import GreedyBytes, Int32ul, Struct, this
+
+from wvformats.framework import NumpyArray, Valid
 from wvformats.framework.protobuf import F, MessageType, ProtoEnum, ProtoMessage
 
 
@@ -44,6 +47,18 @@ EXTENSIONS = (200, (1 << 29) - 1)  # every message but Sample: extensions 200 to
 MAX_PIECE_BYTES = 8000
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 CHARSMAP_TRIE_UNIT = 1024
+
+# NormalizerSpec.precompiled_charsmap, its bytes as normalizer.cc reads them (DecodePrecompiledCharsMap): the
+# trie's size, a darts-clone double array, then the replacement strings the trie's values point into
+precompiled_charsmap_head = Struct(
+    "trie_size" / Int32ul * "bytes of the double-array trie that follows (sentencepiece: a multiple of 1024)",
+)
+precompiled_charsmap = Struct(
+    *precompiled_charsmap_head.subcons,
+    Valid("trie_size", this.trie_size % 4 == 0, "the trie is whole u32 units") * "trie_size % 4 == 0",
+    "trie" / NumpyArray("<u4", this.trie_size // 4) * "darts-clone double-array units, u32 little-endian",
+    "normalized" / GreedyBytes * "the replacement strings, each ending in NUL (a leaf's value is its offset here)",
+)
 
 SentencePiece = MessageType("SentencePiece", [
     F(1, "piece", "string", default="", doc="the piece's text, UTF-8; sentencepiece refuses empty pieces (and, since 0.2.2, NUL)"),

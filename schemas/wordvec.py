@@ -2,12 +2,19 @@
 
 Every layout is a header (or none) followed by one record per word: the framework's word tables
 (:mod:`wvformats.framework.wordtables`, :mod:`wvformats.framework.texttable`), one tight loop per table, never
-per-record construct code.
+per-record construct code. None but Leader has magic: the plausibility the sniffers test (the header line,
+records walked through the head) is declared in :mod:`wvformats.schemas.identity` (standard library only).
 """
 
 from construct import Const, Int64ul, Struct, this
 from wvformats.schemas.constructs.wordvec_lines import MAX_DIM
-from wvformats.schemas.identity import LEADER_MAGIC
+from wvformats.schemas.identity import (  # noqa: F401 - what the sniffers test, named here with the schemas
+    GLOVE_HEAD,
+    LEADER_HEAD,
+    LEADER_MAGIC,
+    WORD2VEC_BINARY_HEAD,
+    WORD2VEC_TEXT_HEAD,
+)
 
 from wvformats.framework import HeaderLine, LeaderRecords, TextRecords, Trailer, Word2VecRecords
 

@@ -3,13 +3,17 @@ the one read that sniffs it, and the registry sorts its sniffers once per state.
 fresh interpreter (this process imported everything long ago); benchmarks/bench_tensors.py (``--only fresh``)
 and bench_latency.py (``--parts small``) measure the time."""
 
+import io
 import json
 import mmap
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
 import wvformats as wv
@@ -120,3 +124,170 @@ def test_a_small_file_cut_is_still_a_located_error(tensors, tmp_path):
     with pytest.raises(FormatError) as e:
         wv.read(cut)
     assert e.value.format == "safetensors" and e.value.path and e.value.offset is not None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cached plans: a safetensors or .npy file read without construct (framework/plans.py)
+
+
+def _read_fresh(path, cache):
+    """In a fresh interpreter with the cache folder ``cache``: the modules the read imported after ``import
+    numpy, wvformats`` and a digest of what it read."""
+    code = ("import json, sys\nimport numpy as np, wvformats as wv\nbefore = set(sys.modules)\n"
+            "m = wv.read(sys.argv[1])\narrays = m if isinstance(m, np.ndarray) else list(m.values())\n"
+            "digest = [float(np.asarray(a, np.float64).sum()) for a in (arrays if isinstance(arrays, list) else [arrays])]"
+            "\nprint(json.dumps([sorted(set(sys.modules) - before), digest]))")
+    out = subprocess.run([sys.executable, "-P", "-c", code, str(path)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "WVFORMATS_CACHE_DIR": str(cache)})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_once_its_plan_is_cached_a_read_imports_no_construct(tensors, tmp_path):
+    """The first read of a format derives its schema's plan (construct imported) and caches it; every later
+    process reads through the plan, importing neither construct nor the codec, and reads the same values.
+    Failed before: every read imported construct (~9 ms of a fresh process, more than safetensors' whole open)."""
+    npy = tmp_path / "a.npy"
+    np.save(npy, np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    cache = tmp_path / "cache"
+    for path in (tensors, npy):
+        first_modules, first = _read_fresh(path, cache)
+        assert "construct" in first_modules  # (the plan derived from the schema)
+        modules, again = _read_fresh(path, cache)
+        assert again == first
+        assert not [m for m in modules if m.split(".")[0] == "construct" or m.endswith(".codec")], path
+    assert sorted(p.name for p in next(cache.iterdir()).iterdir()) == [
+        "entry-points.json", "wvformats.schemas.npy.npy.json", "wvformats.schemas.safetensors.safetensors.json"]
+
+
+def test_a_plan_is_derived_again_when_its_schema_changes_and_a_broken_cache_is_ignored(tmp_path, monkeypatch):
+    from wvformats import framework as plans
+
+    monkeypatch.setenv("WVFORMATS_CACHE_DIR", str(tmp_path))
+    plans.forget_plans()
+    ref = "wvformats.schemas.safetensors:safetensors"
+    steps = plans.cached_plan(ref)
+    assert [s[:2] for s in steps] == [["json", "header"], ["tensors", "data"]]
+    file = next(tmp_path.glob("*/wvformats.schemas.safetensors.safetensors.json"))
+    kept = json.loads(file.read_text())
+    assert any(p.endswith("schemas/safetensors.py") for p in kept["sources"])
+    stale = {**kept, "sources": {p: [s[0] - 1, s[1]] for p, s in kept["sources"].items()}, "steps": [["nothing"]]}
+    file.write_text(json.dumps(stale))  # (as if the schema had changed since)
+    plans.forget_plans()
+    assert plans.cached_plan(ref) == steps and json.loads(file.read_text())["steps"] == steps
+    for broken in ("", "{", "[]", '{"version": 1}', "\xff"):
+        file.write_text(broken, encoding="latin-1")
+        plans.forget_plans()
+        assert plans.cached_plan(ref) == steps  # (derived again, and kept again)
+        assert json.loads(file.read_text())["steps"] == steps
+    monkeypatch.setenv("WVFORMATS_CACHE_DIR", "")  # (no cache at all: derived in each process)
+    plans.forget_plans()
+    assert plans.cached_plan(ref) == steps
+
+
+def test_a_schema_with_a_field_no_step_reads_has_no_plan():
+    import construct as cs
+    from wvformats.schemas import fasttext, npy, safetensors
+
+    from wvformats.framework import plan_of
+
+    assert plan_of(cs.Struct("n" / cs.Int32ul, "x" / cs.Array(cs.this.n, cs.Int8ul))) is None
+    assert plan_of(fasttext.fasttext) is None
+    assert plan_of(npy.npy) is not None and plan_of(safetensors.safetensors) is not None
+
+
+def _safetensors_bytes(arrays):
+    from safetensors.numpy import save
+
+    return save(arrays)
+
+
+_DTYPES = st.sampled_from(["<f4", "<f8", "<f2", "<i8", "<i4", "<u2", "|u1", "|i1", "|b1", "<c8"])
+
+
+@st.composite
+def _arrays(draw):
+    dtype = np.dtype(draw(_DTYPES))
+    shape = tuple(draw(st.lists(st.integers(0, 4), max_size=3)))
+    n = int(np.prod(shape)) * dtype.itemsize
+    raw = draw(st.binary(min_size=n, max_size=n))
+    a = np.frombuffer(raw, np.uint8).view(dtype).reshape(shape) if n else np.zeros(shape, dtype)
+    return a.astype(bool) if dtype.kind == "b" else a
+
+
+@st.composite
+def _files(draw):
+    """An .npy (numpy.save, C or Fortran order) or a safetensors file (safetensors.numpy.save), then cut, or a
+    byte of it changed, or left as it is."""
+    if draw(st.booleans()):
+        a = draw(_arrays())
+        buf = io.BytesIO()
+        np.save(buf, np.asfortranarray(a) if draw(st.booleans()) else a)
+        data, ref = buf.getvalue(), "wvformats.schemas.npy:npy"
+    else:
+        arrays = draw(st.dictionaries(st.text("abcé.", min_size=1, max_size=4), _arrays(), max_size=3))
+        data, ref = _safetensors_bytes(arrays), "wvformats.schemas.safetensors:safetensors"
+    how = draw(st.sampled_from(["as is", "cut", "byte"]))
+    if how == "cut":
+        data = data[: draw(st.integers(0, max(len(data) - 1, 0)))]
+    elif how == "byte" and data:
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1:]
+    return ref, data
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a) and \
+            getattr(a, "raw", None) == getattr(b, "raw", None)
+    return a == b
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_files())
+def test_a_plan_reads_what_its_schema_reads_and_leaves_every_fault_to_it(file):
+    """Where the plan reads a file, every field is the schema's parse of it (arrays, the header and its kept
+    bytes); where the schema refuses a file, the plan gives None, so that the schema's located error is the
+    one the read raises."""
+    from wvformats import framework
+    from wvformats.families.numpy.fast import READERS
+
+    ref, data = file
+    module, attr = ref.split(":")
+    schema = getattr(__import__(module, fromlist=[attr]), attr)
+    steps, _ = framework.plan_of(schema)
+    got = framework.run_plan(steps, data, READERS)
+    try:
+        parsed = framework.parse(schema, data, format="x")
+    except FormatError:
+        assert got is None
+        return
+    assert got is not None
+    names = [k for k in parsed if not k.startswith("_")]
+    assert list(got) == names and all(_same(got[k], parsed[k]) for k in names)
+
+
+def test_a_read_of_a_damaged_file_is_still_the_schemas_located_error(tmp_path, monkeypatch):
+    """The plan never reports a fault: the file is read again by the codec, whose error names the field and
+    the byte (here, for files whose plan is cached)."""
+    monkeypatch.setenv("WVFORMATS_CACHE_DIR", str(tmp_path / "cache"))
+    good = tmp_path / "good.safetensors"
+    good.write_bytes(_safetensors_bytes({"w": np.ones((2, 3), np.float32)}))
+    wv.read(good)
+    header = json.loads(good.read_bytes()[8:8 + int.from_bytes(good.read_bytes()[:8], "little")])
+    header["w"]["data_offsets"] = [0, 20]  # (24 bytes of data)
+    text = json.dumps(header).encode()
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(len(text).to_bytes(8, "little") + text + bytes(24))
+    with pytest.raises(FormatError) as e:
+        wv.read(bad)
+    assert e.value.format == "safetensors" and e.value.path == "data.w" and e.value.offset is not None
+    npy = tmp_path / "bad.npy"
+    buf = io.BytesIO()
+    np.save(buf, np.ones(3))
+    npy.write_bytes(buf.getvalue().replace(b"'<f8'", b"'|O8'"))
+    with pytest.raises(FormatError) as e:
+        wv.read(npy)
+    assert e.value.format == "npy" and e.value.path == "header.descr" and "pickles" in str(e.value)

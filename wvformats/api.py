@@ -220,7 +220,11 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
     model keeps it and is written in it again), ``mmap``.
     """
     with _source(path) as source:
-        fmt = _resolve(source, format)
+        sniffed = None if format else _sniff(source)
+        model = _fast_read(source, format or sniffed, options)
+        if model is not None:
+            return model
+        fmt = registry.get(sniffed) if sniffed else _resolve(source, format)
         _check_options(fmt, options)
         use_mmap = options.pop("mmap", None)
         if fmt.is_directory:
@@ -238,6 +242,30 @@ def read(path: Input, format: str | None = None, **options: Any) -> Any:
         except FormatError as e:
             raise _explained(source, fmt, format, e) from None
         return fmt.to_model(parsed, mmap=use_mmap, **options)
+
+
+_FAST_READERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _fast_read(source: Source, name: str, options: dict[str, Any]) -> Any:
+    """The model of a file read by its format's ``fast`` reader (no codec imported: a schema's cached plan), or
+    None where the format has none, options are given (but ``mmap=True``), or the reader cannot read the file
+    (then the codec reads it and says why)."""
+    if options.get("mmap") is False or any(v is not None for k, v in options.items() if k != "mmap"):
+        return None
+    registry.load_plugins()  # (as any read does first: a plugin may replace the format)
+    sniffer = registry.sniffer(name)
+    if sniffer is None or sniffer.fast is None or sniffer.is_directory or source.is_dir or source.is_special \
+            or not source.exists or source.compression:
+        return None
+    reader = _FAST_READERS.get(sniffer.fast)
+    if reader is None:
+        import importlib
+
+        module, function = sniffer.fast.split(":")
+        reader = _FAST_READERS[sniffer.fast] = getattr(importlib.import_module(module), function)
+    whole = source.whole() if options.get("mmap") is None else None
+    return reader(whole if whole is not None else source.buffer(use_mmap=True))
 
 
 def _parse_beside_copy(fmt: registry.Format, source: Source, options: dict[str, Any]) -> Any:

@@ -6,19 +6,18 @@ A file inside a zip archive is named ``archive.zip::member``; an archive of one 
 
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
-import lzma
 import os
-import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .errors import FormatError, OptionError
 from .schemas.identity import NPZ_MEMBER_SUFFIX, NPZ_SUFFIX, ZIP_LOCAL_FIXED, zip_first_member
+
+if TYPE_CHECKING:  # (the codecs' modules are imported where a compressed file is read or written: a plain
+    import zipfile  # file's read imports none)
 
 # (name, magic bytes at offset 0); the suffix a written file of each gets
 MAGIC = (
@@ -96,6 +95,9 @@ def chunks(path: str | os.PathLike[str], kind: str) -> Iterator[bytes]:
     """The decompressed bytes of a compressed file, a chunk at a time (memory bounded by a chunk). A
     truncated or corrupt stream raises FormatError naming the compression and the offset in the
     decompressed bytes up to which it was read."""
+    import lzma
+    import zipfile
+
     file, member = split_member(path)
     got = 0
     try:
@@ -195,9 +197,15 @@ def _open(file: Path, kind: str, member: str | None) -> Iterator[IO[bytes]]:
         raise FormatError(f"{file} is {kind}-compressed, not a zip archive: it has no member {member!r}",
                           format=kind)
     if kind == "zip":
+        import zipfile
+
         with zipfile.ZipFile(file) as archive, archive.open(_member(file, archive, member)) as f:
             yield f
         return
+    import bz2
+    import gzip
+    import lzma
+
     opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open, "zstd": _ZstdReader}[kind]
     with opener(file, "rb") as f:
         yield f
@@ -266,6 +274,10 @@ def writer(out: IO[bytes], kind: str) -> Iterator[Any]:
     """A file object that compresses what is written to it into ``out``, which stays open. It only goes
     forward: a seek elsewhere raises ForwardOnly (a writer that patches a length it wrote
     earlier, as finalfusion's chunks do, is built uncompressed first: see :func:`copy_into`)."""
+    import bz2
+    import gzip
+    import lzma
+
     if kind == "gzip":
         z: Any = gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0)
     elif kind == "bzip2":

@@ -169,6 +169,7 @@ class Embeddings(KeyedVectorsMixin):
         subwords: Subwords | None = None,
         storage: Storage | None = None,
         kept: dict[str, Any] | None = None,
+        duplicates: int | None = None,
     ) -> None:
         self._lazy: LazyRows | None = None
         if isinstance(vectors, LazyRows):
@@ -186,7 +187,7 @@ class Embeddings(KeyedVectorsMixin):
         self.kept: dict[str, Any] = dict(kept or {})
         self._unit_cache: np.ndarray | None = None
         self._index: dict[str, int] | None = None
-        self._duplicates: int | None = None
+        self._duplicates: int | None = duplicates  # (a reader that counted them already: see .duplicates)
 
     @staticmethod
     def _matrix(vectors: Any, n: int) -> np.ndarray:

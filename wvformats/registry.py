@@ -13,9 +13,7 @@ asked for; the codec's ``Format`` takes those fields from the ``sniff`` module, 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
-import pkgutil
 import sys
 import threading
 import warnings
@@ -59,6 +57,10 @@ class Sniffer(NamedTuple):
     # a folder format whose layout one file of it holds (a sharded checkpoint's index): that file, given the
     # folder or the file; a path to such a file reads as the folder format, and ``dump`` shows that file
     entry: Callable[[Any], Any] | None = None
+    # "module:function" of a reader of the format's files that needs no codec: ``function(buffer)`` gives the
+    # model, or None where it cannot (then the codec reads the file, and says what is wrong). Used by ``read``
+    # without options; its module imports no construct (a schema's cached plan, :mod:`.framework.plans`)
+    fast: str | None = None
 
 
 @dataclass
@@ -116,6 +118,7 @@ class Format:
     lookups: str = ""
     built_by: str = ""
     entry: Callable[[Any], Any] | None = None  # (see :class:`Sniffer`)
+    fast: str | None = None  # (see :class:`Sniffer`)
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
@@ -254,19 +257,34 @@ def _declared() -> dict[str, tuple[str, Sniffer]]:
     with _LOADING:
         if _DECLARED is None:
             _DECLARED = {}
-            families = importlib.import_module(FAMILIES)
-            for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
-                if not info.ispkg:
-                    continue
-                if importlib.util.find_spec(f"{FAMILIES}.{info.name}.sniff") is None:
-                    _OLD_STYLE.append(info.name)
-                    continue
-                module = _import(f"{FAMILIES}.{info.name}.sniff", info.name, "codec")
+            for family in _families():
+                try:
+                    module = importlib.import_module(f"{FAMILIES}.{family}.sniff")
+                except ModuleNotFoundError as e:
+                    if e.name != f"{FAMILIES}.{family}.sniff":  # (a module the sniff module imports)
+                        module = _import(f"{FAMILIES}.{family}.sniff", family, "codec")
+                    else:
+                        module = None  # a family without a sniff module: its codec is imported to sniff
+                except Exception:  # noqa: BLE001 - reported (LOAD_ERRORS) and warned once, as any import
+                    module = _import(f"{FAMILIES}.{family}.sniff", family, "codec")
                 if module is None:  # (its codec is tried too, when sniffing: it says why it fails)
-                    _OLD_STYLE.append(info.name)
+                    _OLD_STYLE.append(family)
                 for s in getattr(module, "FORMATS", ()):
-                    _DECLARED[s.name] = (info.name, s)
+                    _DECLARED[s.name] = (family, s)
         return _DECLARED
+
+
+def _families() -> list[str]:
+    """The family packages, by name: the folders of ``wvformats.families`` that hold an ``__init__.py``."""
+    found: set[str] = set()
+    for folder in importlib.import_module(FAMILIES).__path__:
+        try:
+            with os.scandir(folder) as it:
+                found.update(e.name for e in it if e.is_dir() and e.name.isidentifier()
+                             and os.path.isfile(os.path.join(e.path, "__init__.py")))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _import_codec(family: str) -> None:
@@ -290,7 +308,35 @@ def _plugin_modules() -> list[tuple[str, str]]:
 def may_have_entry_points(group: str) -> bool:
     """False only when no installed distribution can declare entry points in ``group``: no
     ``entry_points.txt`` of a ``.dist-info`` or ``.egg-info`` folder on ``sys.path`` names it, and no
-    ``sys.path`` entry is an archive (whose metadata only importlib.metadata reads)."""
+    ``sys.path`` entry is an archive (whose metadata only importlib.metadata reads). The answer is cached
+    (:func:`framework.plans.cache_folder`) while every ``sys.path`` folder's modification time is the same:
+    installing or removing a distribution adds or removes its metadata folder there."""
+    from .framework import cache_folder, keep, loads
+
+    folder = cache_folder()
+    file = folder / "entry-points.json" if folder is not None else None
+    stamps = []
+    for entry in sys.path:
+        try:
+            stamps.append([entry, os.stat(entry or ".").st_mtime_ns])
+        except OSError:
+            stamps.append([entry, None])
+    try:
+        with open(file, "rb") as f:  # type: ignore[arg-type]
+            kept = loads(f.read().decode("utf-8"))
+        if kept["path"] == stamps and group in kept["groups"]:
+            return bool(kept["groups"][group])
+    except (OSError, TypeError, ValueError, KeyError):
+        kept = {}
+    answer = _scan_entry_points(group)
+    if file is not None:
+        groups = kept.get("groups", {}) if kept.get("path") == stamps else {}
+        keep(file, {"path": stamps, "groups": {**groups, group: answer}})
+    return answer
+
+
+def _scan_entry_points(group: str) -> bool:
+    """:func:`_may_have_entry_points`, found by reading every ``entry_points.txt``."""
     needle = group.encode()
     for entry in sys.path:
         try:

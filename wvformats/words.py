@@ -77,23 +77,30 @@ class WordIndex:
         table = np.full(size, -1, kind)
         # inserted all at once, a probe step a round: of the rows that reach a free slot, the first takes it (the
         # last with occurrence "last"), so the occurrence lookups use of a repeated word comes first on its probe
-        # path (equal words move in step), as in a table filled row after row (from the end, for "last")
-        # (int32 throughout: the temporaries of the build are a few MB for 200k words, not a dict's worth)
+        # path (equal words move in step), as in a table filled row after row (from the end, for "last").
+        # Few temporaries (the first lookup of the mmap open of 200k words was its peak; issue 39): the hashes
+        # masked in place, boolean masks where index arrays were, the round's contest held in the free slots
+        # themselves (no scratch table the index's size). The slots stay int64, the hashes' own array: arrays of 8
+        # bytes a word are large enough that glibc maps them and gives them back when freed, where int32 ones came
+        # from its heap and 4 MB stayed resident after the build (benchmarks/mem_fasttext_open.py); the rows are
+        # the table's kind, which keeps ``pick.at`` on numpy's fast path (mixed kinds made the build 1.6x slower)
         rows = np.arange(n, dtype=kind)
-        at = (np.fromiter(map(hash, words), np.int64, n) & mask).astype(kind)
+        at = np.fromiter(map(hash, words), np.int64, n)
+        np.bitwise_and(at, mask, out=at)
         last = occurrence == "last"
         pick, none = (np.maximum, -1) if last else (np.minimum, n)
-        best = np.full(size, none, kind)  # (scratch: the row reaching each slot in a round that takes it)
         while len(rows):
-            free = np.flatnonzero(table[at] < 0)
+            free = table[at] < 0
             slots, candidates = at[free], rows[free]
-            pick.at(best, slots, candidates)
-            won = best[slots] == candidates
-            best[slots] = none
-            table[slots[won]] = candidates[won]
-            left = np.ones(len(rows), bool)
-            left[free[won]] = False
-            rows, at = rows[left], (at[left] + 1) & mask
+            if not last:
+                table[slots] = none  # (free slots hold -1: the contest for "first" starts above every row)
+            pick.at(table, slots, candidates)
+            won = table[slots] == candidates
+            left = ~free  # (the rows whose slot was taken, and below those that lost the contest: the next round's)
+            left[free] = ~won
+            rows, at = rows[left], at[left]
+            at += 1
+            at &= mask
         self.table = table
         self.get = _probe(memoryview(table), words, mask)  # word -> row or None (its names are the closure's cells)
 

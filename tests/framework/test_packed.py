@@ -163,3 +163,24 @@ def test_a_stream_that_is_not_a_buffer_reads_the_same(compiled):
     data = framework.build(plain, SAMPLE, format="t")
     for n in range(len(data) + 1):
         assert outcome(packed, io.BytesIO(data[:n]), compiled) == outcome(plain, data[:n], False), n
+
+
+DERIVED_ENUM = PackedStruct(
+    "kind" / EnumField(cs.Int16ul, Kind) * "an enum given",
+    "again" / framework.Derived(EnumField(cs.Int16ul, Kind), this.kind) * "the same enum, derived from it",
+    "count" / cs.Int32ul * "a count",
+)
+
+
+@MODES
+def test_a_derived_enum_is_read_in_its_run_and_built_from_its_value(compiled):
+    # a zip directory entry's compression is its member's: a derived enum, read with the fields beside it
+    runs = [step for step in DERIVED_ENUM.steps if isinstance(step, _Run)]
+    assert [r.names for r in runs] == [("kind", "again", "count")]
+    data = framework.build(DERIVED_ENUM, cs.Container(kind=Kind.b, count=3), format="t", compile=compiled)
+    assert data == b"\x07\x00\x07\x00\x03\x00\x00\x00"
+    parsed = framework.parse(DERIVED_ENUM, data, format="t", compile=compiled)
+    assert parsed.again is Kind.b and parsed.count == 3
+    with pytest.raises(FormatError) as e:  # (an unknown value: read field by field, the enum's own error)
+        framework.parse(DERIVED_ENUM, b"\x07\x00\x05\x00\x03\x00\x00\x00", format="t", compile=compiled)
+    assert (e.value.path, e.value.offset) == ("again", 2)

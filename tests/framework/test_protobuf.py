@@ -97,3 +97,58 @@ def test_canonical_messages_equal_protobuf_serialisation():
     def strip(fs):
         return [dict(number=f.number, wire_type=f.wire_type, value=f.value) for f in fs]
     assert framework.build(message, strip(fields), format="protobuf") == data
+
+
+_SAMPLES = {"string": "x\u2581", "bytes": b"\0\xff", "bool": True, "int32": -1, "uint64": 2**40, "float": 0.5,
+            "enum": 2}
+
+
+@pytest.mark.parametrize("mtype_name", ["TrainerSpec", "NormalizerSpec", "SentencePiece"])
+def test_a_field_written_from_the_declarations_is_protobufs_own(mtype_name):
+    """Each field of the sentencepiece messages, written by ``wire_field`` (tag from its declared number and
+    type), is the bytes protobuf serializes for that field alone; ``occurrences`` finds it again."""
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+    from wvformats.schemas import sentencepiece as schema
+
+    from wvformats.framework.protobuf import occurrences, wire_field
+    from wvformats.framework.protowire import build_fields
+
+    mtype = getattr(schema, mtype_name)
+    checked = 0
+    for spec in mtype.fields:
+        value = _SAMPLES[spec.type]
+        if spec.type == "string" and spec.label == "repeated":
+            value = [value]
+        peer = (pb2.ModelProto.SentencePiece if mtype_name == "SentencePiece" else getattr(pb2, mtype_name))()
+        if isinstance(value, list):
+            getattr(peer, spec.name).extend(value)
+        else:
+            setattr(peer, spec.name, value)
+        fields = [wire_field(mtype, spec.name, v) for v in (value if isinstance(value, list) else [value])]
+        out = bytearray()
+        build_fields(fields, out)
+        assert bytes(out) == peer.SerializeToString(), spec.name
+        assert occurrences([{"number": spec.number, "wire_type": 3 - fields[0]["wire_type"] % 2, "value": 0},
+                            *fields], spec) == [1], spec.name  # (the same number on another wire type is not it)
+        checked += 1
+    assert checked == len(mtype.fields)
+
+
+def test_a_submessage_field_from_its_values_or_its_bytes():
+    from sentencepiece import sentencepiece_model_pb2 as pb2
+    from wvformats.schemas.sentencepiece import ModelProto
+
+    from wvformats.framework.protobuf import encode_message, wire_field
+    from wvformats.framework.protowire import build_fields
+
+    peer = pb2.ModelProto()
+    p = peer.pieces.add()
+    p.piece, p.score, p.type = "<city>", -2.0, 4
+    values = {"piece": "<city>", "score": -2.0, "type": 4}
+    for field in (wire_field(ModelProto, "pieces", values),
+                  wire_field(ModelProto, "pieces", encode_message(ModelProto.named("pieces").type, values))):
+        out = bytearray()
+        build_fields([field], out)
+        assert bytes(out) == peer.SerializeToString() == encode_message(ModelProto, {"pieces": [values]})
+    with pytest.raises(ValueError, match="ModelProto has no field 'piece'"):
+        wire_field(ModelProto, "piece", values)

@@ -69,6 +69,36 @@ def test_numbers_are_the_bits_of_python_float(values):
         assert narrow.tobytes() == np.array([np.float32(float(s)) for s in values], "<f4").tobytes()
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, (1 << 24) + 2), st.integers(-12, 12), st.booleans(), st.booleans()),
+                min_size=1, max_size=30))
+def test_float32_values_of_short_mantissas_are_float32_of_float(parts):
+    """The float32 output's shortcut (m <= 2^24 times or over 10^k, k <= 10, in one float32 operation) and the
+    spellings beside its bounds: np.float32(float(s)) bit for bit."""
+    spelt = []
+    for m, k, neg, point in parts:
+        digits = str(m)
+        if point and k < 0 and -k < len(digits):  # the point inside the digits: m / 10^-k
+            s = f"{digits[:k]}.{digits[k:]}"
+        else:
+            s = f"{digits}e{k}"
+        spelt.append(("-" if neg else "") + s)
+    assert _parse(spelt, "<f4").tobytes() == np.array([np.float32(float(s)) for s in spelt], "<f4").tobytes()
+
+
+def test_one_float32_operation_rounds_as_the_double_then_float32():
+    """Why the shortcut is exact, checked for every operand it takes: for every m <= 2^24 and k <= 10,
+    float32(m) times or over float32(10^k) (one rounding) is float32(double(m) times or over 10^k) (two)."""
+    for lo in range(0, (1 << 24) + 1, 1 << 22):
+        m = np.arange(lo, min(lo + (1 << 22), (1 << 24) + 1), dtype=np.int64)
+        single, double = m.astype(np.float32), m.astype(np.float64)
+        for k in range(11):
+            assert np.array_equal((single / np.float32(10.0**k)).view(np.uint32),
+                                  (double / 10.0**k).astype(np.float32).view(np.uint32))
+            assert np.array_equal((single * np.float32(10.0**k)).view(np.uint32),
+                                  (double * 10.0**k).astype(np.float32).view(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", ["<f4", "<f8"])
 def test_a_body_of_many_blocks_parses_on_two_threads_to_the_same_bits(monkeypatch, dtype):
     rng = np.random.default_rng(5)

@@ -18,6 +18,7 @@ from wvformats.errors import BuildError, FormatError
 from wvformats.families.wordvec import codec
 from wvformats.framework import texttable as text
 from wvformats.framework import wordtables as binary
+from wvformats.words import DuplicateWordsWarning, count_duplicates
 
 # the word-vector tests' strategies (words for the space-separated formats, float32 values, whole tables)
 
@@ -143,8 +144,10 @@ def test_text_fast_path_agrees_with_the_line_loop(monkeypatch, parser, lines, re
         return
     with text.text_parser("lines"):
         slow = framework.parse(schema.glove, body, format="glove", unicode_errors=errors).records
-    words, vectors, layout = fast
+    words, vectors, layout, repeats = fast
     assert words == slow.words
+    # the words' repeats, counted over their bytes by the word kernel, are the model's count of the words
+    assert repeats == (count_duplicates(slow.words) if parser == "kernel" and errors == "strict" else None)
     assert vectors.tobytes() == slow.vectors.tobytes()
     assert dict(layout) == dict(slow.layout)
     counted = fast_text(body, 0, len(body), len(words) + 1, None, errors, "records")
@@ -332,6 +335,38 @@ def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, e
     assert equal(fast, slow) if not isinstance(fast, tuple) else fast == slow
 
 
+_REPEATED = ["a", "b", "a", "日本", "日本", "c", "a", "ab", "b", "é", "e\u0301", "\udcff", "\udcfe", "\udcff"]
+
+
+@pytest.mark.parametrize("fmt", ["leader", "word2vec-binary", "word2vec-text", "glove"])
+@pytest.mark.parametrize("options", [{}, {"unicode_errors": "replace"}, {"unicode_errors": "ignore"},
+                                     {"encoding": "latin-1"}, {"limit": 6}])
+def test_the_kernels_count_of_repeated_words_is_the_models(tmp_path, monkeypatch, fmt, options):
+    """The word kernel hashes the words it makes and the table counts the repeated ones over their bytes:
+    the model's ``duplicates`` (what the twins' models count from the words), also where bytes that differ
+    decode to equal words (``replace``: both non-UTF-8 bytes are U+FFFD), where the words are read as bytes
+    (surrogate escapes) and decoded from an ``encoding``, and under a ``limit``; NFC and NFD spellings stay
+    two words."""
+    strict = "unicode_errors" not in options and "encoding" not in options
+    words = [w for w in _REPEATED if w.isprintable() or not strict]  # (strict: UTF-8 words only)
+    words = words * 300  # (several blocks of the text kernel below)
+    monkeypatch.setattr(text, "_KERNEL_BLOCK", 4096)
+    path = tmp_path / f"t.{fmt}"
+    wv.write(wv.Embeddings(words, np.arange(4 * len(words), dtype="<f4").reshape(-1, 4) / 4), path, fmt)
+    # counted: strict, or surrogate escapes for an encoding (a limit of text lines is the line loop's, which
+    # leaves the count to the model)
+    counted = "unicode_errors" not in options and not ("limit" in options and fmt in ("word2vec-text", "glove"))
+    parsed = wv.registry.get(fmt).parse(path.read_bytes(), **options)
+    assert ("_duplicates" in parsed.records) == counted  # (else the model counts them)
+    with pytest.warns(DuplicateWordsWarning):
+        fast = wv.read(path, fmt, **options)
+    monkeypatch.setenv("WVFORMATS_PURE_PYTHON", "1")
+    with pytest.warns(DuplicateWordsWarning):
+        slow = wv.read(path, fmt, **options)
+    assert fast.words == slow.words and fast.vectors.tobytes() == slow.vectors.tobytes()
+    assert fast.duplicates == slow.duplicates == count_duplicates(slow.words) > 0
+
+
 def test_binary_kernel_checks_its_spans_and_sizes():
     k = binary.compiled_module("_wordtables")
     ws, we, out = np.array([0], np.int64), np.array([2], np.int64), np.empty((1, 1), np.float32)
@@ -341,5 +376,15 @@ def test_binary_kernel_checks_its_spans_and_sizes():
         k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 2)  # more records than offsets
     with pytest.raises(ValueError, match="smaller"):
         k.walk(b"ab 1234", 0, 7, 2, 4, False, ws, we, np.zeros(2, np.uint32))
-    assert k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 1) == b"ab" and out.tobytes() == b"1234"
+    assert k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 1) is None and out.tobytes() == b"1234"
+    hashes, one, two, into = np.empty(1, np.uint64), np.array([0], np.int64), np.array([1], np.int64), [None]
+    with pytest.raises(ValueError, match="outside the buffer"):
+        k.words(b"ab", ws, np.array([5], np.int64), 0, 1, False, hashes, into)  # the word runs past the end
+    with pytest.raises(ValueError, match="outside"):
+        k.words(b"ab 1234", np.zeros(2, np.int64), np.ones(2, np.int64), 0, 2, False, hashes, [None] * 2)
+    with pytest.raises(IndexError):  # a list shorter than the words
+        k.words(b"ab 1234", ws, we, 0, 1, False, hashes, [])
+    assert k.words(b"ab 1234", ws, we, 0, 1, False, hashes, into) is True and into == ["ab"]
+    assert k.words(b"\xff", one, two, 0, 1, False, hashes, into) is False  # not UTF-8: the twin names it
+    assert k.words(b"\xff", one, two, 0, 1, True, hashes, into) is True and into == ["\udcff"]
     assert k.walk(b"\nab 1234", 0, 8, 1, 4, False, ws, we, np.zeros(1, np.uint32)) == (1, 8)

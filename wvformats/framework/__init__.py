@@ -16,6 +16,10 @@ One module per concern:
   :class:`Trailer`, the number styles of text writers).
 * :mod:`.chunks` -- :class:`Chunks`, chunked files with a user-extensible table of chunk types.
 * :mod:`.run` -- :func:`parse` / :func:`build` (every failure a FormatError), :func:`compiled`.
+* :mod:`.plain` -- the readers that need no construct (arrays, JSON texts, tensor tables), which the field
+  constructs parse with; :mod:`.scalars` -- a number at a byte (standard library only: the sniffers use it).
+* :mod:`.plans` and :mod:`.cache` -- a schema's fields as a cached plan, read without importing construct (what
+  ``read`` of a safetensors or .npy file runs), and the cache folder.
 * :mod:`.protowire` and :mod:`.protobuf` -- protobuf's wire format as constructs, and typed message views.
 * :mod:`.walk` and :mod:`.docs` -- the annotated walk of a parse (dump, field at an offset) and the Markdown
   page of each format, both generated from the schemas.
@@ -25,49 +29,23 @@ compiled schema keeps every check.
 """
 
 import importlib
+import sys
+import types
 from typing import Any
 
-from .chunks import Chunks
-from .fields import (
-    AlignTo,
-    Checked,
-    CheckedBytes,
-    CheckedString,
-    Derived,
-    EnumField,
-    NumpyArray,
-    SchemaError,
-    ShapeOf,
-    Valid,
-    bound_checks,
-    decode_utf8,
-    encode_utf8,
-    evaluate,
-    explicit_dtype,
-    expression,
-    fixed_size,
-    read_array,
-    size_of,
-    write_array,
-)
-from .located import UNCHECKED, check_length, dotted, fail, tell, warn
-from .run import INTERPRETED_ONLY, build, compiled, field_docs, parse
-from .streams import (
-    BufferStream,
-    CompareStream,
-    background,
-    bounded,
-    byte_view,
-    release,
-    remaining,
-    window,
-    zero_copy,
-)
-from .walk import Part, Span, covering, hexdump, leaves, short, walk, walk_into, walk_parts
-
-# modules imported on first use of one of their names (``from wvformats.framework import JSONField``), so that
-# importing the framework costs only what most reads use
+# every name is imported on first use (``from wvformats.framework import JSONField``) from its module, so that
+# importing the framework costs nothing and a read served by a cached plan (:mod:`.plans`) imports no construct
 _LAZY = {name: module for module, names in {
+    "chunks": ("Chunks",),
+    "fields": ("AlignTo", "Checked", "CheckedBytes", "CheckedString", "Derived", "EnumField", "NumpyArray",
+               "SchemaError", "ShapeOf", "Valid", "bound_checks", "encode_utf8", "evaluate", "expression",
+               "fixed_size", "size_of", "write_array"),
+    "plain": ("decode_utf8", "explicit_dtype", "read_array"),  # (what needs no construct)
+    "located": ("UNCHECKED", "check_length", "dotted", "fail", "tell", "warn"),
+    "run": ("INTERPRETED_ONLY", "build", "compiled", "field_docs", "parse"),
+    "streams": ("BufferStream", "CompareStream", "background", "bounded", "byte_view", "release", "remaining",
+                "window", "zero_copy"),
+    "walk": ("Part", "Span", "covering", "hexdump", "leaves", "short", "walk", "walk_into", "walk_parts"),
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
     "kernels": ("kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV"),
@@ -79,10 +57,14 @@ _LAZY = {name: module for module, names in {
     "wordtables": ("LeaderRecords", "Word2VecRecords"),
     "texttable": ("TextRecords", "HeaderLine", "Trailer", "TEXT_STYLES", "text_parser"),
     "protobuf": ("F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar", "encode_message",
-                 "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of"),
+                 "encode_scalar", "enum_names", "known_field", "message_fields", "occurrences", "wire_field",
+                 "wire_type_of"),
     "protowire": ("EGROUP", "I32", "I64", "LEN", "SGROUP", "VARINT", "WIRE_NAMES", "LazyMessage", "Message",
                   "build_fields", "encode_varint", "parse_fields", "read_varint", "run_message", "zigzag_decode",
                   "zigzag_encode"),
+    "plans": ("plan_of", "cached_plan", "run_plan", "field_of", "forget_plans"),
+    "cache": ("cache_folder", "keep", "loads"),
+    "scalars": ("scalar", "scalar_size", "reinterpret", "LEN_FORMATS"),
 }.items() for name in names}
 
 
@@ -97,6 +79,23 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Framework(types.ModuleType):
+    """The package, whose name ``walk`` is the function: importing the module ``.walk`` (which sets the
+    package's attribute to the module) leaves it so."""
+
+    @property
+    def walk(self) -> Any:
+        return __getattr__("walk")
+
+    @walk.setter
+    def walk(self, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):
+            globals()["walk"] = value
+
+
+sys.modules[__name__].__class__ = _Framework
 
 
 # the public API: what a family, a plugin or a schema imports (tests/framework/test_api.py holds every module
@@ -120,10 +119,14 @@ __all__ = [
     "LeaderRecords", "Word2VecRecords", "TextRecords", "HeaderLine", "Trailer", "TEXT_STYLES", "text_parser",
     # protobuf
     "Message", "LazyMessage", "F", "MessageType", "ProtoEnum", "ProtoMessage", "View", "decode_scalar",
-    "encode_message", "encode_scalar", "enum_names", "known_field", "message_fields", "wire_type_of", "parse_fields",
+    "encode_message", "encode_scalar", "enum_names", "known_field", "message_fields", "occurrences", "wire_field",
+    "wire_type_of", "parse_fields",
     "build_fields", "run_message",
     "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
     "I32", "WIRE_NAMES",
+    # cached plans: a schema's file read without construct; a number at a byte (sniffers)
+    "plan_of", "cached_plan", "run_plan", "forget_plans", "cache_folder", "keep", "field_of", "loads", "scalar", "scalar_size",
+    "reinterpret", "LEN_FORMATS",
     # the compiled kernels (the families' and the framework's) and their pure-Python twins
     "kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV",
     # the annotated walk (dump, validate, inspect) and the docs pages

@@ -12,7 +12,8 @@
  * Entry points (module wvformats.framework._texttable):
  *   count_lines(buf, start, end) -> int                    newlines in buf[start:end)
  *   parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows)
- *       -> (parsed, stop, trailing, crlf, words)            see parse_rows below
+ *       -> (parsed, stop, trailing, crlf)                   see parse_rows below
+ * (the words are made from their spans by _wordtables.words).
  * Both release the GIL while they scan; no size taken from Python is kept across a call that runs Python code.
  */
 #define PY_SSIZE_T_CLEAN
@@ -21,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+/* the powers of ten that a float32 holds exactly */
+static const float POW10F[11] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
 static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
@@ -28,8 +31,14 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
 
 /* A decimal number [+-](digits[.digits*] | .digits)([eE][+-]digits), or inf, infinity or nan in any case, at p
  * (before e, and e[-1] is a newline: a run of digits stops before it): the position after it, or NULL when
- * there is none. *slow is set when the value needs the exact parser, else *val holds it. */
-static inline const char *number(const char *p, const char *e, double *val, int *slow) {
+ * there is none. *slow is 1 when the value needs the exact parser; else, when it is 2, *narrow holds its
+ * float32 (asked for by ``narrow``, and taken where it is exact), and otherwise *val its double.
+ *
+ * The float32: m and 10^k both float32 (m <= 2^24, k <= 10), one float32 operation rounds m * 10^k or
+ * m / 10^k once, and that is float32(double(m) (op) 10^k), the double of Clinger's fast path rounded to
+ * float32 (numpy's astype): rounding twice, first to 53 bits then to 24, is innocuous for one operation of
+ * 24-bit operands, since 53 >= 2 * 24 + 2 (Figueroa, "When is double rounding innocuous?", 1995). */
+static inline const char *number(const char *p, const char *e, double *val, float *narrow, int *slow) {
     int neg = 0;
     uint64_t m = 0; /* the digits as one integer: exact while there are at most 19 (else wrapped: slow) */
     int64_t exp10 = 0;
@@ -77,7 +86,12 @@ static inline const char *number(const char *p, const char *e, double *val, int 
             if (x < 1000000) x = x * 10 + (*p - '0'); /* (beyond any double: the exact parser's) */
         exp10 += eneg ? -x : x;
     }
-    if (nd <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
+    if (narrow != NULL && nd <= 19 && m <= ((uint64_t)1 << 24) && exp10 >= -10 && exp10 <= 10) {
+        float f = (float)m;
+        f = exp10 < 0 ? f / POW10F[-exp10] : f * POW10F[exp10];
+        *narrow = neg ? -f : f;
+        *slow = 2;
+    } else if (nd <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
         double d = (double)m;
         d = exp10 < 0 ? d / POW10[-exp10] : d * POW10[exp10];
         *val = neg ? -d : d;
@@ -126,16 +140,15 @@ typedef struct {
  * (which must end right after the last one's newline), each "word" then ``dim`` times " number", then at
  * most one space and one "\r" before its "\n". Values go to ``out`` (rows * dim doubles when ``wide``, else
  * float32), each word's byte span in buf to ``wstarts``/``wends`` (int64). Returns (parsed, stop, trailing,
- * crlf, words): ``parsed`` is ``rows`` on success, else -1 with ``stop`` the offset where the body stops being
- * regular; ``trailing``/``crlf`` count the lines with a trailing space / a "\r"; ``words`` is the words'
- * bytes joined by "\n" (no word holds one). */
+ * crlf): ``parsed`` is ``rows`` on success, else -1 with ``stop`` the offset where the body stops being
+ * regular; ``trailing``/``crlf`` count the lines with a trailing space / a "\r". */
 static PyObject *parse_rows(PyObject *self, PyObject *args) {
     Py_buffer b, out, ws, we;
     Py_ssize_t start, end, dim, rows;
     int wide;
-    PyObject *words = NULL, *result = NULL;
+    PyObject *result = NULL;
     Slow *slow = NULL;
-    Py_ssize_t nslow = 0, capslow = 0, parsed = -1, stop = 0, trailing = 0, crlf = 0, wlen = 0;
+    Py_ssize_t nslow = 0, capslow = 0, parsed = -1, stop = 0, trailing = 0, crlf = 0;
     int nomem = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*nnnpw*w*w*n", &b, &start, &end, &dim, &wide, &out, &ws, &we, &rows))
@@ -155,13 +168,10 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "output buffers smaller than rows x dim");
         goto done;
     }
-    words = PyBytes_FromStringAndSize(NULL, end - start); /* the words and their separators fit in the body */
-    if (words == NULL) goto done;
     {
         /* the body ends with a newline (else it is not regular): the scans of a word or a run of digits stop
          * there, before ``e``, without a bound check per byte */
         const char *base = (const char *)b.buf, *p = base + start, *e = base + end;
-        char *wout = PyBytes_AS_STRING(words);
         double *o64 = (double *)out.buf;
         float *o32 = (float *)out.buf;
         int64_t *wsv = (int64_t *)ws.buf, *wev = (int64_t *)we.buf;
@@ -175,18 +185,18 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
             if (*p != ' ' || p == w) goto irregular;
             wsv[r] = (int64_t)(w - base);
             wev[r] = (int64_t)(p - base);
-            if (r) wout[wlen++] = '\n';
-            memcpy(wout + wlen, w, (size_t)(p - w));
-            wlen += p - w;
             for (j = 0; j < dim; j++, slot++) {
                 double v = 0.0;
+                float f = 0.0f;
                 int s;
                 const char *q;
                 if (p >= e || *p != ' ') goto irregular;
                 p++;
-                q = number(p, e, &v, &s);
+                q = number(p, e, &v, wide ? NULL : &f, &s);
                 if (q == NULL) goto irregular;
-                if (s) {
+                if (s == 2) {
+                    o32[slot] = f;
+                } else if (s) {
                     if (nslow == capslow) {
                         Py_ssize_t cap = capslow ? capslow : 64;
                         if (cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(Slow)) {
@@ -260,11 +270,8 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
                 ((float *)out.buf)[slow[k].slot] = to_f32(v);
         }
     }
-    if (_PyBytes_Resize(&words, wlen) < 0) goto done; /* (on failure it frees and clears ``words``) */
-    result = Py_BuildValue("nnnnN", parsed, stop, trailing, crlf, words);
-    words = NULL;
+    result = Py_BuildValue("nnnn", parsed, stop, trailing, crlf);
 done:
-    Py_XDECREF(words);
     PyMem_RawFree(slow);
     PyBuffer_Release(&b);
     PyBuffer_Release(&out);
@@ -276,7 +283,7 @@ done:
 static PyMethodDef methods[] = {
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end): newlines in buf[start:end)"},
     {"parse_rows", parse_rows, METH_VARARGS,
-     "parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows) -> (parsed, stop, trailing, crlf, words)"},
+     "parse_rows(buf, start, end, dim, wide, out, wstarts, wends, rows) -> (parsed, stop, trailing, crlf)"},
     {NULL, NULL, 0, NULL},
 };
 

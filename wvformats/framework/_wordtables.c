@@ -1,12 +1,15 @@
 /* The binary word tables' compiled kernel: Leader's records (u32le length, word, row) and word2vec's (newlines,
- * word, space, row) walked one after the other, then their rows copied into a matrix and their words joined
- * for one decode, with the GIL released. Its pure-Python twin is wordtables.py's numpy path (the record walks
- * of records.py, the rows gathered as byte windows, decode_spans), which also names every fault: the kernel
- * only stops where a record is not whole, and the caller then takes the twin.
+ * word, space, row) walked one after the other, then their rows copied into a matrix with the GIL released,
+ * and the words of any word table (these and the text tables') made into one list of str, each word's bytes
+ * hashed on the way for the duplicate count. Its pure-Python twin is wordtables.py's numpy path (the record
+ * walks of records.py, the rows gathered as byte windows, decode_spans, the model's count_duplicates), which
+ * also names every fault: the kernel only stops where a record is not whole or a word does not decode, and
+ * the caller then takes the twin.
  *
  * Entry points (module wvformats.framework._wordtables):
  *   walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)
- *   gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> words
+ *   gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None
+ *   words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False
  * No size taken from Python is kept across a call that runs Python code.
  */
 #define PY_SSIZE_T_CLEAN
@@ -69,6 +72,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             wsv[found] = (int64_t)w;
             wev[found] = (int64_t)stop;
             p = stop + (prefixed ? 0 : 1) + rowbytes;
+#ifdef __GNUC__ /* the records about 8 ahead asked for now: the walk then waits less on memory */
+            if (end - p > 8 * (rowbytes + 64)) __builtin_prefetch(base + p + 8 * (rowbytes + 16));
+#endif
         }
         pos = p;
         Py_END_ALLOW_THREADS
@@ -83,12 +89,11 @@ done:
 }
 
 /* gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi): the rows of records lo..hi (``rowbytes`` bytes
- * from ``skip`` bytes after each word's end) copied to out's rows lo..hi; returns the words of those records
- * joined by "\n" (bytes). */
+ * from ``skip`` bytes after each word's end) copied to out's rows lo..hi. */
 static PyObject *gather(PyObject *self, PyObject *args) {
     Py_buffer b, ws, we, out;
-    Py_ssize_t skip, rowbytes, lo, hi, total = 0, k;
-    PyObject *words = NULL;
+    Py_ssize_t skip, rowbytes, lo, hi, k;
+    PyObject *result = NULL;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*y*y*nnw*nn", &b, &ws, &we, &skip, &rowbytes, &out, &lo, &hi)) return NULL;
     if (lo < 0 || hi < lo || skip < 0 || rowbytes < 0 || (size_t)hi > (size_t)ws.len / 8 ||
@@ -98,51 +103,125 @@ static PyObject *gather(PyObject *self, PyObject *args) {
     }
     {
         const int64_t *wsv = (const int64_t *)ws.buf, *wev = (const int64_t *)we.buf;
-        for (k = lo; k < hi; k++) { /* every span inside the buffer, and the words' total size */
+        for (k = lo; k < hi; k++) { /* every span inside the buffer */
             if (wsv[k] < 0 || wev[k] < wsv[k] || wev[k] > b.len || b.len - wev[k] < skip ||
                 b.len - wev[k] - skip < rowbytes) {
                 PyErr_SetString(PyExc_ValueError, "a record outside the buffer");
                 goto done;
             }
-            if (total > PY_SSIZE_T_MAX - 1 - (Py_ssize_t)(wev[k] - wsv[k])) {
-                PyErr_SetString(PyExc_OverflowError, "words too long");
-                goto done;
-            }
-            total += (Py_ssize_t)(wev[k] - wsv[k]) + 1;
         }
-        words = PyBytes_FromStringAndSize(NULL, total ? total - 1 : 0);
-        if (words == NULL) goto done;
         {
             const char *base = (const char *)b.buf;
-            char *dst = (char *)out.buf, *wout = PyBytes_AS_STRING(words);
+            char *dst = (char *)out.buf;
             Py_BEGIN_ALLOW_THREADS
-            Py_ssize_t at = 0;
-            for (k = lo; k < hi; k++) {
-                size_t n = (size_t)(wev[k] - wsv[k]);
-                if (k > lo) wout[at++] = '\n';
-                memcpy(wout + at, base + wsv[k], n);
-                at += (Py_ssize_t)n;
+            for (k = lo; k < hi; k++)
                 memcpy(dst + (size_t)k * (size_t)rowbytes, base + wev[k] + skip, (size_t)rowbytes);
-            }
             Py_END_ALLOW_THREADS
         }
     }
+    result = Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&b);
     PyBuffer_Release(&ws);
     PyBuffer_Release(&we);
     PyBuffer_Release(&out);
-    return words;
+    return result;
+}
+
+/* A 64-bit hash of a word's bytes, 8 at a time (equal words hash alike; the caller compares the bytes of the
+ * words whose hashes repeat), and in *ascii whether they are all ASCII. */
+static inline uint64_t span_hash(const unsigned char *p, size_t n, int *ascii) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, x, high = 0;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&x, p, 8);
+        high |= x;
+        h = (h ^ x) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (n) {
+        x = 0;
+        memcpy(&x, p, n);
+        high |= x;
+        h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+    }
+    *ascii = (high & 0x8080808080808080ull) == 0;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* words(buf, wstarts, wends, lo, hi, surrogates, hashes, into): the words at byte spans lo..hi of buf as str
+ * (UTF-8; undecodable bytes as surrogate escapes when ``surrogates``) put at into[lo..hi) (a list: one list for
+ * the whole table, made once, filled a block at a time from two threads), each span's hash to hashes[lo..hi)
+ * (uint64). Returns True, or False where a word does not decode (the caller's twin names it). Every span and
+ * the list's size are checked where they are used: replacing an item drops the old one, which may run
+ * Python code. */
+static PyObject *words(PyObject *self, PyObject *args) {
+    Py_buffer b, ws, we, hs;
+    Py_ssize_t lo, hi, k;
+    int surrogates;
+    PyObject *into, *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*nnpw*O!", &b, &ws, &we, &lo, &hi, &surrogates, &hs, &PyList_Type, &into))
+        return NULL;
+    if (lo < 0 || hi < lo || (size_t)hi > (size_t)ws.len / 8 || (size_t)hi > (size_t)we.len / 8 ||
+        (size_t)hi > (size_t)hs.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "words outside the offset or hash buffers");
+        goto done;
+    }
+    {
+        const unsigned char *base = (const unsigned char *)b.buf;
+        const int64_t *wsv = (const int64_t *)ws.buf, *wev = (const int64_t *)we.buf;
+        uint64_t *hv = (uint64_t *)hs.buf;
+        const char *errors = surrogates ? "surrogateescape" : NULL;
+        for (k = lo; k < hi; k++) {
+            int64_t a = wsv[k], z = wev[k];
+            int ascii;
+            PyObject *s;
+            if (a < 0 || z < a || z > b.len) {
+                PyErr_SetString(PyExc_ValueError, "a word outside the buffer");
+                goto done;
+            }
+#ifdef __GNUC__ /* (the word 8 ahead asked for now, as the walk asks for its records) */
+            if (k + 8 < hi && wsv[k + 8] >= 0 && wsv[k + 8] < b.len) __builtin_prefetch(base + wsv[k + 8]);
+#endif
+            hv[k] = span_hash(base + a, (size_t)(z - a), &ascii);
+            if (ascii && z - a > 1) { /* (one character: the interpreter's shared str) */
+                s = PyUnicode_New((Py_ssize_t)(z - a), 127);
+                if (s != NULL) memcpy(PyUnicode_1BYTE_DATA(s), base + a, (size_t)(z - a));
+            } else {
+                s = PyUnicode_DecodeUTF8((const char *)base + a, (Py_ssize_t)(z - a), errors);
+            }
+            if (s == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) { /* the twin names the word */
+                    PyErr_Clear();
+                    result = Py_NewRef(Py_False);
+                }
+                goto done;
+            }
+            if (PyList_SetItem(into, k, s) < 0) goto done; /* (a list shorter than hi: IndexError; s dropped) */
+        }
+    }
+    result = Py_NewRef(Py_True);
+done:
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&ws);
+    PyBuffer_Release(&we);
+    PyBuffer_Release(&hs);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)"},
-    {"gather", gather, METH_VARARGS, "gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> words"},
+    {"gather", gather, METH_VARARGS, "gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None"},
+    {"words", words, METH_VARARGS,
+     "words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False (a word that does not decode)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_wordtables",
-                                    "Binary word tables: records walked, rows and words gathered.", -1, methods};
+                                    "Word tables: binary records walked and their rows gathered; the words of any table made.", -1, methods};
 
 PyMODINIT_FUNC PyInit__wordtables(void) { return PyModule_Create(&module); }

@@ -138,7 +138,8 @@ def schema_table(schema: cs.Construct, prefix: str = "") -> list[str]:
         if isinstance(inner, Valid):  # a constraint on the field above: no bytes of its own
             rows.append(f"| | `{prefix}{inner.field}` | check | 0 | {doc} |")
             continue
-        element = unnamed(inner.subcon) if isinstance(inner, (Table, cs.Array, cs.GreedyRange)) else None
+        table = inner.subcon if isinstance(inner, cs.Rebuild) else inner  # (a derived table: its records too)
+        element = unnamed(table.subcon) if isinstance(table, (Table, cs.Array, cs.GreedyRange)) else None
         if isinstance(inner, cs.Struct):
             rows.append(f"| {where} | `{path}` | Struct | {size} | {doc} |")
             rows.extend(schema_table(inner, prefix=f"{path}."))

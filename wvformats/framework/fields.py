@@ -20,9 +20,11 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from ..errors import BuildError, FormatError, TruncatedError, ValueMismatchError
+from ..errors import BuildError, FormatError, ValueMismatchError
 from .located import check_length, fail, tell
-from .streams import byte_view, zero_copy
+from .plain import array_dims, decode_utf8, explicit_dtype, read_array  # noqa: F401 - (their names here too)
+from .scalars import LEN_FORMATS
+from .streams import byte_view
 
 # ---------------------------------------------------------------------------------------------------------
 # a mixin for custom constructs that stay compiled and keep their checks
@@ -127,52 +129,6 @@ class ShapeOf(cs.expr.ExprMixin):
 # ---------------------------------------------------------------------------------------------------------
 # NumpyArray
 
-_MAX_INTP = np.iinfo(np.intp).max
-
-
-def array_dims(shape: Any, path: str, offset: int | None) -> tuple[int, ...]:
-    """A shape as a tuple of ints: ``()`` for a 0-d array; a negative dimension is a located error."""
-    try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError, OverflowError):
-        raise fail(path, offset, f"array shape {shape!r} is not a list of integers", ValueMismatchError,
-                   found=shape) from None
-    if any(d < 0 for d in dims):
-        raise fail(path, offset, f"negative array dimension {dims}", ValueMismatchError)
-    return dims
-
-
-def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -> np.ndarray:
-    """The next ``prod(dims) * itemsize`` bytes as an array: a zero-copy view of a buffer stream or mmap, else
-    read into a fresh array. The byte count is checked against what remains before anything is allocated."""
-    count = 1
-    for d in dims:
-        count *= d  # Python ints do not overflow; the size check below bounds them
-    nbytes = count * dtype.itemsize
-    check_length(stream, nbytes, path, f"array {dims} of {dtype.str}")
-    # numpy refuses a dimension past 2^63 - 1, or nonzero dimensions whose byte count is, even when another
-    # dimension is 0 and the array holds no bytes (so the check above passes): named here, before numpy.
-    # Elements of no bytes count as one: their number must be an intp too; a subarray dtype ('<f4', (0,))
-    # counts as numpy makes the array: its shape after the dimensions, its base type's bytes
-    size = max(dtype.base.itemsize, 1)
-    for d in (*dims, *dtype.shape):
-        size *= d or 1
-    if size > _MAX_INTP:
-        raise fail(path, tell(stream), f"array dimensions {dims} of {dtype.str} are larger than any "
-                   "array can be", ValueMismatchError, found=dims)
-    if not dtype.itemsize:  # (elements of no bytes, as numpy.save writes a 'V0', 'U0' or 'S0' array: made, not
-        # read, as numpy.load makes them; np.zeros and np.empty would widen U0 and S0 to one character a value)
-        return np.ndarray(dims, dtype=dtype)
-    view = zero_copy(stream, nbytes)
-    if view is not None:
-        return np.frombuffer(view, dtype=dtype, count=count).reshape(dims)
-    out = np.empty(dims, dtype=dtype)
-    got = stream.readinto(byte_view(out)) if nbytes else 0
-    if got != nbytes:
-        raise fail(path, tell(stream), f"expected {nbytes} bytes, found {got}", TruncatedError)
-    return out
-
-
 def write_array(stream: Any, obj: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -> np.ndarray:
     """Write ``obj`` as a C-order array of ``dtype`` and shape ``dims`` from its own memory (no ``tobytes()``
     copy); a value of another kind or shape is a located BuildError. Returns the array written."""
@@ -225,16 +181,6 @@ class NumpyArray(Checked):
         except Exception as e:
             raise cs.SizeofError(path=path) from e
         return int(np.prod(dims, dtype=object)) * self.dtype.itemsize
-
-
-def explicit_dtype(dtype: Any) -> np.dtype:
-    """``dtype`` as a numpy dtype whose byte order is spelt out (``"<f4"``, not ``"f4"``): a file's bytes
-    do not depend on the machine reading them."""
-    dt = np.dtype(dtype)
-    explicit = isinstance(dtype, str) and dtype[:1] in "<>|" or dt.byteorder in "<>|"
-    if dt.itemsize > 1 and not explicit and dt.fields is None:
-        raise ValueError(f"an array dtype needs an explicit byte order, e.g. '<f4', not {dtype!r}")
-    return dt
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -599,16 +545,6 @@ class EnumField(Checked):
 # strings
 
 
-def decode_utf8(raw: Any, errors: str, path: str, offset: int) -> str:
-    """``raw`` as UTF-8 text; invalid bytes raise a ValueMismatchError at field ``path`` and the byte offset
-    of the first bad byte (``offset``: where ``raw`` starts)."""
-    try:
-        return str(raw, "utf-8", errors)
-    except UnicodeDecodeError as e:
-        raise fail(path, offset + e.start, f"invalid UTF-8: {e.reason}", ValueMismatchError,
-                   found=bytes(raw[e.start : e.end])) from None
-
-
 def encode_utf8(s: Any, path: str, stream: Any) -> bytes:
     """``s`` as UTF-8 bytes for field ``path``; anything but an encodable str raises a BuildError located at
     the stream's position."""
@@ -618,9 +554,6 @@ def encode_utf8(s: Any, path: str, stream: Any) -> bytes:
         return s.encode("utf-8")
     except UnicodeEncodeError as e:
         raise fail(path, tell(stream), f"cannot encode as UTF-8: {e.reason}", BuildError) from None
-
-
-LEN_FORMATS = {"u8": "<B", "u16": "<H", "u32": "<I", "u64": "<Q"}
 
 
 class CheckedString(Checked):

@@ -3,24 +3,25 @@ that run before anything is allocated."""
 
 from __future__ import annotations
 
-import ast
 import re
 import warnings
-from typing import Any
-
-import construct as cs
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FormatError, TruncatedError, ValueMismatchError
 from .streams import remaining
 
-_PATH_SEP = re.compile(r"\s*->\s*")
+if TYPE_CHECKING:  # (construct is imported where a failure is translated: a read served by a cached plan,
+    import construct as cs  # which uses fail and check_length, imports none)
+
+# patterns as text: re compiles (and caches) one when an error needs it, not when a read imports this module
+_PATH_SEP = r"\s*->\s*"
 
 
 def dotted(path: str | None) -> str:
     """construct's ``(parsing) -> vocab -> vocab -> words`` as ``vocab.words``."""
     if not path:
         return ""
-    parts = [p for p in _PATH_SEP.split(path) if p and not p.startswith("(") and p != "None"]
+    parts = [p for p in re.split(_PATH_SEP, path) if p and not p.startswith("(") and p != "None"]
     out: list[str] = []
     for p in parts:
         # "name" / X * "doc" nests two Renamed with one name; a table appends "[i]" to its own name
@@ -70,12 +71,12 @@ def check_length(stream: Any, nbytes: int, path: str, what: str) -> None:
         )
 
 
-_CONST = re.compile(r"expected (.+) but parsed (.+)\Z", re.S)
-_UNFIT = re.compile(r"struct '([<>=!@]?\w)' error during building, given value (.+)\Z", re.S)
+_CONST = r"(?s)expected (.+) but parsed (.+)\Z"
+_UNFIT = r"(?s)struct '([<>=!@]?\w)' error during building, given value (.+)\Z"
 # struct's format letters as people write the types (errors and the docs pages)
 SCALAR_NAMES = {"B": "u8", "H": "u16", "I": "u32", "L": "u32", "Q": "u64", "b": "i8", "h": "i16", "i": "i32",
                 "l": "i32", "q": "i64", "e": "f16", "f": "f32", "d": "f64", "?": "bool"}
-_SHORT = re.compile(r"stream read less than specified amount, expected (\d+), found (\d+)\Z")
+_SHORT = r"stream read less than specified amount, expected (\d+), found (\d+)\Z"
 
 # the words that open the message of an error raised by numpy, construct or Python inside a reader rather than
 # by a check of ours: wvformats lacks a check for that input (a bug to report); the fuzz tests look for them
@@ -84,6 +85,8 @@ UNCHECKED = "unchecked input:"
 
 def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
     """The byte size of the Const field at dotted ``path`` of ``schema`` (None when it cannot be told)."""
+    import construct as cs
+
     con = schema
     for name in (path or "").split("."):
         name = name.split("[", 1)[0]
@@ -99,9 +102,11 @@ def _const_size(schema: cs.Construct | None, path: str | None) -> int | None:
 
 
 def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct | None = None) -> FormatError:
+    import construct as cs
+
     path = dotted(getattr(e, "path", None)) or None
     offset = tell(stream)
-    if isinstance(e, cs.ConstError) and (m := _CONST.search(str(e))):
+    if isinstance(e, cs.ConstError) and (m := re.search(_CONST, str(e))):
         # construct has read the field when it compares: name where it starts, and what it holds
         size = _const_size(schema, path)
         start = offset - size if offset is not None and size is not None else offset
@@ -111,7 +116,7 @@ def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct |
     if isinstance(e, cs.ConstructError):
         # construct prefixes "Error in path ... |"; the path is ours to print
         message = message.split("\n")[-1].split(" | ", 1)[-1].strip()
-    if isinstance(e, cs.StreamError) and (m := _SHORT.search(message)):
+    if isinstance(e, cs.StreamError) and (m := re.search(_SHORT, message)):
         # a fixed-size field the file ends inside: the stream has read what there was of it
         needs, found = int(m.group(1)), int(m.group(2))
         return TruncatedError(f"the field needs {needs} bytes but only {found} remain", format=format,
@@ -122,7 +127,7 @@ def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct |
         left = "" if end is None else f" ({after + 1} more bytes)" if after is not None else " (more bytes)"
         return ValueMismatchError(f"the data ends here but the file goes on{left}", format=format, path=path,
                                   offset=end)
-    if isinstance(e, cs.FormatFieldError) and (m := _UNFIT.search(message)):
+    if isinstance(e, cs.FormatFieldError) and (m := re.search(_UNFIT, message)):
         # a number the field cannot hold (a negative count into an unsigned field, a value past its width)
         kind = SCALAR_NAMES.get(m.group(1)[-1], m.group(1))
         return ValueMismatchError(f"{m.group(2)} does not fit the field ({kind})", format=format, path=path,
@@ -141,12 +146,16 @@ def translate(e: BaseException, stream: Any, format: str, schema: cs.Construct |
 
 def _literal(text: str) -> Any:
     try:
+        import ast
+
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
 
 
 def unwrapped(c: cs.Construct) -> cs.Construct:
+    import construct as cs
+
     while isinstance(c, (cs.Renamed, cs.Transformed, cs.Restreamed)) or type(c).__name__ == "Compiled":
         c = c.subcon
     return c

@@ -23,7 +23,7 @@ import construct as cs
 from .fields import Checked, EnumField, Valid, evaluate, exact_floats, unnamed
 from .streams import BufferStream
 
-_VALUE, _CONST, _ENUM, _CHECK, _DERIVED = range(5)
+_VALUE, _CONST, _ENUM, _CHECK, _DERIVED, _DERIVED_ENUM = range(6)
 _update = dict.update  # (Container's own update is a Python loop)
 
 
@@ -57,7 +57,8 @@ class _Run:
         fields = [(kind, name, arg) for kind, name, arg in items if kind != _CHECK]
         self.names = tuple(name for _, name, _ in fields)
         self.consts = tuple((i, arg) for i, (kind, _, arg) in enumerate(fields) if kind == _CONST)
-        self.enums = tuple((i, arg.enum) for i, (kind, _, arg) in enumerate(fields) if kind == _ENUM)
+        self.enums = tuple((i, arg.enum if kind == _ENUM else arg.subcon.enum) for i, (kind, _, arg) in enumerate(fields)
+                           if kind in (_ENUM, _DERIVED_ENUM))
         # the fields in stretches, each followed by the checks that come after it: a check sees the fields
         # before it, as in Struct
         self.stretches: list[tuple[tuple[str, ...], int, int, tuple[Any, ...]]] = []
@@ -121,6 +122,10 @@ class _Run:
                     v = arg
                 elif kind == _DERIVED:
                     v = evaluate(arg.func, context)
+                elif kind == _DERIVED_ENUM:  # (an enum the builder derives: one of its members)
+                    v = evaluate(arg.func, context)
+                    if v not in arg.subcon.enum._value2member_map_:
+                        return False
                 elif kind == _ENUM:
                     if isinstance(v, str) or (arg.unknown == "refuse" and v not in arg.enum._value2member_map_):
                         return False
@@ -188,6 +193,8 @@ def _plan(subcons: list[cs.Construct]) -> list[Any]:
             kind, arg, field = _ENUM, con, con.subcon
         elif isinstance(con, cs.Rebuild):  # (a count or size the builder derives: Derived, Rebuild)
             kind, arg, field = _DERIVED, con, con.subcon
+            if isinstance(con.subcon, EnumField):  # (an enum it derives: read as the enum reads it)
+                kind, field = _DERIVED_ENUM, con.subcon.subcon
         spec = _fixed(field) if sc.name else None
         if spec is not None and order and spec[0] and spec[0] != order:
             close()

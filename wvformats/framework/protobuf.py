@@ -27,6 +27,7 @@ from .protowire import (
     I64,
     LEN,
     VARINT,
+    Field,
     Message,
     encode_varint,
     parse_fields,
@@ -90,6 +91,12 @@ class MessageType:
         self.by_number = {f.number: f for f in self.fields}
         self.plan = {f.name: (f.number, encode_varint(f.number << 3 | wire_type_of(f.type)), f.type,
                               f.label == "repeated", wire_type_of(f.type)) for f in self.fields}
+
+    def named(self, name: str) -> F:
+        """The field called ``name``; ValueError where the message has none."""
+        if name not in self.plan:
+            raise ValueError(f"{self.name} has no field {name!r}")
+        return self.by_number[self.plan[name][0]]
 
 
 def enum_names(enum: Any) -> dict[int, str]:
@@ -281,6 +288,21 @@ def _encode_into(mtype: MessageType, values: dict[str, Any], out: bytearray) -> 
                 out += encoded
             else:
                 out += encode_varint(encoded)
+
+
+def wire_field(mtype: MessageType, name: str, value: Any) -> Field:
+    """Field ``name`` of ``mtype`` holding ``value``, as a wire field written as protobuf writes it: a scalar by
+    its type (:func:`encode_scalar`), a sub-message from a dict of its values or from its encoded bytes."""
+    spec = mtype.named(name)
+    if isinstance(spec.type, MessageType):
+        body = bytes(value) if isinstance(value, (bytes, bytearray)) else encode_message(spec.type, value)
+        return Field(number=spec.number, wire_type=LEN, value=body)
+    return Field(number=spec.number, wire_type=wire_type_of(spec.type), value=encode_scalar(spec.type, value))
+
+
+def occurrences(fields: list[Any], spec: F) -> list[int]:
+    """Where field ``spec`` occurs among wire ``fields`` as protobuf reads it (:func:`known_field`), in order."""
+    return [i for i, f in enumerate(fields) if f["number"] == spec.number and known_field(spec, f)]
 
 
 def message_fields(data: bytes, path: str, format: str) -> list[Any]:

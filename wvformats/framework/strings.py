@@ -72,9 +72,12 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
     # (surrogate escapes decode byte by byte: an ASCII separator cuts the words as apart, as for strict)
     joinable = errors in ("strict", "surrogateescape")
     if sep is not None and joinable:
-        blob, _ = _gather_spans(buf, starts, ends + 1 - starts)
+        blob = _gather_spans(buf, starts, ends + 1 - starts)[0]
         try:
-            words = str(memoryview(blob)[:-1], "utf-8", errors).split(sep.decode("ascii"))  # (no bytes copy)
+            text = str(memoryview(blob)[:-1], "utf-8", errors)  # (no bytes copy)
+            del blob  # (the bytes let go before the words are made: they and the text peak together)
+            words = text.split(sep.decode("ascii"))
+            del text
         except UnicodeDecodeError:
             words = []  # the general path below names the bad word
         if len(words) == n:  # (a word holding the separator would cut into two: the general path then)

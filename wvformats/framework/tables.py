@@ -3,7 +3,6 @@ dtype, shape and byte range another field lists)."""
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -12,8 +11,10 @@ import construct as cs
 import numpy as np
 
 from ..errors import BuildError, TruncatedError, ValueMismatchError
-from .fields import Checked, array_dims, evaluate, explicit_dtype, read_array, unnamed, write_array
+from .fields import Checked, evaluate, unnamed, write_array
 from .located import check_length, fail, tell
+from .plain import Arrays, TensorLayout
+from .plans import field_of
 from .streams import BufferStream, remaining
 from .walk import Part, walk_parts
 
@@ -146,18 +147,6 @@ class Table(Checked):
         return out
 
 
-class Arrays(dict):
-    """The arrays of a :class:`Tensors` field by name; ``spans[name]`` is the absolute byte range of each."""
-
-    spans: dict[str, tuple[int, int]]
-
-
-def _entries(table: Any, skip: tuple[str, ...]) -> list[tuple[str, Any]]:
-    if isinstance(table, Mapping):
-        return [(str(k), v) for k, v in table.items() if k not in skip]
-    return [(str(e["name"]), e) for e in table]
-
-
 class Tensors(Checked):
     """The data of a tensor table: arrays at byte ranges that another field lists, each with its dtype and
     shape there (safetensors' JSON header; the tensor infos of other model formats).
@@ -182,64 +171,25 @@ class Tensors(Checked):
                  exact: bool = True) -> None:
         super().__init__()
         self.table = table
-        self.dtypes = {code: explicit_dtype(dt) for code, dt in dtypes.items() if not isinstance(dt, int)}
-        self.bits = {code: int(dt) for code, dt in dtypes.items() if isinstance(dt, int)}
-        self.dtypes.update({code: np.dtype("u1") for code in self.bits})
-        self.keys = (dtype, shape, offsets)
-        self.skip = tuple(skip)
+        self.declared = dict(dtypes)
+        self.rules = TensorLayout(self.declared, (dtype, shape, offsets), tuple(skip), exact)
+        self.dtypes, self.bits, self.keys, self.skip = self.rules.dtypes, self.rules.bits, self.rules.keys, self.rules.skip
         self.length = length
         self.exact = exact
 
     def layout(self, context: Any, path: str, start: int,
-               size: int | None) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
+               size: int | None) -> list[tuple[str, Any, tuple[int, ...], int, int]]:
         """(name, dtype, shape, begin, end) of each tensor, in order of begin, every range checked."""
-        kd, ks, ko = self.keys
-        out = []
-        for name, entry in _entries(evaluate(self.table, context) or {}, self.skip):
-            where = f"{path}.{name}"
-            if not isinstance(entry, Mapping) or any(k not in entry for k in self.keys):
-                raise fail(where, start, f"tensor {name!r} lacks one of {', '.join(self.keys)}", ValueMismatchError)
-            code = entry[kd]
-            if not isinstance(code, (str, int)) or code not in self.dtypes:
-                raise fail(where, start, f"dtype {code!r} of tensor {name!r} is not one of "
-                           f"{', '.join(map(str, self.dtypes))}", ValueMismatchError, found=code)
-            span = entry[ko]
-            if (not isinstance(span, (list, tuple)) or len(span) != 2
-                    or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in span)):
-                raise fail(where, start, f"{ko} of tensor {name!r} is not two byte offsets", ValueMismatchError,
-                           found=span)
-            shape = entry[ks]
-            if not isinstance(shape, (list, tuple)) or not all(type(d) is int for d in shape):  # (not 1.0, not True)
-                raise fail(where, start, f"{ks} of tensor {name!r} is not a list of integers", ValueMismatchError,
-                           found=shape)
-            dims = array_dims(shape, where, start)
-            begin, end = int(span[0]), int(span[1])
-            bits = self.bits.get(code)
-            if bits is not None:  # packed: the raw bytes, the last dimension in bytes
-                if not dims or dims[-1] * bits % 8:
-                    raise fail(where, start + begin, f"shape {list(dims)} of {code} ({bits}-bit elements) does "
-                               "not end its rows on a byte", ValueMismatchError, found=list(dims))
-                dims = (*dims[:-1], dims[-1] * bits // 8)
-            nbytes = math.prod(dims) * self.dtypes[code].itemsize  # (Python ints: no overflow)
-            if end < begin or end - begin != nbytes:
-                raise fail(where, start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where shape "
-                           f"{list(dims)} of {code} needs {nbytes}", ValueMismatchError)
-            if size is not None and end > size:
-                raise fail(where, start + begin, f"{ko} [{begin}, {end}) run past the {size} bytes of the data",
-                           TruncatedError)
-            out.append((name, self.dtypes[code], dims, begin, end))
-        out.sort(key=lambda t: (t[3], t[4]))
-        at = 0
-        for name, _, _, begin, end in out:
-            if begin < at or (self.exact and begin > at):
-                what = "overlaps the tensor before it" if begin < at else f"leaves a gap of {begin - at} bytes"
-                raise fail(f"{path}.{name}", start + begin, f"tensor {name!r} at [{begin}, {end}) {what}",
-                           ValueMismatchError)
-            at = end
-        if self.exact and size is not None and at != size:
-            raise fail(path, start + at, f"{size - at} bytes after the last tensor belong to none",
-                       ValueMismatchError)
-        return out
+        return self.rules.layout(evaluate(self.table, context), path, start, size)
+
+    def plan(self) -> tuple[str, dict[str, Any]] | None:
+        """The step of a cached plan (:mod:`.plans`) that reads this field: a table named by a field before it,
+        the data to the end of the input."""
+        field = field_of(self.table)
+        if field is None or self.length is not None:
+            return None
+        return "tensors", {"table": field, "dtypes": self.declared, "keys": list(self.keys), "skip": list(self.skip),
+                           "exact": self.exact}
 
     def nbytes(self, code: Any, shape: Any) -> int:
         """The bytes of a tensor of dtype ``code`` and ``shape`` (packed codes: rows in whole bytes)."""
@@ -271,17 +221,8 @@ class Tensors(Checked):
         return remaining(stream)
 
     def _parse(self, stream: Any, context: Any, path: str) -> Arrays:
-        start = stream.tell()
         size = self._size(stream, context, path)
-        layout = self.layout(context, path, start, size)
-        found = {}
-        for name, dtype, dims, begin, _ in layout:
-            stream.seek(start + begin)
-            found[name] = read_array(stream, dtype, dims, f"{path}.{name}")
-        stream.seek(start + (size if size is not None else max((t[4] for t in layout), default=0)))
-        out = Arrays((name, found[name]) for name, _ in _entries(evaluate(self.table, context) or {}, self.skip))
-        out.spans = {name: (start + begin, start + end) for name, _, _, begin, end in layout}
-        return out
+        return self.rules.read(stream, evaluate(self.table, context), size, path)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
         start = stream.tell()

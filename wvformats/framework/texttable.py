@@ -28,8 +28,11 @@ from .wordtables import (
     F32,
     checked_dimension,
     compiled_module,
+    kernel_words,
     matrix_to_write,
+    parsed_table,
     read_params,
+    span_repeats,
     text_dtype,
     touched,
     unicode_errors,
@@ -174,8 +177,9 @@ def _pyarrow() -> Any:
 
 
 def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
-                path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container] | None:
-    """Parse a regular text table with pyarrow's multi-threaded CSV reader, or return None.
+                path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container, None] | None:
+    """Parse a regular text table with pyarrow's multi-threaded CSV reader, or return None (else its words,
+    vectors, layout, and None: the words' repeats are not counted here).
 
     Regular means: every line is ``word`` and ``dim`` numbers separated by single spaces, all lines end
     alike (``\n`` or ``\r\n``, with or without one trailing space), the last line ends with a newline and
@@ -261,7 +265,7 @@ def _arrow_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None
     vectors = ahead.result() if out is None else out
     if vectors is None or rows != len(vectors):
         return None
-    return words, vectors, _layout(buf, pos, vectors, trailing, crlf)
+    return words, vectors, _layout(buf, pos, vectors, trailing, crlf), None
 
 
 def _layout(buf: Any, pos: int, vectors: np.ndarray, trailing: bool, crlf: bool) -> cs.Container:
@@ -293,14 +297,15 @@ def _first_width(buf: Any, pos: int, end: int) -> tuple[int, bool, bool]:
 
 
 def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | None, errors: str,
-                 path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container] | None:
+                 path: str, dtype: np.dtype = F32) -> tuple[list[str], np.ndarray, cs.Container, int | None] | None:
     """Parse a regular text table with the compiled kernel, or return None (as :func:`_arrow_text`: the same
-    regular bodies, the same results).
+    regular bodies, the same results, and how many words repeat an earlier one where the word kernel counted
+    them).
 
     The body is cut into blocks of lines; the two halves of the blocks are counted, then parsed, on two
     threads (the kernel lets go of the GIL), each block's numbers straight into its rows of the result and
-    its mapped pages let go of once parsed. Words come back joined by newlines and are decoded once per
-    block (as :func:`decode_spans` decodes them)."""
+    its mapped pages let go of once parsed. The words are made from the spans the kernel found, by the word
+    kernel (as :func:`decode_spans` decodes them), their hashes kept for the duplicate count."""
     k = compiled_module("_texttable")
     if k is None or end <= pos or buf[end - 1 : end] != b"\n" or isinstance(buf, memoryview):
         return None
@@ -334,45 +339,42 @@ def _kernel_text(buf: Any, pos: int, end: int, count: int | None, dim: int | Non
     out = np.empty((rows, dim), dtype)
     wstarts = np.empty(rows, np.int64)
     wends = np.empty(rows, np.int64)
-    joinable = errors in ("strict", "surrogateescape")
+    hashes = np.empty(rows, np.uint64)
+    wk = compiled_module("_wordtables")
+    words: list[Any] = [None] * rows  # (each block's words put in place: no lists joined)
+    unhashed: list[int] = []  # blocks whose words the word kernel did not make (and hash)
 
-    def parse(which: range) -> tuple[list[str], int, int] | None:
-        """Words, trailing spaces and carriage returns of the blocks ``which``, or None: not regular."""
-        words: list[str] = []
+    def parse(which: range) -> tuple[int, int] | None:
+        """Trailing spaces and carriage returns of the blocks ``which`` (their words put in ``words``), or
+        None: not regular."""
         spaces = returns = 0
         for b in which:
             a, z = blocks[b]
             r0, r1 = firsts[b], firsts[b + 1]
-            got, _, t, c, blob = k.parse_rows(buf, a, z, dim, wide, out[r0:r1], wstarts[r0:r1], wends[r0:r1],
-                                              r1 - r0)
+            got, _, t, c = k.parse_rows(buf, a, z, dim, wide, out[r0:r1], wstarts[r0:r1], wends[r0:r1], r1 - r0)
             if got < 0:
                 return None
             spaces, returns = spaces + t, returns + c
             try:
-                block = str(blob, "utf-8", errors).split("\n") if joinable else []
-            except UnicodeDecodeError:
-                block = []
-            if len(block) != r1 - r0:  # a word that does not decode, or another error policy: as decode_spans
-                try:
-                    block = decode_spans(buf, wstarts[r0:r1], wends[r0:r1], errors, path, 0, sep=b" ")
-                except FormatError:
-                    return None  # the line loop reports it
-            words += block
+                if not kernel_words(wk, buf, wstarts, wends, r0, r1, errors, hashes, words, path, 0, sep=b" "):
+                    unhashed.append(b)
+            except FormatError:
+                return None  # the line loop reports it
             release(buf, z, a)
-        return words, spaces, returns
+        return spaces, returns
 
     second = background(parse, range(half, len(blocks))) if len(blocks) > 1 else None
     try:
         head = parse(range(half))
     finally:  # (the worker reads ``buf``: done before the caller may close it)
-        tail = second.result() if second is not None else ([], 0, 0)
+        tail = second.result() if second is not None else (0, 0)
     if head is None or tail is None:
         return None
-    words = head[0] + tail[0]
-    spaces, returns = head[1] + tail[1], head[2] + tail[2]
+    spaces, returns = head[0] + tail[0], head[1] + tail[1]
     if spaces not in (0, rows) or returns not in (0, rows) or (spaces == rows) != trailing:
         return None  # lines that end differently: the line loop records what they share
-    return words, out, _layout(buf, pos, out, trailing, returns == rows)
+    repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None
+    return words, out, _layout(buf, pos, out, trailing, returns == rows), repeats
 
 
 def _lines_matrix(buf: Any, pos: int, end: int, count: int | None, dim: int,
@@ -649,11 +651,11 @@ class TextRecords(Checked):
                     continue
                 fast = parser(buf, pos, end, declared, dim, unicode_errors(context), path, text_dtype(context))
                 if fast is not None:
-                    words, vectors, layout = fast
+                    words, vectors, layout, repeats = fast
                     if _FORCED:
                         _FORCED[1].append(len(words))
                     stream.seek(base + end)
-                    return cs.Container(words=words, vectors=vectors, layout=layout)
+                    return parsed_table(repeats, words=words, vectors=vectors, layout=layout)
         find = buf.find
         raws: list[bytes] = []
         nums: list[bytes] = []

@@ -162,13 +162,41 @@ def compiled_module(name: str) -> Any:
 _GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages are let go of that often
 
 
+def kernel_words(k: Any, buf: Any, wstarts: np.ndarray, wends: np.ndarray, lo: int, hi: int, errors: str,
+                 hashes: np.ndarray, into: list[Any], path: str, base: int, sep: bytes | None = None) -> bool:
+    """Put the words at byte spans lo..hi of ``buf`` at ``into[lo:hi]``; whether their hashes are in
+    ``hashes[lo:hi]``: made by the kernel ``k`` (``_wordtables``), else by :func:`decode_spans` (which names a
+    word that does not decode) where the kernel is not built, cannot take the error policy, or a word does
+    not decode."""
+    if k is not None and errors in ("strict", "surrogateescape") \
+            and k.words(buf, wstarts, wends, lo, hi, errors == "surrogateescape", hashes, into):
+        return True
+    into[lo:hi] = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base, sep=sep)
+    return False
+
+
+def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.ndarray) -> int:
+    """How many of the words at byte spans [wstarts, wends) of ``buf`` equal an earlier one, from their
+    hashes (by the kernel's ``words``): only the words whose hash repeats are compared, by their bytes. For
+    words decoded strictly or with surrogate escapes, equal bytes are equal words: the model's
+    ``count_duplicates`` of them."""
+    ordered = np.sort(hashes)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return 0
+    suspects = np.flatnonzero(np.isin(hashes, ordered[1:][same])).tolist()
+    starts, ends = wstarts.tolist(), wends.tolist()
+    return len(suspects) - len({bytes(buf[starts[i] : ends[i]]) for i in suspects})
+
+
 def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
-                  prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int] | None:
-    """Words, vectors, newlines before each word (word2vec; None when there are none) and the offset after the
-    table of ``count`` whole binary records from ``pos``, by the compiled kernel (wvformats/framework/
-    _wordtables.c): the records walked in one pass, then their rows copied and words joined on two threads
-    (the GIL let go of), a block at a time, the mapped pages let go of behind; None when the kernel is not
-    built, an option needs the twin (``vocab``), or a record is not whole (the twin names it)."""
+                  prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int, int | None] | None:
+    """Words, vectors, newlines before each word (word2vec; None when there are none), the offset after the
+    table of ``count`` whole binary records from ``pos`` and how many words repeat an earlier one (None:
+    not counted here), by the compiled kernel (wvformats/framework/_wordtables.c): the records walked in one
+    pass, then their rows copied (the GIL let go of) and words made on two threads, a block at a time, the
+    mapped pages let go of behind; None when the kernel is not built, an option needs the twin (``vocab``),
+    or a record is not whole (the twin names it)."""
     k = compiled_module("_wordtables")
     rowbytes = 4 * dim
     least = rowbytes + (4 if prefixed else 2)  # the smallest record
@@ -177,39 +205,45 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
         return None
     wstarts = np.empty(count, np.int64)
     wends = np.empty(count, np.int64)
-    gaps = np.zeros(count if not prefixed else 0, np.uint32)
+    gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
     found, after = k.walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps)
     if found != count:
         return None
     out = np.empty((count, dim), F32)
+    hashes = np.empty(count, np.uint64)
     step = max(1, _GATHER_ROWS_BYTES // (rowbytes + 16))
     blocks = [(a, min(count, a + step)) for a in range(0, count, step)]
     half = (len(blocks) + 1) // 2
     skip = 0 if prefixed else 1
     errors = unicode_errors(context)
-    joinable = errors in ("strict", "surrogateescape")
+    words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
+    unhashed: list[int] = []  # blocks whose words the kernel did not make (and hash)
 
-    def run(part: list[tuple[int, int]]) -> list[str] | None:
-        words: list[str] = []
+    def run(part: list[tuple[int, int]]) -> None:
         for lo, hi in part:
-            blob = k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
-            try:
-                block = str(blob, "utf-8", errors).split("\n") if joinable else []
-            except UnicodeDecodeError:
-                block = []
-            if len(block) != hi - lo:  # a word holding a newline or not UTF-8, another policy: decode_spans
-                block = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base)
-            words += block
+            k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
+            if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
+                unhashed.append(lo)
             release(buf, int(wends[hi - 1]) + skip + rowbytes, int(wstarts[lo]))
-        return words
 
     other = background(run, blocks[half:]) if len(blocks) > 1 else None
     try:
-        words = run(blocks[:half])
+        run(blocks[:half])
     finally:  # (the worker reads ``buf``: done before the caller may close it, or an error leaves)
-        rest = other.result() if other is not None else []
+        if other is not None:
+            other.result()
     newlines = gaps if not prefixed and gaps.any() else None
-    return words + rest, out, newlines, after
+    repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None
+    return words, out, newlines, after, repeats
+
+
+def parsed_table(repeats: int | None, **fields: Any) -> cs.Container:
+    """A word table's parse: ``fields``, and ``_duplicates`` when a kernel counted the repeated words (the
+    model then need not count them again)."""
+    table = cs.Container(**fields)
+    if repeats is not None:
+        table["_duplicates"] = repeats
+    return table
 
 
 def matrix_to_write(vectors: Any, n: int, dim: int, path: str, stream: Any) -> np.ndarray:
@@ -297,9 +331,9 @@ class LeaderRecords(_BinaryRecords):
         end = len(buf)
         fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=True)
         if fast is not None:
-            words, vectors, _, pos = fast
+            words, vectors, _, pos, repeats = fast
             stream.seek(base + pos)
-            return cs.Container(words=words, vectors=vectors)
+            return parsed_table(repeats, words=words, vectors=vectors)
         # record offsets are found vectorised (runs of words under 256 bytes, the checked loop for the rest,
         # which names a cut-off record); words and vectors are then cut out in vectorised passes. A hostile
         # count runs into the end of the file long before memory runs out: offsets grow as records are found.
@@ -457,9 +491,9 @@ class Word2VecRecords(_BinaryRecords):
         end = len(buf)
         fast = _kernel_table(context, buf, pos, end, count, dim, path, base, prefixed=False)
         if fast is not None:
-            words, vectors, newlines, pos = fast
+            words, vectors, newlines, pos, repeats = fast
             stream.seek(base + pos)
-            return cs.Container(words=words, vectors=vectors, newlines=newlines)
+            return parsed_table(repeats, words=words, vectors=vectors, newlines=newlines)
         find = buf.find
         # offsets grow per run or record found: a hostile count cannot allocate ahead of the data
         wstarts: list[np.ndarray] = []

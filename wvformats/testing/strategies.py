@@ -120,6 +120,7 @@ class _Draw:
         self.small = small
         self.items = items
         self.derived: list[tuple[Any, str]] = []  # (container, field) of the derived fields drawn
+        self.derived_at: set[str] = set()  # the paths drawn through a derived construct
 
     def given(self, draw: Any, path: str, context: Any) -> Any:
         f = self.fields[path]
@@ -132,6 +133,8 @@ class _Draw:
             con = con.subcon
         name = path.rsplit(".", 1)[-1].split("[", 1)[0]
         if hasattr(con, "strategy"):
+            if con.strategy.__code__.co_argcount > 2:  # (it draws a schema of its own: the kit's values of it)
+                return draw(con.strategy(ctx, lambda schema, context: self.of(schema, context, path)))
             return draw(con.strategy(ctx))
         if isinstance(con, cs.Struct):
             return self.struct(draw, con, ctx, path)
@@ -140,7 +143,11 @@ class _Draw:
         if isinstance(con, cs.Const):
             return con.value
         if isinstance(con, cs.Rebuild):  # (Derived: what follows is drawn to fit it, the builder computes it)
-            return self.value(draw, con.subcon, ctx, path)
+            self.derived_at.add(path)  # (a branch of a field may be derived: the field is then)
+            try:  # (what it derives from is drawn already: its value, which the checks after it see)
+                return framework.evaluate(con.func, ctx)
+            except Exception:  # noqa: BLE001 - from fields after it: drawn
+                return self.value(draw, con.subcon, ctx, path)
         if isinstance(con, cs.Computed):
             return framework.evaluate(con.func, ctx)
         if isinstance(con, cs.IfThenElse):
@@ -156,7 +163,8 @@ class _Draw:
             n = int(framework.evaluate(con.length, ctx))
             return draw(st.binary(min_size=n, max_size=n))
         if con is cs.GreedyBytes:
-            return draw(st.binary(max_size=16))
+            lo, hi = self.length or (0, 16)
+            return draw(st.binary(min_size=lo, max_size=hi))
         if isinstance(con, cs.StringEncoded) and isinstance(con.subcon, cs.Prefixed):
             return draw(st.text(st.characters(codec=con.encoding), max_size=8))
         if con is cs.Flag:
@@ -167,6 +175,10 @@ class _Draw:
         if isinstance(con, (cs.Padded, framework.AlignTo, cs.Peek)) or con is cs.Pass or con is cs.Terminated:
             return None
         return self.framework_value(draw, con, ctx, path)
+
+    def of(self, schema: cs.Construct, ctx: Any, path: str) -> Any:
+        """A strategy of values of ``schema`` in ``ctx`` (a construct's own sub-schema, drawn as the kit draws)."""
+        return st.composite(lambda draw: self.value(draw, schema, ctx, path))()
 
     def struct(self, draw: Any, con: cs.Struct, ctx: Any, path: str) -> cs.Container:
         inner = cs.Container(_=ctx, _params=ctx.get("_params", ctx), _root=ctx.get("_root"), _parsing=False,
@@ -185,20 +197,23 @@ class _Draw:
                 continue
             where = f"{path}.{sub.name}" if path and sub.name else (sub.name or path)
             self.within = _within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
+            self.length = _length_within(checks.get(sub.name, ()), sub.name, inner) if sub.name else None
             if sub.name in tables and where not in self.fields:  # the table a later Tensors field lays out
                 text = st.text(max_size=4)
                 v = draw(tensor_table(tables[sub.name], metadata=st.dictionaries(text, text, max_size=2)))
             else:
                 v = self.value(draw, sub, inner, where)
-            self.within = None
+            self.within = self.length = None
             if sub.name:
                 obj[sub.name] = inner[sub.name] = v
-                if _derived(sub):  # drawn for the fields after it (None once drawn): the builder computes it
+                if _derived(sub) or where in self.derived_at:  # drawn for the fields after it (None once drawn):
+                    # the builder computes it
                     self.derived.append((obj, sub.name))
                     inner._derived = inner.get("_derived", frozenset()) | {sub.name}
         return obj
 
     within: tuple[int | None, int | None] | None = None  # the bounds the checks of the field drawn set
+    length: tuple[int, int] | None = None  # the bounds they set on its length (a table's records, bytes)
 
     def number(self, con: Any, ctx: Any, name: str) -> Any:
         if isinstance(con, cs.BytesInteger):
@@ -253,8 +268,9 @@ class _Draw:
                 hypothesis.assume(size > 0 and length % size == 0)
                 n = length // size
             else:
-                n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(0, self.items))
-                # (a length the builder derives from the records: as many as drawn)
+                lo, hi = self.length or (0, self.items)
+                n = int(ev(con.count, ctx)) if con.count is not None else draw(st.integers(lo, hi))
+                # (a length the builder derives from the records: as many as drawn; as many as checks say)
             return cs.ListContainer(self.value(draw, con.subcon, ctx, f"{path}[{i}]") for i in range(n))
         if isinstance(con, framework.Tensors):
             return {name: draw(hnp.arrays(dtype, dims))
@@ -379,6 +395,48 @@ def _within(tests: Any, name: str, context: Any) -> tuple[int | None, int | None
     return (lo, hi) if found else None
 
 
+def _length_within(tests: Any, name: str, context: Any) -> tuple[int, int] | None:
+    """The bounds ``lo <= len(field) <= hi`` that checks of the form ``len_(this.f) == len_(this.g)``,
+    ``len_(this.f) <= 1`` (and their ``&``) set on field ``name``, the other side evaluated in ``context``
+    (None where no check is of that form): a table drawn with as many records as they allow."""
+    lo, hi, found = 0, None, False
+
+    def visit(x: Any) -> None:
+        nonlocal lo, hi, found
+        if not isinstance(x, cs.expr.BinExpr):
+            return
+        if x.op is operator.and_:
+            visit(x.lhs)
+            visit(x.rhs)
+            return
+        for side, other, op in ((x.lhs, x.rhs, x.op), (x.rhs, x.lhs, _FLIP.get(x.op))):
+            if op is None or _length_of(side) != name:
+                continue
+            try:
+                value = framework.evaluate(other, context)
+            except Exception:  # noqa: BLE001 - a term not drawn yet
+                continue
+            if type(value) is not int:
+                continue
+            found = True
+            if op in (operator.ge, operator.gt, operator.eq):
+                lo = max(lo, value + (op is operator.gt))
+            if op in (operator.le, operator.lt, operator.eq):
+                high = value - (op is operator.lt)
+                hi = high if hi is None else min(hi, high)
+
+    for test in tests:
+        visit(test)
+    return (lo, max(lo, hi if hi is not None else lo + 4)) if found else None
+
+
+def _length_of(x: Any) -> str | None:
+    """``len_(this.name)`` -> "name"; None for any other expression."""
+    if isinstance(x, cs.expr.FuncPath) and x._FuncPath__func is len:
+        return _field_of(x._FuncPath__operand)
+    return None
+
+
 def _mentions(x: Any, name: str) -> bool:
     """Whether expression ``x`` reads ``this.<name>``."""
     if _field_of(x) == name:
@@ -411,7 +469,7 @@ def strategy(what: Any, *, format: str | None = None, fields: dict[str, Any] | N
 
     @st.composite
     def values(draw: Any) -> Any:
-        draw_one.derived = []
+        draw_one.derived, draw_one.derived_at = [], set()
         value = draw_one.value(draw, t.schema, root, "")
         for obj, name in draw_one.derived:  # (the builder computes them)
             obj[name] = None

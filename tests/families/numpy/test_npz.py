@@ -11,25 +11,25 @@ import threading
 import zipfile
 from pathlib import Path
 
+import construct as cs
 import hypothesis
 import hypothesis.strategies as st
 import numpy as np
 import pytest
 from wvformats.schemas import npz as schema
+from wvformats.schemas.constructs.npz import Facts
 
 import wvformats as wv
 from wvformats import cli, framework
 from wvformats.errors import FormatError
 from wvformats.families.numpy.codec import (
     NpzArrays,
-    _end_records,
     _fresh_directory_entry,
     build_npz,
     npz_from_model,
     npz_to_model,
     parse_npz,
 )
-from wvformats.framework import build
 from wvformats.testing import assert_truncations_fail, bytes_roundtrip, fuzz
 
 
@@ -119,26 +119,35 @@ def _zipfile_end(infos, start_dir):
     return b"".join(tail.parts)
 
 
+TAIL = cs.Struct(*schema.npz.subcons[3:])  # (the archive's end records, built for a directory given as noted)
+
+
+def _schema_end(count, directory_size, start, zip64_end=None):
+    """What the schema builds after a directory of ``count`` entries, ``directory_size`` bytes from byte
+    ``start`` (the builder's notes of where it put them given as it notes them)."""
+    return TAIL.build(cs.Container(members=[None] * count, directory=[None] * count, zip64_end=zip64_end,
+                                   zip64_locator=None, end=cs.Container(disk=0, directory_disk=0, comment=b""),
+                                   trailing=b"", _members_at=[0], _directory_at=[start, start + directory_size]))
+
+
 @pytest.mark.parametrize("size, offset", [(3 << 30, 0), (1000, 5 << 30), (3 << 30, 5 << 30)])
 def test_members_past_zipfiles_limits_get_the_zip64_records_zipfile_writes(size, offset):
     # a 3 GiB member or one 5 GiB into the archive: too big to write in a test, so the directory and end
-    # records are built for those numbers and compared with what zipfile writes for them
+    # records are built for those numbers (a member's facts, where the builder noted it) and compared with
+    # what zipfile writes for them
     local = npz_to_model(parse_npz(saved(np.savez, w=np.zeros(2)))).kept["w"][0]
-    local.extra[0].data = [size, size]
+    local._facts = Facts(local.crc32, size, size, None)
     info = zipfile.ZipInfo("w.npy", (1980, 1, 1, 0, 0, 0))
     info.file_size = info.compress_size = size
     info.header_offset, info.CRC = offset, local.crc32
     info.create_version = info.extract_version = 45
     info.external_attr = 0o600 << 16
-    entry = _fresh_directory_entry(local, offset)
-    directory = build(schema.central_entry, entry, format="npz")
+    directory = schema.central_entry.build(_fresh_directory_entry(), _members_built=[None, local],
+                                           _members_at=[0, offset], _index=1)
     start = offset + 30 + 5 + 20 + size
-    zip64_end, locator, end = _end_records(1, len(directory), start, b"")
-    tail = b"".join(build(s, r, format="npz") for s, r in ((schema.zip64_end, zip64_end[0]) if zip64_end else (),
-                                                          (schema.zip64_locator, locator[0]) if locator else (),
-                                                          (schema.end, end)) if s)
+    tail = _schema_end(1, len(directory), start)
     assert directory + tail == _zipfile_end([info], start)
-    assert bool(zip64_end) == (start > schema.FULL >> 1)
+    assert (tail[:4] == schema.ZIP64_END_MAGIC) == (start > schema.ZIP64_LIMIT)
 
 
 def test_more_members_than_an_end_record_counts_get_the_zip64_end_record_zipfile_writes():
@@ -153,30 +162,33 @@ def test_more_members_than_an_end_record_counts_get_the_zip64_end_record_zipfile
         infos.append(info)
     start = 123456
     directory_size = sum(46 + len(i.filename) for i in infos)
-    zip64_end, locator, end = _end_records(70000, directory_size, start, b"")
-    tail = b"".join(build(s, r, format="npz") for s, r in ((schema.zip64_end, zip64_end[0]),
-                                                          (schema.zip64_locator, locator[0]), (schema.end, end)))
-    assert _zipfile_end(infos, start)[directory_size:] == tail
+    assert _zipfile_end(infos, start)[directory_size:] == _schema_end(70000, directory_size, start)
+
+
+def _zip64_ended(data, marked=False):
+    """The archive with zip64 end records it does not need (kept where read); ``marked``: its end record
+    deferring its count to them (0xFFFF), as a reader finds them."""
+    parsed = parse_npz(data)
+    parsed.zip64_end = [schema.ZIP64_END]
+    out = io.BytesIO()
+    build_npz(parsed, out)
+    again = bytearray(out.getvalue())
+    if marked:
+        again[len(again) - 14 : len(again) - 10] = b"\xff" * 4  # (the end record's entries_on_disk, entries)
+    return bytes(again)
 
 
 def test_an_archive_with_zip64_end_records_parses_and_round_trips():
     # zipfile and numpy read zip64 end records wherever they are; this archive has them for one member
     data = saved(np.savez, w=np.arange(3.0))
-    parsed = parse_npz(data)
-    start, size = parsed.end.directory_offset, parsed.end.directory_size
-    end = _end_records(1, size, start, b"")[2]
-    zip64_end, locator = _end_records(70000, size, start, b"")[:2]
-    zip64_end[0].entries = zip64_end[0].entries_on_disk = 1
-    end.entries = end.entries_on_disk = 0xFFFF  # (as zipfile writes it when the zip64 record counts)
-    parsed.zip64_end, parsed.zip64_locator, parsed.end = zip64_end, locator, end
-    out = io.BytesIO()
-    build_npz(parsed, out)
-    again = out.getvalue()
+    again = _zip64_ended(data)
     assert again[len(data) - 22:len(data) - 18] == b"PK\x06\x06"
     again_parsed = bytes_roundtrip(schema.npz, again, format="npz")
     assert again_parsed.zip64_end[0].entries == 1 and not wv.registry.get("npz").check(again_parsed)
-    with np.load(io.BytesIO(again)) as z:
-        assert np.array_equal(z["w"], np.arange(3.0))
+    assert again_parsed.zip64_locator[0].end_offset == len(data) - 22
+    for archive in (again, _zip64_ended(data, marked=True)):
+        with np.load(io.BytesIO(archive)) as z:
+            assert np.array_equal(z["w"], np.arange(3.0))
 
 
 def test_stored_members_are_zero_copy_views_of_the_mapped_archive(tmp_path):
@@ -320,26 +332,12 @@ def _pipe_written(**arrays):
     return got[0]
 
 
-def _zip64_ended(data):
-    """The archive with zip64 end records (as test_an_archive_with_zip64_end_records_parses_and_round_trips)."""
-    parsed = parse_npz(data)
-    start, size = parsed.end.directory_offset, parsed.end.directory_size
-    end = _end_records(len(parsed.members), size, start, b"")[2]
-    zip64_end, locator = _end_records(70000, size, start, b"")[:2]
-    zip64_end[0].entries = zip64_end[0].entries_on_disk = len(parsed.members)
-    end.entries = end.entries_on_disk = 0xFFFF
-    parsed.zip64_end, parsed.zip64_locator, parsed.end = zip64_end, locator, end
-    out = io.BytesIO()
-    build_npz(parsed, out)
-    return out.getvalue()
-
-
 INSPECTED = {"a": np.arange(12.0).reshape(3, 4), "b": np.array(["x", "yz"]), "c": np.asfortranarray(np.ones((2, 5))),
              "d": np.zeros((0, 3), ">i2"), "é": np.array(3.5, np.float16)}
 
 
 @pytest.mark.parametrize("make", [lambda: saved(np.savez, **INSPECTED), lambda: saved(np.savez_compressed, **INSPECTED),
-                                  lambda: _pipe_written(**INSPECTED), lambda: _zip64_ended(saved(np.savez, **INSPECTED)),
+                                  lambda: _pipe_written(**INSPECTED), lambda: _zip64_ended(saved(np.savez, **INSPECTED), marked=True),
                                   lambda: WHISPER.read_bytes()],
                          ids=["stored", "deflated", "pipe", "zip64-end", "whisper"])
 def test_inspect_reads_the_directory_and_headers_only_and_says_what_a_full_parse_says(tmp_path, make):
@@ -488,5 +486,18 @@ def test_the_zip_numbers_outside_the_schema_are_the_schemas():
     local = zip_schema.local_entry
     assert identity.ZIP_LOCAL_FIXED == framework.fixed_size(local, stop="name") == npz_codec.LOCAL_FIXED == 30
     assert identity.ZIP_LOCAL_NAME_LENGTH_AT == framework.fixed_size(local, stop="name_length") == 26
-    sizes = (npz_codec.CENTRAL_FIXED, npz_codec.END_FIXED, npz_codec.LOCATOR_SIZE, npz_codec.CRC_AT)
-    assert sizes == (46, 22, 20, 14)
+    assert npz_codec.CRC_AT == 14
+
+
+def test_inspect_of_a_directory_entry_putting_its_member_past_the_end_names_the_entry(tmp_path):
+    # inspect reads each member where its directory entry says (the schema's head): an offset past the archive
+    # is the npz's error at the member, saying which entry put it there
+    data = bytearray(saved(np.savez, a=np.arange(3.0)))
+    at = data.index(schema.CENTRAL_MAGIC) + framework.fixed_size(schema.central_entry, stop="local_header_offset")
+    data[at : at + 4] = struct.pack("<I", 10**6)
+    path = tmp_path / "far.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError) as e:
+        wv.inspect(path)
+    assert (e.value.format, e.value.path, e.value.offset) == ("npz", "members[0]", len(data))
+    assert "directory[0].local_header_offset puts it past the end" in str(e.value)

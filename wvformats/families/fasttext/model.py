@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import operator
 import re
-import struct
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 from ...compiled import kernel
 from ...embeddings import Embeddings, LazyRows, Storage, Subwords
 from ...errors import FormatError
+from ...framework import reinterpret
 from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -43,7 +43,6 @@ def named(enum: Any) -> str:
     return ", ".join(f"{int(x)} {x.name}" for x in enum)
 
 
-F64_ARGS = ("t",)  # args fields fastText writes as doubles (Args::save), kept as their bits by the schema
 _TOKEN = re.compile("[^ \n\r\t\v\f\0]+")  # between Dictionary::readWord's separators
 
 
@@ -717,7 +716,7 @@ def hs_tree(label_counts: Any) -> list[tuple[int, int]] | str:
 def args_metadata(args: Any) -> dict[str, Any]:
     """The args as metadata (what a finalfusion file's metadata chunk keeps): each value as fastText holds it,
     the doubles (``t``, which the schema keeps as its bits) as floats."""
-    return {k: struct.unpack("<d", struct.pack("<q", v))[0] if k in F64_ARGS else v
+    return {k: reinterpret(v, schema.DOUBLE_BITS, schema.DOUBLE) if k in schema.DOUBLE_ARGS else v
             for k, v in args.items() if not k.startswith("_")}
 
 

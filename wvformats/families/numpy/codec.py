@@ -20,12 +20,12 @@ from ...registry import Format, register, schema_io
 from ...schemas import npy as schema
 from ...schemas import npz as npz_schema
 from ...schemas.constructs.npy import MAX_HEADER_OPTION, NpyDict, data_offset, numpy_spelling
-from ...schemas.constructs.npz import Digest, Member, compress
+from ...schemas.constructs.npz import Member
 from .sniff import EMBEDDINGS_NPZ, NPY, NPZ
 
 READ_OPTIONS = (MAX_HEADER_OPTION,)  # numpy.load's max_header_size: the longest header read (10,000 characters)
 parse, build = schema_io(NPY.name, schema.npy, READ_OPTIONS)
-header_only = framework.PackedStruct(*schema.npy.subcons[:6])  # magic, version, header: no byte of the array read
+header_only = schema.npy_head  # magic, version, header: no byte of the array read
 
 
 def header_of(array: np.ndarray, version: tuple[int, int] | None = None) -> tuple[tuple[int, int], dict[str, Any]]:
@@ -118,14 +118,9 @@ register(Format(
 
 SUFFIX = ".npy"
 parse_npz, build_npz = schema_io(NPZ.name, npz_schema.npz, READ_OPTIONS)
-ZIP64_LIMIT = (1 << 31) - 1  # zipfile's: a size or offset past it goes to a zip64 field
-COUNT_LIMIT = 0xFFFF  # entries an end record counts; more need the zip64 end record
 UNIX, DOS = 3, 0  # zipfile's host system: what the writer ran on
-# the records' fixed parts and where a local header's CRC-32 lies, from the schema
+# a local header's fixed part and where its CRC-32 lies, from the schema
 LOCAL_FIXED = framework.fixed_size(npz_schema.local_entry, stop="name")
-CENTRAL_FIXED = framework.fixed_size(npz_schema.central_entry, stop="name")
-END_FIXED = framework.fixed_size(npz_schema.end, stop="comment")
-LOCATOR_SIZE = framework.fixed_size(npz_schema.zip64_locator)
 CRC_AT = framework.fixed_size(npz_schema.local_entry, stop="crc32")
 EPOCH = 0x21  # MS-DOS date 1980-01-01: zipfile's default time stamp, which numpy's members get
 MODE = 0o600 << 16  # the Unix mode zipfile gives a member it opens for writing (rw-------)
@@ -143,7 +138,6 @@ class NpzArrays(dict):
         self.compressed = compressed
         self.kept: dict[str, tuple[Any, Any]] = {}  # name -> (local entry, directory entry) as read
         self.end: Any = None  # the end records as read: (zip64_end, zip64_locator, end)
-        self.spans: dict[str, tuple[int, int]] = {}  # name -> bytes its (local entry, directory entry) took
 
 
 def member_name(entry: Any) -> str:
@@ -158,11 +152,6 @@ def _encode_name(name: str) -> tuple[bytes, int]:
         return name.encode("utf-8"), npz_schema.FLAG_UTF8
 
 
-_DATA = [s.name for s in npz_schema.local_entry.subcons].index("data")
-_local_header = framework.PackedStruct(*npz_schema.local_entry.subcons[:_DATA])  # a member's local header
-_local_tail = framework.PackedStruct(*npz_schema.local_entry.subcons[_DATA + 1 :])  # its data descriptor
-
-
 def _fresh_npy(value: Any) -> cs.Container:
     """An array as the .npy numpy.save writes, its header spelt for a member (padded from the member's start,
     not the archive's)."""
@@ -174,26 +163,20 @@ def _fresh_npy(value: Any) -> cs.Container:
 
 
 def _fresh_local(name: str, npy: Any, deflate: bool) -> cs.Container:
-    """A member's local entry as numpy writes it: zip64 extra with both sizes, 1980-01-01, CRC and sizes in
-    the header (zipfile seeks back to write them)."""
-    def write(sink: Any) -> None:
-        framework.build(schema.npy, npy, sink, format=NPY.name)
-
-    if deflate:
-        raw, crc, n = compress(write)
-        size = len(raw)
-    else:
-        digest = Digest()
-        write(digest)
-        raw, crc, n, size = None, digest.crc, digest.n, digest.n
+    """A member's local entry as numpy writes it (zipfile with force_zip64: a zip64 field, version 4.5,
+    1980-01-01): its content; the schema derives the CRC-32, the sizes and the zip64 values."""
     encoded, flags = _encode_name(name + SUFFIX)
-    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, data=[n, size])]
     return cs.Container(
-        signature=None, version_needed=npz_schema.ZIP64_VERSION, flags=flags,
+        version_needed=npz_schema.ZIP64_VERSION, flags=flags,
         compression=npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored,
-        mod_time=0, mod_date=EPOCH, crc32=crc, compressed_size=npz_schema.FULL,
-        uncompressed_size=npz_schema.FULL, name=encoded, extra=extra,
-        data=Member(npy=npy, raw=raw, crc32=crc if deflate else None), descriptor=None)
+        mod_time=0, mod_date=EPOCH, name=encoded, extra=[cs.Container(id=npz_schema.ZIP64_EXTRA, data=None)],
+        data=Member(npy=npy, raw=None, crc32=None))
+
+
+def _fresh_directory_entry() -> cs.Container:
+    """A directory entry's own content as zipfile writes it (the rest is its member's, derived)."""
+    return cs.Container(version_made_by=npz_schema.ZIP64_VERSION, host_system=DOS if sys.platform == "win32" else UNIX,
+                        disk_start=0, internal_attributes=0, external_attributes=MODE, comment=b"")
 
 
 def _sizes(local: Any) -> tuple[int, int, int]:
@@ -205,63 +188,12 @@ def _sizes(local: Any) -> tuple[int, int, int]:
             npz_schema.wide("uncompressed_size")(local))
 
 
-def _entry_size(local: Any) -> int:
-    """The bytes a local entry takes: its header and descriptor as the schema builds them, and the data's size
-    that the header (or descriptor) gives."""
-    header, tail = framework.size_of(_local_header, local)(), framework.size_of(_local_tail, local)()
-    return header + _sizes(local)[1] + tail
-
-
-def _fresh_directory_entry(local: Any, offset: int) -> cs.Container:
-    """The central directory entry zipfile writes for a member: a zip64 field only past its limits."""
-    crc, size, n = _sizes(local)
-    big, far = n > ZIP64_LIMIT or size > ZIP64_LIMIT, offset > ZIP64_LIMIT
-    values = [n, size] * big + [offset] * far
-    extra = [cs.Container(id=npz_schema.ZIP64_EXTRA, data=values)] if values else []
-    version = max(local["version_needed"], npz_schema.ZIP64_VERSION if values else 0)
-    return cs.Container(
-        signature=None, version_made_by=version, host_system=DOS if sys.platform == "win32" else UNIX,
-        version_needed=version, flags=local["flags"], compression=local["compression"],
-        mod_time=local["mod_time"], mod_date=local["mod_date"], crc32=crc,
-        compressed_size=npz_schema.FULL if big else size, uncompressed_size=npz_schema.FULL if big else n,
-        disk_start=0, internal_attributes=0, external_attributes=MODE,
-        local_header_offset=npz_schema.FULL if far else offset, name=local["name"],
-        extra=extra, comment=b"")
-
-
-def _end_records(count: int, directory_size: int, directory_offset: int, comment: bytes) -> tuple[list, list, Any]:
-    """The end records zipfile writes: the zip64 pair only where the counts or offsets need it."""
-    zip64 = count > COUNT_LIMIT or directory_offset > ZIP64_LIMIT or directory_size > ZIP64_LIMIT
-    records: list[Any] = []
-    locator: list[Any] = []
-    if zip64:
-        records.append(cs.Container(
-            signature=None, version_made_by=npz_schema.ZIP64_VERSION,
-            version_needed=npz_schema.ZIP64_VERSION, disk=0, directory_disk=0, entries_on_disk=count,
-            entries=count, directory_size=directory_size, directory_offset=directory_offset, extensible=b""))
-        locator.append(cs.Container(signature=None, end_disk=0, end_offset=directory_offset + directory_size,
-                                    disks=1))
-    end = cs.Container(
-        signature=None, disk=0, directory_disk=0, entries_on_disk=min(count, COUNT_LIMIT),
-        entries=min(count, COUNT_LIMIT), directory_size=min(directory_size, npz_schema.FULL),
-        directory_offset=min(directory_offset, npz_schema.FULL), comment=comment)
-    return records, locator, end
-
-
-def _directory_entry_size(entry: Any) -> int:
-    """The bytes a directory entry takes, as the schema builds it."""
-    return framework.size_of(npz_schema.central_entry, entry)()
-
-
 def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
     out = NpzArrays()
-    members, directory = parsed["members"], parsed["directory"]
-    for i, (local, entry) in enumerate(zip(members, directory, strict=True)):
+    for local, entry in zip(parsed["members"], parsed["directory"], strict=True):
         name = member_name(local)[: -len(SUFFIX)]
         out[name] = local["data"]["npy"]["data"]
         out.kept[name] = (local, entry)
-        at, where = members.offsets, directory.offsets
-        out.spans[name] = (at[i + 1] - at[i], where[i + 1] - where[i])
         out.compressed = local["compression"] == npz_schema.Compression.deflated
     out.end = (parsed["zip64_end"], parsed["zip64_locator"], parsed["end"])
     return out
@@ -270,41 +202,21 @@ def npz_to_model(parsed: Any, **_: Any) -> NpzArrays:
 def npz_from_model(arrays: Any, *, compressed: bool | None = None) -> cs.Container:
     if not isinstance(arrays, Mapping):
         raise BuildError(f"an .npz holds arrays by name; got {type(arrays).__name__}", format=NPZ.name)
-    kept, spans = getattr(arrays, "kept", {}), getattr(arrays, "spans", {})
+    kept = getattr(arrays, "kept", {})
     deflate = compressed if compressed is not None else bool(getattr(arrays, "compressed", False))
+    wanted = npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored
     members, directory = [], []
-    offset = size = 0
     for name, value in arrays.items():
         local, entry = kept.get(name, (None, None))
-        wanted = npz_schema.Compression.deflated if deflate else npz_schema.Compression.stored
-        # (the bytes each entry takes: as read where it is the one read, else as the schema builds it)
-        local_size, entry_size = spans.get(name, (None, None))
         if local is None or local["data"]["npy"]["data"] is not value or (
-                compressed is not None and local["compression"] != wanted):
-            local, entry = _fresh_local(str(name), _fresh_npy(value), deflate), None
-            local_size = None
-        if entry is None or npz_schema.wide("local_header_offset")(entry) != offset:
-            entry, entry_size = _fresh_directory_entry(local, offset), None
+                compressed is not None and local["compression"] != wanted):  # (new or changed: as numpy writes it)
+            local, entry = _fresh_local(str(name), _fresh_npy(value), deflate), _fresh_directory_entry()
         members.append(local)
         directory.append(entry)
-        offset += local_size if local_size is not None else _entry_size(local)
-        size += entry_size if entry_size is not None else _directory_entry_size(entry)
-    old = getattr(arrays, "end", None)
-    records = _end_records(len(members), size, offset, b"" if old is None else bytes(old[2]["comment"]))
-    if old is not None and _same_end(old, records):
-        records = old
-    zip64_end, locator, end = records
+    zip64_end, locator, end = getattr(arrays, "end", None) or (None, None, cs.Container(disk=0, directory_disk=0,
+                                                                                        comment=b""))
     return cs.Container(members=members, directory=directory, zip64_end=zip64_end, zip64_locator=locator,
                         end=end, trailing=b"")
-
-
-def _same_end(old: Any, new: Any) -> bool:
-    """The end records read still say what the new layout needs (counts, directory size and offset)."""
-    keys = ("entries_on_disk", "entries", "directory_size", "directory_offset")
-    if len(old[0]) != len(new[0]) or any(old[2][k] != new[2][k] for k in keys):
-        return False
-    return all(a[k] == b[k] for a, b in zip(old[0], new[0], strict=True) for k in keys) and all(
-        a["end_offset"] == b["end_offset"] for a, b in zip(old[1], new[1], strict=True))
 
 
 def npz_inspect(parsed: Any) -> dict[str, Any]:
@@ -313,84 +225,28 @@ def npz_inspect(parsed: Any) -> dict[str, Any]:
                          **_summary(m["data"]["npy"])} for m in parsed["members"]]}
 
 
-_HEAD = 1 << 16  # bytes of a member taken for its .npy header (numpy.load refuses headers past 10,000 characters
-# unless max_header_size says otherwise)
-
-
 def npz_inspect_head(buf: Any, complete: bool = True, **options: Any) -> dict[str, Any] | None:
-    """:func:`npz_inspect` from the end records, the central directory and each member's ``.npy`` header
-    (a deflated member's first kilobytes inflated): no array read, in time linear in the member count, as
-    ``zipfile`` opens an archive. None for the first bytes of a compressed file (the end is what it needs)."""
+    """:func:`npz_inspect` from the archive's end, as ``zipfile`` opens it: the schema's ``head`` (the end
+    records, the directory, each member's local header and ``.npy`` header, a deflated member inflated as far
+    as its header): no array read, in time linear in the member count. None for the first bytes of a
+    compressed file (the end is what it needs), or where the end records disagree with where they lie (the
+    full parse says how)."""
     if not complete:
         return None
-    view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
-    size = len(view)
-    tail = max(0, size - (END_FIXED + 0xFFFF))  # the end record and an archive comment of at most 65535 bytes
-    at = bytes(view[tail:]).rfind(npz_schema.END_MAGIC)
-    if at < 0:
-        raise FormatError("no end of central directory record (PK\\x05\\x06) in the last 65557 bytes",
-                          format=NPZ.name, path="end", offset=size)
-    end_at = tail + at
-    end = _parse_at(npz_schema.end, view, end_at, "end")
-    count, offset, length, ends = end["entries"], end["directory_offset"], end["directory_size"], end_at
-    if COUNT_LIMIT in (count, end["entries_on_disk"]) or npz_schema.FULL in (offset, length):
-        locator = _parse_at(npz_schema.zip64_locator, view, end_at - LOCATOR_SIZE, "zip64_locator[0]")
-        ends = locator["end_offset"]
-        record = _parse_at(npz_schema.zip64_end, view, ends, "zip64_end[0]")
-        count, offset, length = record["entries"], record["directory_offset"], record["directory_size"]
-    if offset + length != ends:  # (the end records disagree with where they are: the full parse says how)
+    head = framework.parse(npz_schema.head, buf, format=NPZ.name, **_options(options))
+    if head["members"] is None:
         return None
-    if count * CENTRAL_FIXED > size - offset:  # (each entry takes at least that: checked before any is read)
-        raise FormatError(f"{count} directory entries cannot fit in the {max(0, size - offset)} bytes from byte "
-                          f"{offset}", format=NPZ.name, path="directory", offset=offset)
-    head = _HEAD + 4 * (options.get(MAX_HEADER_OPTION) or 0)  # (a header as long as the option lets it be)
     members = []
-    for i in range(count):
-        entry = _parse_at(npz_schema.central_entry, view, offset, f"directory[{i}]")
-        local_at = npz_schema.wide("local_header_offset")(entry)
-        if local_at is None or local_at + LOCAL_FIXED > size:
-            raise FormatError("the local header is past the end of the archive", format=NPZ.name,
-                              path=f"directory[{i}].local_header_offset", offset=offset)
-        offset += _directory_entry_size(entry)
-        local = _parse_at(_local_header, view, local_at, f"members[{i}]")
-        start = local_at + LOCAL_FIXED + local["name_length"] + local["extra_length"]  # (its data)
-        stored = npz_schema.wide("compressed_size")(entry) or 0
-        data = view[start : start + min(stored, head)]
-        if entry["compression"] == npz_schema.Compression.deflated:
-            try:
-                data = zlib.decompressobj(-15).decompress(data, head)
-            except zlib.error as e:
-                raise FormatError(f"the deflated member does not inflate: {e}", format=NPZ.name,
-                                  path=f"members[{i}].data", offset=start) from None
-        try:
-            npy = framework.parse(header_only, data, format=NPZ.name, **_options(options))
-        except FormatError as e:
-            if len(data) == head:  # (a header longer than the bytes taken: the full parse tells)
-                return None
-            e.format, e.offset = NPZ.name, start if e.offset is None else start + e.offset
-            raise e.located(prefix=f"members[{i}].data.npy") from None
+    for i, (entry, local) in enumerate(zip(head["directory"], head["members"], strict=True)):
+        npy, start = local["data"]["npy"], local["data"]["start"]
         summary = _summary(npy)
         inner = data_offset(npy["major"], npy["header"].raw)  # (the array, in the member's .npy)
-        in_place = entry["compression"] == npz_schema.Compression.stored
+        in_place = local["compression"] == npz_schema.Compression.stored
         _check_room(npy, summary, (npz_schema.wide("uncompressed_size")(entry) or 0) - inner, NPZ.name,
                     f"members[{i}].data.npy.data", start + inner if in_place else start,
                     "" if in_place else f"at byte {inner} of the inflated member: ")
-        members.append({"name": member_name(entry), "compression": entry["compression"].name, **summary})
-    if offset != ends:  # (entries miscounted: the full parse says how)
-        return None
+        members.append({"name": member_name(entry), "compression": local["compression"].name, **summary})
     return {"arrays": len(members), "members": members}
-
-
-def _parse_at(construct: Any, view: memoryview, at: int, path: str) -> Any:
-    """One record of the archive's schema parsed at byte ``at``; an error located in the whole archive."""
-    if not 0 <= at <= len(view):
-        raise FormatError(f"an offset past the end of the archive ({at} of {len(view)} bytes)", format=NPZ.name,
-                          path=path, offset=min(max(at, 0), len(view)))
-    try:
-        return framework.parse(construct, view[at:], format=NPZ.name)
-    except FormatError as e:
-        e.offset = at if e.offset is None else at + e.offset
-        raise e.located(prefix=path) from None
 
 
 def npz_check(parsed: Any) -> list[str]:

@@ -9,7 +9,9 @@ EMBEDDINGS_FIRST = b"words.npy"  # an embeddings .npz: the words (a unicode arra
 
 
 def sniff_npy(head: bytes) -> bool:
-    return head[:6] == NPY_MAGIC and tuple(head[6:8]) in NPY_VERSIONS
+    """The magic, then a version (major, minor) numpy reads."""
+    at = len(NPY_MAGIC)
+    return head[:at] == NPY_MAGIC and tuple(head[at : at + 2]) in NPY_VERSIONS
 
 
 def npz_member(head: bytes) -> bool:
@@ -22,7 +24,8 @@ def embeddings_npz(head: bytes) -> bool:
     return zip_first_member(head) == EMBEDDINGS_FIRST
 
 
-NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)")
+NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)",
+              fast="wvformats.families.numpy.fast:fast_read")
 EMBEDDINGS_NPZ = Sniffer("npz-embeddings", (".npz",), embeddings_npz, priority=0)  # (before npz: a kind of it)
 NPZ = Sniffer("npz", (".npz",), npz_member, priority=1, lookups="arrays by name (inspect)")
 FORMATS = (NPY, EMBEDDINGS_NPZ, NPZ)

@@ -13,7 +13,7 @@ from ...errors import BuildError, FormatError
 from ...registry import Format, register, schema_io
 from ...schemas import safetensors as schema
 from . import shards
-from .model import SafeTensors
+from .model import SafeTensors, from_parsed, problems
 from .sniff import SAFETENSORS, SHARDED
 
 NAME = SAFETENSORS.name
@@ -23,23 +23,8 @@ header_only = cs.Struct("header" / schema.safetensors.header.subcon, "data_start
 _DATA = schema.safetensors.data.subcon  # (the Tensors, without its doc): their layout checked, unread
 
 
-def problems(header: Any) -> list[str]:
-    """What safetensors refuses in a header that parses: ``__metadata__`` that is not an object of strings.
-    (It takes keys of its own in a tensor's entry, and so does this.)"""
-    meta = header.get(schema.METADATA)
-    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
-        return [f"header.{schema.METADATA} at byte 8: safetensors wants an object of strings"]
-    return []
-
-
 def to_model(parsed: Any, **_: Any) -> SafeTensors:
-    header = parsed["header"]
-    names = [n for n in header if n != schema.METADATA]
-    meta = header.get(schema.METADATA)
-    model = SafeTensors({n: parsed["data"][n] for n in names}, meta if isinstance(meta, dict) else None,
-                        {n: header[n]["dtype"] for n in names}, {n: header[n]["shape"] for n in names}, header)
-    model.problems = problems(header)
-    return model
+    return from_parsed(parsed)
 
 
 def _unchanged(model: SafeTensors) -> bool:

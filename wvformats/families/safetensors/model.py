@@ -3,22 +3,38 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from ... import framework
 from ...errors import BuildError
-from ...schemas.safetensors import DTYPES, METADATA, tensors
+from ...schemas.identity import SAFETENSORS_METADATA as METADATA
 
 NAME = "safetensors"
+SCHEMA = "wvformats.schemas.safetensors:safetensors"  # (read through its cached plan: construct not imported)
 
-# numpy dtype -> safetensors code, for arrays given without a code
-CODES = {np.dtype(dt).newbyteorder("<") if np.dtype(dt).itemsize > 1 else np.dtype(dt): code
-         for code, dt in DTYPES.items() if isinstance(dt, str) and code not in ("BF16",) and
-         not code.startswith("F8")}
-# the writer's order: by dtype (the enum's order, last first), then by name
-RANK = {code: i for i, code in enumerate(DTYPES)}
+
+def _schema() -> Any:
+    from ...schemas import safetensors
+
+    return safetensors
+
+
+@functools.cache
+def _codes() -> dict[np.dtype, str]:
+    """numpy dtype -> safetensors code, for arrays given without a code."""
+    return {np.dtype(dt).newbyteorder("<") if np.dtype(dt).itemsize > 1 else np.dtype(dt): code
+            for code, dt in _schema().DTYPES.items() if isinstance(dt, str) and code not in ("BF16",) and
+            not code.startswith("F8")}
+
+
+@functools.cache
+def _rank() -> dict[str, int]:
+    """The writer's order: by dtype (the enum's order, last first), then by name."""
+    return {code: i for i, code in enumerate(_schema().DTYPES)}
 
 
 def _float8(exp_bits: int, bias: int, kind: str) -> np.ndarray:
@@ -42,21 +58,26 @@ def _float8(exp_bits: int, bias: int, kind: str) -> np.ndarray:
 
 
 FLOAT4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float32)
-TABLES = {
-    "F8_E5M2": _float8(5, 15, "ieee"),
-    "F8_E4M3": _float8(4, 7, "fn"),
-    "F8_E4M3FNUZ": _float8(4, 8, "fnuz"),
-    "F8_E5M2FNUZ": _float8(5, 16, "fnuz"),
-    "F8_E8M0": np.where(np.arange(256) == 255, np.nan, np.exp2(np.arange(256.0) - 127)).astype(np.float32),
-}
+
+
+@functools.cache
+def _tables() -> dict[str, np.ndarray]:
+    """The float32 values of each float8 type's 256 codes (made when first decoded, not when a file is read)."""
+    return {
+        "F8_E5M2": _float8(5, 15, "ieee"),
+        "F8_E4M3": _float8(4, 7, "fn"),
+        "F8_E4M3FNUZ": _float8(4, 8, "fnuz"),
+        "F8_E5M2FNUZ": _float8(5, 16, "fnuz"),
+        "F8_E8M0": np.where(np.arange(256) == 255, np.nan, np.exp2(np.arange(256.0) - 127)).astype(np.float32),
+    }
 
 
 def to_float32(raw: np.ndarray, code: str, shape: tuple[int, ...]) -> np.ndarray:
     """The values of a tensor stored as ``code`` (its raw array as read) as float32, in ``shape``."""
     if code == "BF16":
         return (np.asarray(raw, "<u2").astype("<u4") << 16).view("<f4").reshape(shape)
-    if code in TABLES:
-        return TABLES[code][raw].reshape(shape)
+    if code in _tables():
+        return _tables()[code][raw].reshape(shape)
     if code == "F4":
         nibbles = np.stack([raw & 0x0F, raw >> 4], axis=-1)  # the first value in the low nibble
         return FLOAT4[nibbles].reshape(shape)
@@ -110,7 +131,7 @@ class SafeTensors(Mapping):
     def to_numpy(self, name: str, dtype: Any = np.float32) -> np.ndarray:
         """The tensor's values as ``dtype`` (BF16, float8 and float4 decoded through float32)."""
         code = self.dtypes[name]
-        if isinstance(DTYPES[code], str) and code != "BF16" and not code.startswith("F8"):
+        if isinstance(_schema().DTYPES[code], str) and code != "BF16" and not code.startswith("F8"):
             return np.asarray(self.arrays[name]).astype(dtype)
         return to_float32(self.arrays[name], code, self.shapes[name]).astype(dtype, copy=False)
 
@@ -128,18 +149,18 @@ class SafeTensors(Mapping):
                 raise BuildError(f"__metadata__ holds strings only; {bad[0]!r} is not", format=NAME,
                                  path=f"header.{METADATA}")
             header[METADATA] = dict(self.metadata)
-        for name in sorted(self.arrays, key=lambda n: (-RANK[self.dtypes[n]], n)):
+        for name in sorted(self.arrays, key=lambda n: (-_rank()[self.dtypes[n]], n)):
             if name == METADATA:
                 raise BuildError(f"a tensor cannot be named {METADATA}", format=NAME, path="header")
             header[name] = {"dtype": self.dtypes[name], "shape": list(self.shapes[name])}
-        return tensors.laid_out(header)  # (the data_offsets: the schema's)
+        return _schema().tensors.laid_out(header)  # (the data_offsets: the schema's)
 
 
 def _shape(name: str, code: str, array: Any) -> tuple[int, ...]:
     """The header's shape of an array given as stored: its own, but for a packed sub-byte code (float4,
     float6), whose last dimension counts bytes where the header counts values."""
     shape = np.shape(array)
-    bits = DTYPES.get(code)
+    bits = _schema().DTYPES.get(code)
     if not isinstance(bits, int):
         return shape
     if not shape or shape[-1] * 8 % bits:
@@ -150,8 +171,36 @@ def _shape(name: str, code: str, array: Any) -> tuple[int, ...]:
 
 def _code(name: str, array: Any) -> str:
     dt = np.asarray(array).dtype
-    code = CODES.get(dt.newbyteorder("<") if dt.itemsize > 1 else dt)
+    code = _codes().get(dt.newbyteorder("<") if dt.itemsize > 1 else dt)
     if code is None:
         raise BuildError(f"tensor {name!r}: numpy {dt} has no safetensors dtype (give its code in dtypes=)",
                          format=NAME, path=f"data.{name}")
     return code
+
+
+def problems(header: Any) -> list[str]:
+    """What safetensors refuses in a header that parses: ``__metadata__`` that is not an object of strings.
+    (It takes keys of its own in a tensor's entry, and so does this.)"""
+    meta = header.get(METADATA)
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        return [f"header.{METADATA} at byte 8: safetensors wants an object of strings"]
+    return []
+
+
+def from_parsed(parsed: Any) -> SafeTensors:
+    """The model of a parsed file (the schema's fields: ``header``, ``data``)."""
+    header = parsed["header"]
+    names = [n for n in header if n != METADATA]
+    meta = header.get(METADATA)
+    model = SafeTensors({n: parsed["data"][n] for n in names}, meta if isinstance(meta, dict) else None,
+                        {n: header[n]["dtype"] for n in names}, {n: header[n]["shape"] for n in names}, header)
+    model.problems = problems(header)
+    return model
+
+
+def fast_read(buffer: Any) -> SafeTensors | None:
+    """The file read through the schema's cached plan (no construct imported); None where the plan does not
+    read it (the codec's parse then says why)."""
+    plan = framework.cached_plan(SCHEMA)
+    parsed = framework.run_plan(plan, buffer) if plan is not None else None
+    return from_parsed(parsed) if parsed is not None else None

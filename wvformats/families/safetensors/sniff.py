@@ -5,22 +5,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...framework import scalar, scalar_size
 from ...registry import Sniffer
-from ...schemas.identity import SAFETENSORS_HEADER_LIMIT, SAFETENSORS_HEADER_START
+from ...schemas.identity import SAFETENSORS_HEADER_LENGTH, SAFETENSORS_HEADER_LIMIT, SAFETENSORS_HEADER_START
 
 
 def sniff_safetensors(head: bytes) -> bool:
     """A u64 header length within safetensors' limit, then a JSON object (after any spaces) that is a tensor
     table (its first key a quoted name, or ``{}``), and, where the head holds all of it, ending in ``}``
     before its padding."""
-    n = int.from_bytes(head[:8], "little")
-    text = head[8:8 + n].lstrip(b" \t\r\n")  # (the library takes spaces before the object)
-    if len(head) < 10 or not 2 <= n <= SAFETENSORS_HEADER_LIMIT or text[:1] != SAFETENSORS_HEADER_START:
+    n, at = scalar(SAFETENSORS_HEADER_LENGTH, head), scalar_size(SAFETENSORS_HEADER_LENGTH)
+    if n is None or len(head) < at + 2 or not 2 <= n <= SAFETENSORS_HEADER_LIMIT:
+        return False
+    text = head[at:at + n].lstrip(b" \t\r\n")  # (the library takes spaces before the object)
+    if text[:1] != SAFETENSORS_HEADER_START:
         return False
     text = text[1:].lstrip(b" \t\r\n")
     if not text.startswith((b'"', b"}")):
         return False
-    return len(head) < 8 + n or text.rstrip(b" \t\r\n").endswith(b"}")
+    return len(head) < at + n or text.rstrip(b" \t\r\n").endswith(b"}")
 
 
 INDEX_SUFFIX = ".safetensors.index.json"  # a sharded checkpoint's index, as transformers and huggingface_hub name it
@@ -58,7 +61,7 @@ def sniff_sharded(path: Path) -> bool:
 
 SHARDED_NAME = "safetensors-sharded"
 SAFETENSORS = Sniffer("safetensors", (".safetensors",), sniff_safetensors, priority=10,
-                      lookups="tensors (inspect, dump)")
+                      lookups="tensors (inspect, dump)", fast="wvformats.families.safetensors.model:fast_read")
 SHARDED = Sniffer(SHARDED_NAME, (".json",), sniff_sharded, priority=20, is_directory=True, entry=index_of,
                   lookups="tensors by name across the shards (inspect, dump of the index)")
 FORMATS = (SAFETENSORS, SHARDED)

@@ -8,31 +8,33 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
+from ...framework import parse
 from ...schemas.sentencepiece import (
     CHARSMAP_TRIE_UNIT,
+    precompiled_charsmap,
+    precompiled_charsmap_head,
 )
+
+PATH = "normalizer_spec.precompiled_charsmap"  # where the blob lies in the model, for errors
 
 
 class CharsMap:
-    """A NormalizerSpec's ``precompiled_charsmap``, decoded: ``<trie size: u32 LE> <darts-clone
-    double-array units: u32 LE each> <replacement strings, each ending in NUL>``.
+    """A NormalizerSpec's ``precompiled_charsmap``, decoded as the schema declares it
+    (``schemas.sentencepiece.precompiled_charsmap``): the trie's size, its darts-clone double-array units,
+    the replacement strings.
 
     ``mapping()`` walks the double array (vectorised, one trie level at a time) and returns every source
     sequence with the string that replaces it, as sentencepiece's normalizer applies them (longest match).
     """
 
     def __init__(self, blob: bytes) -> None:
-        if len(blob) < 4:
-            raise FormatError("precompiled_charsmap is shorter than its 4-byte trie size",
-                              format="sentencepiece", path="normalizer_spec.precompiled_charsmap", offset=0)
-        size = int.from_bytes(blob[:4], "little")
-        if size % 4 or size > len(blob) - 4:
-            raise FormatError(f"trie size {size} does not fit the {len(blob) - 4} bytes that follow (or is not "
-                              "whole units)", format="sentencepiece",
-                              path="normalizer_spec.precompiled_charsmap.trie_size", offset=0)
-        self.trie_size = size
-        self.units = np.frombuffer(blob, "<u4", size // 4, 4)
-        self.normalized = bytes(blob[4 + size :])
+        try:
+            parsed = parse(precompiled_charsmap, blob, format="sentencepiece")
+        except FormatError as e:  # (its offsets are within the blob)
+            raise e.located(prefix=PATH) from None
+        self.trie_size = int(parsed.trie_size)
+        self.units = parsed.trie
+        self.normalized = bytes(parsed.normalized)
 
     @property
     def replacements(self) -> list[str]:
@@ -68,13 +70,13 @@ class CharsMap:
             reached += int(counts.sum())
             if reached > most:  # checked before the level is made
                 raise FormatError(f"the trie of {n} units expands into more than {most} keys (a cycle)",
-                                  format="sentencepiece", path="normalizer_spec.precompiled_charsmap")
+                                  format="sentencepiece", path=PATH)
             fi = np.repeat(np.arange(len(frontier)), counts)
             child = j[lo[fi] + np.arange(len(fi)) - np.repeat(np.cumsum(counts) - counts, counts)]
             nxt = child ^ offset[child]
             if nxt.size and int(nxt.max()) >= n:  # a corrupt trie: its units point outside it
                 raise FormatError(f"the trie points at unit {int(nxt.max())} of {n}", format="sentencepiece",
-                                  path="normalizer_spec.precompiled_charsmap")
+                                  path=PATH)
             keys = [keys[f] + bytes((c,)) for f, c in zip(fi.tolist(), label[child].tolist(), strict=True)]
             for k, at in zip(keys, np.where(leaf[child] == 1, value[nxt], -1).tolist(), strict=True):
                 if at >= 0:
@@ -95,7 +97,7 @@ def charsmap_problem(blob: bytes) -> str | None:
     """What sentencepiece's normalizer refuses in a non-empty precompiled charsmap (normalizer.cc), or None."""
     if len(blob) <= 4:
         return f"{len(blob)} bytes (sentencepiece: Blob for normalization rule is broken)"
-    size = int.from_bytes(blob[:4], "little")
+    size = parse(precompiled_charsmap_head, blob, format="sentencepiece").trie_size
     if size >= len(blob) - 4:
         return f"a trie of {size} bytes in {len(blob)} (sentencepiece: Trie data size exceeds the input blob size)"
     if size < CHARSMAP_TRIE_UNIT or size % CHARSMAP_TRIE_UNIT:

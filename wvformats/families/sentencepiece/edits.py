@@ -1,27 +1,30 @@
 """Edits of a SentencePiece model: each returns a new model in which every field not touched keeps its exact
-bytes."""
+bytes. The fields written are the schema's (their numbers and tags from its declarations)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...framework.protobuf import message_fields
-from ...framework.protowire import LEN, LazyMessage, encode_varint
+from ...framework.protobuf import encode_message, message_fields, occurrences, wire_field
+from ...framework.protowire import LazyMessage, build_fields
 from ...schemas.sentencepiece import (
     PIECE_TYPES,
+    ModelProto,
+    NormalizerSpec,
     PieceType,
-    SentencePiece,
 )
 from .model import SentencePieceModel, parse_model_fields
 
+PIECES = ModelProto.named("pieces")
+NORMALIZER = ModelProto.named("normalizer_spec")
 
-def _piece_message(piece: str, score: float, type_id: int) -> bytes:
-    from ...framework.protobuf import encode_message
 
+def _piece(piece: str, score: float, type_id: int) -> dict[str, Any]:
+    """A SentencePiece message's values."""
     values: dict[str, Any] = {"piece": piece, "score": score}
     if type_id != PieceType.NORMAL:  # the default: sentencepiece omits it
         values["type"] = type_id
-    return encode_message(SentencePiece, values)
+    return values
 
 
 _TYPE_IDS = {v: k for k, v in PIECE_TYPES.items()}
@@ -31,20 +34,16 @@ def _edited(model: SentencePieceModel, fields: list[Any]) -> SentencePieceModel:
     return SentencePieceModel(fields, model.generation)
 
 
-def _piece_positions(model: SentencePieceModel) -> list[int]:
-    return [i for i, f in enumerate(model.fields) if f["number"] == 1 and f["wire_type"] == LEN]
-
-
 def _record(piece: str, score: float, type_id: int) -> bytes:
-    body = _piece_message(piece, score, type_id)
-    return b"\x0a" + encode_varint(len(body)) + body
+    """A pieces field of ModelProto, encoded."""
+    return encode_message(ModelProto, {"pieces": [_piece(piece, score, type_id)]})
 
 
 def _splice(model: SentencePieceModel, first: int, stop: int, records: bytes) -> SentencePieceModel | None:
     """Pieces ``first:stop`` replaced by ``records`` (encoded piece fields) in the file's bytes, when the
     model's pieces are all in its leading run; None otherwise (the caller edits the field list)."""
     msg = model._msg
-    if not isinstance(msg, LazyMessage) or any(f["number"] == 1 for f in msg.rest):
+    if not isinstance(msg, LazyMessage) or any(f["number"] == PIECES.number for f in msg.rest):
         return None
     bounds = [*msg.starts[[first, stop]].tolist()] if stop < len(msg.starts) else (
         [int(msg.starts[first]) if first < len(msg.starts) else msg.run_end, msg.run_end])
@@ -61,10 +60,8 @@ def set_piece(model: SentencePieceModel, index: int, *, piece: str | None = None
     spliced = _splice(model, index, index + 1, _record(*args))
     if spliced is not None:
         return spliced
-    pos = _piece_positions(model)[index]
-    data = _piece_message(*args)
     fields = list(model.fields)
-    fields[pos] = dict(number=1, wire_type=LEN, value=data)
+    fields[occurrences(fields, PIECES)[index]] = wire_field(ModelProto, "pieces", _piece(*args))
     return _edited(model, fields)
 
 
@@ -76,10 +73,10 @@ def add_piece(model: SentencePieceModel, piece: str, score: float = 0.0, type: s
     spliced = _splice(model, len(model), len(model), _record(piece, score, _TYPE_IDS[str(type)]))
     if spliced is not None:
         return spliced
-    positions = _piece_positions(model)
-    at = positions[-1] + 1 if positions else 0
     fields = list(model.fields)
-    fields.insert(at, dict(number=1, wire_type=LEN, value=_piece_message(piece, score, _TYPE_IDS[str(type)])))
+    positions = occurrences(fields, PIECES)
+    at = positions[-1] + 1 if positions else 0
+    fields.insert(at, wire_field(ModelProto, "pieces", _piece(piece, score, _TYPE_IDS[str(type)])))
     return _edited(model, fields)
 
 
@@ -90,29 +87,22 @@ def remove_piece(model: SentencePieceModel, index: int) -> SentencePieceModel:
     if spliced is not None:
         return spliced
     fields = list(model.fields)
-    del fields[_piece_positions(model)[index]]
+    del fields[occurrences(fields, PIECES)[index]]
     return _edited(model, fields)
 
 
 def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceModel:
     """A copy with NormalizerSpec fields set (``add_dummy_prefix=False``, ...); other bytes unchanged."""
-    from ...framework.protowire import build_fields
-    from ...schemas.sentencepiece import NormalizerSpec
-
     fields = list(model.fields)
-    where = [i for i, f in enumerate(fields) if f["number"] == 3 and f["wire_type"] == LEN]
+    where = occurrences(fields, NORMALIZER)
     sub: list[Any] = []
     if where:
-        sub = message_fields(fields[where[-1]]["value"], "normalizer_spec", "sentencepiece")
+        sub = message_fields(fields[where[-1]]["value"], NORMALIZER.name, "sentencepiece")
     for name, value in flags.items():
-        spec = next((f for f in NormalizerSpec.fields if f.name == name), None)
-        if spec is None:
-            raise ValueError(f"NormalizerSpec has no field {name!r}")
-        if spec.type == "bool":
-            new = dict(number=spec.number, wire_type=0, value=int(bool(value)))
-        else:
-            raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
-            new = dict(number=spec.number, wire_type=LEN, value=raw)
+        spec = NormalizerSpec.named(name)
+        if spec.type != "bool" and not isinstance(value, bytes):
+            value = str(value).encode("utf-8")
+        new = wire_field(NormalizerSpec, name, value)
         same = [i for i, f in enumerate(sub) if f["number"] == spec.number]
         if same:
             sub[same[-1]] = new
@@ -121,7 +111,7 @@ def set_normalizer(model: SentencePieceModel, **flags: Any) -> SentencePieceMode
             sub.sort(key=lambda f: f["number"])  # a new field goes where protobuf would write it
     out = bytearray()
     build_fields(sub, out)
-    entry = dict(number=3, wire_type=LEN, value=bytes(out))
+    entry = wire_field(ModelProto, NORMALIZER.name, bytes(out))
     if where:
         fields[where[-1]] = entry
     else:

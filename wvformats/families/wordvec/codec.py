@@ -47,13 +47,15 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, encoding: str | None = No
     if np.dtype(dtype) != vectors.dtype:
         vectors = vectors.astype(dtype)
     words = rec["words"]
+    repeats = rec.get("_duplicates")  # (counted over the words' bytes by the table's kernel)
     if (encoding := word_encoding(encoding)) is not None:
         def fail(i: int, e: UnicodeDecodeError) -> FormatError:
             return FormatError(f"word {i} is not {encoding} ({e.reason}): read with unicode_errors='replace' or "
                                "'ignore'", path=f"records[{i}].word")
 
         words = decoded_all(words, encoding, unicode_errors or "strict", fail)
-    emb = Embeddings(words, vectors)
+        repeats = None  # (other bytes may decode to equal words: counted again)
+    emb = Embeddings(words, vectors, duplicates=repeats)
     emb.encoding = encoding
     emb.warn_duplicates()
     return emb

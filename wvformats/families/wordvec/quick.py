@@ -11,32 +11,29 @@ from __future__ import annotations
 
 import math
 import re
-import struct
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from ...schemas.constructs.wordvec_lines import MAX_DIM, STYLE_ROWS, content
+from ...schemas.identity import WORDVEC_HEADER, WORDVEC_HEADER_MOST
 
 SAMPLE_ROWS = 1000  # records a quick inspect reads (for the number style and a GloVe file's estimated count)
 FIRST_WORDS = 10  # of which it shows
 # the numbers of a line from its first space on, " v1 v2 ... vD", in spellings every text parser of the codec
 # reads alike (the sniffers accept a few more, which the codec then reads or refuses)
 _NUMBERS = re.compile(rb"(?: [-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))*")
-_F32 = struct.Struct("<f")
 
 
 def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dict[str, Any] | None:
     """The quick summary of a whole (uncompressed) text file in ``buf``: word2vec text when ``header``, else
     GloVe; None when the sample holds anything the schema would read differently or refuse."""
     size, pos, count, dim = len(buf), 0, None, None
-    if header:
-        nl = buf.find(b"\n", 0, 256)
-        parts = bytes(buf[: nl + 1]).split() if nl >= 0 else []
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if header:  # the header line as the sniffer reads it, within the bytes the schema's HeaderLine looks at
+        found = WORDVEC_HEADER.read(bytes(buf[:WORDVEC_HEADER_MOST]))
+        if found is None or found[0]["dim"] > MAX_DIM:
             return None
-        count, dim, pos = int(parts[0]), int(parts[1]), nl + 1
-        if dim > MAX_DIM:
-            return None
+        count, dim, pos = found[0]["count"], found[0]["dim"], found[1]
     want = SAMPLE_ROWS if count is None else min(count, SAMPLE_ROWS)
     words: list[bytes] = []
     numbers: list[bytes] = []
@@ -83,11 +80,9 @@ def summary(buf: Any, *, header: bool, unicode_errors: str | None = None) -> dic
 
 
 def f32(x: float) -> float:
-    """``x`` rounded to float32 (as numpy's text parser rounds: the number read as a double, then cast)."""
-    try:
-        return _F32.unpack(_F32.pack(x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
+    """``x`` rounded to float32 (as numpy's text parser rounds: the number read as a double, then cast; past
+    the largest float32, infinity)."""
+    return array("f", (x,))[0]
 
 
 def _roundtrips(s: str, v: float) -> bool:
