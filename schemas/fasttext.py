@@ -16,12 +16,11 @@ from construct import (
     Int8ul,
     Int32sl,
     Int64sl,
-    Peek,
     Struct,
     Terminated,
     this,
 )
-from wvformats.schemas.constructs.fasttext import EntryTable
+from wvformats.schemas.constructs.fasttext import EntryTable, Head
 from wvformats.schemas.identity import FASTTEXT_MAGIC as MAGIC
 from wvformats.schemas.identity import FASTTEXT_VERSIONS
 
@@ -114,7 +113,7 @@ quant_matrix = Struct(
 )
 
 fasttext = Struct(
-    "head" / Peek(Int32sl) * "(not consumed) the first i32: the magic in current releases, dim in older ones",
+    "head" / Head(MAGIC) * "(not consumed) the first i32: the magic in current releases, dim in older ones",
     "new_format" / Computed(this.head == MAGIC) * "(not stored) the file starts with the magic",
     "magic" / If(this.new_format, Const(MAGIC, Int32sl)) * "793712314, in current releases only",
     "version" / If(this.new_format, Int32sl) * "format version (12 today), after the magic",

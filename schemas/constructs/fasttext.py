@@ -101,12 +101,14 @@ class EntryTable(Checked):
         raise cs.SizeofError(path=path)
 
     def strategy(self, context: Any) -> Any:
-        """``count`` entries: words without a NUL (which would end them), any i64 counts and i8 types."""
+        """``count`` entries: words without a NUL (which would end them), text or any bytes (those that are no
+        UTF-8 as fastText's words hold them: surrogate escapes), any i64 counts and i8 types."""
         from hypothesis import strategies as st
         from hypothesis.extra import numpy as hnp
 
         count = int(evaluate(self.count, context))
-        words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=6)
+        words = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=6) \
+            | st.binary(max_size=8).filter(lambda b: b"\0" not in b).map(lambda b: b.decode("utf-8", "surrogateescape"))
         return st.builds(cs.Container, words=st.lists(words, min_size=count, max_size=count),
                          counts=hnp.arrays("<i8", count), types=hnp.arrays("i1", count))
 
@@ -183,3 +185,18 @@ def _chain(z: np.ndarray, pos: int, hi: int, most: int) -> tuple[np.ndarray, np.
 
 def _has_surrogate(word: str) -> bool:
     return not word.isascii() and any("\udc80" <= c <= "\udcff" for c in word)
+
+
+class Head(cs.Peek):
+    """The first i32, peeked (not consumed): the magic of a current release's file, the args' ``dim`` of an
+    older one's. Drawn as the magic or None (an older file: what is peeked is the ``dim`` drawn after it)."""
+
+    def __init__(self, magic: int) -> None:
+        super().__init__(cs.Int32sl)
+        self.magic = magic
+
+    def strategy(self, context: Any) -> Any:
+        from hypothesis import strategies as st
+
+        return st.sampled_from([self.magic, None])
+

@@ -296,18 +296,24 @@ class _BinaryRecords(Checked):
         raise cs.SizeofError(path=path)  # (the words' lengths decide)
 
     def strategy(self, context: Any) -> Any:
-        """``count`` words (as :meth:`words` draws them) and a ``count x dim`` float32 matrix (no NaN: a
-        parsed value is compared with the drawn one)."""
+        """``count`` words (as :meth:`words` draws them) and a ``count x dim`` float32 matrix (any values,
+        NaN and infinities included: the bytes are copied)."""
         from hypothesis import strategies as st
         from hypothesis.extra import numpy as hnp
 
         count, dim = int(evaluate(self.count, context)), int(evaluate(self.dim, context))
-        floats = st.floats(width=32, allow_nan=False)
+        floats = st.floats(width=32)
         return st.builds(cs.Container, words=st.lists(self.words(), min_size=count, max_size=count),
                          vectors=hnp.arrays(np.float32, (count, dim), elements=floats),
-                         **{name: st.none() for name in self.layout})
+                         **self.drawn_layout(count))
 
-    layout: tuple[str, ...] = ()  # what a parse keeps of the file's layout (drawn as None: the writer's default)
+    layout: tuple[str, ...] = ()  # what a parse keeps of the file's layout
+
+    def drawn_layout(self, count: int) -> dict[str, Any]:
+        """Strategies of the layout details by name: None, the writer's default."""
+        from hypothesis import strategies as st
+
+        return {name: st.none() for name in self.layout}
 
     def words(self) -> Any:
         """Any text: a length-prefixed word may hold anything."""
@@ -570,6 +576,15 @@ class Word2VecRecords(_BinaryRecords):
 
 
     layout = ("newlines",)
+
+    def drawn_layout(self, count: int) -> dict[str, Any]:
+        """``newlines``: None (none, as gensim writes), or the run of ``\\n`` before each word, one at least
+        (word2vec.c writes one after every vector; a parse of none gives None)."""
+        from hypothesis import strategies as st
+        from hypothesis.extra import numpy as hnp
+
+        runs = hnp.arrays(np.uint32, count, elements=st.integers(0, 2)).filter(lambda a: bool(a.any()))
+        return {"newlines": st.none() | runs if count else st.none()}
 
     def words(self) -> Any:
         """What :func:`word_bytes` writes: no space, no line break, not empty."""

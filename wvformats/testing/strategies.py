@@ -4,7 +4,8 @@ of a schema or format as pytest functions.
 A value is drawn field by field in file order, each in the context of the fields before it, so that counts,
 shapes, lengths, conditions and switches (``this`` expressions or functions) are evaluated as the parser
 will. An integer field that some expression of the schema reads (a count, a dimension, a flag) is drawn
-small; a :class:`~wvformats.framework.Valid` that a draw does not satisfy discards it (``assume``).
+small, from its least valid value, or across its range where its checks allow only a few values (a type code,
+a version); a :class:`~wvformats.framework.Valid` that a draw does not satisfy discards it (``assume``).
 
 Covered: construct's integers, floats, ``Const``, ``Computed``, ``Rebuild`` (and the framework's
 ``Derived``: drawn for the fields after it, None in the value, so that the builder computes it),
@@ -37,6 +38,10 @@ st = require("hypothesis.strategies")
 hnp = require("hypothesis.extra.numpy")
 
 __all__ = ["json_values", "property_tests", "strategy", "tensor_table"]
+
+# a field that expressions read and whose checks allow fewer values than this (a type code, a version, a bool)
+# is drawn across its range; other such fields (counts, sizes) are drawn small
+FEW = 16
 
 
 def referenced_names(schema: cs.Construct) -> set[str]:
@@ -164,6 +169,9 @@ class _Draw:
             return draw(st.text(st.characters(codec=con.encoding), max_size=8))
         if con is cs.Flag:
             return draw(st.booleans())
+        if isinstance(con, framework.Valid):  # (a check under a condition: one in a Struct is taken there)
+            hypothesis.assume(bool(framework.evaluate(con.test, ctx)))
+            return None
         if isinstance(con, (cs.Padded, framework.AlignTo, cs.Peek)) or con is cs.Pass or con is cs.Terminated:
             return None
         return self.framework_value(draw, con, ctx, path)
@@ -219,8 +227,11 @@ class _Draw:
         within, self.within = self.within, None
         if within is not None:  # a Valid's bounds: drawn inside them, not filtered after
             lo, hi = max(lo, within[0] if within[0] is not None else lo), min(hi, within[1] if within[1] is not None else hi)
-        if name in self.counts:  # a count, a size or a flag: small
-            return st.integers(max(lo, 0), max(min(hi, self.small), max(lo, 0)))
+        if name in self.counts:  # a count, a size or a flag: small (from its least valid value)
+            least = max(lo, 0)
+            if within is not None and 0 <= hi - least < FEW:  # a range of a few values its checks declare: all of it
+                return st.integers(least, hi)
+            return st.integers(least, max(min(hi, least + self.small), least))
         return st.integers(lo, hi)
 
     def framework_value(self, draw: Any, con: Any, ctx: Any, path: str) -> Any:
@@ -307,12 +318,13 @@ def _fixed_size(con: cs.Construct) -> bool:
 
 
 def _checks(con: cs.Struct) -> dict[str, list[Any]]:
-    """The tests of a Struct's Valid checks by the field each checks."""
+    """The tests of a Struct's Valid checks by the field each checks (a check under an ``If`` too: where the
+    condition is false, so is the field's)."""
     out: dict[str, list[Any]] = {}
     for sub in con.subcons:
         core = sub
-        while isinstance(core, cs.Renamed):
-            core = core.subcon
+        while isinstance(core, (cs.Renamed, cs.IfThenElse)):
+            core = core.thensubcon if isinstance(core, cs.IfThenElse) else core.subcon
         if isinstance(core, framework.Valid):
             out.setdefault(core.field, []).append(core.test)
     return out

@@ -108,9 +108,6 @@ def test_sniffer_keeps_off_other_formats(tmp_path):
 # -- hypothesis round trips of every part, both construct modes ---------------------------------------------
 
 i32 = st.integers(-(2**31), 2**31 - 1)
-args_st = st.builds(cs.Container, dim=i32, ws=i32, epoch=i32, minCount=i32, neg=i32, wordNgrams=i32, loss=i32,
-                    model=i32, bucket=i32, minn=i32, maxn=i32, lrUpdateRate=i32,
-                    t=st.integers(-(2**63), 2**63 - 1))
 # words as fastText holds them: any bytes but NUL (surrogate escapes for bytes that are not UTF-8)
 word_st = st.binary(max_size=12).filter(lambda b: b"\0" not in b).map(
     lambda b: b.decode("utf-8", "surrogateescape"))
@@ -157,12 +154,6 @@ def quant_matrices(draw):
 
 def dense(m, n):
     return cs.Container(m=m, n=n, data=np.arange(m * n, dtype="<f4").reshape(m, n))
-
-
-@MODES
-@given(a=args_st)
-def test_args_roundtrip(compiled, a):
-    assert len(roundtrip(schema.args, a, format=F, compiled=compiled)) == 56
 
 
 @MODES

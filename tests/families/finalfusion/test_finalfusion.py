@@ -37,27 +37,6 @@ def test_file_roundtrip_hits_every_padding(compiled, words, prefix, dim):
     assert start % 4 == 0 and np.array_equal(np.frombuffer(data[start:], "<f4").reshape(len(words), dim), vectors)
 
 
-@MODES
-@given(words=words_st, q=st.integers(1, 3), sub=st.integers(1, 2), c=st.integers(1, 4), proj=st.booleans(),
-       norms=st.booleans(), pad=st.integers(0, 3))
-def test_quantized_chunk_roundtrip(compiled, words, q, sub, c, proj, norms, pad):
-    n, r = len(words), q * sub
-    rng = np.random.default_rng(n + q + c)
-    body = cs.Container(use_projection=int(proj), use_norms=int(norms), quantized_len=q, reconstructed_len=r,
-                        n_centroids=c, n_embeddings=n, quantized_type=1, reconstructed_type=10, padding=None,
-                        projection=rng.random((r, r), np.float32) if proj else None,
-                        subquantizers=rng.random((q, c, sub), np.float32),
-                        norms=rng.random(n, np.float32) if norms else None,
-                        codes=rng.integers(0, c, (n, q)).astype(np.uint8))
-    obj = cs.Container(magic=b"FiFu", version=0, n_chunks=2, chunk_ids=np.array([1, 4], "<u4"), chunks=[
-        cs.Container(chunk_id=1, name="simple_vocab", body=cs.Container(n_words=n, words=words + [])),
-        cs.Container(chunk_id=4, name="quantized_array", body=body)])
-    obj.chunks[0].body.words = ["p" * pad + w for w in words] if len({("p" * pad + w) for w in words}) == n else words
-    data = roundtrip(schema.finalfusion, obj, format="finalfusion", compiled=compiled)
-    assert_truncations_fail(schema.finalfusion, data, format="finalfusion", compiled=compiled,
-                            step=max(1, len(data) // 50))
-
-
 def test_padding_follows_finalfusion_python_at_each_offset(tmp_path):
     """finalfusion-python writes the NdArray chunk after vocabularies of each length: same bytes as ours."""
     for extra in range(4):

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from roundtrip import MODES, roundtrip
+from roundtrip import MODES
 from wvformats.schemas import gguf as schema
 from wvformats.schemas.constructs.gguf import StringArray
 
@@ -282,51 +280,6 @@ def test_check_reports_what_llama_cpp_refuses():
     kvs = s8("k") + struct.pack("<IB", 7, 1) + s8("k") + struct.pack("<IB", 7, 0)
     assert any("metadata[1].key at byte" in p and "duplicate key k" in p
                for p in problems(tensor_file([], 0, kvs, 2)))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# round trips of the schema in both construct modes
-
-
-scalars = {0: st.integers(0, 255), 1: st.integers(-128, 127), 2: st.integers(0, 65535), 4: st.integers(0, 2**32 - 1),
-           5: st.integers(-(2**31), 2**31 - 1), 7: st.booleans(), 8: st.text(max_size=20),
-           10: st.integers(0, 2**64 - 1), 11: st.integers(-(2**63), 2**63 - 1),
-           6: st.floats(width=32, allow_nan=False).map(np.float32), 12: st.floats(allow_nan=False).map(np.float64)}
-
-
-@st.composite
-def kv(draw):
-    key = draw(st.text(min_size=1, max_size=12))
-    kind = draw(st.sampled_from([*scalars, 9]))
-    if kind != 9:
-        return {"key": key, "value_type": kind, "value": draw(scalars[kind])}
-    element = draw(st.sampled_from([0, 5, 6, 8, 12]))
-    if element == 8:
-        data = draw(st.lists(st.text(max_size=300), max_size=8))
-    else:
-        data = np.array(draw(st.lists(scalars[element], max_size=20)), dtype=schema.VALUE_TYPES[element][1])
-    return {"key": key, "value_type": 9, "value": {"element_type": element, "count": len(data), "data": data}}
-
-
-@MODES
-@given(kvs=st.lists(kv(), max_size=5, unique_by=lambda k: k["key"]), n=st.integers(0, 3),
-       version=st.sampled_from([1, 2, 3]))
-def test_schema_roundtrip(compiled, kvs, n, version, tmp_path_factory):
-    width = "<u4" if version == 1 else "<u8"
-    infos = [{"name": f"t{i}", "n_dims": 2, "dims": np.array([32, i + 1], width), "type": 0, "offset": 512 * i}
-             for i in range(n)]
-    data = np.zeros(512 * n, np.uint8)
-    for i in range(n):
-        data[512 * i : 512 * i + 128 * (i + 1)] = np.full(32 * (i + 1), i, "<f4").view(np.uint8)
-    obj = {"header": {"magic": b"GGUF", "version": version, "n_tensors": n, "n_kv": len(kvs)}, "metadata": kvs,
-           "tensor_infos": infos, "alignment": 32, "has_data": bool(n), "padding": None, "data": data if n else None}
-    raw = roundtrip(schema.gguf, obj, format="gguf", compiled=compiled)
-    if version > 1:  # gguf-py reads versions 2 and 3
-        path = tmp_path_factory.mktemp("rt") / "x.gguf"
-        path.write_bytes(raw)
-        reader = gguf.GGUFReader(path)
-        assert [f for f in reader.fields if not f.startswith("GGUF.")] == [k["key"] for k in kvs]
-        assert [t.name for t in reader.tensors] == [f"t{i}" for i in range(n)]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -68,40 +68,6 @@ def test_tiny_model_written_read_back_byte_exact(tmp_path, dtype):
     assert info["tensors"] == len(model.tensors) and info["tensor_table"][0]["offset"] > 24
 
 
-record = st.tuples(st.sampled_from([(0, 1), (1, 1), (2, 32), (3, 32), (7, 32), (8, 32), (9, 32)]),
-                   st.lists(st.integers(1, 3), min_size=1, max_size=3), st.text(min_size=1, max_size=8))
-
-
-@MODES
-@given(records=st.lists(record, max_size=4), version=st.sampled_from([100, 101]))
-def test_schema_roundtrip_both_versions(compiled, records, version):
-    rng = np.random.default_rng(len(records))
-    recs = []
-    for (type_id, block), dims, key in records:
-        shape = [dims[0] * block, *dims[1:]]
-        dtype = schema.BLOCKS[version][type_id][2]
-        n = int(np.prod(shape)) // block
-        data = np.frombuffer(rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).tobytes(), dtype)
-        recs.append(dict(key=key, data_type=type_id, shape=shape, data=data))
-    obj = dict(header=dict(magic=schema.MAGIC, version=version, n_vocab=1, n_embed=2, n_layer=3, data_type=0),
-               records=recs)
-    data = framework.build(schema.rwkv, obj, format="rwkv", compile=compiled)
-    back = framework.parse(schema.rwkv, data, format="rwkv", compile=compiled)
-    assert [r.key for r in back.records] == [r["key"] for r in recs]
-    assert all(a.data.tobytes() == b["data"].tobytes() for a, b in zip(back.records, recs, strict=True))
-    assert framework.build(schema.rwkv, back, format="rwkv", compile=compiled) == data
-    # records run to the end of the file (there is no count): a prefix ending between records is a model
-    # with fewer tensors (check() reports the missing keys); every other prefix fails
-    ends = {24} | {int(r.offset) + r.data.nbytes for r in back.records}
-    for n in range(0, len(data), max(1, len(data) // 60)):
-        try:
-            got = framework.parse(schema.rwkv, data[:n], format="rwkv", compile=compiled)
-        except FormatError as e:
-            assert e.format == "rwkv"
-            continue
-        assert n in ends and len(got.records) < len(recs)
-
-
 def _edge_blocks(rng):
     x = rng.normal(size=(16, 32)).astype(np.float32)
     x[0] = 0

@@ -3,12 +3,11 @@
 import struct
 import warnings
 
-import construct as cs
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from roundtrip import MODES, assert_truncations_fail, equal, roundtrip
+from roundtrip import MODES, assert_truncations_fail, equal
 from wvformats.schemas import wordvec as schema
 
 import wvformats as wv
@@ -31,32 +30,6 @@ def embeddings(draw, word=spaced_word, finite=False, min_words=0):
     values = st.floats(width=32, allow_nan=False, allow_infinity=False) if finite else f32
     flat = draw(st.lists(values, min_size=n * dim, max_size=n * dim))
     return words, np.array(flat, dtype="<f4").reshape(n, dim)
-
-
-@MODES
-@given(embeddings(word=any_word), st.binary(max_size=3))
-def test_leader_roundtrip(compiled, emb, trailer):
-    words, vectors = emb
-    obj = cs.Container(magic=38941, vocab_size=len(words), dim=vectors.shape[1],
-                       records=cs.Container(words=words, vectors=vectors), trailer=trailer)
-    data = roundtrip(schema.leader, obj, format="leader", compiled=compiled)
-    assert data[:8] == b"\x1d\x98\0\0\0\0\0\0"
-    assert len(data) == 24 + sum(4 + len(w.encode()) + 4 * vectors.shape[1] for w in words) + len(trailer)
-    if not trailer:
-        assert_truncations_fail(schema.leader, data, format="leader", compiled=compiled)
-
-
-@MODES
-@given(embeddings(), st.booleans())
-def test_word2vec_binary_roundtrip_with_and_without_c_newlines(compiled, emb, newline):
-    words, vectors = emb
-    obj = codec._w2v_bin_from((words, vectors), newline=newline)
-    obj.header.raw = f"{len(words)} {vectors.shape[1]}\n".encode()
-    data = roundtrip(schema.word2vec_binary, obj, format="word2vec-binary", compiled=compiled)
-    if newline and words:
-        assert data.endswith(b"\n") and data.count(b"\n") >= len(words) + 1
-    if not (newline and words):
-        assert_truncations_fail(schema.word2vec_binary, data, format="word2vec-binary", compiled=compiled)
 
 
 @MODES
