@@ -18,13 +18,14 @@ from construct import (
     Int64sl,
     Struct,
     Terminated,
+    len_,
     this,
 )
 from wvformats.schemas.constructs.fasttext import EntryTable, Head
 from wvformats.schemas.identity import FASTTEXT_MAGIC as MAGIC
 from wvformats.schemas.identity import FASTTEXT_VERSIONS
 
-from wvformats.framework import EnumField, NumpyArray, Valid
+from wvformats.framework import Derived, EnumField, NumpyArray, ShapeOf, Valid
 
 KSUB = 256  # centroids per sub-quantizer: fastText codes with 8 bits
 
@@ -66,10 +67,10 @@ DOUBLE_ARGS = ("t",)  # the args fastText writes as f64 (Args::save), kept above
 DOUBLE_BITS, DOUBLE = "<q", "<d"  # how: an i64 (Int64sl) holding an f64's bytes (framework.reinterpret reads it)
 
 dictionary = Struct(
-    "size" / Int32sl * "number of entries: words, then labels",
+    "size" / Derived(Int32sl, lambda this: len(this.entries["types"])) * "number of entries: words, then labels",
     Valid("size", this.size >= 0) * "size >= 0",
-    "nwords" / Int32sl * "number of words (entries of type 0, first)",
-    "nlabels" / Int32sl * "number of labels (entries of type 1, after the words)",
+    "nwords" / Int32sl * "number of words (entries of type 0, first; the rest are labels)",
+    "nlabels" / Derived(Int32sl, this.size - this.nwords) * "number of labels (entries of type 1, after the words)",
     Valid("nlabels", (this.nwords >= 0) & (this.nlabels >= 0) & (this.nwords + this.nlabels == this.size))
     * "nwords, nlabels >= 0 and nwords + nlabels == size",
     "ntokens" / Int64sl * "number of tokens seen in training",
@@ -82,8 +83,8 @@ dictionary = Struct(
 )
 
 dense_matrix = Struct(
-    "m" / Int64sl * "rows",
-    "n" / Int64sl * "columns (dim)",
+    "m" / Derived(Int64sl, ShapeOf(this.data, 0)) * "rows",
+    "n" / Derived(Int64sl, ShapeOf(this.data, 1)) * "columns (dim)",
     "data" / NumpyArray("<f4", (this.m, this.n)) * "row-major f32 matrix",
 )
 
@@ -103,7 +104,7 @@ quant_matrix = Struct(
     Valid("qnorm", this.qnorm <= 1) * "qnorm is 0 or 1 (a bool)",
     "m" / Int64sl * "rows",
     "n" / Int64sl * "columns (dim)",
-    "codesize" / Int32sl * "code bytes: m * nsubq",
+    "codesize" / Derived(Int32sl, len_(this.codes)) * "code bytes: m * nsubq",
     "codes" / NumpyArray("u1", this.codesize) * "u8 centroid index per row and sub-quantizer",
     "pq" / product_quantizer * "the product quantizer of the (normalised, if qnorm) rows",
     Valid("pq", (this.pq.dim == this.n) & (this.codesize == this.m * this.pq.nsubq))

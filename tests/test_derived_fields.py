@@ -87,6 +87,7 @@ MODELS = {
     "npz": lambda: NpzArrays({"a": np.arange(3.0), "b": np.zeros((2, 2), np.int16)}),
     "npz-embeddings": lambda: EMBEDDINGS,
     "finalfusion": lambda: EMBEDDINGS,
+    "fasttext": lambda: EMBEDDINGS,
 }
 OPTIONS = {"finalfusion": {"normalize": False}}  # (the rows as given)
 

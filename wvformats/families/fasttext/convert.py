@@ -134,11 +134,10 @@ def from_embeddings(obj: Any, unnormalize: bool | None = None, to_encoding: str 
     args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2, bucket=bucket,
                         minn=minn, maxn=maxn, lrUpdateRate=100, t=_T)
     entries = cs.Container(words=words, counts=np.ones(n, "<i8"), types=np.zeros(n, "i1"))
-    dictionary = cs.Container(size=n, nwords=n, nlabels=0, ntokens=n, pruneidx_size=-1, entries=entries,
-                              pruneidx=np.zeros((0, 2), "<i4"))
+    dictionary = cs.Container(nwords=n, ntokens=n, pruneidx_size=-1, entries=entries, pruneidx=np.zeros((0, 2), "<i4"))
     return cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=CURRENT, args=args,
-                        dictionary=dictionary, quant_input=0, input=cs.Container(m=len(inputs), n=dim, data=inputs),
-                        qout=0, output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+                        dictionary=dictionary, quant_input=0, input=cs.Container(data=inputs),
+                        qout=0, output=cs.Container(data=np.zeros((n, dim), "<f4")))
 
 
 def _own_rows(words: list[str], vectors: np.ndarray, inputs: np.ndarray, minn: int, maxn: int, bucket: int) -> None:

@@ -40,6 +40,7 @@ def keep_words(parsed: Any, keep: np.ndarray) -> cs.Container:
     escaped = [j for j, i in enumerate(entries.tolist()) if i in was_escaped]
     new_entries = cs.Container(words=words, counts=np.ascontiguousarray(e["counts"][entries]),
                                types=np.ascontiguousarray(e["types"][entries]), _escaped=escaped, _start=None)
+    # (size as a parse gives it, which the model reads; the builder derives it again; the labels are all kept)
     dictionary = cs.Container(d, size=len(entries), nwords=len(keep), entries=new_entries)
     rows = np.concatenate([keep, np.arange(nwords, int(parsed["input"]["m"]))])
     out = cs.Container(parsed, dictionary=dictionary, input=_rows(parsed["input"], rows, parsed["quant_input"] == 1))
@@ -56,7 +57,7 @@ def _rows(part: Any, rows: np.ndarray, quantized: bool) -> cs.Container:
     nsubq = int(part["pq"]["nsubq"])
     codes = part["codes"].reshape(int(part["m"]), nsubq)[rows].reshape(-1)
     norm_codes = None if part["norm_codes"] is None else np.ascontiguousarray(part["norm_codes"][rows])
-    return cs.Container(part, m=m, codesize=m * nsubq, codes=codes, norm_codes=norm_codes)
+    return cs.Container(part, m=m, codesize=len(codes), codes=codes, norm_codes=norm_codes)
 
 
 def first_words(parsed: Any, limit: int) -> cs.Container:
