@@ -252,3 +252,18 @@ def test_a_few_quantized_rows_are_the_reconstructed_ones(name, kernels):
         assert matrix.quantized or matrix is m.output
         at = rng.integers(0, matrix.shape[0], 40).tolist()
         assert matrix.few_rows(at).tobytes() == matrix.rows(np.array(at, np.intp)).tobytes()
+
+
+@given(st.floats() | st.sampled_from([3.4028235e38, 3.4028236e38, 3.40282357e38, 3.4028237e38, -3.4028237e38,
+                                      1e-46, -1e-46, 7e-46, 0.0, -0.0]))
+def test_a_threshold_is_the_float32_fasttext_takes(t):
+    """predict's threshold is C's (float) of the double (numpy's float32 of it: infinite past float32's range,
+    the sign of a zero kept), NaN as -inf; read without numpy's error state on every call since it is per call."""
+    import math
+    import struct
+
+    from wvformats.families.fasttext.arithmetic import threshold32
+
+    with np.errstate(over="ignore"):
+        want = -math.inf if t != t else float(np.float32(t))
+    assert struct.pack("<d", threshold32(t)) == struct.pack("<d", want)

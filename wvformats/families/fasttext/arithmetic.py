@@ -46,8 +46,10 @@ def threshold32(threshold: float) -> float:
     t = float(threshold)
     if t != t:
         return -math.inf
-    with np.errstate(over="ignore"):
-        return float(np.float32(t))
+    try:  # (C's (float) of the double, as numpy's float32 rounds it: packing raises where that is infinite)
+        return r32(t)
+    except OverflowError:
+        return math.copysign(math.inf, t)
 
 
 def log32(threshold: float) -> float:
