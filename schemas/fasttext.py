@@ -67,7 +67,7 @@ DOUBLE_ARGS = ("t",)  # the args fastText writes as f64 (Args::save), kept above
 DOUBLE_BITS, DOUBLE = "<q", "<d"  # how: an i64 (Int64sl) holding an f64's bytes (framework.reinterpret reads it)
 
 dictionary = Struct(
-    "size" / Derived(Int32sl, lambda this: len(this.entries["types"])) * "number of entries: words, then labels",
+    "size" / Derived(Int32sl, len_(this.entries.types)) * "number of entries: words, then labels",
     Valid("size", this.size >= 0) * "size >= 0",
     "nwords" / Int32sl * "number of words (entries of type 0, first; the rest are labels)",
     "nlabels" / Derived(Int32sl, this.size - this.nwords) * "number of labels (entries of type 1, after the words)",
