@@ -285,9 +285,19 @@ def _merge_deep(corpus: Corpus, pos: np.ndarray, order: np.ndarray, sel: np.ndar
 
 
 def _read_window(path: str | os.PathLike[str], start: int, end: int) -> np.ndarray:
-    with open(path, "rb") as f:
+    """Bytes ``start:end`` of ``path``, read into one array by Python's I/O (not ``np.fromfile``: a SIGTERM whose
+    handler raises while numpy checks its argument came out as a TypeError, not the build's stop)."""
+    out = np.empty(end - start, np.uint8)
+    view = memoryview(out)
+    with open(path, "rb", buffering=0) as f:
         f.seek(start)
-        return np.fromfile(f, np.uint8, end - start)
+        done = 0
+        while done < len(out):
+            got = f.readinto(view[done:])
+            if not got:
+                raise EOFError(f"{path}: {len(out) - done} bytes short of {end}")
+            done += got
+    return out
 
 
 def records(win: np.ndarray, pos: np.ndarray, start: int, k: int, at_end: bool,
