@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -349,19 +350,30 @@ class LeaderRecords(_BinaryRecords):
         mv = byte_view(arr)
         rb = 4 * dim
         done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=True)
-        chunk: list[bytes | memoryview] = []
-        for i, w in enumerate(words[done:], done):
-            if not isinstance(w, str):
-                raise fail(f"{path}[{i}].word", tell(stream), "expected a str", BuildError)
-            raw = w.encode("utf-8", "surrogateescape")  # (escapes: the bytes of a word in another encoding)
-            chunk.append(pack(len(raw)))
-            chunk.append(raw)
-            chunk.append(mv[i * rb : (i + 1) * rb])
-            if len(chunk) >= 3 * 4096:
-                stream.write(b"".join(chunk))
-                chunk.clear()
-        stream.write(b"".join(chunk))
+
+        def pieces() -> Iterator[bytes | memoryview]:
+            for i, w in enumerate(words[done:], done):
+                if not isinstance(w, str):
+                    raise fail(f"{path}[{i}].word", tell(stream), "expected a str", BuildError)
+                raw = w.encode("utf-8", "surrogateescape")  # (escapes: the bytes of a word in another encoding)
+                yield pack(len(raw))
+                yield raw
+                yield mv[i * rb : (i + 1) * rb]
+
+        write_joined(stream, pieces())
         return obj
+
+
+def write_joined(stream: Any, pieces: Iterable[bytes | memoryview], batch: int = 3 * 4096) -> None:
+    """Write ``pieces`` to ``stream`` joined ``batch`` at a time (the records a packed run left: one write per
+    few thousand, not one per piece)."""
+    chunk: list[bytes | memoryview] = []
+    for piece in pieces:
+        chunk.append(piece)
+        if len(chunk) >= batch:
+            stream.write(b"".join(chunk))
+            chunk.clear()
+    stream.write(b"".join(chunk))
 
 
 def _w2v_run(u8: np.ndarray, pos: int, end: int, most: int, rowbytes: int,
@@ -561,17 +573,16 @@ class Word2VecRecords(_BinaryRecords):
         rb = 4 * dim
         done = pack_records(words, np.frombuffer(mv, np.uint8).reshape(count, rb), stream, length_prefix=False,
                             gaps=gaps)
-        chunk: list[bytes | memoryview] = []
-        for i, w in enumerate(words[done:], done):
-            raw = word_bytes(w, f"{path}[{i}].word", stream)
-            if gaps is not None and gaps[i]:
-                chunk.append(b"\n" * int(gaps[i]))
-            chunk.append(raw + b" ")
-            chunk.append(mv[i * rb : (i + 1) * rb])
-            if len(chunk) >= 3 * 4096:
-                stream.write(b"".join(chunk))
-                chunk.clear()
-        stream.write(b"".join(chunk))
+
+        def pieces() -> Iterator[bytes | memoryview]:
+            for i, w in enumerate(words[done:], done):
+                raw = word_bytes(w, f"{path}[{i}].word", stream)
+                if gaps is not None and gaps[i]:
+                    yield b"\n" * int(gaps[i])
+                yield raw + b" "
+                yield mv[i * rb : (i + 1) * rb]
+
+        write_joined(stream, pieces())
         return obj
 
 
