@@ -136,6 +136,8 @@ def test_sizes_are_checked_before_the_kernel_writes():
         K.parse_rows(body, 0, len(body) + 1, 2, False, np.empty(4, "<f4"), ws, we, 2)
     with pytest.raises(ValueError, match="outside"):
         K.count_lines(body, 5, 2)
+    with pytest.raises(ValueError, match="not aligned"):  # (an int64 offset at an odd address: undefined)
+        K.parse_rows(body, 0, len(body), 2, False, np.empty(4, "<f4"), np.zeros(17, np.uint8)[1:], we, 2)
     assert K.count_lines(body, 0, len(body)) == 2
     # fewer lines than rows, a body not ending with its newline, a number running to the end: declined, and
     # nothing read past the body's end (the sanitizer job runs this)

@@ -168,6 +168,10 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "output buffers smaller than rows x dim");
         goto done;
     }
+    if (((uintptr_t)out.buf & (item - 1)) != 0 || ((uintptr_t)ws.buf & 7) != 0 || ((uintptr_t)we.buf & 7) != 0) {
+        PyErr_SetString(PyExc_ValueError, "output buffers not aligned to their items");
+        goto done;
+    }
     {
         /* the body ends with a newline (else it is not regular): the scans of a word or a run of digits stop
          * there, before ``e``, without a bound check per byte */
