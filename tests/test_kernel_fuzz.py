@@ -1,4 +1,4 @@
-"""The compiled kernels on hostile arguments: every entry point of both kernels called with arguments that are
+"""The compiled kernels on hostile arguments: every entry point of every kernel called with arguments that are
 valid but for one or two made hostile (huge and negative counts and sizes, 2^31- and 2^63-ish values, short and
 odd buffers, wrong dtypes, dimensions and strides, non-ints), and with sequences whose elements' ``__index__``
 empties, shortens or grows the sequence while the kernel reads it. Each call returns a sane result or raises one
@@ -20,6 +20,8 @@ from wvformats.families.finalfusion import lookups
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
 FF = compiled.kernel("wvformats.families.finalfusion._kernel")
 IG = compiled.kernel("wvformats.families.infinigram._kernel")
+WT = compiled.kernel("wvformats.framework._wordtables")
+TT = compiled.kernel("wvformats.framework._texttable")
 ERRORS = (TypeError, ValueError, IndexError, OverflowError, MemoryError, BufferError)
 # examples per entry point: the profile's, or WVFORMATS_FUZZ_EXAMPLES (.ci/sanitize asks for more: a heap overrun
 # needs a count that wraps and valid arguments around it, which the profile's 100 examples seldom draw)
@@ -400,10 +402,90 @@ def test_infinigram_merge(data):
         shutil.rmtree(root)
 
 
-@pytest.mark.parametrize("kernel", [FT, FF, IG], ids=["fasttext", "finalfusion", "infinigram"])
+# -- the word tables (framework) ----------------------------------------------------------------------------------
+
+odd_buffers = st.sampled_from([b"", b"x" * 3, bytearray(7), np.zeros(3, np.int64), np.zeros(4, np.float32), None, 5,
+                               np.zeros(2, ">i4"), np.zeros(17, np.uint8)[1:], np.zeros(9, np.uint8)[1:]])
+
+
+@st.composite
+def binary_table(draw):
+    """A Leader or word2vec binary body (records of a few words and rows of ``rowbytes``, maybe cut)."""
+    prefixed = draw(st.booleans())
+    rowbytes = draw(st.sampled_from([0, 4, 8]))
+    words = draw(st.lists(st.binary(min_size=1, max_size=5).filter(lambda w: b" " not in w), max_size=5))
+    body = b"".join((len(w).to_bytes(4, "little") + w if prefixed else b"\n" * draw(st.integers(0, 2)) + w + b" ")
+                    + bytes(draw(st.binary(min_size=rowbytes, max_size=rowbytes))) for w in words)
+    return body[: draw(st.integers(0, len(body)))], prefixed, rowbytes, len(words)
+
+
+@fuzz
+@given(binary_table(), st.data())
+def test_wordtables_walk(table, data):
+    draw = data.draw
+    body, prefixed, rowbytes, n = table
+    lo = draw(st.integers(0, 2))
+    valid = [body, 0, len(body), lo, n, rowbytes, prefixed, np.zeros(lo + n, np.int64), np.zeros(lo + n, np.int64),
+             np.zeros(lo + n, np.uint32), np.zeros((lo + n) * rowbytes, np.uint8)]
+    args = hostile(draw, valid, [odd_buffers, counts, counts, counts, counts, counts, not_ints, odd_buffers | bad_arrays(),
+                                 odd_buffers | bad_arrays(), odd_buffers, odd_buffers | bad_arrays()])
+    got = call(WT.walk, args)
+    if got is not None:
+        found, after = got
+        assert 0 <= found <= args[4] and args[1] <= after <= args[2]
+
+
+@fuzz
+@given(st.data())
+def test_wordtables_words(data):
+    draw = data.draw
+    buf = draw(st.binary(max_size=24))
+    n = draw(st.integers(0, 4))
+    spans = sorted(draw(st.lists(st.integers(0, len(buf)), min_size=2 * n, max_size=2 * n)))
+    valid = [buf, np.array(spans[::2], np.int64), np.array(spans[1::2], np.int64), 0, n, draw(st.booleans()),
+             np.zeros(n, np.uint64), [None] * n]
+    args = hostile(draw, valid, [odd_buffers, odd_buffers | bad_arrays(), odd_buffers | bad_arrays(), counts, counts,
+                                 not_ints, odd_buffers | bad_arrays(), st.sampled_from([[], [None], (None,), None])])
+    got = call(WT.words, args)
+    if got is True:
+        assert all(isinstance(w, str) for w in args[7][args[3] : args[4]])
+
+
+@fuzz
+@given(st.data())
+def test_texttable_count_lines(data):
+    draw = data.draw
+    buf = draw(st.binary(max_size=24))
+    args = hostile(draw, [buf, 0, len(buf)], [odd_buffers, counts, counts])
+    got = call(TT.count_lines, args)
+    if got is not None:
+        assert got == bytes(args[0])[args[1] : args[2]].count(b"\n")
+
+
+@fuzz
+@given(st.data())
+def test_texttable_parse_rows(data):
+    draw = data.draw
+    rows, dim = draw(st.integers(0, 3)), draw(st.integers(1, 3))
+    lines = [b"w" + b"".join(b" " + draw(st.sampled_from([b"1", b"-2.5", b"1e-3", b"nan", b"1e400", b"x", b"9" * 30]))
+                             for _ in range(dim)) for _ in range(rows)]
+    body = b"\n".join(lines) + draw(st.sampled_from([b"\n", b"", b"\r\n"]))
+    wide = draw(st.booleans())
+    valid = [body, 0, len(body), dim, wide, np.zeros(rows * dim, "<f8" if wide else "<f4"), np.zeros(rows, np.int64),
+             np.zeros(rows, np.int64), rows]
+    args = hostile(draw, valid, [odd_buffers, counts, counts, counts, not_ints, odd_buffers | bad_arrays(),
+                                 odd_buffers | bad_arrays(), odd_buffers | bad_arrays(), counts])
+    got = call(TT.parse_rows, args)
+    if got is not None:
+        assert len(got) == 4
+
+
+@pytest.mark.parametrize("kernel", [FT, FF, IG, WT, TT],
+                         ids=["fasttext", "finalfusion", "infinigram", "wordtables", "texttable"])
 def test_every_entry_point_is_fuzzed(kernel):
     """A new entry point needs its fuzz test here (the test names list what each kernel exports)."""
-    prefix = {id(FT): "fasttext", id(FF): "finalfusion", id(IG): "infinigram"}[id(kernel)]
+    prefix = {id(FT): "fasttext", id(FF): "finalfusion", id(IG): "infinigram", id(WT): "wordtables",
+              id(TT): "texttable"}[id(kernel)]
     exported = {n for n in dir(kernel) if not n.startswith("_")}
     assert {f"test_{prefix}_{n}" for n in exported} <= set(globals())
 

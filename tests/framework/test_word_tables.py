@@ -316,13 +316,16 @@ def _both(monkeypatch, s, data, name, **options):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=_W2V_RECORDS, cut=st.integers(0, 80), errors=st.sampled_from(["strict", "replace"]),
-       extra=st.integers(0, 2))
-def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, extra):
+       extra=st.integers(0, 2), block=st.sampled_from([1, 150, 1 << 20]), apart=st.booleans())
+def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, extra, block, apart):
     """Leader and word2vec binary tables (words of any bytes, spaces and newlines in the vectors, newlines
-    before words, cut anywhere, a header count past the records): the compiled walk and gather give the
-    numpy path's words, rows, newlines and end, or decline and the twin names the fault."""
+    before words, cut anywhere, a header count past the records), walked in blocks of one record, a few or
+    all, on a worker thread or this one: the compiled walk gives the numpy path's words, rows, newlines and
+    end, or declines and the twin names the fault."""
     k = binary.compiled_module("_wordtables")
     assert k is not None, "wvformats.framework._wordtables is not built"
+    monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", block)
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0 if apart else 1 << 40)
     data, _ = _w2v_table(records)
     head = f"{len(records) + extra} 16\n".encode()
     body = (head + data)[: len(head + data) - cut]
@@ -370,13 +373,30 @@ def test_the_kernels_count_of_repeated_words_is_the_models(tmp_path, monkeypatch
 def test_binary_kernel_checks_its_spans_and_sizes():
     k = binary.compiled_module("_wordtables")
     ws, we, out = np.array([0], np.int64), np.array([2], np.int64), np.empty((1, 1), np.float32)
-    with pytest.raises(ValueError, match="outside the buffer"):
-        k.gather(b"ab 1234", ws, np.array([5], np.int64), 1, 4, out, 0, 1)  # the row runs past the end
+    no_gaps, none = np.zeros(0, np.uint32), np.zeros(0, np.float32)
+    with pytest.raises(ValueError, match="smaller"):  # more records than offsets
+        k.walk(b"ab 1234", 0, 7, 0, 2, 4, False, ws, we, np.zeros(2, np.uint32), none)
+    with pytest.raises(ValueError, match="smaller"):  # offsets from lo on: lo + count past them
+        k.walk(b"ab 1234", 0, 7, 1, 1, 4, False, np.zeros(2, np.int64), we, np.zeros(2, np.uint32), none)
+    with pytest.raises(ValueError, match="smaller"):  # rows past the output
+        k.walk(b"ab 1234", 0, 7, 0, 2, 4, False, np.zeros(2, np.int64), np.zeros(2, np.int64),
+               np.zeros(2, np.uint32), out)
+    with pytest.raises(ValueError, match="smaller"):  # lo + count overflows
+        k.walk(b"ab 1234", 0, 7, 2**62, 2**62, 4, True, ws, we, no_gaps, none)
     with pytest.raises(ValueError, match="outside"):
-        k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 2)  # more records than offsets
-    with pytest.raises(ValueError, match="smaller"):
-        k.walk(b"ab 1234", 0, 7, 2, 4, False, ws, we, np.zeros(2, np.uint32))
-    assert k.gather(b"ab 1234", ws, we, 1, 4, out, 0, 1) is None and out.tobytes() == b"1234"
+        k.walk(b"ab 1234", 0, 8, 0, 1, 4, False, ws, we, np.zeros(1, np.uint32), out)  # end past the buffer
+    odd = np.zeros(17, np.uint8)[1:]  # (offsets at an odd address: read as int64, undefined; the sanitizer's find)
+    with pytest.raises(ValueError, match="not aligned"):
+        k.walk(b"ab 1234", 0, 7, 0, 1, 4, False, odd, we, np.zeros(1, np.uint32), out)
+    with pytest.raises(ValueError, match="not aligned"):
+        k.words(b"ab 1234", ws, odd, 0, 1, False, np.empty(1, np.uint64), [None])
+    assert k.walk(b"ab 1234", 0, 7, 0, 1, 4, False, ws, we, np.zeros(1, np.uint32), out) == (1, 7)
+    assert out.tobytes() == b"1234" and (ws[0], we[0]) == (0, 2)
+    assert k.walk(b"ab 12", 0, 5, 0, 1, 4, False, ws, we, np.zeros(1, np.uint32), out) == (0, 0)  # row cut
+    rows = np.zeros((2, 1), np.float32)  # a block from lo on: its spans and rows at lo
+    starts, ends = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    assert k.walk(b"\x02\x00\x00\x00ab5678", 0, 10, 1, 1, 4, True, starts, ends, no_gaps, rows) == (1, 10)
+    assert rows.tobytes() == bytes(4) + b"5678" and starts.tolist() == [0, 4] and ends.tolist() == [0, 6]
     hashes, one, two, into = np.empty(1, np.uint64), np.array([0], np.int64), np.array([1], np.int64), [None]
     with pytest.raises(ValueError, match="outside the buffer"):
         k.words(b"ab", ws, np.array([5], np.int64), 0, 1, False, hashes, into)  # the word runs past the end
@@ -387,4 +407,4 @@ def test_binary_kernel_checks_its_spans_and_sizes():
     assert k.words(b"ab 1234", ws, we, 0, 1, False, hashes, into) is True and into == ["ab"]
     assert k.words(b"\xff", one, two, 0, 1, False, hashes, into) is False  # not UTF-8: the twin names it
     assert k.words(b"\xff", one, two, 0, 1, True, hashes, into) is True and into == ["\udcff"]
-    assert k.walk(b"\nab 1234", 0, 8, 1, 4, False, ws, we, np.zeros(1, np.uint32)) == (1, 8)
+    assert k.walk(b"\nab 1234", 0, 8, 0, 1, 4, False, ws, we, np.zeros(1, np.uint32), none) == (1, 8)

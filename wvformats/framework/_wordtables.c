@@ -1,14 +1,13 @@
 /* The binary word tables' compiled kernel: Leader's records (u32le length, word, row) and word2vec's (newlines,
- * word, space, row) walked one after the other, then their rows copied into a matrix with the GIL released,
- * and the words of any word table (these and the text tables') made into one list of str, each word's bytes
- * hashed on the way for the duplicate count. Its pure-Python twin is wordtables.py's numpy path (the record
+ * word, space, row) walked one after the other, each record's row copied into a matrix as it is passed (the GIL
+ * released), and the words of any word table (these and the text tables') made into one list of str, each word's
+ * bytes hashed on the way for the duplicate count. Its pure-Python twin is wordtables.py's numpy path (the record
  * walks of records.py, the rows gathered as byte windows, decode_spans, the model's count_duplicates), which
  * also names every fault: the kernel only stops where a record is not whole or a word does not decode, and
  * the caller then takes the twin.
  *
  * Entry points (module wvformats.framework._wordtables):
- *   walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)
- *   gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None
+ *   walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)
  *   words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False
  * No size taken from Python is kept across a call that runs Python code.
  */
@@ -18,32 +17,45 @@
 #include <string.h>
 
 #define LONGEST_WORD 1000000 /* how far a word2vec word is looked for its space (as the checked loop looks) */
+/* whether a buffer's start suits items of ``n`` bytes (the offsets, gaps and hashes are read and written as such) */
+#define ALIGNED(view, n) (((uintptr_t)(view).buf & ((n) - 1)) == 0)
 
-/* walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps): up to ``count`` records from ``pos``
- * (``prefixed``: Leader's, else word2vec's), each word's byte span in buf to ``wstarts``/``wends`` (int64) and,
- * for word2vec, the newlines before it to ``gaps`` (uint32; unused for Leader). Returns (records found, the offset after the
- * last); fewer than ``count`` where a record is not whole (the caller's twin names it). */
+/* walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out): up to ``count`` records from
+ * ``pos`` (``prefixed``: Leader's, else word2vec's), the i-th one's word span in buf to ``wstarts``/``wends``[lo + i]
+ * (int64), for word2vec the newlines before it to ``gaps``[lo + i] (uint32; unused for Leader), and its row of
+ * ``rowbytes`` bytes to row lo + i of ``out`` (a C-contiguous matrix; an empty buffer: no rows copied). A caller
+ * walks a table a block at a time from one thread while another makes the words of the blocks walked. Returns
+ * (records found, the offset after the last); fewer than ``count`` where a record is not whole (the caller's twin
+ * names it). */
 static PyObject *walk(PyObject *self, PyObject *args) {
-    Py_buffer b, ws, we, gp;
-    Py_ssize_t pos, end, count, rowbytes, found = 0;
+    Py_buffer b, ws, we, gp, out;
+    Py_ssize_t pos, end, lo, count, rowbytes, found = 0;
     int prefixed;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnnnpw*w*w*", &b, &pos, &end, &count, &rowbytes, &prefixed, &ws, &we, &gp))
+    if (!PyArg_ParseTuple(args, "y*nnnnnpw*w*w*w*", &b, &pos, &end, &lo, &count, &rowbytes, &prefixed, &ws, &we,
+                          &gp, &out))
         return NULL;
-    if (pos < 0 || end > b.len || pos > end || count < 0 || rowbytes < 0) {
+    if (pos < 0 || end > b.len || pos > end || lo < 0 || count < 0 || rowbytes < 0) {
         PyErr_SetString(PyExc_ValueError, "range outside the buffer");
         goto done;
     }
-    if ((size_t)count > (size_t)PY_SSIZE_T_MAX / 8 || (size_t)ws.len < (size_t)count * 8 ||
-        (size_t)we.len < (size_t)count * 8 || (!prefixed && (size_t)gp.len < (size_t)count * 4)) {
-        PyErr_SetString(PyExc_ValueError, "offset buffers smaller than count");
+    /* lo + count records of every output (no product can overflow: each is checked against a buffer's length) */
+    if (count > PY_SSIZE_T_MAX - lo || (size_t)(lo + count) > (size_t)ws.len / 8 ||
+        (size_t)(lo + count) > (size_t)we.len / 8 || (!prefixed && (size_t)(lo + count) > (size_t)gp.len / 4) ||
+        (out.len > 0 && rowbytes > 0 && (size_t)(lo + count) > (size_t)out.len / (size_t)rowbytes)) {
+        PyErr_SetString(PyExc_ValueError, "offset or output buffers smaller than lo + count");
+        goto done;
+    }
+    if (!ALIGNED(ws, 8) || !ALIGNED(we, 8) || !ALIGNED(gp, 4)) {
+        PyErr_SetString(PyExc_ValueError, "offset buffers not aligned to their items");
         goto done;
     }
     {
         const unsigned char *base = (const unsigned char *)b.buf;
-        int64_t *wsv = (int64_t *)ws.buf, *wev = (int64_t *)we.buf;
-        uint32_t *gv = (uint32_t *)gp.buf;
+        int64_t *wsv = (int64_t *)ws.buf + lo, *wev = (int64_t *)we.buf + lo;
+        uint32_t *gv = (uint32_t *)gp.buf + (prefixed ? 0 : lo);
+        char *dst = out.len > 0 ? (char *)out.buf + (size_t)lo * (size_t)rowbytes : NULL;
         Py_ssize_t p = pos;
         Py_BEGIN_ALLOW_THREADS
         for (; found < count; found++) {
@@ -71,7 +83,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             if (end - stop - (prefixed ? 0 : 1) < rowbytes) break;
             wsv[found] = (int64_t)w;
             wev[found] = (int64_t)stop;
-            p = stop + (prefixed ? 0 : 1) + rowbytes;
+            p = stop + (prefixed ? 0 : 1);
+            if (dst != NULL) memcpy(dst + (size_t)found * (size_t)rowbytes, base + p, (size_t)rowbytes);
+            p += rowbytes;
 #ifdef __GNUC__ /* the records about 8 ahead asked for now: the walk then waits less on memory */
             if (end - p > 8 * (rowbytes + 64)) __builtin_prefetch(base + p + 8 * (rowbytes + 16));
 #endif
@@ -85,45 +99,6 @@ done:
     PyBuffer_Release(&ws);
     PyBuffer_Release(&we);
     PyBuffer_Release(&gp);
-    return result;
-}
-
-/* gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi): the rows of records lo..hi (``rowbytes`` bytes
- * from ``skip`` bytes after each word's end) copied to out's rows lo..hi. */
-static PyObject *gather(PyObject *self, PyObject *args) {
-    Py_buffer b, ws, we, out;
-    Py_ssize_t skip, rowbytes, lo, hi, k;
-    PyObject *result = NULL;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*nnw*nn", &b, &ws, &we, &skip, &rowbytes, &out, &lo, &hi)) return NULL;
-    if (lo < 0 || hi < lo || skip < 0 || rowbytes < 0 || (size_t)hi > (size_t)ws.len / 8 ||
-        (size_t)hi > (size_t)we.len / 8 || (rowbytes && (size_t)hi > (size_t)out.len / (size_t)rowbytes)) {
-        PyErr_SetString(PyExc_ValueError, "records outside the offset or output buffers");
-        goto done;
-    }
-    {
-        const int64_t *wsv = (const int64_t *)ws.buf, *wev = (const int64_t *)we.buf;
-        for (k = lo; k < hi; k++) { /* every span inside the buffer */
-            if (wsv[k] < 0 || wev[k] < wsv[k] || wev[k] > b.len || b.len - wev[k] < skip ||
-                b.len - wev[k] - skip < rowbytes) {
-                PyErr_SetString(PyExc_ValueError, "a record outside the buffer");
-                goto done;
-            }
-        }
-        {
-            const char *base = (const char *)b.buf;
-            char *dst = (char *)out.buf;
-            Py_BEGIN_ALLOW_THREADS
-            for (k = lo; k < hi; k++)
-                memcpy(dst + (size_t)k * (size_t)rowbytes, base + wev[k] + skip, (size_t)rowbytes);
-            Py_END_ALLOW_THREADS
-        }
-    }
-    result = Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&b);
-    PyBuffer_Release(&ws);
-    PyBuffer_Release(&we);
     PyBuffer_Release(&out);
     return result;
 }
@@ -170,6 +145,10 @@ static PyObject *words(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "words outside the offset or hash buffers");
         goto done;
     }
+    if (!ALIGNED(ws, 8) || !ALIGNED(we, 8) || !ALIGNED(hs, 8)) {
+        PyErr_SetString(PyExc_ValueError, "offset or hash buffers not aligned to their items");
+        goto done;
+    }
     {
         const unsigned char *base = (const unsigned char *)b.buf;
         const int64_t *wsv = (const int64_t *)ws.buf, *wev = (const int64_t *)we.buf;
@@ -214,14 +193,13 @@ done:
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
-     "walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps) -> (found, after)"},
-    {"gather", gather, METH_VARARGS, "gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi) -> None"},
+     "walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)"},
     {"words", words, METH_VARARGS,
      "words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False (a word that does not decode)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_wordtables",
-                                    "Word tables: binary records walked and their rows gathered; the words of any table made.", -1, methods};
+                                    "Word tables: binary records walked and their rows copied; the words of any table made.", -1, methods};
 
 PyMODINIT_FUNC PyInit__wordtables(void) { return PyModule_Create(&module); }

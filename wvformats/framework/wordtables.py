@@ -17,6 +17,7 @@ import mmap
 import struct
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
+from queue import SimpleQueue
 from typing import Any
 
 import construct as cs
@@ -160,9 +161,6 @@ def compiled_module(name: str) -> Any:
     return kernel(f"{__package__}.{name}")
 
 
-_GATHER_ROWS_BYTES = 16 << 20  # bytes of records per gather call: mapped pages are let go of that often
-
-
 def kernel_words(k: Any, buf: Any, wstarts: np.ndarray, wends: np.ndarray, lo: int, hi: int, errors: str,
                  hashes: np.ndarray, into: list[Any], path: str, base: int, sep: bytes | None = None) -> bool:
     """Put the words at byte spans lo..hi of ``buf`` at ``into[lo:hi]``; whether their hashes are in
@@ -190,14 +188,19 @@ def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.nd
     return len(suspects) - len({bytes(buf[starts[i] : ends[i]]) for i in suspects})
 
 
+_WALK_BLOCK_BYTES = 1 << 20  # bytes of records walked per call: the words of a block are read while in cache
+_WALK_APART_BYTES = 4 << 20  # tables from this size on are walked on a worker thread beside the words
+
+
 def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
                   prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int, int | None] | None:
     """Words, vectors, newlines before each word (word2vec; None when there are none), the offset after the
     table of ``count`` whole binary records from ``pos`` and how many words repeat an earlier one (None:
-    not counted here), by the compiled kernel (wvformats/framework/_wordtables.c): the records walked in one
-    pass, then their rows copied (the GIL let go of) and words made on two threads, a block at a time, the
-    mapped pages let go of behind; None when the kernel is not built, an option needs the twin (``vocab``),
-    or a record is not whole (the twin names it)."""
+    not counted here), by the compiled kernel (wvformats/framework/_wordtables.c): the records walked a block
+    at a time, each row copied as its record is passed (the GIL let go of), on a worker thread, while this
+    thread makes the words of the blocks walked (they hold the GIL), the mapped pages let go of behind; None
+    when the kernel is not built, an option needs the twin (``vocab``), or a record is not whole (the twin
+    names it)."""
     k = compiled_module("_wordtables")
     rowbytes = 4 * dim
     least = rowbytes + (4 if prefixed else 2)  # the smallest record
@@ -207,32 +210,49 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     wstarts = np.empty(count, np.int64)
     wends = np.empty(count, np.int64)
     gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
-    found, after = k.walk(buf, pos, end, count, rowbytes, prefixed, wstarts, wends, gaps)
-    if found != count:
-        return None
     out = np.empty((count, dim), F32)
     hashes = np.empty(count, np.uint64)
-    step = max(1, _GATHER_ROWS_BYTES // (rowbytes + 16))
-    blocks = [(a, min(count, a + step)) for a in range(0, count, step)]
-    half = (len(blocks) + 1) // 2
-    skip = 0 if prefixed else 1
+    step = max(1, _WALK_BLOCK_BYTES // least)
     errors = unicode_errors(context)
     words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
     unhashed: list[int] = []  # blocks whose words the kernel did not make (and hash)
+    walked: SimpleQueue[tuple[int, int, int]] = SimpleQueue()  # (lo, hi, the offset after them) per block
+    halt: list[bool] = []  # set by this thread when it stops early: the walk then stops too
 
-    def run(part: list[tuple[int, int]]) -> None:
-        for lo, hi in part:
-            k.gather(buf, wstarts, wends, skip, rowbytes, out, lo, hi)
-            if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
-                unhashed.append(lo)
-            release(buf, int(wends[hi - 1]) + skip + rowbytes, int(wstarts[lo]))
+    def walk() -> None:
+        lo, at = 0, pos
+        try:
+            while lo < count and not halt:
+                n = min(step, count - lo)
+                found, at = k.walk(buf, at, end, lo, n, rowbytes, prefixed, wstarts, wends, gaps, out)
+                walked.put((lo, lo + found, at))
+                lo += found
+                if found < n:
+                    break
+        finally:
+            walked.put((lo, -1, at))  # (the end, also after an error: hi of -1)
 
-    other = background(run, blocks[half:]) if len(blocks) > 1 else None
+    apart = count * least >= _WALK_APART_BYTES
+    walker = background(walk) if apart else None
+    if walker is None:
+        walk()
+    after, done = pos, 0
     try:
-        run(blocks[:half])
-    finally:  # (the worker reads ``buf``: done before the caller may close it, or an error leaves)
-        if other is not None:
-            other.result()
+        while True:
+            lo, hi, at = walked.get()
+            if hi < 0:
+                break
+            if hi > lo:
+                if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
+                    unhashed.append(lo)
+                release(buf, at, after)
+            after, done = at, hi
+    finally:  # (the walk reads ``buf`` and writes the arrays: done before an error leaves or the caller closes it)
+        halt.append(True)
+        if walker is not None:
+            walker.result()
+    if done != count:
+        return None
     newlines = gaps if not prefixed and gaps.any() else None
     repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None
     return words, out, newlines, after, repeats
