@@ -5,7 +5,9 @@
 
 Generates a synthetic embedding (realistic word lengths, about 6% non-ASCII words) in every format under
 benchmarks/data/, then times each reader in fresh processes on a warm page cache (the readers of a file in
-turns, the ratios paired within a turn) and prints Markdown tables of medians, peak RSS and ratios. The peers and the floor run in this interpreter; wvformats runs in
+turns, the ratios paired within a turn) and prints Markdown tables of medians, peak RSS and ratios, of the
+read alone and of the read with the reader's imports counted (each trial reads the file through first, untimed,
+then imports, then reads). The peers and the floor run in this interpreter; wvformats runs in
 ``--python`` (by default this one too): point it at a fresh venv holding only ``pip install wvformats`` to
 measure the default install; ``--against`` adds the reads of the wvformats another interpreter holds (an
 install of another commit) to the same turns, for a paired before/after ratio. Reads also time wvformats' pure-Python twins of its compiled word-table kernels
@@ -94,22 +96,21 @@ def main() -> None:
         hot = warm(path)  # every trial starts with the file in the page cache
         floor_setup, floor_timed = floor_read(path)
         read = f"e = wv.read({path!r}, {fmt!r})"
-        # (name, setup, timed, interpreter); wv.formats() loads the codec registry (about 45 ms, once per
-        # process), as importing a peer loads that library: imports are setup for every reader
-        specs = [("floor: read the file into memory", f"{floor_setup}\n{hot}", floor_timed, sys.executable),
-                 ("wvformats", f"{ours}{hot}", read, args.python)]
+        # (name, setup, timed, interpreter); the file is read through first (untimed), then the setup: the
+        # imports (wv.formats() loads the codec registry, as importing a peer loads that library), timed apart:
+        # the tables give the read alone and the read with the imports counted
+        specs = [("floor: read the file into memory", floor_setup, floor_timed, sys.executable),
+                 ("wvformats", ours, read, args.python)]
         if args.against:
-            specs.append(("wvformats of --against", f"{ours}{hot}", read, args.against))
+            specs.append(("wvformats of --against", ours, read, args.against))
         if fmt in ("leader", "word2vec-binary"):
-            specs.append(("wvformats, numpy's record walk (no kernel)", f"{no_kernel}{hot}", read, args.python))
+            specs.append(("wvformats, numpy's record walk (no kernel)", no_kernel, read, args.python))
         if fmt in ("word2vec-text", "glove"):
-            specs += [("wvformats, pyarrow's parser (no kernel)", f"{no_kernel}{hot}", read, args.python),
-                      ("wvformats, numpy's parser (no kernel, no pyarrow)", f"{numpy_only}{hot}", read,
-                       args.python)]
-        specs.append(("word-vectors", f"import word_vectors as w\n{hot}", f"w.{wvr[fmt]}({path!r})",
-                      sys.executable))
+            specs += [("wvformats, pyarrow's parser (no kernel)", no_kernel, read, args.python),
+                      ("wvformats, numpy's parser (no kernel, no pyarrow)", numpy_only, read, args.python)]
+        specs.append(("word-vectors", "import word_vectors as w", f"w.{wvr[fmt]}({path!r})", sys.executable))
         if fmt in gensim and not (args.skip_gensim_text and fmt != "word2vec-binary"):
-            specs.append(("gensim", f"from gensim.models import KeyedVectors as K\n{hot}",
+            specs.append(("gensim", "from gensim.models import KeyedVectors as K",
                           f"K.load_word2vec_format({path!r}, {gensim[fmt]})", sys.executable))
         # in turns: every reader once per turn, so that the machine's load moves the rows of a turn alike; the
         # ratios are the medians of the per-turn ratios
@@ -118,14 +119,14 @@ def main() -> None:
             for name, setup, timed, python in specs:
                 try:
                     if turns[name] is not None:
-                        turns[name].append(trial(setup, timed, python=python))
+                        turns[name].append(trial(setup, timed, python=python, pre=hot))
                 except RuntimeError:
                     turns[name] = None  # (word-vectors fails on some files)
         rows = [(name, summary(runs) if runs else None) for name, runs in turns.items()]
         size = p.stat().st_size / 1e6
         load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         text = table(f"read {fmt} ({size:.0f} MB; load average {load} after the rows)", rows, "wvformats",
-                     turns={name: runs for name, runs in turns.items() if runs})
+                     turns={name: runs for name, runs in turns.items() if runs}, imports=True)
         print(text, flush=True)
         out.append(text)
     if args.text_reads or args.binary_reads:

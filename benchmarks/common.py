@@ -10,13 +10,15 @@ import textwrap
 
 _RUNNER = r"""
 import json, re, time, sys
+{pre}
+t_setup = time.perf_counter()
 {setup}
 t0 = time.perf_counter()
 {timed}
 dt = time.perf_counter() - t0
 # VmHWM is per address space, so it starts afresh at exec (ru_maxrss would inherit the parent's peak)
 rss = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
-print(json.dumps({{"seconds": dt, "maxrss_mb": rss}}))
+print(json.dumps({{"seconds": dt, "setup": t0 - t_setup, "maxrss_mb": rss}}))
 """
 
 
@@ -49,9 +51,11 @@ def warm(path: str) -> str:
             "while _f.readinto(_b):\n    pass\n_f.close()\ndel _f, _b")
 
 
-def trial(setup: str, timed: str, timeout: float = 600, python: str = sys.executable) -> dict[str, float]:
-    """Run ``timed`` once in a fresh ``python`` after ``setup`` (imports); only ``timed`` is timed."""
-    code = _RUNNER.format(setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
+def trial(setup: str, timed: str, timeout: float = 600, python: str = sys.executable,
+          pre: str = "") -> dict[str, float]:
+    """Run ``timed`` once in a fresh ``python`` after ``pre`` (untimed: warming a file) and ``setup``
+    (imports): ``seconds`` is ``timed``'s time, ``setup`` the setup's."""
+    code = _RUNNER.format(pre=textwrap.dedent(pre), setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
     # -P: the installed wvformats, never a source tree in the working directory (where `schemas/` is not
     # yet the `wvformats.schemas` package)
     out = subprocess.run([python, "-P", "-c", code], capture_output=True, text=True, timeout=timeout)
@@ -119,18 +123,30 @@ def paired(ours, ref, repeat: int) -> tuple[float, float, float]:
 
 
 def table(title: str, rows: list[tuple[str, dict[str, float] | None]], base: str,
-          turns: dict[str, list[dict[str, float]]] | None = None) -> str:
+          turns: dict[str, list[dict[str, float]]] | None = None, imports: bool = False) -> str:
     """A Markdown table: median seconds, peak RSS and the ratio to the row named ``base``: of the medians,
-    or, for rows in ``turns`` (of :func:`measure_turns`, base among them), the median of per-turn ratios."""
+    or, for rows in ``turns`` (of :func:`measure_turns`, base among them), the median of per-turn ratios.
+    ``imports``: two more columns, the seconds with the setup (the imports) counted and their paired ratio."""
     ref = dict(rows)[base]
     paired = " (paired)" if turns else ""
-    lines = [f"### {title}", "", f"| reader | median s | peak RSS MB | x {base}{paired} |", "|---|---|---|---|"]
+    more = f" s, imports counted | x {base}, imports counted{paired} |" if imports else ""
+    lines = [f"### {title}", "", f"| reader | median s | peak RSS MB | x {base}{paired} |{more}",
+             "|---|---|---|---|" + ("---|---|" if imports else "")]
+
+    def whole(runs: list[dict[str, float]]) -> list[dict[str, float]]:
+        return [{"seconds": r["seconds"] + r["setup"]} for r in runs]
+
     for name, r in rows:
         if r is None:
-            lines.append(f"| {name} | failed | | |")
+            lines.append(f"| {name} | failed | | |" + (" | |" if imports else ""))
             continue
         ratio = r["seconds"] / ref["seconds"] if ref else float("nan")
         if turns and name in turns:
             ratio = paired_ratio(turns[name], turns[base])
-        lines.append(f"| {name} | {r['seconds']:.3f} | {r['maxrss_mb']:.0f} | {ratio:.2f} |")
+        line = f"| {name} | {r['seconds']:.3f} | {r['maxrss_mb']:.0f} | {ratio:.2f} |"
+        if imports and turns and name in turns:
+            mine = whole(turns[name])
+            line += (f" {statistics.median(x['seconds'] for x in mine):.3f} |"
+                     f" {paired_ratio(mine, whole(turns[base])):.2f} |")
+        lines.append(line)
     return "\n".join(lines) + "\n"
