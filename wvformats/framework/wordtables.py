@@ -17,7 +17,6 @@ import mmap
 import struct
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from queue import SimpleQueue
 from typing import Any
 
 import construct as cs
@@ -207,6 +206,8 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     if k is None or isinstance(buf, memoryview) or read_params(context).get("vocab") is not None \
             or count * least > end - pos:
         return None
+    from queue import SimpleQueue  # (here: not a cost of every start-up)
+
     wstarts = np.empty(count, np.int64)
     wends = np.empty(count, np.int64)
     gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
@@ -216,7 +217,7 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     errors = unicode_errors(context)
     words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
     unhashed: list[int] = []  # blocks whose words the kernel did not make (and hash)
-    walked: SimpleQueue[tuple[int, int, int]] = SimpleQueue()  # (lo, hi, the offset after them) per block
+    walked: Any = SimpleQueue()  # (lo, hi, the offset after them) per block
     halt: list[bool] = []  # set by this thread when it stops early: the walk then stops too
 
     def walk() -> None:
