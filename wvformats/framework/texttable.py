@@ -11,10 +11,9 @@ from __future__ import annotations
 import warnings
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import construct as cs
 import numpy as np
@@ -38,6 +37,9 @@ from .wordtables import (
     unicode_errors,
     word_bytes,
 )
+
+if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: not at start-up)
+    from concurrent.futures import Future
 
 STYLE_ROWS = 50  # lines whose numbers decide the number style (a quick summary in the standard library reads
 # as many: schemas/constructs/wordvec_lines.py)

@@ -16,8 +16,7 @@ from __future__ import annotations
 import mmap
 import struct
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import construct as cs
 import numpy as np
@@ -37,6 +36,9 @@ from .records import (
 )
 from .streams import background, byte_view, release, window
 from .strings import decode_spans
+
+if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: not at start-up)
+    from concurrent.futures import Future
 
 # ---------------------------------------------------------------------------------------------------------
 # rows of a word table, read options
