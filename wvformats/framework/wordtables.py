@@ -191,6 +191,7 @@ def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.nd
 
 _WALK_BLOCK_BYTES = 1 << 20  # bytes of records walked per call: the words of a block are read while in cache
 _WALK_APART_BYTES = 4 << 20  # tables from this size on are walked on a worker thread beside the words
+_RELEASE_BYTES = 16 << 20  # the mapped pages read are let go of this many bytes at a time
 
 
 def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
@@ -239,7 +240,7 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
     walker = background(walk) if apart else None
     if walker is None:
         walk()
-    after, done = pos, 0
+    after, done, kept = pos, 0, pos  # (kept: where the mapped pages not yet let go of start)
     try:
         while True:
             lo, hi, at = walked.get()
@@ -248,7 +249,9 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
             if hi > lo:
                 if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
                     unhashed.append(lo)
-                release(buf, at, after)
+                if at - kept >= _RELEASE_BYTES:  # (each call stops the walk's core for a TLB flush: seldom)
+                    release(buf, at, kept)
+                    kept = at
             after, done = at, hi
     finally:  # (the walk reads ``buf`` and writes the arrays: done before an error leaves or the caller closes it)
         halt.append(True)
