@@ -291,3 +291,26 @@ def test_a_read_of_a_damaged_file_is_still_the_schemas_located_error(tmp_path, m
     with pytest.raises(FormatError) as e:
         wv.read(npy)
     assert e.value.format == "npy" and e.value.path == "header.descr" and "pickles" in str(e.value)
+
+
+def test_a_warm_read_of_a_file_looks_it_up_once(tensors, monkeypatch):
+    """A warm read of a file stats it once (the Source's look) and opens it once. Failed before: every file read
+    was asked whether it is a sharded checkpoint's folder (a second stat), and the folder's index file still
+    reads as the folder format (tests/families/safetensors/test_shards.py)."""
+    wv.read(tensors)
+    seen = []
+    real_stat, real_open = os.stat, io.open
+
+    def stat(p, *args, **kw):
+        seen.append(("stat", os.fspath(p)))
+        return real_stat(p, *args, **kw)
+
+    def opened(p, *args, **kw):
+        seen.append(("open", os.fspath(p)))
+        return real_open(p, *args, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr("builtins.open", opened)
+    st = wv.read(tensors)
+    assert sorted(st) == ["a", "b"]
+    assert seen == [("stat", str(tensors)), ("open", str(tensors))]

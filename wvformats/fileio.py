@@ -32,12 +32,20 @@ class Source:
         elif isinstance(path, bytes):  # a bytes path, as open() takes one: decoded as the file system does
             path = os.fsdecode(path)
         self.path = path
-        self.file, self.member = compression.split_member(path)
+        self.file_name, self.member = compression.split_member_name(path)  # (the file as a string: what is
+        self._file_path: Path | None = None  # opened and stat'ed; :attr:`file` as a Path, made when asked)
         self._stat: os.stat_result | None | bool = False  # False: not looked at yet; None: no such path
         self._raw: Any = None
         self._compression: str | None | bool = False
         self._heads: dict[int, bytes] = {}
         self._first: bytes | None = None  # the file's first HEAD bytes as stored (one read serves every look)
+
+    @property
+    def file(self) -> Path:
+        """The file: the path, or the archive of ``archive.zip::member``."""
+        if self._file_path is None:
+            self._file_path = Path(self.file_name)
+        return self._file_path
 
     def __enter__(self) -> Source:
         return self
@@ -60,7 +68,7 @@ class Source:
     def _status(self) -> os.stat_result | None:
         if self._stat is False:
             try:
-                self._stat = os.stat(self.file)
+                self._stat = os.stat(self.file_name)
             except OSError:
                 self._stat = None
         return self._stat  # type: ignore[return-value]
@@ -88,7 +96,7 @@ class Source:
         """The file, opened once (unbuffered: reads go straight into their buffers)."""
         if self._raw is None:
             try:
-                self._raw = open(self.file, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+                self._raw = open(self.file_name, "rb", buffering=0)  # noqa: SIM115 - closed by close()
             except IsADirectoryError:
                 raise FormatError(f"{self.file} is a directory", path=None) from None
             except OSError as e:

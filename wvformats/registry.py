@@ -55,7 +55,8 @@ class Sniffer(NamedTuple):
     # the command that makes files of a format that ``write`` cannot write (a folder format), for that table
     built_by: str = ""
     # a folder format whose layout one file of it holds (a sharded checkpoint's index): that file, given the
-    # folder or the file; a path to such a file reads as the folder format, and ``dump`` shows that file
+    # folder or the file; a path to such a file (named with one of the format's extensions, and that ``sniff``
+    # takes) reads as the folder format, and ``dump`` shows that file
     entry: Callable[[Any], Any] | None = None
     # "module:function" of a reader of the format's files that needs no codec: ``function(buffer)`` gives the
     # model, or None where it cannot (then the codec reads the file, and says what is wrong). Used by ``read``
@@ -151,7 +152,8 @@ _scanned = _loaded = False
 LOAD_ERRORS: dict[str, str] = {}
 _LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
 _CHANGES = 0  # formats registered (or replaced) so far: what the sorted sniffers were made from
-_SORTED: tuple[tuple[int, int, int], list[Sniffer | Format]] | None = None  # (made from, sniffers())
+_SORTED: tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder] | None = None  # (made from, sniffers(),
+# sniff_order())
 
 FAMILIES = "wvformats.families"
 
@@ -220,16 +222,41 @@ def sniffers() -> list[Sniffer | Format]:
     name), with no family's codec imported where the family declares its formats in a ``sniff`` module.
     Formats registered in this process (codecs, plugins, user code) stand over those declared. Sorted once
     for each state of the registry (every ``sniff`` and ``read`` asks)."""
+    return list(_sorted()[1])
+
+
+class SniffOrder(NamedTuple):
+    """The sniffers in the order :func:`wvformats.sniff` asks them, by what they are asked of."""
+
+    folders: tuple[Sniffer | Format, ...]  # of a folder: the folder formats' sniffers
+    entries: tuple[Sniffer | Format, ...]  # of a file, first: the folder formats that one file of them names
+    tests: tuple[tuple[Callable[[bytes], bool], str], ...]  # then of its first bytes: (test, format name), every
+    # file format's sniff, then their ``resembles``
+
+
+def sniff_order() -> SniffOrder:
+    """:func:`sniffers` as :func:`wvformats.sniff` asks them (made with them, once for each state)."""
+    return _sorted()[2]
+
+
+def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder]:
     global _SORTED
     with _LOADING:
-        _scan()
+        if not _scanned:
+            _scan()
         made_from = (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED))
         if _SORTED is None or _SORTED[0] != made_from:
             found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
             found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
             found.update(_FORMATS)
-            _SORTED = (made_from, sorted(found.values(), key=lambda f: (f.priority, f.name)))
-        return list(_SORTED[1])
+            fmts = sorted(found.values(), key=lambda f: (f.priority, f.name))
+            files = [f for f in fmts if not f.is_directory]
+            order = SniffOrder(tuple(f for f in fmts if f.is_directory),
+                               tuple(f for f in fmts if f.is_directory and f.entry is not None),
+                               tuple((test, f.name) for kind in ("sniff", "resembles") for f in files
+                                     if (test := getattr(f, kind)) is not None))
+            _SORTED = (made_from, fmts, order)
+        return _SORTED
 
 
 def _scan() -> None:
@@ -377,7 +404,8 @@ def sniffer(name: str) -> Sniffer | Format | None:
     """The registered format called ``name``, else the sniffer a family declares for it (no codec imported),
     else None."""
     with _LOADING:
-        _scan()
+        if not _scanned:
+            _scan()
         return _FORMATS.get(name) or _declared().get(name, ("", None))[1] or \
             _PLUGIN_DECLARED.get(name, ("", None))[1]
 
