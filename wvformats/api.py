@@ -52,8 +52,8 @@ class _source(_in_file):  # noqa: N801 - (as _in_file)
     in it naming the file, :class:`_in_file`)."""
 
     def __init__(self, path: Input) -> None:
-        super().__init__(path if isinstance(path, Source) else Source(path))
         self.own = not isinstance(path, Source)
+        self.path = Source(path) if self.own else path
 
     def __enter__(self) -> Source:  # type: ignore[override]
         return self.path  # type: ignore[return-value]

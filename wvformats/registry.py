@@ -148,6 +148,7 @@ _PLUGIN_DECLARED: dict[str, tuple[str, Sniffer]] = {}
 _PLUGIN_CODECS: list[str] = []  # the ``CODEC`` modules of those plugins not yet imported (:func:`load_plugins`)
 _OLD_STYLE: list[str] = []  # families without a ``sniff`` module: their codec is imported to sniff
 _scanned = _loaded = False
+_scan_done = False  # (_scanned is set as the scan begins; this once it has ended: what may be read without the lock)
 # codec modules that failed to import, with the error: one broken codec must not take the others down
 LOAD_ERRORS: dict[str, str] = {}
 _LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
@@ -241,6 +242,9 @@ def sniff_order() -> SniffOrder:
 
 def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder]:
     global _SORTED
+    made = _SORTED  # (as it was when this call began, while nothing is being registered: no lock needed)
+    if made is not None and made[0] == (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED)) and _scan_done:
+        return made
     with _LOADING:
         if not _scanned:
             _scan()
@@ -261,7 +265,7 @@ def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder]
 
 def _scan() -> None:
     """Once: the codecs of the families without a ``sniff`` module, then the plugins."""
-    global _scanned
+    global _scanned, _scan_done
     with _LOADING:
         if _scanned:
             return
@@ -276,6 +280,7 @@ def _scan() -> None:
                 _PLUGIN_CODECS.append(codec)
                 for sniffer in getattr(plugin, "FORMATS", ()):
                     _PLUGIN_DECLARED[sniffer.name] = (codec, sniffer)
+        _scan_done = True
 
 
 def _declared() -> dict[str, tuple[str, Sniffer]]:
@@ -403,11 +408,11 @@ def failed_note() -> str:
 def sniffer(name: str) -> Sniffer | Format | None:
     """The registered format called ``name``, else the sniffer a family declares for it (no codec imported),
     else None."""
-    with _LOADING:
-        if not _scanned:
+    if not _scan_done:
+        with _LOADING:
             _scan()
-        return _FORMATS.get(name) or _declared().get(name, ("", None))[1] or \
-            _PLUGIN_DECLARED.get(name, ("", None))[1]
+    return _FORMATS.get(name) or (_DECLARED or _declared()).get(name, ("", None))[1] or \
+        _PLUGIN_DECLARED.get(name, ("", None))[1]
 
 
 def get(name: str) -> Format:

@@ -81,7 +81,7 @@ def decode_json(text: str, pairs: Any, constant: Any, integer: Any, *, keep: boo
             scan = _make_scanner(_Hooks(pairs, constant, integer))  # (its memo of keys is emptied after each text)
             if keep:
                 _SCANNERS[hooks] = scan
-        start = len(text) - len(text.lstrip(_SPACE))
+        start = 0 if text[:1] not in _SPACE else len(text) - len(text.lstrip(_SPACE))
         try:
             value, end = scan(text, start)
         except StopIteration:

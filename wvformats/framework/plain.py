@@ -62,7 +62,7 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
         return np.ndarray(dims, dtype=dtype)
     view = zero_copy(stream, nbytes)
     if view is not None:
-        return np.frombuffer(view, dtype=dtype, count=count).reshape(dims)
+        return np.frombuffer(view, dtype, count).reshape(dims)  # (positional: numpy reads keywords slowly)
     out = np.empty(dims, dtype=dtype)
     got = stream.readinto(byte_view(out)) if nbytes else 0
     if got != nbytes:
@@ -228,17 +228,21 @@ def read_json(stream: Any, length: Any, limit: int | None, top: type, path: str)
     :data:`LEN_FORMATS` (``"u64"``), else of ``length`` bytes; its top-level value a ``top`` (dict or list),
     kept with its bytes. A text longer than ``limit`` is refused before it is read (see :class:`JSONField`)."""
     start = tell(stream) or 0
+    left = remaining(stream)  # (the checks' messages made only where they are said)
     if isinstance(length, str):
         size = scalar_size(length)
-        check_length(stream, size, path, "the JSON length")
+        if left is None or size > left:
+            check_length(stream, size, path, "the JSON length")
         n = scalar(length, stream.read(size))
+        left = None if left is None else left - size
     else:
         n = int(length)
     at = tell(stream) or 0
     if limit is not None and n > limit:
         raise fail(path, start, f"JSON text of {n} bytes is longer than the {limit} allowed",
                    ValueMismatchError, found=n)
-    check_length(stream, n, path, "JSON text")
+    if left is None or not 0 <= n <= left:
+        check_length(stream, n, path, "JSON text")
     raw = stream.read(n)
     text = decode_utf8(raw, "strict", path, at)
     value = _loads(text, path, at)
