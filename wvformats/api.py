@@ -60,10 +60,9 @@ class _source(_in_file):  # noqa: N801 - (as _in_file)
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
         if self.own:
-            try:
+            self.path.close()  # type: ignore[union-attr]
+            if e is not None:
                 super().__exit__(kind, e, tb)
-            finally:
-                self.path.close()  # type: ignore[union-attr]
 
 
 def formats() -> list[str]:
@@ -100,9 +99,9 @@ def _sniff(source: Source) -> str:
         if name.endswith(f.extensions) and f.sniff(source.file):  # type: ignore[arg-type]
             return f.name
     head = source.head()
-    for test, name in order.tests:  # an exact match first; else the format a damaged file is closest to
+    for test, name, magic in order.tests:  # an exact match first; else the format a damaged file is closest to
         try:
-            if test(head):
+            if head.startswith(magic) and test(head):
                 return name
         except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
             continue

@@ -62,6 +62,9 @@ class Sniffer(NamedTuple):
     # model, or None where it cannot (then the codec reads the file, and says what is wrong). Used by ``read``
     # without options; its module imports no construct (a schema's cached plan, :mod:`.framework.plans`)
     fast: str | None = None
+    # the bytes every file of the format starts with (its magic, from ``schemas/identity.py``), where it has
+    # some: a head that does not start with them is not asked ``sniff`` (b"": every head is)
+    magic: bytes = b""
 
 
 @dataclass
@@ -120,6 +123,7 @@ class Format:
     built_by: str = ""
     entry: Callable[[Any], Any] | None = None  # (see :class:`Sniffer`)
     fast: str | None = None  # (see :class:`Sniffer`)
+    magic: bytes = b""  # (see :class:`Sniffer`)
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
@@ -226,13 +230,18 @@ def sniffers() -> list[Sniffer | Format]:
     return list(_sorted()[1])
 
 
-class SniffOrder(NamedTuple):
+class SniffOrder:
     """The sniffers in the order :func:`wvformats.sniff` asks them, by what they are asked of."""
 
-    folders: tuple[Sniffer | Format, ...]  # of a folder: the folder formats' sniffers
-    entries: tuple[Sniffer | Format, ...]  # of a file, first: the folder formats that one file of them names
-    tests: tuple[tuple[Callable[[bytes], bool], str], ...]  # then of its first bytes: (test, format name), every
-    # file format's sniff, then their ``resembles``
+    __slots__ = ("folders", "entries", "tests")
+
+    def __init__(self, folders: tuple[Sniffer | Format, ...], entries: tuple[Sniffer | Format, ...],
+                 tests: tuple[tuple[Callable[[bytes], bool], str, bytes], ...]) -> None:
+        self.folders = folders  # of a folder: the folder formats' sniffers
+        self.entries = entries  # of a file, first: the folder formats that one file of them names
+        # then of its first bytes: (test, format name, the bytes the head must start with for the test to be
+        # asked), every file format's sniff (after its magic), then their ``resembles`` (of any head)
+        self.tests = tests
 
 
 def sniff_order() -> SniffOrder:
@@ -257,7 +266,8 @@ def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder]
             files = [f for f in fmts if not f.is_directory]
             order = SniffOrder(tuple(f for f in fmts if f.is_directory),
                                tuple(f for f in fmts if f.is_directory and f.entry is not None),
-                               tuple((test, f.name) for kind in ("sniff", "resembles") for f in files
+                               tuple((test, f.name, getattr(f, "magic", b"") if kind == "sniff" else b"")
+                                     for kind in ("sniff", "resembles") for f in files
                                      if (test := getattr(f, kind)) is not None))
             _SORTED = (made_from, fmts, order)
         return _SORTED

@@ -6,6 +6,7 @@ each rule, whichever runs it."""
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 from collections.abc import Mapping
@@ -274,8 +275,7 @@ def entries(table: Any, skip: tuple[str, ...]) -> list[tuple[str, Any]]:
 _INT = {int}
 
 
-def _begin_end(t: tuple[str, np.dtype, tuple[int, ...], int, int]) -> tuple[int, int]:
-    return t[3], t[4]
+_begin_end = operator.itemgetter(3, 4)  # (a layout entry's range: what the entries are sorted by)
 
 
 class TensorLayout:

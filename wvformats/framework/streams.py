@@ -170,6 +170,8 @@ class CompareStream(_Positioned):
 
 def remaining(stream: Any) -> int | None:
     """Bytes left in a seekable stream, or None when the stream cannot tell."""
+    if type(stream) is BufferStream:  # (what every parse reads from: asked before each field that allocates)
+        return stream.size - stream._pos
     size = getattr(stream, "size", None)
     if isinstance(size, int):
         return size - stream.tell()

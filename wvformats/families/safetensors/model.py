@@ -189,12 +189,13 @@ def problems(header: Any) -> list[str]:
 
 def from_parsed(parsed: Any) -> SafeTensors:
     """The model of a parsed file (the schema's fields: ``header``, ``data``)."""
-    header = parsed["header"]
-    names = [n for n in header if n != METADATA]
+    header, data = parsed["header"], parsed["data"]
+    arrays, dtypes, shapes = {}, {}, {}
+    for name, entry in header.items():
+        if name != METADATA:
+            arrays[name], dtypes[name], shapes[name] = data[name], entry["dtype"], entry["shape"]
     meta = header.get(METADATA)
-    data = parsed["data"]
-    model = SafeTensors({n: data[n] for n in names}, meta if isinstance(meta, dict) else None,
-                        {n: header[n]["dtype"] for n in names}, {n: header[n]["shape"] for n in names}, header)
+    model = SafeTensors(arrays, meta if isinstance(meta, dict) else None, dtypes, shapes, header)
     if meta is not None:
         model.problems = problems(header)
     return model
