@@ -9,11 +9,9 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from dataclasses import field as _field
 from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import compression, registry
 from .errors import (
@@ -25,6 +23,9 @@ from .errors import (
     WrongFormatError,
 )
 from .fileio import Source, atomic_output, check_target, open_buffer, refuse_own_input
+
+if TYPE_CHECKING:
+    from .validation import ValidationReport
 
 PathLike = str | os.PathLike[str]
 # every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
@@ -535,46 +536,13 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     return fmt.name
 
 
-@dataclass
-class ValidationReport:
-    """The result of a byte-exact round trip: parse, rebuild, compare."""
+def __getattr__(name: str) -> Any:
+    if name == "ValidationReport":  # (its module, made when first asked for: a read makes no dataclass)
+        from .validation import ValidationReport
 
-    path: str
-    format: str
-    ok: bool
-    size: int = 0
-    rebuilt_size: int = 0
-    first_difference: int | None = None
-    # where the file fails: the field path (``dictionary.entries[3].word``) and its byte offset, of the parse
-    # error, else of the first difference of the rebuild
-    field: str | None = None
-    offset: int | None = None
-    error: str | None = None
-    notes: list[str] = _field(default_factory=list)
-    problems: list[str] = _field(default_factory=list)
-    # the file could not be checked at all (missing, unreadable, of no known format): an input error
-    unreadable: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        if self.error:
-            return f"FAIL  {self.path} [{self.format}]: {self.error}"
-        problems = "; ".join(self.problems)
-        if self.first_difference is not None:
-            where = f"first difference at byte {self.first_difference}"
-            if self.field:
-                where += f" in {self.field}"
-            return (f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})"
-                    + "".join(f"; {x}" for x in (*self.notes, *self.problems)))
-        if not self.ok:
-            return f"FAIL  {self.path} [{self.format}]: {problems}"
-        if self.size == 0 and self.rebuilt_size == 0 and (Path(self.path).is_dir() or getattr(
-                registry.sniffer(self.format), "is_directory", False)):
-            return f"ok    {self.path} [{self.format}]: index files consistent"
-        return (f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
-                + "".join(f"; {x}" for x in self.notes))
+        globals()[name] = ValidationReport
+        return ValidationReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def validate(path: Input, format: str | None = None, *, full: bool = False,
@@ -591,6 +559,8 @@ def validate(path: Input, format: str | None = None, *, full: bool = False,
 
 def _validate(source: Source, format: str | None, *, full: bool, progress: Callable[[int], Any] | None,
               **options: Any) -> ValidationReport:
+    from .validation import ValidationReport
+
     p = str(source)
     if not os.access(source.file, os.R_OK):
         return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)
