@@ -45,8 +45,8 @@ def split_member(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
 
 def split_member_name(path: str | os.PathLike[str]) -> tuple[str, str | None]:
     """:func:`split_member`, the file as a string (what a read of a small file opens: no Path made)."""
-    text = os.fsdecode(path)  # (a bytes path, as open() takes one, decoded as the file system does)
-    if MEMBER_SEPARATOR not in text:
+    text = path if type(path) is str else os.fsdecode(path)  # (a bytes path, as open() takes one, decoded as the
+    if MEMBER_SEPARATOR not in text:  # file system does)
         return text, None
     archive, _, member = text.rpartition(MEMBER_SEPARATOR)
     if not os.path.exists(text) and os.path.isfile(archive):
