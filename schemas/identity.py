@@ -26,6 +26,36 @@ class Head:
         # before a field is out of range)
         self._bounds = tuple((names.index(name), bound) for name, bound in ranges.items())
 
+    @functools.cached_property
+    def prefix(self) -> bytes:
+        """The bytes every plausible head starts with: its leading fields whose range is one value, as the layout
+        packs them (b"" when the first field's is not): a head that does not start with them is not plausible."""
+        fixed = []
+        for name in self.names:
+            bound = self.ranges.get(name)
+            if not (isinstance(bound, tuple) and bound[0] is not None and bound[0] == bound[1]):
+                break
+            fixed.append(bound[0])
+        if not fixed:
+            return b""
+        fmt = self.layout.format
+        order, body = (fmt[0], fmt[1:]) if fmt[:1] in "@=<>!" else ("@", fmt)
+        fields, pending, count = [], "", ""  # each field's codes (pad bytes before it included): "4s", "i"
+        for c in body:  # (struct's grammar: a count, then a code; "4s" is one field, "3i" three, "2x" none)
+            if c.isdigit():
+                count += c
+            elif c in "sp":
+                fields.append(pending + count + c)
+                pending = count = ""
+            elif c == "x":
+                pending, count = pending + count + c, ""
+            else:
+                fields.extend([pending + c] + [c] * (int(count or 1) - 1))
+                pending = count = ""
+        fill = {"s": b"", "p": b"", "c": b"\0", "?": False, "e": 0.0, "f": 0.0, "d": 0.0}
+        packed = self.layout.pack(*fixed, *(fill.get(f[-1], 0) for f in fields[len(fixed):]))
+        return packed[: struct.calcsize(order + "".join(fields[: len(fixed)]))]
+
     def read(self, head: bytes, offset: int = 0) -> dict[str, int] | None:
         """The fields at ``offset`` by name (None where the head is too short)."""
         if len(head) < offset + self.layout.size:

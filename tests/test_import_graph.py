@@ -14,9 +14,10 @@ ROOT = Path(wvformats.__file__).parent
 LAYERS = ("errors", "framework", "schemas", "families", "api", "cli")
 
 # the modules of the top level that are neither the API nor the command: what the families share (the
-# registry, the Embeddings model and its gensim query surface, the words' rows and spelling, files opened and
-# compressed, progress reporting, the compiled kernels' loader)
-SHARED = {"registry", "embeddings", "queries", "words", "spelling", "fileio", "compression", "progress", "compiled"}
+# registry and the Format a codec registers, the Embeddings model and its gensim query surface, the words' rows
+# and spelling, files opened and compressed, progress reporting, the compiled kernels' loader)
+SHARED = {"registry", "formatclass", "embeddings", "queries", "words", "spelling", "fileio", "compression", "progress",
+          "compiled"}
 CLI = {"cli", "commands", "samples"}
 
 

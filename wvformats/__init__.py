@@ -12,7 +12,7 @@ Public API, the same for every format::
 """
 
 from . import _installed  # noqa: F401 - first: a source folder never installed says how to install it
-from .api import ValidationReport, convert, formats, inspect, parse_file, read, sniff, validate, write
+from .api import convert, formats, inspect, parse_file, read, sniff, validate, write
 from .errors import (
     BuildError,
     FormatError,
@@ -22,7 +22,7 @@ from .errors import (
     UnknownFormatError,
     ValueMismatchError,
 )
-from .registry import Format, register
+from .registry import register
 
 __version__ = "0.1.0"
 
@@ -36,6 +36,10 @@ def __getattr__(name: str) -> object:
     """What needs numpy, imported when first asked for (``import wvformats`` and the command's start-up
     need none): the model classes of the embeddings and the public module of each format family
     (``from wvformats import gguf``)."""
+    if name in ("Format", "ValidationReport"):  # (dataclasses: made when first asked for, as a read needs neither)
+        from . import api, registry
+
+        return getattr(registry if name == "Format" else api, name)
     if name in ("Embeddings", "DuplicateWordsWarning", "ValuesChangedWarning"):
         from . import embeddings
 

@@ -6,15 +6,12 @@ imported by the functions that need them, so that ``sniff`` imports none of them
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
-from dataclasses import field as _field
+from collections.abc import Callable, Iterable
 from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import compression, registry
 from .errors import (
@@ -27,32 +24,46 @@ from .errors import (
 )
 from .fileio import Source, atomic_output, check_target, open_buffer, refuse_own_input
 
+if TYPE_CHECKING:
+    from .validation import ValidationReport
+
 PathLike = str | os.PathLike[str]
 # every function that reads a file takes its path or a Source (the path resolved once: kind, compression, first
 # bytes, buffer), which is how they share one resolution of a file among themselves
 Input = PathLike | Source
 
 
-@contextlib.contextmanager
-def _source(path: Input) -> Iterator[Source]:
-    """``path`` as a Source: the one given, or a new one closed at the end of the block."""
-    if isinstance(path, Source):
-        yield path
-        return
-    with Source(path) as source, _in_file(source):
-        yield source
-
-
-@contextlib.contextmanager
-def _in_file(path: Input) -> Iterator[None]:
+class _in_file:  # noqa: N801 - a context manager used as a function (a class: cheaper to enter than a generator)
     """A FormatError (or OptionError) raised in the block names the file ``path`` (:attr:`FormatError.file`),
     unless it names one already: the one home of the file an error is in."""
-    try:
-        yield
-    except (FormatError, OptionError) as e:
-        if e.file is None:
-            e.file = os.fsdecode(os.fspath(path))
-        raise
+
+    def __init__(self, path: Input) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
+        if isinstance(e, (FormatError, OptionError)) and e.file is None:
+            e.file = os.fsdecode(os.fspath(self.path))
+
+
+class _source(_in_file):  # noqa: N801 - (as _in_file)
+    """``path`` as a Source: the one given, or a new one closed at the end of the block (a FormatError raised
+    in it naming the file, :class:`_in_file`)."""
+
+    def __init__(self, path: Input) -> None:
+        self.own = not isinstance(path, Source)
+        self.path = Source(path) if self.own else path
+
+    def __enter__(self) -> Source:  # type: ignore[override]
+        return self.path  # type: ignore[return-value]
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
+        if self.own:
+            self.path.close()  # type: ignore[union-attr]
+            if e is not None:
+                super().__exit__(kind, e, tb)
 
 
 def formats() -> list[str]:
@@ -76,27 +87,26 @@ def sniff(path: Input) -> str:
 
 
 def _sniff(source: Source) -> str:
-    p = source.file
     _refuse_missing_or_special(source)
-    fmts = registry.sniffers()  # (no codec imported for the families that declare their sniffers)
+    order = registry.sniff_order()  # (no codec imported for the families that declare their sniffers)
     if source.is_dir:
-        for f in fmts:
-            if f.is_directory and f.sniff(p):  # type: ignore[arg-type]
+        for f in order.folders:
+            if f.sniff(source.file):  # type: ignore[arg-type]
                 return f.name
-        raise UnknownFormatError(f"{p}: no registered format matches this directory{registry.failed_note()}")
-    for f in fmts:  # a folder format's own file (a sharded checkpoint's index) reads as the folder format
-        if f.is_directory and f.entry is not None and f.sniff(p):  # type: ignore[arg-type]
+        raise UnknownFormatError(f"{source.file}: no registered format matches this directory"
+                                 f"{registry.failed_note()}")
+    name = source.file_name.lower()
+    for f in order.entries:  # a folder format's own file (a sharded checkpoint's index) reads as the folder format
+        if name.endswith(f.extensions) and f.sniff(source.file):  # type: ignore[arg-type]
             return f.name
     head = source.head()
-    for test in ("sniff", "resembles"):  # an exact match first; else the format a damaged file is closest to
-        for f in fmts:
-            if f.is_directory or getattr(f, test) is None:
-                continue
-            try:
-                if getattr(f, test)(head):
-                    return f.name
-            except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
-                continue
+    for test, name, magic in order.tests:  # an exact match first; else the format a damaged file is closest to
+        try:
+            if head.startswith(magic) and test(head):
+                return name
+        except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
+            continue
+    p = source.file
     if not head:
         raise UnknownFormatError(f"{p} is empty: no format can be told from its content")
     inside = f"{kind}-compressed; decompressed, its " if (kind := source.compression) else "its "
@@ -251,12 +261,11 @@ def _fast_read(source: Source, name: str, options: dict[str, Any]) -> Any:
     """The model of a file read by its format's ``fast`` reader (no codec imported: a schema's cached plan), or
     None where the format has none, options are given (but ``mmap=True``), or the reader cannot read the file
     (then the codec reads it and says why)."""
-    if options.get("mmap") is False or any(v is not None for k, v in options.items() if k != "mmap"):
+    if options and (options.get("mmap") is False or any(v is not None for k, v in options.items() if k != "mmap")):
         return None
     registry.load_plugins()  # (as any read does first: a plugin may replace the format)
     sniffer = registry.sniffer(name)
-    if sniffer is None or sniffer.fast is None or sniffer.is_directory or source.is_dir or source.is_special \
-            or not source.exists or source.compression:
+    if sniffer is None or sniffer.fast is None or sniffer.is_directory or not source.is_file or source.compression:
         return None
     reader = _FAST_READERS.get(sniffer.fast)
     if reader is None:
@@ -527,46 +536,13 @@ def convert(src: Input, dst: PathLike, to: str | None = None, *, from_format: st
     return fmt.name
 
 
-@dataclass
-class ValidationReport:
-    """The result of a byte-exact round trip: parse, rebuild, compare."""
+def __getattr__(name: str) -> Any:
+    if name == "ValidationReport":  # (its module, made when first asked for: a read makes no dataclass)
+        from .validation import ValidationReport
 
-    path: str
-    format: str
-    ok: bool
-    size: int = 0
-    rebuilt_size: int = 0
-    first_difference: int | None = None
-    # where the file fails: the field path (``dictionary.entries[3].word``) and its byte offset, of the parse
-    # error, else of the first difference of the rebuild
-    field: str | None = None
-    offset: int | None = None
-    error: str | None = None
-    notes: list[str] = _field(default_factory=list)
-    problems: list[str] = _field(default_factory=list)
-    # the file could not be checked at all (missing, unreadable, of no known format): an input error
-    unreadable: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        if self.error:
-            return f"FAIL  {self.path} [{self.format}]: {self.error}"
-        problems = "; ".join(self.problems)
-        if self.first_difference is not None:
-            where = f"first difference at byte {self.first_difference}"
-            if self.field:
-                where += f" in {self.field}"
-            return (f"FAIL  {self.path} [{self.format}]: rebuild differs ({where})"
-                    + "".join(f"; {x}" for x in (*self.notes, *self.problems)))
-        if not self.ok:
-            return f"FAIL  {self.path} [{self.format}]: {problems}"
-        if self.size == 0 and self.rebuilt_size == 0 and (Path(self.path).is_dir() or getattr(
-                registry.sniffer(self.format), "is_directory", False)):
-            return f"ok    {self.path} [{self.format}]: index files consistent"
-        return (f"ok    {self.path} [{self.format}]: {self.size} bytes rebuilt byte-identical"
-                + "".join(f"; {x}" for x in self.notes))
+        globals()[name] = ValidationReport
+        return ValidationReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def validate(path: Input, format: str | None = None, *, full: bool = False,
@@ -583,6 +559,8 @@ def validate(path: Input, format: str | None = None, *, full: bool = False,
 
 def _validate(source: Source, format: str | None, *, full: bool, progress: Callable[[int], Any] | None,
               **options: Any) -> ValidationReport:
+    from .validation import ValidationReport
+
     p = str(source)
     if not os.access(source.file, os.R_OK):
         return ValidationReport(p, format or "?", False, error=f"cannot read {p}", unreadable=True)

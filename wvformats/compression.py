@@ -39,11 +39,19 @@ MAX_IN_MEMORY: int | None = None
 def split_member(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     """``archive.zip::member`` as (archive, member); any other path as (path, None). A file whose own name
     holds ``::`` is taken as it is."""
-    text = os.fsdecode(path)  # (a bytes path, as open() takes one, decoded as the file system does)
-    archive, sep, member = text.rpartition(MEMBER_SEPARATOR)
-    if sep and not Path(text).exists() and Path(archive).is_file():
-        return Path(archive), member
-    return Path(text), None
+    file, member = split_member_name(path)
+    return Path(file), member
+
+
+def split_member_name(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """:func:`split_member`, the file as a string (what a read of a small file opens: no Path made)."""
+    text = path if type(path) is str else os.fsdecode(path)  # (a bytes path, as open() takes one, decoded as the
+    if MEMBER_SEPARATOR not in text:  # file system does)
+        return text, None
+    archive, _, member = text.rpartition(MEMBER_SEPARATOR)
+    if not os.path.exists(text) and os.path.isfile(archive):
+        return archive, member
+    return text, None
 
 
 def detect(path: str | os.PathLike[str]) -> str | None:
@@ -60,7 +68,10 @@ MAGIC_SIZE = max(len(magic) for _, magic in MAGIC)  # the first bytes that tell 
 
 def kind_of(first: bytes) -> str | None:
     """The compression whose magic ``first`` (a file's first bytes) starts with, or None."""
-    return next((name for name, magic in MAGIC if first.startswith(magic)), None)
+    for name, magic in MAGIC:
+        if first.startswith(magic):
+            return name
+    return None
 
 
 ARCHIVE_HEAD = ZIP_LOCAL_FIXED + 256  # a zip's first local header and the start of its member's name

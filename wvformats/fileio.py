@@ -32,12 +32,20 @@ class Source:
         elif isinstance(path, bytes):  # a bytes path, as open() takes one: decoded as the file system does
             path = os.fsdecode(path)
         self.path = path
-        self.file, self.member = compression.split_member(path)
+        self.file_name, self.member = compression.split_member_name(path)  # (the file as a string: what is
+        self._file_path: Path | None = None  # opened and stat'ed; :attr:`file` as a Path, made when asked)
         self._stat: os.stat_result | None | bool = False  # False: not looked at yet; None: no such path
-        self._raw: Any = None
+        self._fd: int | None = None  # (a descriptor, not a file object: the read of a small file is this cheap)
         self._compression: str | None | bool = False
         self._heads: dict[int, bytes] = {}
         self._first: bytes | None = None  # the file's first HEAD bytes as stored (one read serves every look)
+
+    @property
+    def file(self) -> Path:
+        """The file: the path, or the archive of ``archive.zip::member``."""
+        if self._file_path is None:
+            self._file_path = Path(self.file_name)
+        return self._file_path
 
     def __enter__(self) -> Source:
         return self
@@ -47,9 +55,9 @@ class Source:
 
     def close(self) -> None:
         """Close the file this source opened (buffers handed out stay valid)."""
-        if self._raw is not None:
-            self._raw.close()
-            self._raw = None
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def __str__(self) -> str:
         return os.fspath(self.path)
@@ -60,7 +68,7 @@ class Source:
     def _status(self) -> os.stat_result | None:
         if self._stat is False:
             try:
-                self._stat = os.stat(self.file)
+                self._stat = os.stat(self.file_name)
             except OSError:
                 self._stat = None
         return self._stat  # type: ignore[return-value]
@@ -82,18 +90,21 @@ class Source:
     @property
     def is_special(self) -> bool:
         """A pipe, device or socket: no file of any format (a FIFO would block the open)."""
-        return self.exists and not self.is_file and not self.is_dir
+        st = self._status()
+        return st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)
 
-    def _file(self) -> Any:
-        """The file, opened once (unbuffered: reads go straight into their buffers)."""
-        if self._raw is None:
+    def _file(self) -> int:
+        """The file's descriptor, opened once (unbuffered: reads go straight into their buffers)."""
+        if self._fd is None:
+            if self.is_dir:
+                raise FormatError(f"{self.file} is a directory", path=None)
             try:
-                self._raw = open(self.file, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+                self._fd = os.open(self.file_name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
             except IsADirectoryError:
                 raise FormatError(f"{self.file} is a directory", path=None) from None
             except OSError as e:
                 raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
-        return self._raw
+        return self._fd
 
     @property
     def compression(self) -> str | None:
@@ -110,7 +121,7 @@ class Source:
 
     def _pread(self, n: int, at: int = 0) -> bytes:
         try:
-            return os.pread(self._file().fileno(), n, at)
+            return os.pread(self._file(), n, at)
         except OSError as e:
             raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
 
@@ -124,18 +135,19 @@ class Source:
 
     def head(self, n: int = HEAD) -> bytes:
         """The first ``n`` bytes (decompressed, if the file is compressed)."""
-        if n not in self._heads:
+        got = self._heads.get(n)
+        if got is None:
             kind = self.compression
-            self._heads[n] = compression.head(self.path, kind, n) if kind else self._stored(n)
-        return self._heads[n]
+            got = self._heads[n] = compression.head(self.path, kind, n) if kind else self._stored(n)
+        return got
 
     def whole(self) -> bytes | None:
         """The whole file, where its first read held all of it (a file of at most HEAD bytes, uncompressed):
         buffer enough for a small file, with no memory map to make and unmap. None otherwise."""
-        st = self._status()
-        if self._first is None or self.compression or st is None or st.st_size != len(self._first):
+        first, st = self._first, self._status()
+        if first is None or st is None or st.st_size != len(first) or self.compression:
             return None
-        return self._first
+        return first
 
     def buffer(self, *, use_mmap: bool = True) -> Any:
         """The whole file as a buffer: a read-only mmap (zero-copy) or a writable in-memory copy (a numpy
@@ -144,15 +156,16 @@ class Source:
             import numpy as np  # (here, not at the top: the command's start-up, sniff, needs no numpy)
 
             return np.frombuffer(compression.read_all(self.path, kind), np.uint8)
-        f = self._file()
+        fd = self._file()
         try:
-            size = os.fstat(f.fileno()).st_size
+            size = os.fstat(fd).st_size
             if size == 0:
                 return b""
             if use_mmap:
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            f.seek(0)
-            return _read_into_memory(f, size)
+                return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            with open(fd, "rb", buffering=0, closefd=False) as f:
+                f.seek(0)
+                return _read_into_memory(f, size)
         except OSError as e:
             raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
 

@@ -18,13 +18,14 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import UnknownFormatError
 
 if TYPE_CHECKING:
     import construct as cs
+
+    from .formatclass import Format
 
 
 class Sniffer(NamedTuple):
@@ -55,70 +56,16 @@ class Sniffer(NamedTuple):
     # the command that makes files of a format that ``write`` cannot write (a folder format), for that table
     built_by: str = ""
     # a folder format whose layout one file of it holds (a sharded checkpoint's index): that file, given the
-    # folder or the file; a path to such a file reads as the folder format, and ``dump`` shows that file
+    # folder or the file; a path to such a file (named with one of the format's extensions, and that ``sniff``
+    # takes) reads as the folder format, and ``dump`` shows that file
     entry: Callable[[Any], Any] | None = None
     # "module:function" of a reader of the format's files that needs no codec: ``function(buffer)`` gives the
     # model, or None where it cannot (then the codec reads the file, and says what is wrong). Used by ``read``
     # without options; its module imports no construct (a schema's cached plan, :mod:`.framework.plans`)
     fast: str | None = None
-
-
-@dataclass
-class Format:
-    """How wvformats handles one format.
-
-    ``parse(buffer, **options)`` returns the raw parsed object (a construct Container) and ``build(obj,
-    stream)`` writes it back: together they are the byte-exact round trip. ``to_model`` turns the parsed
-    object into the user-facing model, and ``from_model`` does the reverse for writing.
-    """
-
-    name: str
-    extensions: tuple[str, ...]
-    description: str
-    schema: cs.Construct | None
-    sniff: Callable[[bytes], bool]
-    parse: Callable[..., Any]
-    build: Callable[[Any, Any], None]
-    to_model: Callable[..., Any]
-    from_model: Callable[..., Any]
-    model: type | None = None
-    # other types the writer (``from_model``) takes besides ``model`` (fastText writes any Embeddings); a type may
-    # be named "module:QualName" instead, so that registering the format imports nothing of its module
-    writes: tuple[type | str, ...] = ()
-    inspect: Callable[[Any], dict[str, Any]] | None = None
-    # a summary from the header and a sample, in bounded time and memory whatever the file's size:
-    # ``inspect_head(buffer, complete=..., **read_options)`` (the path, for a folder format); ``complete`` is
-    # False when the buffer holds only the first bytes of the file (a compressed one). ``inspect(full=True)``,
-    # and every inspect of a format without one, parses the whole file and calls ``inspect``
-    inspect_head: Callable[..., dict[str, Any]] | None = None
-    # what the format's tools refuse or misread in a parsed file, a line each (``validate`` fails on them); a line
-    # starting "note: " is said and not failed (a file they read, in a way worth saying)
-    check: Callable[[Any], list[str]] | None = None
-    is_directory: bool = False
-    # sniffers run in ascending priority: magic bytes first (0), content heuristics later
-    priority: int = 50
-    schemas: dict[str, cs.Construct] = field(default_factory=dict)
-    # the options ``read`` takes for this format (others are refused); None: not checked
-    read_options: tuple[str, ...] | None = None
-    # the parse keeps bulk arrays as views of the file's buffer: ``read(mmap=False)`` then parses the mapped
-    # file while a worker thread reads it into memory, and takes the arrays from that copy
-    array_views: bool = False
-    # a looser sniffer for damaged files of the format: when no format's ``sniff`` matches, the first (by
-    # priority) whose ``resembles`` does is the file's format, so that reading it reports this format's error
-    resembles: Callable[[bytes], bool] | None = None
-    # the sniffer's summary that needs no codec (see :class:`Sniffer`), tried before ``inspect_head``
-    quick_inspect: Callable[..., dict[str, Any] | None] | None = None
-    # reads a compressed file from its decompressed blocks of whole lines (``stream(blocks, **options)``, the
-    # blocks as :func:`compression.line_blocks` gives them) instead of one buffer of the whole file: a text
-    # format's memory then holds the result and one block
-    stream: Callable[..., Any] | None = None
-    # what the family's commands do with such files, what can be looked up in them, and the command that makes
-    # them when ``write`` cannot (see :class:`Sniffer`)
-    commands: tuple[str, ...] = ()
-    lookups: str = ""
-    built_by: str = ""
-    entry: Callable[[Any], Any] | None = None  # (see :class:`Sniffer`)
-    fast: str | None = None  # (see :class:`Sniffer`)
+    # the bytes every file of the format starts with (its magic, from ``schemas/identity.py``), where it has
+    # some: a head that does not start with them is not asked ``sniff`` (b"": every head is)
+    magic: bytes = b""
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
@@ -147,13 +94,26 @@ _PLUGIN_DECLARED: dict[str, tuple[str, Sniffer]] = {}
 _PLUGIN_CODECS: list[str] = []  # the ``CODEC`` modules of those plugins not yet imported (:func:`load_plugins`)
 _OLD_STYLE: list[str] = []  # families without a ``sniff`` module: their codec is imported to sniff
 _scanned = _loaded = False
+_scan_done = False  # (_scanned is set as the scan begins; this once it has ended: what may be read without the lock)
 # codec modules that failed to import, with the error: one broken codec must not take the others down
 LOAD_ERRORS: dict[str, str] = {}
 _LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
 _CHANGES = 0  # formats registered (or replaced) so far: what the sorted sniffers were made from
-_SORTED: tuple[tuple[int, int, int], list[Sniffer | Format]] | None = None  # (made from, sniffers())
+_SORTED: tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder] | None = None  # (made from, sniffers(),
+# sniff_order())
 
 FAMILIES = "wvformats.families"
+
+
+def __getattr__(name: str) -> Any:
+    """``Format``, made when first asked for (by a codec, or the user): a read through a format's ``fast`` reader
+    needs none, and the dataclass costs a fresh process ~1.5 ms (``dataclasses`` imported, its methods made)."""
+    if name == "Format":
+        from .formatclass import Format
+
+        globals()["Format"] = Format
+        return Format
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(fmt: Format, *, replace: bool = False) -> Format:
@@ -220,21 +180,55 @@ def sniffers() -> list[Sniffer | Format]:
     name), with no family's codec imported where the family declares its formats in a ``sniff`` module.
     Formats registered in this process (codecs, plugins, user code) stand over those declared. Sorted once
     for each state of the registry (every ``sniff`` and ``read`` asks)."""
+    return list(_sorted()[1])
+
+
+class SniffOrder:
+    """The sniffers in the order :func:`wvformats.sniff` asks them, by what they are asked of."""
+
+    __slots__ = ("folders", "entries", "tests")
+
+    def __init__(self, folders: tuple[Sniffer | Format, ...], entries: tuple[Sniffer | Format, ...],
+                 tests: tuple[tuple[Callable[[bytes], bool], str, bytes], ...]) -> None:
+        self.folders = folders  # of a folder: the folder formats' sniffers
+        self.entries = entries  # of a file, first: the folder formats that one file of them names
+        # then of its first bytes: (test, format name, the bytes the head must start with for the test to be
+        # asked), every file format's sniff (after its magic), then their ``resembles`` (of any head)
+        self.tests = tests
+
+
+def sniff_order() -> SniffOrder:
+    """:func:`sniffers` as :func:`wvformats.sniff` asks them (made with them, once for each state)."""
+    return _sorted()[2]
+
+
+def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format], SniffOrder]:
     global _SORTED
+    made = _SORTED  # (as it was when this call began, while nothing is being registered: no lock needed)
+    if made is not None and made[0] == (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED)) and _scan_done:
+        return made
     with _LOADING:
-        _scan()
+        if not _scanned:
+            _scan()
         made_from = (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED))
         if _SORTED is None or _SORTED[0] != made_from:
             found: dict[str, Sniffer | Format] = {name: s for name, (_, s) in _declared().items()}
             found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
             found.update(_FORMATS)
-            _SORTED = (made_from, sorted(found.values(), key=lambda f: (f.priority, f.name)))
-        return list(_SORTED[1])
+            fmts = sorted(found.values(), key=lambda f: (f.priority, f.name))
+            files = [f for f in fmts if not f.is_directory]
+            order = SniffOrder(tuple(f for f in fmts if f.is_directory),
+                               tuple(f for f in fmts if f.is_directory and f.entry is not None),
+                               tuple((test, f.name, getattr(f, "magic", b"") if kind == "sniff" else b"")
+                                     for kind in ("sniff", "resembles") for f in files
+                                     if (test := getattr(f, kind)) is not None))
+            _SORTED = (made_from, fmts, order)
+        return _SORTED
 
 
 def _scan() -> None:
     """Once: the codecs of the families without a ``sniff`` module, then the plugins."""
-    global _scanned
+    global _scanned, _scan_done
     with _LOADING:
         if _scanned:
             return
@@ -249,6 +243,7 @@ def _scan() -> None:
                 _PLUGIN_CODECS.append(codec)
                 for sniffer in getattr(plugin, "FORMATS", ()):
                     _PLUGIN_DECLARED[sniffer.name] = (codec, sniffer)
+        _scan_done = True
 
 
 def _declared() -> dict[str, tuple[str, Sniffer]]:
@@ -376,10 +371,11 @@ def failed_note() -> str:
 def sniffer(name: str) -> Sniffer | Format | None:
     """The registered format called ``name``, else the sniffer a family declares for it (no codec imported),
     else None."""
-    with _LOADING:
-        _scan()
-        return _FORMATS.get(name) or _declared().get(name, ("", None))[1] or \
-            _PLUGIN_DECLARED.get(name, ("", None))[1]
+    if not _scan_done:
+        with _LOADING:
+            _scan()
+    return _FORMATS.get(name) or (_DECLARED or _declared()).get(name, ("", None))[1] or \
+        _PLUGIN_DECLARED.get(name, ("", None))[1]
 
 
 def get(name: str) -> Format:

@@ -61,22 +61,32 @@ class _Hooks:
 _SPACE = " \t\n\r"  # JSON's white space
 
 
-def decode_json(text: str, pairs: Any, constant: Any, integer: Any) -> Any:
+try:
+    from _json import make_scanner as _make_scanner
+except ImportError:  # (an interpreter without it)
+    _make_scanner = None
+_SCANNERS: dict[tuple[Any, Any, Any], Any] = {}  # the scanners of hooks that are module-level functions
+
+
+def decode_json(text: str, pairs: Any, constant: Any, integer: Any, *, keep: bool = False) -> Any:
     """``json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)``, by the
     scanner json.loads itself runs (``_json``) where there is one, without importing the json package: its
     import compiles four patterns, a millisecond of a file's open. A text the scanner does not take whole is
-    handed to json.loads, whose error is the one raised."""
-    try:
-        import _json
-    except ImportError:  # (an interpreter without it)
-        _json = None
-    if _json is not None:
-        start = len(text) - len(text.lstrip(_SPACE))
+    handed to json.loads, whose error is the one raised. ``keep``: the hooks are module-level functions, and
+    their scanner is made once (as json.loads keeps its default decoder's)."""
+    if _make_scanner is not None:
+        hooks = (pairs, constant, integer)
+        scan = _SCANNERS.get(hooks) if keep else None
+        if scan is None:
+            scan = _make_scanner(_Hooks(pairs, constant, integer))  # (its memo of keys is emptied after each text)
+            if keep:
+                _SCANNERS[hooks] = scan
+        start = 0 if text[:1] not in _SPACE else len(text) - len(text.lstrip(_SPACE))
         try:
-            value, end = _json.make_scanner(_Hooks(pairs, constant, integer))(text, start)
+            value, end = scan(text, start)
         except StopIteration:
             value, end = None, -1
-        if end >= 0 and not text[end:].strip(_SPACE):
+        if end >= 0 and (end == len(text) or not text[end:].strip(_SPACE)):
             return value
     import json
 
@@ -86,4 +96,4 @@ def decode_json(text: str, pairs: Any, constant: Any, integer: Any) -> Any:
 def loads(text: str) -> Any:
     """``json.loads(text)`` without importing the json package (see :func:`decode_json`): for the cache's own
     files, read on every open."""
-    return decode_json(text, None, float, int)
+    return decode_json(text, None, float, int, keep=True)

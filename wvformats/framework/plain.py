@@ -6,6 +6,7 @@ each rule, whichever runs it."""
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 from collections.abc import Mapping
@@ -62,7 +63,7 @@ def read_array(stream: Any, dtype: np.dtype, dims: tuple[int, ...], path: str) -
         return np.ndarray(dims, dtype=dtype)
     view = zero_copy(stream, nbytes)
     if view is not None:
-        return np.frombuffer(view, dtype=dtype, count=count).reshape(dims)
+        return np.frombuffer(view, dtype, count).reshape(dims)  # (positional: numpy reads keywords slowly)
     out = np.empty(dims, dtype=dtype)
     got = stream.readinto(byte_view(out)) if nbytes else 0
     if got != nbytes:
@@ -170,19 +171,24 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+class _Constant(Exception):
+    """NaN or Infinity, which JSON has not, found while the text is parsed."""
+
+
+def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(items)
+    if len(out) != len(items):
+        raise _Repeated()  # (which key, and where: first_repeated_key)
+    return out
+
+
+def _constant(name: str) -> None:
+    raise _Constant(name)
+
+
 def _loads(text: str, path: str, at: int) -> Any:
     """The JSON ``text`` (which starts at byte ``at``) as Python values: a key given twice in one object, NaN or
     Infinity, and a number of more digits than Python reads are ValueMismatchErrors at their byte."""
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(items)
-        if len(out) != len(items):
-            raise _Repeated()  # (which key, and where: first_repeated_key)
-        return out
-
-    def constant(name: str) -> None:
-        raise fail(path, at + text.encode("utf-8").find(name.encode()), f"{name} is not JSON",
-                   ValueMismatchError)
-
     def integer(digits: str) -> int:
         limit = sys.get_int_max_str_digits()  # (0: none; int() refuses more with a ValueError of its own)
         if limit and len(digits.lstrip("-")) > limit:
@@ -193,13 +199,17 @@ def _loads(text: str, path: str, at: int) -> Any:
 
     try:
         try:
-            return decode_json(text, pairs, constant, int)
+            return decode_json(text, _pairs, _constant, int, keep=True)
         except ValueError as e:  # (int's refusal of too many digits: read again, to say where)
             import json
 
             if isinstance(e, json.JSONDecodeError):
                 raise
-            return decode_json(text, pairs, constant, integer)
+            return decode_json(text, _pairs, _constant, integer)
+    except _Constant as e:
+        name = e.args[0]
+        raise fail(path, at + text.encode("utf-8").find(name.encode()), f"{name} is not JSON",
+                   ValueMismatchError) from None
     except ValueError as e:
         import json
 
@@ -219,17 +229,21 @@ def read_json(stream: Any, length: Any, limit: int | None, top: type, path: str)
     :data:`LEN_FORMATS` (``"u64"``), else of ``length`` bytes; its top-level value a ``top`` (dict or list),
     kept with its bytes. A text longer than ``limit`` is refused before it is read (see :class:`JSONField`)."""
     start = tell(stream) or 0
+    left = remaining(stream)  # (the checks' messages made only where they are said)
     if isinstance(length, str):
         size = scalar_size(length)
-        check_length(stream, size, path, "the JSON length")
+        if left is None or size > left:
+            check_length(stream, size, path, "the JSON length")
         n = scalar(length, stream.read(size))
+        left = None if left is None else left - size
     else:
         n = int(length)
     at = tell(stream) or 0
     if limit is not None and n > limit:
         raise fail(path, start, f"JSON text of {n} bytes is longer than the {limit} allowed",
                    ValueMismatchError, found=n)
-    check_length(stream, n, path, "JSON text")
+    if left is None or not 0 <= n <= left:
+        check_length(stream, n, path, "JSON text")
     raw = stream.read(n)
     text = decode_utf8(raw, "strict", path, at)
     value = _loads(text, path, at)
@@ -249,13 +263,19 @@ class Arrays(dict):
 
 def _offset(x: Any) -> bool:
     """A byte offset as JSON gives one: an int (not a bool), at least 0."""
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+    return (type(x) is int or isinstance(x, int) and not isinstance(x, bool)) and x >= 0
 
 
 def entries(table: Any, skip: tuple[str, ...]) -> list[tuple[str, Any]]:
     if isinstance(table, dict) or isinstance(table, Mapping):
         return [(str(k), v) for k, v in table.items() if k not in skip]
     return [(str(e["name"]), e) for e in table]
+
+
+_INT = {int}
+
+
+_begin_end = operator.itemgetter(3, 4)  # (a layout entry's range: what the entries are sorted by)
 
 
 class TensorLayout:
@@ -267,6 +287,7 @@ class TensorLayout:
         self.dtypes = {code: explicit_dtype(dt) for code, dt in dtypes.items() if not isinstance(dt, int)}
         self.bits = {code: int(dt) for code, dt in dtypes.items() if isinstance(dt, int)}
         self.dtypes.update({code: np.dtype("u1") for code in self.bits})
+        self.itemsizes = {code: dt.itemsize for code, dt in self.dtypes.items()}
         self.keys = keys
         self.skip = skip
         self.exact = exact
@@ -274,6 +295,11 @@ class TensorLayout:
     def layout(self, table: Any, path: str, start: int,
                size: int | None) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
         """(name, dtype, shape, begin, end) of each tensor of ``table``, in order of begin, every range checked."""
+        return sorted(self._layout(table, path, start, size), key=_begin_end)
+
+    def _layout(self, table: Any, path: str, start: int,
+                size: int | None) -> list[tuple[str, np.dtype, tuple[int, ...], int, int]]:
+        """:meth:`layout` in the table's order (the ranges checked, one against the next, in order of begin)."""
         kd, ks, ko = self.keys
         out = []
         for name, entry in entries(table or {}, self.skip):
@@ -286,24 +312,28 @@ class TensorLayout:
                 raise fail(f"{path}.{name}", start, f"dtype {code!r} of tensor {name!r} is not one of "
                            f"{', '.join(map(str, self.dtypes))}", ValueMismatchError, found=code)
             span = entry[ko]
-            if not isinstance(span, (list, tuple)) or len(span) != 2 or not _offset(span[0]) or not _offset(span[1]):
+            if not isinstance(span, (list, tuple)) or len(span) != 2:
+                raise fail(f"{path}.{name}", start, f"{ko} of tensor {name!r} is not two byte offsets",
+                           ValueMismatchError, found=span)
+            begin, end = span
+            if not (type(begin) is int and type(end) is int and begin >= 0 and end >= 0) \
+                    and not (_offset(begin) and _offset(end)):
                 raise fail(f"{path}.{name}", start, f"{ko} of tensor {name!r} is not two byte offsets",
                            ValueMismatchError, found=span)
             shape = entry[ks]
-            if not isinstance(shape, (list, tuple)) or not all(type(d) is int for d in shape):  # (not 1.0, not True)
+            if not isinstance(shape, (list, tuple)) or shape and {*map(type, shape)} != _INT:  # (not 1.0, not True)
                 raise fail(f"{path}.{name}", start, f"{ks} of tensor {name!r} is not a list of integers",
                            ValueMismatchError, found=shape)
             dims = tuple(shape)
             if dims and min(dims) < 0:
                 array_dims(shape, f"{path}.{name}", start)  # (raises: a negative dimension)
-            begin, end = span
             bits = self.bits.get(code)
             if bits is not None:  # packed: the raw bytes, the last dimension in bytes
                 if not dims or dims[-1] * bits % 8:
                     raise fail(f"{path}.{name}", start + begin, f"shape {list(dims)} of {code} ({bits}-bit "
                                "elements) does not end its rows on a byte", ValueMismatchError, found=list(dims))
                 dims = (*dims[:-1], dims[-1] * bits // 8)
-            nbytes = math.prod(dims) * self.dtypes[code].itemsize  # (Python ints: no overflow)
+            nbytes = math.prod(dims) * self.itemsizes[code]  # (Python ints: no overflow)
             if end < begin or end - begin != nbytes:
                 raise fail(f"{path}.{name}", start + begin, f"{ko} [{begin}, {end}) hold {end - begin} bytes where "
                            f"shape {list(dims)} of {code} needs {nbytes}", ValueMismatchError)
@@ -311,9 +341,8 @@ class TensorLayout:
                 raise fail(f"{path}.{name}", start + begin, f"{ko} [{begin}, {end}) run past the {size} bytes of "
                            "the data", TruncatedError)
             out.append((name, self.dtypes[code], dims, begin, end))
-        out.sort(key=lambda t: (t[3], t[4]))
         at = 0
-        for name, _, _, begin, end in out:
+        for name, _, _, begin, end in sorted(out, key=_begin_end):
             if begin < at or (self.exact and begin > at):
                 what = "overlaps the tensor before it" if begin < at else f"leaves a gap of {begin - at} bytes"
                 raise fail(f"{path}.{name}", start + begin, f"tensor {name!r} at [{begin}, {end}) {what}",
@@ -329,12 +358,12 @@ class TensorLayout:
         the rest of the stream), as arrays by name in table order; the stream left after the data."""
         start = stream.tell()
         size = remaining(stream) if size is None else size
-        layout = self.layout(table, path, start, size)
-        found = {}
-        for name, dtype, dims, begin, _ in layout:
+        layout = self._layout(table, path, start, size)  # (in the table's order: the arrays' order)
+        out = Arrays()
+        out.spans = {}
+        for name, dtype, dims, begin, end in layout:
             stream.seek(start + begin)
-            found[name] = read_array(stream, dtype, dims, f"{path}.{name}")
+            out[name] = read_array(stream, dtype, dims, f"{path}.{name}")
+            out.spans[name] = (start + begin, start + end)
         stream.seek(start + (size if size is not None else max((t[4] for t in layout), default=0)))
-        out = Arrays((name, found[name]) for name, _ in entries(table or {}, self.skip))
-        out.spans = {name: (start + begin, start + end) for name, _, _, begin, end in layout}
         return out

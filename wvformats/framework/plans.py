@@ -203,8 +203,11 @@ def _greedy(stream: Any, context: dict[str, Any], path: str, params: dict[str, A
     return stream.read()
 
 
+_TOPS = {"dict": dict, "list": list}
+
+
 def _json(stream: Any, context: dict[str, Any], path: str, params: dict[str, Any]) -> Any:
-    return read_json(stream, params["length"], params["limit"], {"dict": dict, "list": list}[params["top"]], path)
+    return read_json(stream, params["length"], params["limit"], _TOPS[params["top"]], path)
 
 
 def _tensors(stream: Any, context: dict[str, Any], path: str, params: dict[str, Any]) -> Any:

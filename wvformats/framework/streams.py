@@ -30,8 +30,13 @@ class _Positioned(io.RawIOBase):
         return self._pos
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self.size}[whence]
-        self._pos = max(0, base + offset)
+        if whence == 1:
+            offset += self._pos
+        elif whence == 2:
+            offset += self.size
+        elif whence:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")  # (io's own words)
+        self._pos = offset if offset > 0 else 0
         return self._pos
 
 
@@ -165,6 +170,8 @@ class CompareStream(_Positioned):
 
 def remaining(stream: Any) -> int | None:
     """Bytes left in a seekable stream, or None when the stream cannot tell."""
+    if type(stream) is BufferStream:  # (what every parse reads from: asked before each field that allocates)
+        return stream.size - stream._pos
     size = getattr(stream, "size", None)
     if isinstance(size, int):
         return size - stream.tell()

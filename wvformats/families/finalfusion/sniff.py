@@ -10,6 +10,6 @@ def sniff_finalfusion(head: bytes) -> bool:
     return FINALFUSION_HEAD.plausible(head)
 
 
-FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0,
+FINALFUSION = Sniffer("finalfusion", (".fifu",), sniff_finalfusion, priority=0, magic=FINALFUSION_HEAD.prefix,
                       lookups="similar, analogy (unknown words from subwords)")
 FORMATS = (FINALFUSION,)

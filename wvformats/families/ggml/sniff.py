@@ -19,7 +19,7 @@ def sniff_gguf(head: bytes) -> bool:
     return head[:4] == GGUF_MAGIC
 
 
-RWKV = Sniffer("rwkv", (".bin",), sniff_rwkv, priority=0,
+RWKV = Sniffer("rwkv", (".bin",), sniff_rwkv, priority=0, magic=RWKV_HEAD.prefix,
                commands=("`wvformats rwkv quantize FILE OUT --type T` quantizes it",), lookups="tensors (inspect)")
-GGUF = Sniffer("gguf", (".gguf",), sniff_gguf, priority=0)
+GGUF = Sniffer("gguf", (".gguf",), sniff_gguf, priority=0, magic=GGUF_MAGIC)
 FORMATS = (RWKV, GGUF)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...registry import Sniffer
-from ...schemas.identity import NPY_MAGIC, NPY_VERSIONS, NPZ_MEMBER_SUFFIX, zip_first_member
+from ...schemas.identity import NPY_MAGIC, NPY_VERSIONS, NPZ_MEMBER_SUFFIX, ZIP_LOCAL_MAGIC, zip_first_member
 
 EMBEDDINGS_FIRST = b"words.npy"  # an embeddings .npz: the words (a unicode array), then the vectors
 
@@ -24,8 +24,9 @@ def embeddings_npz(head: bytes) -> bool:
     return zip_first_member(head) == EMBEDDINGS_FIRST
 
 
-NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)",
+NPY = Sniffer("npy", (".npy",), sniff_npy, priority=0, lookups="the array (inspect, dump)", magic=NPY_MAGIC,
               fast="wvformats.families.numpy.fast:fast_read")
-EMBEDDINGS_NPZ = Sniffer("npz-embeddings", (".npz",), embeddings_npz, priority=0)  # (before npz: a kind of it)
-NPZ = Sniffer("npz", (".npz",), npz_member, priority=1, lookups="arrays by name (inspect)")
+EMBEDDINGS_NPZ = Sniffer("npz-embeddings", (".npz",), embeddings_npz, priority=0,  # (before npz: a kind of it)
+                         magic=ZIP_LOCAL_MAGIC)
+NPZ = Sniffer("npz", (".npz",), npz_member, priority=1, lookups="arrays by name (inspect)", magic=ZIP_LOCAL_MAGIC)
 FORMATS = (NPY, EMBEDDINGS_NPZ, NPZ)

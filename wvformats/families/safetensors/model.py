@@ -101,10 +101,10 @@ class SafeTensors(Mapping):
                  header: Any = None) -> None:
         self.arrays = dict(arrays)
         self.metadata = dict(metadata) if metadata is not None else None
-        self.dtypes = {name: (dtypes or {}).get(name) or _code(name, a) for name, a in self.arrays.items()}
-        self.shapes = {name: tuple(_shape(name, self.dtypes[name], a) if (shapes or {}).get(name) is None
-                                   else shapes[name])
-                       for name, a in self.arrays.items()}
+        dtypes, shapes = dtypes or {}, shapes or {}
+        self.dtypes = {name: dtypes.get(name) or _code(name, a) for name, a in self.arrays.items()}
+        self.shapes = {name: tuple(shape) if (shape := shapes.get(name)) is not None
+                       else _shape(name, self.dtypes[name], a) for name, a in self.arrays.items()}
         self.header = header  # the parsed header (its bytes kept) while the tensors are the file's
         self.problems: list[str] = []
 
@@ -189,12 +189,15 @@ def problems(header: Any) -> list[str]:
 
 def from_parsed(parsed: Any) -> SafeTensors:
     """The model of a parsed file (the schema's fields: ``header``, ``data``)."""
-    header = parsed["header"]
-    names = [n for n in header if n != METADATA]
+    header, data = parsed["header"], parsed["data"]
+    arrays, dtypes, shapes = {}, {}, {}
+    for name, entry in header.items():
+        if name != METADATA:
+            arrays[name], dtypes[name], shapes[name] = data[name], entry["dtype"], entry["shape"]
     meta = header.get(METADATA)
-    model = SafeTensors({n: parsed["data"][n] for n in names}, meta if isinstance(meta, dict) else None,
-                        {n: header[n]["dtype"] for n in names}, {n: header[n]["shape"] for n in names}, header)
-    model.problems = problems(header)
+    model = SafeTensors(arrays, meta if isinstance(meta, dict) else None, dtypes, shapes, header)
+    if meta is not None:
+        model.problems = problems(header)
     return model
 
 

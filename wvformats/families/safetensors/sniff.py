@@ -60,7 +60,10 @@ def sniff_sharded(path: Path) -> bool:
 
 
 SHARDED_NAME = "safetensors-sharded"
-SAFETENSORS = Sniffer("safetensors", (".safetensors",), sniff_safetensors, priority=10,
+# priority 4, before fastText's 5: the two never take the same file (a fastText head's bytes 4-7, its version or
+# the old args' ws, are at least 1, so its first eight bytes as safetensors' u64 header length are at least 2^32,
+# past SAFETENSORS_HEADER_LIMIT), and a safetensors file is then not asked fastText's two tests first
+SAFETENSORS = Sniffer("safetensors", (".safetensors",), sniff_safetensors, priority=4,
                       lookups="tensors (inspect, dump)", fast="wvformats.families.safetensors.model:fast_read")
 SHARDED = Sniffer(SHARDED_NAME, (".json",), sniff_sharded, priority=20, is_directory=True, entry=index_of,
                   lookups="tensors by name across the shards (inspect, dump of the index)")

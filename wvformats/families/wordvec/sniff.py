@@ -22,7 +22,7 @@ def quick_glove(buf: Any, **options: Any) -> dict[str, Any] | None:
     return summary(buf, header=False, **options)
 
 
-LEADER = Sniffer("leader", (".leader",), LEADER_HEAD.plausible, priority=0)
+LEADER = Sniffer("leader", (".leader",), LEADER_HEAD.plausible, priority=0, magic=LEADER_HEAD.prefix)
 WORD2VEC_BINARY = Sniffer("word2vec-binary", (".bin", ".w2v"), WORD2VEC_BINARY_HEAD.plausible, priority=60)
 WORD2VEC_TEXT = Sniffer("word2vec-text", (".txt", ".vec", ".w2v-text"), WORD2VEC_TEXT_HEAD.plausible, priority=55,
                         resembles=WORD2VEC_TEXT_HEAD.resembles, quick_inspect=quick_w2v_text)
