@@ -184,3 +184,15 @@ def test_a_derived_enum_is_read_in_its_run_and_built_from_its_value(compiled):
     with pytest.raises(FormatError) as e:  # (an unknown value: read field by field, the enum's own error)
         framework.parse(DERIVED_ENUM, b"\x07\x00\x05\x00\x03\x00\x00\x00", format="t", compile=compiled)
     assert (e.value.path, e.value.offset) == ("again", 2)
+
+
+@MODES
+@pytest.mark.parametrize("value", ["a", 5, None])
+def test_a_byte_field_given_no_bytes_is_refused_by_name(compiled, value):
+    """A str, int or None for a byte field: the framework's BuildError naming the field, in both modes (it was an
+    "unchecked input" TypeError whose words depended on the stream: hypothesis found them differing)."""
+    obj = cs.Container({**SAMPLE, "name_length": 1, "name": value})
+    for schema in (packed, plain):
+        got = built(schema, obj, compiled if schema is packed else False)
+        assert got[:3] == ("BuildError", "name", 13) and "expected bytes" in got[3], got
+

@@ -596,6 +596,9 @@ class CheckedBytes(Checked):
         return stream.read(n)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        if not isinstance(obj, (bytes, bytearray, memoryview)):  # (a str or an int: the stream's own TypeError)
+            raise fail(path, tell(stream), f"expected bytes, not {type(obj).__name__}", BuildError,
+                       found=type(obj).__name__)
         n = evaluate(self.length, context)  # None: a length field back-patched after the build
         if n is not None and len(obj) != n:
             raise fail(path, tell(stream), "byte string length does not match its header", BuildError,
