@@ -6,8 +6,9 @@ Linux maps each page-cache folio that a fault lands in whole: up to 2 MB for a r
 cached in large folios. Through the map, opening a 200k x 100 model and looking one word up held ~12 MB of the
 file; with ``pread`` it holds none of it. A row is read with ``pread`` the first time a lookup of one word reads a
 row in its 2 MB region of the file, through the map after (a region read twice is likely read again: mapped, its
-rows cost a load rather than a system call, ~1 us): one ``pread`` a region in the model's life. The batch paths
-(composed chunks, ``embedding_batch``, ``predict``) read through the map.
+rows cost a load rather than a system call, ~1 us): one ``pread`` a region in the model's life, and once every
+region has been read the file is closed. The batch paths (composed chunks, ``embedding_batch``, ``predict``) read
+through the map.
 
 The file is found from the map (``/proc/self/maps``: Linux) and opened again, checked to be the mapped one (its
 device and inode); elsewhere, or when it is not at its path any more, rows are read through the map as before.

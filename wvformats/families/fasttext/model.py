@@ -300,13 +300,19 @@ class FastText(Embeddings):
         if own >= self.input.shape[0]:
             raise self._past_matrix(raw, own)
         # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
-        reads = self._reads if self._reads is not False else self._file_rows()
+        reads = self._reads
+        if reads is False:
+            reads = self._file_rows()
         if _K is not None:  # the mean in C: the sums below, in the same order
             if self.input.quantized:
                 matrix, rows = self.input.few_rows(rows), range(len(rows))
             elif reads is not None:  # rows in regions of the file not read before: with pread (.filerows)
-                return _K.mean_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
-                                    reads.first, reads.regions)
+                v = _K.mean_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
+                                 reads.first, reads.regions)
+                if 0 not in reads.regions:  # every region read: the map's from now on, the file closed
+                    self._reads = None
+                    reads.close()
+                return v
             else:
                 matrix = self.input.part["data"]
             return _K.mean_rows(matrix, rows, np.empty(self.dim, np.float32))
@@ -314,6 +320,9 @@ class FastText(Embeddings):
             x = self.input.rows(np.array(rows, np.intp))
         elif reads is not None:
             x = reads.rows(self.input.part["data"], rows)
+            if 0 not in reads.regions:
+                self._reads = None
+                reads.close()
         else:
             if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
                 self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row
