@@ -172,8 +172,8 @@ def test_the_file_is_found_from_the_map_and_closed_with_the_model(model_file, tm
     assert m._file_rows() is not None
 
 
-def test_mean_rows_checks_the_file_arguments(tmp_path):
-    """The kernel's fd, first and regions: refused when they do not fit the matrix (a region byte short, an offset
+def test_mean_file_rows_checks_its_arguments(tmp_path):
+    """mean_file_rows' fd, first and regions: refused when they do not fit the matrix (a region byte short, an offset
     whose rows would end past the largest one, strided rows, a negative descriptor, read-only regions); a
     descriptor that reads nothing (closed, a file too short) leaves the rows to the map."""
     if FT is None:
@@ -190,26 +190,26 @@ def test_mean_rows_checks_the_file_arguments(tmp_path):
                            ((fd, -1, regions), ValueError), ((fd, 0, bytes(3)), BufferError),
                            ((fd, 0, "abc"), TypeError), ((fd, 2**64, regions), OverflowError)]:
             with pytest.raises(error):
-                FT.mean_rows(m, [1], np.empty(4, np.float32), *bad)
+                FT.mean_file_rows(m, [1], np.empty(4, np.float32), *bad)
         with pytest.raises(ValueError, match="contiguous"):
-            FT.mean_rows(m[:, ::2], [1], np.empty(2, np.float32), fd, 0, regions)
+            FT.mean_file_rows(m[:, ::2], [1], np.empty(2, np.float32), fd, 0, regions)
         # rows read from this file of 0xff bytes: NaN where the map has numbers, in regions not read yet
-        got = FT.mean_rows(m, [1, 5, 1], np.empty(4, np.float32), fd, (1 << REGION_BITS) - 40, regions)
+        got = FT.mean_file_rows(m, [1, 5, 1], np.empty(4, np.float32), fd, (1 << REGION_BITS) - 40, regions)
         assert np.isnan(got).all() and regions == bytearray([1, 1, 0])
-        again = FT.mean_rows(m, [1, 5], np.empty(4, np.float32), fd, (1 << REGION_BITS) - 40, regions)
+        again = FT.mean_file_rows(m, [1, 5], np.empty(4, np.float32), fd, (1 << REGION_BITS) - 40, regions)
         assert again.tobytes() == FT.mean_rows(m, [1, 5], np.empty(4, np.float32)).tobytes()  # both regions read
         # a file that ends before the rows: the map's
-        got = FT.mean_rows(m, [1, 5, 1], np.empty(4, np.float32), fd, 3 << REGION_BITS, bytearray(4))
+        got = FT.mean_file_rows(m, [1, 5, 1], np.empty(4, np.float32), fd, 3 << REGION_BITS, bytearray(4))
         assert got.tobytes() == want
-        assert FT.mean_rows(m, [], np.empty(4, np.float32), fd, 0, bytearray(1)).tobytes() == bytes(16)
+        assert FT.mean_file_rows(m, [], np.empty(4, np.float32), fd, 0, bytearray(1)).tobytes() == bytes(16)
     finally:
         os.close(fd)
-    bad_fd = FT.mean_rows(m, [1, 5, 1], np.empty(4, np.float32), 2**30, 0, bytearray(1))  # EBADF: the map's
+    bad_fd = FT.mean_file_rows(m, [1, 5, 1], np.empty(4, np.float32), 2**30, 0, bytearray(1))  # EBADF: the map's
     assert bad_fd.tobytes() == want
 
 
 @given(st.integers(1, 6), st.integers(0, 5), st.data())
-def test_mean_rows_from_a_file_is_the_maps_for_any_layout(tmp_path_factory, nrows, dim, data):
+def test_mean_file_rows_is_the_maps_for_any_layout(tmp_path_factory, nrows, dim, data):
     """A matrix written to a file at any offset (across region boundaries) and read back with pread gives the
     mapped matrix's bits, whatever regions were read before."""
     if FT is None:
@@ -225,7 +225,7 @@ def test_mean_rows_from_a_file_is_the_maps_for_any_layout(tmp_path_factory, nrow
     regions = bytearray(data.draw(st.lists(st.sampled_from([0, 1]), min_size=2, max_size=2)))
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = FT.mean_rows(m, rows, np.empty(dim, np.float32), fd, first, regions)
+        got = FT.mean_file_rows(m, rows, np.empty(dim, np.float32), fd, first, regions)
     finally:
         os.close(fd)
     assert got.tobytes() == FT.mean_rows(m, rows, np.empty(dim, np.float32)).tobytes()

@@ -29,7 +29,7 @@ REGION_BITS = 21  # the kernel's REGION_BITS: a region is 2 MB of the file, the 
 class FileRows:
     """The file a matrix is a read-only map of, open for ``pread`` (closed with this object): ``fd``, ``first``
     (the file offset of the matrix's row 0) and ``regions`` (a byte for each region of the file up to the matrix's
-    end, 0 until a row of it is read), as the kernel's ``mean_rows`` takes them."""
+    end, 0 until a row of it is read), as the kernel's ``mean_file_rows`` takes them."""
 
     def __init__(self, fd: int, first: int, end: int) -> None:
         self.fd, self.first = fd, first

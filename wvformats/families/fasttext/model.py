@@ -307,8 +307,8 @@ class FastText(Embeddings):
             if self.input.quantized:
                 matrix, rows = self.input.few_rows(rows), range(len(rows))
             elif reads is not None:  # rows in regions of the file not read before: with pread (.filerows)
-                v = _K.mean_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
-                                 reads.first, reads.regions)
+                v = _K.mean_file_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
+                                      reads.first, reads.regions)
                 if 0 not in reads.regions:  # every region read: the map's from now on, the file closed
                     self._reads = None
                     reads.close()
