@@ -289,7 +289,7 @@ typedef struct {
  * region not read before (both are marked read); else, or when pread does not give it whole, the map's. */
 static NOINLINE const char *read_row(Reads *reads, const char *row, long long r, Py_ssize_t stride, Py_ssize_t width) {
 #ifndef _WIN32
-    long long at = reads->first + r * stride; /* (mean_rows checked that every row's last byte fits) */
+    long long at = reads->first + r * stride; /* (reads_start checked that every row's last byte fits) */
     long long lo = at >> REGION_BITS, hi = (at + width - 1) >> REGION_BITS;
     if (reads->regions[lo] && reads->regions[hi])
         return row;
@@ -408,7 +408,7 @@ done:
     return result;
 }
 
-/* The Reads of mean_rows' ``fd``, ``first`` and ``regions`` over ``matrix`` (its rows of contiguous floats at a
+/* The Reads of mean_file_rows' ``fd``, ``first`` and ``regions`` over ``matrix`` (its rows of contiguous floats at a
  * positive stride), ``regions`` held writable in ``view``; 0, or -1 with an exception set. */
 static int reads_start(Reads *reads, Py_buffer *view, PyObject *regions, int fd, long long first,
                        Py_buffer *matrix) {
