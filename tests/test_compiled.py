@@ -99,13 +99,14 @@ def test_the_kernels_constants_are_the_twins():
     pure-Python twin and the schema use."""
     from wvformats.schemas.fasttext import KSUB
 
-    from wvformats.families.fasttext import arithmetic, hashing, subwords
+    from wvformats.families.fasttext import arithmetic, filerows, hashing, subwords
     from wvformats.families.finalfusion import lookups
 
     families = Path(__file__).parents[1] / "wvformats" / "families"
     assert _defines(families / "fasttext" / "_kernel.c") == {
         "FNV_OFFSET": hashing.FNV_OFFSET, "FNV_PRIME": hashing.FNV_PRIME, "WORD_NGRAM_PRIME": subwords.WORD_NGRAM_PRIME,
-        "KSUB": KSUB, "MAX_SIGMOID": arithmetic.MAX_SIGMOID, "SIGMOID_TABLE_SIZE": arithmetic.SIGMOID_TABLE_SIZE}
+        "KSUB": KSUB, "MAX_SIGMOID": arithmetic.MAX_SIGMOID, "SIGMOID_TABLE_SIZE": arithmetic.SIGMOID_TABLE_SIZE,
+        "REGION_BITS": filerows.REGION_BITS}
     assert _defines(families / "finalfusion" / "_kernel.c") == {
         "BUCKET": lookups._BUCKET, "FASTTEXT": lookups._FASTTEXT, "FNV64_OFFSET": lookups._FNV64_OFFSET,
         "FNV64_PRIME": lookups._FNV64_PRIME, "FNV64_PRIME4": lookups._FNV64_PRIME4, "FNV32_OFFSET": hashing.FNV_OFFSET,

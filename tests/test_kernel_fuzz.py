@@ -225,6 +225,35 @@ def test_fasttext_mean_rows(data):
         assert got is args[2]
 
 
+@pytest.fixture(scope="module")
+def row_file(tmp_path_factory):
+    """A file of 2 MB and a bit (three regions of mean_file_rows) of random bytes, to read rows from."""
+    path = tmp_path_factory.mktemp("rows") / "rows"
+    path.write_bytes(np.random.default_rng(5).bytes((2 << 20) + 4096))
+    return path
+
+
+@fuzz
+@given(st.data())
+def test_fasttext_mean_file_rows(row_file, data):
+    draw = data.draw
+    nrows, dim = draw(st.integers(1, 6)), draw(st.integers(0, 6))
+    first = draw(st.sampled_from([0, 5, (2 << 20) - 40, (2 << 20) + 4000, 3 << 20]))
+    fd = os.open(row_file, os.O_RDONLY)
+    try:
+        valid = [draw(floats((nrows, dim))), draw(int_sequences(st.integers(0, nrows - 1))), np.empty(dim, np.float32),
+                 fd, first, bytearray(((first + 4 * nrows * dim) >> 21) + 1)]
+        bad = [bad_arrays(), bad_sequences(), bad_arrays(), hostile_ints, counts,
+               st.sampled_from([lambda: bytearray(0), lambda: bytearray(1), lambda: bytes(4),
+                                lambda: memoryview(bytearray(8))[::2], lambda: None, lambda: "x"]).map(lambda f: f())]
+        args = hostile(draw, valid, bad)
+        got = call(FT.mean_file_rows, args)
+    finally:
+        os.close(fd)
+    if got is not None:
+        assert got is args[2]
+
+
 @st.composite
 def lines(draw):
     """A line's arguments to the predicts, valid: (input matrix, its rows, output matrix, norms), and osz."""

@@ -18,6 +18,11 @@
  *   mean_rows(matrix, rows, out) -> out
  *       FastText::getWordVector's (and Model::computeHidden's) mean of input rows: their float32 sum in order onto
  *       +0.0, times float(1.0 / count).
+ *   mean_file_rows(matrix, rows, out, fd, first, regions) -> out
+ *       mean_rows of a matrix that is a read-only map of the file ``fd``, its row 0 at byte ``first``: a row in a
+ *       2 MB region of the file that ``regions`` (one byte a region, 0: not read yet) has not seen is read with
+ *       pread and its region marked; other rows through the map, as is a row pread cannot read whole (the same
+ *       bytes: a read-only map of the file shows what pread reads).
  *   hs_predict(matrix, rows, output, norms, children, osz, k, log_threshold) -> (list[int], list[float])
  *       Model::computeHidden over the input rows, then HierarchicalSoftmaxLoss::predict: the depth-first search
  *       with its pruning and its heap (libstdc++'s push_heap / pop_heap / sort_heap with comparePairs, so ties
@@ -37,6 +42,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef _WIN32
+#include <errno.h>
+#include <unistd.h>
+#endif
 
 /* the Python twins' constants (tests/test_compiled.py reads the #defines and compares) */
 #define FNV_OFFSET 2166136261u
@@ -257,10 +266,54 @@ static PyObject *fnv1a(PyObject *self, PyObject *arg) {
 
 /* -- a word's vector, a line's hidden vector ------------------------------------------------------------------ */
 
+/* Rows of a matrix that is a read-only map of a file, read with pread where the map would be made to hold a new
+ * region of the file (the kernel maps a page-cache folio a fault lands in whole: up to 2 MB for a row). */
+#define REGION_BITS 21
+typedef struct {
+    int fd;
+    long long first;        /* the file offset of the matrix's row 0 */
+    unsigned char *regions; /* a byte for each 2 MB of the file up to the matrix's end: 0 until a row is read in it */
+    char *row;              /* a row's bytes as read (the matrix's width in float32) */
+} Reads;
+
+/* (out of the loop that calls it: inlined, it made mean_rows' loop over mapped rows 3-5% slower) */
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define NOINLINE __declspec(noinline)
+#else
+#define NOINLINE
+#endif
+
+/* Row ``r`` (``row``: where the map has it): read with pread into reads->row when its first or last byte lies in a
+ * region not read before (both are marked read); else, or when pread does not give it whole, the map's. */
+static NOINLINE const char *read_row(Reads *reads, const char *row, long long r, Py_ssize_t stride, Py_ssize_t width) {
+#ifndef _WIN32
+    long long at = reads->first + r * stride; /* (reads_start checked that every row's last byte fits) */
+    long long lo = at >> REGION_BITS, hi = (at + width - 1) >> REGION_BITS;
+    if (reads->regions[lo] && reads->regions[hi])
+        return row;
+    reads->regions[lo] = reads->regions[hi] = 1;
+    Py_ssize_t got = 0;
+    while (got < width) {
+        ssize_t n = pread(reads->fd, reads->row + got, (size_t)(width - got), (off_t)(at + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return row; /* an error or the file's end: the map's bytes, as without pread */
+        got += n;
+    }
+    return reads->row;
+#else
+    (void)reads, (void)r, (void)stride, (void)width;
+    return row;
+#endif
+}
+
 /* The mean of matrix rows ``rows`` into ``out`` (dim floats, zeroed here), as fastText makes it
  * (Model::computeHidden, FastText::getWordVector): the rows added in order onto +0.0, then times
- * float(1.0 / count); nothing added, zeros. */
-static int mean_of_rows(Py_buffer *matrix, const Ints *rows, float *out) {
+ * float(1.0 / count); nothing added, zeros. ``reads``: rows read as read_row says (NULL: through the map). */
+static int mean_of_rows(Py_buffer *matrix, const Ints *rows, float *out, Reads *reads) {
     Py_ssize_t n = rows->n, dim = matrix->shape[1];
     for (Py_ssize_t j = 0; j < dim; j++)
         out[j] = 0.0f;
@@ -272,6 +325,8 @@ static int mean_of_rows(Py_buffer *matrix, const Ints *rows, float *out) {
             return -1;
         }
         const char *row = base + (Py_ssize_t)r * matrix->strides[0];
+        if (reads != NULL && dim > 0)
+            row = read_row(reads, row, r, matrix->strides[0], 4 * dim);
         for (Py_ssize_t j = 0; j < dim; j++)
             out[j] += load_f(row + j * matrix->strides[1]);
     }
@@ -353,36 +408,98 @@ done:
     return result;
 }
 
-static PyObject *mean_rows(PyObject *self, PyObject *args) {
-    PyObject *matrix_obj, *rows_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "OOO", &matrix_obj, &rows_obj, &out_obj))
-        return NULL;
+/* The Reads of mean_file_rows' ``fd``, ``first`` and ``regions`` over ``matrix`` (its rows of contiguous floats at a
+ * positive stride), ``regions`` held writable in ``view``; 0, or -1 with an exception set. */
+static int reads_start(Reads *reads, Py_buffer *view, PyObject *regions, int fd, long long first,
+                       Py_buffer *matrix) {
+    if (PyObject_GetBuffer(regions, view, PyBUF_WRITABLE) < 0)
+        return -1;
+    /* (a buffer's width, 4 x its columns, cannot overflow: its rows' bytes exist) */
+    Py_ssize_t rows = matrix->shape[0], stride = matrix->strides[0], width = 4 * matrix->shape[1], span = 0;
+    const char *why = NULL;
+    if (fd < 0 || first < 0)
+        why = "fd and first: expected a file descriptor and a file offset (>= 0)";
+    else if (rows > 0 && width > 0) {
+        /* the file offset of the last row's last byte, first + (rows - 1) * stride + width - 1, each step checked */
+        if (matrix->strides[1] != 4 || stride < width)
+            why = "matrix: rows of contiguous floats are read from the file (strides (>= 4 x width, 4))";
+        else if ((span = size_mul(rows - 1, stride)) < 0 || span > PY_SSIZE_T_MAX - width ||
+                 first > PY_SSIZE_T_MAX - (span + width))
+            why = "first: the matrix's rows would end past the largest file offset";
+        else if (((first + span + width - 1) >> REGION_BITS) >= view->len)
+            why = "regions: expected a byte for each 2 MB region of the file up to the matrix's end";
+    }
+    if (why != NULL) {
+        PyErr_SetString(PyExc_ValueError, why);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    reads->fd = fd;
+    reads->first = first;
+    reads->regions = view->buf;
+    reads->row = NULL;
+    return 0;
+}
+
+/* mean_rows and mean_file_rows: the mean of ``rows_obj``'s rows of ``matrix_obj`` into ``out_obj``, read as
+ * mean_of_rows reads them (``regions_obj`` NULL: through the map; else with ``fd`` and ``first``, see read_row). */
+static PyObject *mean_into(PyObject *matrix_obj, PyObject *rows_obj, PyObject *out_obj, int fd, long long first,
+                           PyObject *regions_obj, float *row) {
     Ints rows;
     if (read_ints(rows_obj, &rows, 0, "rows: expected a sequence of ints") < 0)
         return NULL;
-    Py_buffer matrix, out;
+    Py_buffer matrix, out, regions;
+    Reads reads, *with = NULL;
     PyObject *result = NULL;
     if (get_buffer(matrix_obj, &matrix, 2, 'f', "matrix") < 0) {
         ints_free(&rows);
         return NULL;
     }
+    if (regions_obj != NULL) {
+        if (reads_start(&reads, &regions, regions_obj, fd, first, &matrix) < 0)
+            goto release;
+        with = &reads;
+    }
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         goto release;
     float local[1024], *sums = matrix.shape[1] <= 1024 ? local : alloc_items(matrix.shape[1], sizeof(float));
+    if (with != NULL)
+        reads.row = (char *)(matrix.shape[1] <= 1024 ? row : alloc_items(matrix.shape[1], sizeof(float)));
     if (out.itemsize != 4 || out.len != size_mul(matrix.shape[1], 4) || out.format == NULL ||
         strcmp(out.format + (*out.format == '<' || *out.format == '=' || *out.format == '@'), "f") != 0) {
         PyErr_SetString(PyExc_TypeError, "out: expected a contiguous float32 array of the matrix's width");
-    } else if (sums != NULL && mean_of_rows(&matrix, &rows, sums) == 0) {
+    } else if (sums != NULL && (with == NULL || reads.row != NULL) && mean_of_rows(&matrix, &rows, sums, with) == 0) {
         memcpy(out.buf, sums, 4 * matrix.shape[1]); /* (out at any alignment) */
         result = Py_NewRef(out_obj);
     }
     if (sums != local)
         PyMem_Free(sums);
+    if (with != NULL && reads.row != (char *)row)
+        PyMem_Free(reads.row);
     PyBuffer_Release(&out);
 release:
+    if (with != NULL)
+        PyBuffer_Release(&regions);
     PyBuffer_Release(&matrix);
     ints_free(&rows);
     return result;
+}
+
+static PyObject *mean_rows(PyObject *self, PyObject *args) {
+    PyObject *matrix_obj, *rows_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &matrix_obj, &rows_obj, &out_obj))
+        return NULL;
+    return mean_into(matrix_obj, rows_obj, out_obj, -1, 0, NULL, NULL);
+}
+
+static PyObject *mean_file_rows(PyObject *self, PyObject *args) {
+    PyObject *matrix_obj, *rows_obj, *out_obj, *regions_obj;
+    int fd;
+    long long first;
+    if (!PyArg_ParseTuple(args, "OOOiLO", &matrix_obj, &rows_obj, &out_obj, &fd, &first, &regions_obj))
+        return NULL;
+    float row[1024]; /* a row read with pread, when the matrix is at most 1024 wide */
+    return mean_into(matrix_obj, rows_obj, out_obj, fd, first, regions_obj, row);
 }
 
 /* -- hierarchical softmax ------------------------------------------------------------------------------------- */
@@ -519,7 +636,7 @@ static int line_hidden(Line *c, long long *k, Py_ssize_t labels) {
     if ((c->hidden = alloc_items(c->matrix.shape[1], sizeof(float))) == NULL ||
         (c->heap = alloc_items((Py_ssize_t)*k + 1, sizeof(Pred))) == NULL)
         return -1;
-    return mean_of_rows(&c->matrix, &c->rows, c->hidden);
+    return mean_of_rows(&c->matrix, &c->rows, c->hidden, NULL);
 }
 
 /* Matrix::dotRow of output row ``i`` with the hidden vector */
@@ -672,6 +789,8 @@ static PyMethodDef methods[] = {
     {"word_ngram_rows", word_ngram_rows, METH_VARARGS, "Dictionary::addWordNgrams of a line's token hashes."},
     {"pq_rows", pq_rows, METH_VARARGS, "ProductQuantizer::addcode of quantized rows into out."},
     {"mean_rows", mean_rows, METH_VARARGS, "The mean of matrix rows into out, as fastText makes a word's vector."},
+    {"mean_file_rows", mean_file_rows, METH_VARARGS, "mean_rows of a matrix mapped from a file: rows in regions of "
+     "the file not read before read with pread."},
     {"hs_predict", hs_predict, METH_VARARGS, "Model::predict of one line's input rows, hierarchical softmax."},
     {"flat_predict", flat_predict, METH_VARARGS, "Model::predict of one line's input rows: softmax, ova or ns."},
     {NULL, NULL, 0, NULL},

@@ -15,7 +15,7 @@ import numpy as np
 from ...compiled import kernel
 from ...embeddings import Embeddings, LazyRows, Storage, Subwords
 from ...errors import FormatError
-from ...framework import reinterpret
+from ...framework import reinterpret, release
 from ...schemas import fasttext as schema
 from ...schemas.constructs.fasttext import entry_offset
 from ...schemas.fasttext import KSUB, Loss, Model
@@ -25,6 +25,7 @@ from ..finalfusion import as_row_items, composed_batch
 from . import subwords
 from .arithmetic import exp_to_float, sigmoid, threshold32
 from .composed import CHUNK_BITS, MADE, READ_ONLY, ComposedTable
+from .filerows import FileRows, file_rows, mapping
 from .neighbors import vector_norm
 from .predict import Needs, Predictor
 from .quantized import finalfusion_quantized
@@ -191,6 +192,7 @@ class FastText(Embeddings):
         self._composes = self.maxn > 0 and int(a["bucket"]) > 0  # any word has n-grams
         self._table = ComposedTable(nwords, dim, self._compose_ids)
         self._items: np.ndarray | None = None  # the input rows as opaque items, made by _one when first needed
+        self._reads: FileRows | None | bool = False  # (False: not looked for yet; _file_rows)
         # the declared parts a writer reads, made when first asked for: quantized input as a quantized array
         # where that maps (quantized.py says when); with n-grams, a fastText subword vocabulary (the same n-grams
         # and hash) whose rows are the buckets after the words (a pruned model's pruned buckets as zero rows)
@@ -207,6 +209,10 @@ class FastText(Embeddings):
                          metadata={"args": args_metadata(a)},
                          subwords=subwords, storage=storage)
         self.words = words  # one list of the words (the entries' own when they are all words, shown as read)
+        # what the parse read through the map (the dictionary, the matrices' headers) is the model's objects now:
+        # the map lets go of the pages it made the process hold (up to 2 MB a fault, see .filerows)
+        if (buf := mapping(self.input.codes if self.input.quantized else self.input.part["data"])) is not None:
+            release(buf, len(buf))
 
     # -- words -------------------------------------------------------------------------------------------
 
@@ -294,14 +300,29 @@ class FastText(Embeddings):
         if own >= self.input.shape[0]:
             raise self._past_matrix(raw, own)
         # (every row is inside the matrix: _check_rows saw to it at open, and to the word's own above)
+        reads = self._reads
+        if reads is False:
+            reads = self._file_rows()
         if _K is not None:  # the mean in C: the sums below, in the same order
             if self.input.quantized:
                 matrix, rows = self.input.few_rows(rows), range(len(rows))
+            elif reads is not None:  # rows in regions of the file not read before: with pread (.filerows)
+                v = _K.mean_file_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
+                                      reads.first, reads.regions)
+                if 0 not in reads.regions:  # every region read: the map's from now on, the file closed
+                    self._reads = None
+                    reads.close()
+                return v
             else:
                 matrix = self.input.part["data"]
             return _K.mean_rows(matrix, rows, np.empty(self.dim, np.float32))
         if self.input.quantized:
             x = self.input.rows(np.array(rows, np.intp))
+        elif reads is not None:
+            x = reads.rows(self.input.part["data"], rows)
+            if 0 not in reads.regions:
+                self._reads = None
+                reads.close()
         else:
             if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
                 self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row
@@ -312,6 +333,12 @@ class FastText(Embeddings):
         s = np.add.reduce(x, axis=0, initial=0) if self.dim > 1 else np.cumsum(x, axis=0, dtype=np.float32)[-1] + 0
         s *= 1.0 / len(rows)
         return s
+
+    def _file_rows(self) -> FileRows | None:
+        """The file of a dense input matrix mapped from it, open for :meth:`_one`'s reads (:mod:`.filerows`), or
+        None; looked for at the first lookup of one word."""
+        self._reads = None if self.input.quantized else file_rows(self.input.part["data"])
+        return self._reads
 
     def _past_matrix(self, raw: str, own: int) -> FormatError:
         return FormatError(f"entry {own} ({raw!r}) is looked up by its own input row, {own}, past the input "
