@@ -403,3 +403,66 @@ def test_the_build_merge_frees_the_parts_as_it_goes(tmp_path):
     assert after < before / 2, (before, after)
     outofcore.seal_table(corpus, parts, k, table)
     assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()
+
+
+@pytest.mark.parametrize("corpus", ["run", "two", "tiny"])
+def test_the_merge_keys_on_lcp_and_byte_over_many_parts(tmp_path, corpus):
+    """The loser tree keys each suffix by its LCP with the one written last and its byte there (0 where it ends):
+    corpora whose suffixes nearly all agree on both (one byte repeated, two alternating, parts of a few bytes that
+    end inside the corpus's last run) merge into libdivsufsort's order of the whole corpus."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = {"run": b"\x07" * 20_000, "two": b"ab" * 9_000 + b"a" * 1_000 + b"ab" * 500,
+          "tiny": np.random.default_rng(2).integers(0, 2, 6_000).astype(np.uint8).tobytes() + b"\0" * 3000}[corpus]
+    corpus_path, ranges, parts, k = _sorted_parts(tmp_path, ds, 700)
+    out = tmp_path / "table"
+    outofcore.merge(corpus_path, [Path(p) for p in parts], k, 48 << 20, out, pieces=3)
+    want = pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()
+    assert out.read_bytes() == want
+
+
+def test_crc32_combine_is_zlibs():
+    import zlib
+
+    rng = np.random.default_rng(3)
+    for la, lb in [(0, 0), (1, 0), (0, 9), (3, 7), (1000, 1), (4096, 12345), (7, 1 << 20)]:
+        a, b = rng.bytes(la), rng.bytes(lb)
+        assert outofcore.crc32_combine(zlib.crc32(a), zlib.crc32(b), lb) == zlib.crc32(a + b), (la, lb)
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_a_sealed_table_records_the_crc_of_its_bytes(tmp_path, pieces):
+    """The table's record takes its CRC from its ranges' records (combined, not read back) and the parts' records
+    theirs from the bytes as they were written: each is the CRC of the file, so a resumed build reuses them."""
+    rng = np.random.default_rng(4)
+    ds = rng.integers(0, 5, 60_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 9_000)
+    for p in parts:
+        meta = json.loads(Path(p + ".json").read_text())
+        assert meta["crc32"] == outofcore.crc32(Path(p)) and meta["aux"] == outofcore.crc32(outofcore.aux_path(Path(p)))
+        assert outofcore.finished(Path(p), start=meta["start"]) is not None
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, pieces, table)
+    for j in range(len(bounds) - 1):
+        outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", j, bounds)
+    meta = outofcore.seal_table(corpus, parts, k, table)
+    assert meta["crc32"] == outofcore.crc32(Path(table))
+    assert outofcore.table_done(corpus, k, table) is not None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pydivsufsort's libgomp is found in /proc/self/maps")
+def test_parts_sort_on_one_openmp_thread_and_the_count_comes_back():
+    """While a part sorts, libdivsufsort's OpenMP runtime runs one thread (a second one spins after each call);
+    the count the process had before comes back after."""
+    import pydivsufsort  # noqa: F401 - loads libgomp
+
+    with outofcore.one_thread():
+        assert outofcore._OMP, "libgomp not found among the mapped libraries"
+        get, put = outofcore._OMP
+        assert get() == 1
+    before = get()
+    put(2)
+    with outofcore.one_thread():
+        assert get() == 1
+    assert get() == 2
+    put(before)

@@ -22,9 +22,9 @@
  *       Returns the pointers written.
  *
  * The merge is a loser tree that keeps, for each part's current suffix, its LCP with the last suffix written
- * (Ng and Kakehi's LCP merge): two suffixes with different LCPs are ordered by them alone, and equal ones are
- * compared from that LCP on, from the records' tail bytes where they cover it, else from the corpus (read 64
- * bytes at a time, doubling while a tie goes on). Each suffix entering the tree takes its record's LCP, which is
+ * (Ng and Kakehi's LCP merge) and its byte there: two suffixes with different LCPs are ordered by them alone, equal
+ * ones by that byte, and those that agree on it too are compared from there on, from the records' tail bytes where
+ * they cover it, else from the corpus (read 64 bytes at a time, doubling while a tie goes on). Each suffix entering the tree takes its record's LCP, which is
  * its LCP with the suffix just written (its predecessor in its part); an unknown one is computed from the corpus.
  *
  * Safe on any argument: sizes are checked for overflow before allocation, every sequence is read into C arrays
@@ -285,9 +285,9 @@ typedef struct {
     unsigned char *cache;
 } Stream;
 
-/* A node of the loser tree: the stream that lost there and its key, its LCP with the suffix that beat it plus one
- * (0: the stream is finished, it loses to any). In the nodes, not the streams: a replay reads only keys while they
- * differ, 16 bytes per level. */
+/* A node of the loser tree: the stream that lost there and its KEY against the suffix that beat it (0: the stream is
+ * finished, it loses to any). In the nodes, not the streams: a replay reads only keys while they differ, 16 bytes
+ * per level. */
 typedef struct {
     uint64_t key;
     int64_t idx;
@@ -377,8 +377,9 @@ static int span(Merge *m, Stream *s, uint64_t o, const unsigned char **p, size_t
     return 0;
 }
 
-/* Compare the suffixes of a and b, equal on their first o bytes: -1 or 1, *at where they first differ. */
-static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at, int *err) {
+/* Compare the suffixes of a and b, equal on their first o bytes: -1 or 1, *at where they first differ and *lose the
+ * later one's byte there (plus one: its symbol). */
+static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at, unsigned *lose, int *err) {
     for (;;) {
         const unsigned char *pa = NULL, *pb = NULL;
         size_t la, lb;
@@ -388,11 +389,13 @@ static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at
         }
         if (!la || !lb) { /* a suffix that ends is before any it is a prefix of (both cannot end: distinct) */
             *at = o;
+            *lose = la ? pa[0] + 1u : lb ? pb[0] + 1u : 0;
             return la ? 1 : -1;
         }
         size_t l = la < lb ? la : lb, d = mismatch(pa, pb, l);
         if (d < l) {
             *at = o + d;
+            *lose = (pa[d] > pb[d] ? pa[d] : pb[d]) + 1u;
             return pa[d] < pb[d] ? -1 : 1;
         }
         o += l;
@@ -438,9 +441,9 @@ static inline uint64_t head8(const unsigned char *p, size_t l) {
 #endif
 
 /* The order of the suffixes of streams a and b (distinct, live), equal on their first h bytes: -1 when a's is
- * first, else 1; *at where they first differ. The records' tails first (both hold offset h on, nearly always),
- * else the corpus. */
-static int order(Merge *m, Stream *a, Stream *b, uint64_t h, uint64_t *at, int *err) {
+ * first, else 1; *at where they first differ, *lose the later one's symbol there. The records' tails first (both
+ * hold offset h on, nearly always), else the corpus. */
+static int order(Merge *m, Stream *a, Stream *b, uint64_t h, uint64_t *at, unsigned *lose, int *err) {
     if (a->rl != LCP_UNKNOWN && b->rl != LCP_UNKNOWN && a->rl <= h && h < a->rl + AUX_TAIL && b->rl <= h &&
         h < b->rl + AUX_TAIL && a->pos + a->rl + AUX_TAIL <= m->n && b->pos + b->rl + AUX_TAIL <= m->n) {
         const unsigned char *pa = a->tail + (h - a->rl), *pb = b->tail + (h - b->rl);
@@ -449,7 +452,9 @@ static int order(Merge *m, Stream *a, Stream *b, uint64_t h, uint64_t *at, int *
         for (size_t o = 0; o < l; o += 8) { /* (the tails are padded: the loads stay inside them) */
             uint64_t x = head8(pa + o, l - o), y = head8(pb + o, l - o);
             if (x != y) {
-                *at = h + o + (size_t)(__builtin_clzll(x ^ y) >> 3);
+                int shift = 56 - (__builtin_clzll(x ^ y) & ~7);
+                *at = h + o + (size_t)((56 - shift) >> 3);
+                *lose = (unsigned)((x > y ? x : y) >> shift & 0xFF) + 1u;
                 return x < y ? -1 : 1;
             }
         }
@@ -458,27 +463,50 @@ static int order(Merge *m, Stream *a, Stream *b, uint64_t h, uint64_t *at, int *
         size_t d = mismatch(pa, pb, l);
         if (d < l) {
             *at = h + d;
+            *lose = (pa[d] > pb[d] ? pa[d] : pb[d]) + 1u;
             return pa[d] < pb[d] ? -1 : 1;
         }
         h += l;
 #endif
     }
-    return compare_from(m, a, b, h, at, err);
+    return compare_from(m, a, b, h, at, lose, err);
 }
 
-/* A match between the stream in c and the one in node o, equal keys: the loser (its key its LCP with the winner,
- * plus one) stays in o, the winner goes on in c. */
+/* A suffix's key against the one that beat it (or was written last): the longer their LCP h the earlier it comes,
+ * then the smaller its symbol at h (its byte plus one, 0 where it ends); a larger key wins, 0 is a finished
+ * stream. (h < 2^54: merge() refuses larger corpora.) */
+#define KEY(h, sym) ((((uint64_t)(h) + 1) << 9) | (511u - (unsigned)(sym)))
+
+/* The symbol of the stream's suffix at offset h. 0, or -1 with errno set. */
+static int sym_at(Merge *m, Stream *s, uint64_t h, unsigned *sym) {
+    if (s->pos + h >= m->n) {
+        *sym = 0;
+    } else if (s->rl != LCP_UNKNOWN && s->rl <= h && h < s->rl + AUX_TAIL) {
+        *sym = s->tail[h - s->rl] + 1u;
+    } else {
+        const unsigned char *p = NULL;
+        size_t len = 0;
+        if (span(m, s, h, &p, &len) < 0)
+            return -1;
+        *sym = len ? p[0] + 1u : 0;
+    }
+    return 0;
+}
+
+/* A match between the stream in c and the one in node o, equal keys (the same LCP with the suffix that beat them
+ * and the same byte there): the loser, keyed against the winner, stays in o, the winner goes on in c. */
 static int play(Merge *m, Node *c, Node *o) {
     uint64_t at = 0;
+    unsigned lose = 0;
     int err = 0;
-    int r = order(m, &m->s[c->idx], &m->s[o->idx], c->key - 1, &at, &err);
+    int r = order(m, &m->s[c->idx], &m->s[o->idx], (c->key >> 9), &at, &lose, &err);
     if (err)
         return -1;
     if (r < 0) {
-        o->key = at + 1;
+        o->key = KEY(at, lose);
     } else {
         Node t = *o;
-        o->key = at + 1, o->idx = c->idx;
+        o->key = KEY(at, lose), o->idx = c->idx;
         *c = t;
     }
     return 0;
@@ -499,7 +527,10 @@ static inline int match(Merge *m, Node *c, Node *o) {
 static int build(Merge *m, size_t node, Node *winner) {
     if (node >= m->leaves) {
         size_t i = node - m->leaves;
-        winner->idx = (int64_t)i, winner->key = m->s[i].live ? 1 : 0;
+        unsigned sym = 0;
+        if (m->s[i].live && sym_at(m, &m->s[i], 0, &sym) < 0)
+            return -1;
+        winner->idx = (int64_t)i, winner->key = m->s[i].live ? KEY(0, sym) : 0;
         return 0;
     }
     Node r;
@@ -532,6 +563,7 @@ static int64_t run_merge(Merge *m, int ofd, uint64_t out_at, unsigned char *obuf
             written += olen, olen = 0;
         }
         uint64_t before = s->pos, h = 0;
+        unsigned sym = 0;
         if (load(m, s) < 0)
             return -1;
         if (s->live) {
@@ -539,8 +571,10 @@ static int64_t run_merge(Merge *m, int ofd, uint64_t out_at, unsigned char *obuf
                 h = s->rl;
             else if (lcp_of(m, s->pos, before, &h) < 0)
                 return -1;
+            if (sym_at(m, s, h, &sym) < 0)
+                return -1;
         }
-        c.key = s->live ? h + 1 : 0;
+        c.key = s->live ? KEY(h, sym) : 0;
         for (size_t node = (m->leaves + (size_t)c.idx) / 2; node >= 1; node /= 2)
             if (match(m, &c, &m->tree[node]) < 0)
                 return -1;
@@ -588,8 +622,8 @@ static PyObject *merge(PyObject *self, PyObject *args) {
         return NULL;
     if (k < 1 || k > 8)
         return PyErr_Format(PyExc_ValueError, "k must be 1 to 8, not %d", k);
-    if (n < 1 || out_at < 0 || buffer < 0 || cfd < 0 || ofd < 0)
-        return PyErr_Format(PyExc_ValueError, "n must be >= 1; out_at, buffer and the fds >= 0");
+    if (n < 1 || n >= (1LL << 54) || out_at < 0 || buffer < 0 || cfd < 0 || ofd < 0)
+        return PyErr_Format(PyExc_ValueError, "n must be 1 to 2^54 - 1; out_at, buffer and the fds >= 0");
     long long *pf = NULL, *af = NULL, *lo = NULL, *hi = NULL;
     Py_ssize_t npf = 0, naf = 0, nlo = 0, nhi = 0;
     Merge m = {0};
