@@ -466,3 +466,23 @@ def test_parts_sort_on_one_openmp_thread_and_the_count_comes_back():
         assert get() == 1
     assert get() == 2
     put(before)
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_parts_sorted_while_the_documents_spool(monkeypatch, capsys, width):
+    """With workers, parts are sorted while the documents are still read (from EARLY_FROM bytes spooled; here from
+    the start): those sorted with a pointer width the finished corpus no longer has (its size crossed 64 KiB) and
+    those whose window left ties (a document copied, longer than the window) are sorted again after the spool, the
+    rest kept; the index is the in-memory build's."""
+    from wvformats.families.infinigram import build as build_module
+
+    monkeypatch.setattr(build_module, "EARLY_FROM", 0)
+    docs = _corpus(width, seed=21)
+    root = Path(_dir())
+    ours = build(docs, root / "ram", token_width=width)
+    par = build(docs, root / "par", token_width=width, max_memory=SMALL2, workers=2, progress_bar=True)
+    err = capsys.readouterr().err
+    assert re.search(r"sorted again \(width 3, not 2\)", err), err
+    assert "sorted again (ties past its window)" in err
+    assert "sorted early" in err
+    _same_files(ours, par)

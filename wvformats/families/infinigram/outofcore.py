@@ -433,9 +433,11 @@ def _order_by_reads(fd: int, members: list[int], off: int, mem: int) -> list[int
     return out
 
 
-def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str) -> dict[str, Any]:
+def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str,
+              early: bool = False) -> dict[str, Any]:
     """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers) and its
-    records (:func:`aux_path`)."""
+    records (:func:`aux_path`). ``early``: the file is still being written (past the window): a part whose window
+    leaves ties is given up (``{"deferred": True}``, nothing kept), as ordering them reads the corpus further."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
     if (done := finished(path, **params)) is not None and aux_path(path).exists() and \
@@ -474,10 +476,17 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
                 prev = int(c[-1])
         if not ties or attempt:
             break
+        if early:
+            for f in (path, aux_path(path)):
+                f.unlink(missing_ok=True)
+            del win, sa, pos
+            trim()
+            return {"deferred": True}
         reordered = _order_ties(corpus_path, win, pos, start, ties)
     del win, sa, pos
     trim()
-    return seal(path, crc_ptr, **params, reordered=reordered, aux=crc_aux)
+    meta = seal(path, crc_ptr, **params, reordered=reordered, aux=crc_aux)
+    return {**meta, "early": True} if early else meta
 
 
 def aux_path(part: Path) -> Path:
