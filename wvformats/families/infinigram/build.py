@@ -77,9 +77,10 @@ def _sorted_token_suffixes(ds: bytearray, width: int, chunk: int = 1 << 20,
         yield order[start : start + chunk] * width
 
 
-def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
+def _unigram_lines(chunks: Iterable[np.ndarray], width: int, batch: int = 4096) -> Iterator[bytes]:
     """The indexer's unigram file: ``"{id} {count}\n"`` for every token id present, ascending, counted
-    over the token ``chunks`` of a shard (SEP included)."""
+    over the token ``chunks`` of a shard (SEP included); yielded ``batch`` lines at a time (tens of thousands of
+    ids as Python strings at once held an out-of-core parent 10 MB over its share)."""
     ids = counts = np.zeros(0, np.int64)
     total = np.zeros(1 << (8 * width), np.int64) if width < 4 else None
     for toks in chunks:
@@ -92,7 +93,14 @@ def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
     if total is not None:
         ids = np.flatnonzero(total)
         counts = total[ids]
-    return "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(), strict=True)).encode("ascii")
+    for s in range(0, len(ids), batch):
+        pairs = zip(ids[s : s + batch].tolist(), counts[s : s + batch].tolist(), strict=True)
+        yield "".join(f"{a} {b}\n" for a, b in pairs).encode("ascii")
+
+
+def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
+    """:func:`_unigram_lines` as one bytes object."""
+    return b"".join(_unigram_lines(chunks, width))
 
 
 class _ShardWriter:
@@ -226,7 +234,7 @@ class _SpoolWriter:
         self.width, self.unigram, self.sep = width, unigram, b"\xff" * width
         kinds = ("tokenized", "offset", "metadata", "metaoff") if metadata else ("tokenized", "offset")
         self.paths = {kind: _work_file(folder, kind, shard) for kind in kinds}
-        self.files = {kind: builtins.open(p, "wb", buffering=1 << 20) for kind, p in self.paths.items()}
+        self.files = {kind: builtins.open(p, "wb", buffering=1 << 18) for kind, p in self.paths.items()}
         self.size = self.meta_size = self.docs = 0
         self.shard, self.early = shard, early
         self.check = early.length if early is not None else -1  # (the size at which to offer parts again)
@@ -258,11 +266,12 @@ class _SpoolWriter:
 
             def chunks() -> Iterator[np.ndarray]:
                 with builtins.open(path, "rb") as f:
-                    while len(toks := np.fromfile(f, dtype, 1 << 19)):  # (bincount widens to int64)
+                    while len(toks := np.fromfile(f, dtype, 1 << 17)):  # (bincount widens to int64: 1 MB)
                         yield toks
 
             with atomic_output(self.paths["unigram"], fsync=False) as f:
-                f.write(_unigram_text(chunks(), self.width))
+                for lines in _unigram_lines(chunks(), self.width):
+                    f.write(lines)
 
 
 EARLY_FROM = 1 << 24  # spooled bytes before parts are sorted early (below 16 MiB the width is 3 or less: may grow)

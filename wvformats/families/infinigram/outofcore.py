@@ -52,8 +52,11 @@ _K = kernel("wvformats.families.infinigram._kernel")
 # resident after the imports, anonymous and library pages alike, measured with /proc/self/status) and the
 # code pages that sorting and merging fault in; kept out of the share of the budget that sizes parts and
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
-# (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
+# (measured: 40 MB while its workers run), and multiprocessing's resource tracker is one more interpreter, so a budget
+# is split as BASELINE + TRACKER + N x (BASELINE + share).
 BASELINE = 40 << 20
+# With workers, multiprocessing's resource tracker: one more interpreter beside the parent (15.0 MB measured)
+TRACKER = 16 << 20
 AUX_TAIL = PART_TAIL  # bytes of each suffix after its LCP with the one before it in its part (the schema's)
 AUX_SIZE = part_record.itemsize  # a record: the LCP (LCP_UNKNOWN when not known) and the tail
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
@@ -85,9 +88,9 @@ def extension(length: int) -> int:
 
 def floor(width: int, workers: int = 1) -> int:
     """The smallest budget: each process's BASELINE and FIXED and room for a part of 4096 bytes (and, with
-    workers, the parent's BASELINE)."""
+    workers, the parent's BASELINE and the TRACKER)."""
     one = BASELINE + FIXED + 4096 * _per_byte(width)
-    return one if workers == 1 else BASELINE + workers * one
+    return one if workers == 1 else BASELINE + TRACKER + workers * one
 
 
 def part_length(budget: int, width: int) -> int:
@@ -106,8 +109,9 @@ def task_budget(budget: int, workers: int, width: int = 1) -> int:
         raise ValueError(
             f"a memory budget of {budget / 2**20:.1f} MiB is too small for {procs}: each process holds "
             f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort), a worker {FIXED >> 20} "
-            f"MiB of buffers and room for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
-    return budget if workers == 1 else (budget - BASELINE) // workers
+            f"MiB of buffers and room for a part{'' if workers == 1 else f', the resource tracker {TRACKER >> 20} MiB'}"
+            f"; at least {floor(width, workers) / 2**20:.1f} MiB")
+    return budget if workers == 1 else (budget - BASELINE - TRACKER) // workers
 
 
 def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
