@@ -364,13 +364,13 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
         writers = [_SpoolWriter(work, s, width, options["metadata"], options["unigram"], early) for s in range(shards)]
         try:
             feed(writers)
+            _refuse_empty([wr.docs for wr in writers])
         except BaseException:
-            eng.close(interrupted=True)
+            eng.close(interrupted=True)  # (parts may be sorting already)
             raise
         finally:
             for wr in writers:
                 wr.close()
-        _refuse_empty([wr.docs for wr in writers])
         files = {p.name: [p.stat().st_size, outofcore.crc32(p)] for wr in writers for p in wr.paths.values()}
         with atomic_output(manifest, fsync=False) as f:
             f.write(json.dumps({"options": options, "files": files}).encode())
