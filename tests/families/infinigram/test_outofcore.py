@@ -311,14 +311,14 @@ def test_a_finished_merge_range_is_reused_only_while_its_bytes_hold(tmp_path):
 
 
 def test_two_workers_merge_one_shard_in_ranges(capsys):
-    """`--workers 2` on a single shard: its merge runs as 8 ranges (4 per worker: equal counts of
-    suffixes are not equal work) and the index is the in-memory build's."""
+    """`--workers 2` on a single shard: its merge runs as 16 ranges (8 per worker: equal counts of
+    suffixes are not equal work, and the last range runs alone) and the index is the in-memory build's."""
     docs = _corpus(2, seed=11)
     root = Path(_dir())
     ours = build(docs, root / "ram", token_width=2)
     par = build(docs, root / "par", token_width=2, max_memory=SMALL2, workers=2, progress_bar=True)
     err = capsys.readouterr().err
-    assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 9))
+    assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 17))
     _same_files(ours, par)
 
 
@@ -511,3 +511,24 @@ def test_the_spools_unigram_counts_stay_within_a_few_mb():
     assert peak < 5 << 20, peak
     toks = np.frombuffer((folder / "tokenized.0").read_bytes(), "<u2")
     assert (folder / "unigram.0").read_bytes() == _unigram_text([toks], 2)
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="the kernel frees the parts")
+def test_a_merge_in_many_ranges_frees_every_range_of_the_parts(tmp_path):
+    """Each range of a split merge frees the slices of the parts it consumed, including a slice shorter than the
+    kernel's step between frees (16 ranges over parts of 200,000 suffixes: 12,500 records per slice, under 1 MiB of
+    records): the parts' blocks fall to a few per part, not only by the slices longer than the step."""
+    ds = np.random.default_rng(8).integers(0, 7, 1_200_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 200_000)
+    files = [f for p in parts for f in (Path(p), outofcore.aux_path(Path(p)))]
+    before = sum(f.stat().st_blocks for f in files)
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, 16, table)
+    for j in range(len(bounds) - 1):
+        outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", j, bounds, punch=True)
+    after = sum(f.stat().st_blocks for f in files)
+    assert after < before / 20, (before, after)
+    outofcore.seal_table(corpus, parts, k, table)
+    from pydivsufsort import divsufsort as dss
+
+    assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()

@@ -24,8 +24,9 @@
  * The merge is a loser tree that keeps, for each part's current suffix, its LCP with the last suffix written
  * (Ng and Kakehi's LCP merge) and its byte there: two suffixes with different LCPs are ordered by them alone, equal
  * ones by that byte, and those that agree on it too are compared from there on, from the records' tail bytes where
- * they cover it, else from the corpus (read 64 bytes at a time, doubling while a tie goes on). Each suffix entering the tree takes its record's LCP, which is
- * its LCP with the suffix just written (its predecessor in its part); an unknown one is computed from the corpus.
+ * they cover it, else from the corpus (read 64 bytes at a time, doubling while a tie goes on). Each suffix entering
+ * the tree takes its record's LCP, which is its LCP with the suffix just written (its predecessor in its part); an
+ * unknown one is computed from the corpus. The keys live in the tree's nodes, a replay reads a stream only on a tie.
  *
  * Safe on any argument: sizes are checked for overflow before allocation, every sequence is read into C arrays
  * before any size taken from it is used, pointers read from a part are checked against the corpus's size, and
@@ -305,7 +306,13 @@ typedef struct {
 
 /* Buffer the stream's next records (or mark it finished). 0, or -1 with errno set. */
 static int refill(Merge *m, Stream *s) {
-    if (s->next >= s->hi) {
+    if (s->next >= s->hi) { /* the slice is consumed: the rest of it freed too (a range's slice of a part may be
+                             * shorter than PUNCH_STEP) */
+        if (m->punch && s->live) {
+            punch_hole(s->pfd, s->punched * (uint64_t)m->k, (s->hi - s->punched) * (uint64_t)m->k);
+            punch_hole(s->afd, s->punched * AUX_SIZE, (s->hi - s->punched) * AUX_SIZE);
+            s->punched = s->hi;
+        }
         s->live = 0;
         return 0;
     }

@@ -361,6 +361,8 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
             old.unlink()
         if task_budget is not None and isinstance(eng, engines.Local) and eng.slots > 1:
             early = _EarlyParts(work, width, task_budget, eng)
+            for _ in range(eng.slots):  # (the workers start and import while the first parts are spooled)
+                eng.submit(outofcore.ready)
         writers = [_SpoolWriter(work, s, width, options["metadata"], options["unigram"], early) for s in range(shards)]
         try:
             feed(writers)
@@ -472,9 +474,10 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                     if len(ranges) == 1:
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
-                    else:  # split into ranges that the workers merge at once (4 per worker:
-                        # equal counts are not equal work, ties of frequent n-grams cluster in some ranges)
-                        pieces = 1 if eng.slots == 1 else 4 * eng.slots
+                    else:  # split into ranges that the workers merge at once (8 per worker: equal counts are
+                        # not equal work, ties of frequent n-grams cluster in some ranges, and the last range
+                        # runs alone)
+                        pieces = 1 if eng.slots == 1 else 8 * eng.slots
                         pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
                                            table)] = ("split", s, 0)
                 elif step == "split":

@@ -437,6 +437,11 @@ def _order_by_reads(fd: int, members: list[int], off: int, mem: int) -> list[int
     return out
 
 
+def ready() -> None:
+    """Nothing but the imports a sort needs (a worker started ahead of its first part)."""
+    from pydivsufsort import divsufsort  # noqa: F401
+
+
 def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str,
               early: bool = False) -> dict[str, Any]:
     """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers) and its
