@@ -20,7 +20,7 @@ from wvformats.families.infinigram.index import InfiniGramIndex
 
 # about the smallest budget the builder takes: parts of 13-16 KB, so that small corpora get many
 SMALL = "46.03M"
-SMALL2 = "132.06M"  # the same parts for each of 2 workers, beside the parent
+SMALL2 = "148.06M"  # the same parts for each of 2 workers, beside the parent and the resource tracker
 
 
 def _same_files(a: Path, b: Path) -> list[str]:
@@ -160,8 +160,8 @@ def test_a_local_dask_cluster_writes_the_same_bytes():
 def test_options_are_checked_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         build([[1, 2]], tmp_path / "a", max_memory="1M")
-    # 2 workers and their parent: 3 interpreters (40 MiB each) and room for a part in each worker
-    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 132\.0 MiB"):
+    # 2 workers, their parent and multiprocessing's resource tracker: 4 interpreters, room for a part in each worker
+    with pytest.raises(ValueError, match=r"too small for a parent and 2 workers: .* at least 148\.0 MiB"):
         build([[1, 2]], tmp_path / "a", max_memory="113M", workers=2)
     with pytest.raises(ValueError, match="not a memory size"):
         build([[1, 2]], tmp_path / "a", max_memory="lots")
@@ -187,7 +187,7 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     _write_jsonl(src, 40, 4000, seed=7)
     out = tmp_path / "idx"
     cmd = [sys.executable, "-m", "wvformats.cli", "infinigram", "build", str(src), str(out), "--mem",
-           "46.1M" if workers == 1 else "132.2M", "--shards", "2", "--workers", str(workers)]
+           "46.1M" if workers == 1 else "148.2M", "--shards", "2", "--workers", str(workers)]
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in first.stderr:  # stop it once some parts are finished
@@ -311,14 +311,14 @@ def test_a_finished_merge_range_is_reused_only_while_its_bytes_hold(tmp_path):
 
 
 def test_two_workers_merge_one_shard_in_ranges(capsys):
-    """`--workers 2` on a single shard: its merge runs as 8 ranges (4 per worker: equal counts of
-    suffixes are not equal work) and the index is the in-memory build's."""
+    """`--workers 2` on a single shard: its merge runs as 16 ranges (8 per worker: equal counts of
+    suffixes are not equal work, and the last range runs alone) and the index is the in-memory build's."""
     docs = _corpus(2, seed=11)
     root = Path(_dir())
     ours = build(docs, root / "ram", token_width=2)
     par = build(docs, root / "par", token_width=2, max_memory=SMALL2, workers=2, progress_bar=True)
     err = capsys.readouterr().err
-    assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 9))
+    assert {int(m) for m in re.findall(r"merge range (\d+) done", err)} == set(range(1, 17))
     _same_files(ours, par)
 
 
@@ -402,4 +402,133 @@ def test_the_build_merge_frees_the_parts_as_it_goes(tmp_path):
     after = sum(Path(p).stat().st_blocks + outofcore.aux_path(Path(p)).stat().st_blocks for p in parts)
     assert after < before / 2, (before, after)
     outofcore.seal_table(corpus, parts, k, table)
+    assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()
+
+
+@pytest.mark.parametrize("corpus", ["run", "two", "tiny"])
+def test_the_merge_keys_on_lcp_and_byte_over_many_parts(tmp_path, corpus):
+    """The loser tree keys each suffix by its LCP with the one written last and its byte there (0 where it ends):
+    corpora whose suffixes nearly all agree on both (one byte repeated, two alternating, parts of a few bytes that
+    end inside the corpus's last run) merge into libdivsufsort's order of the whole corpus."""
+    from pydivsufsort import divsufsort as dss
+
+    ds = {"run": b"\x07" * 20_000, "two": b"ab" * 9_000 + b"a" * 1_000 + b"ab" * 500,
+          "tiny": np.random.default_rng(2).integers(0, 2, 6_000).astype(np.uint8).tobytes() + b"\0" * 3000}[corpus]
+    corpus_path, ranges, parts, k = _sorted_parts(tmp_path, ds, 700)
+    out = tmp_path / "table"
+    outofcore.merge(corpus_path, [Path(p) for p in parts], k, 48 << 20, out, pieces=3)
+    want = pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()
+    assert out.read_bytes() == want
+
+
+def test_crc32_combine_is_zlibs():
+    import zlib
+
+    rng = np.random.default_rng(3)
+    for la, lb in [(0, 0), (1, 0), (0, 9), (3, 7), (1000, 1), (4096, 12345), (7, 1 << 20)]:
+        a, b = rng.bytes(la), rng.bytes(lb)
+        assert outofcore.crc32_combine(zlib.crc32(a), zlib.crc32(b), lb) == zlib.crc32(a + b), (la, lb)
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_a_sealed_table_records_the_crc_of_its_bytes(tmp_path, pieces):
+    """The table's record takes its CRC from its ranges' records (combined, not read back) and the parts' records
+    theirs from the bytes as they were written: each is the CRC of the file, so a resumed build reuses them."""
+    rng = np.random.default_rng(4)
+    ds = rng.integers(0, 5, 60_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 9_000)
+    for p in parts:
+        meta = json.loads(Path(p + ".json").read_text())
+        assert meta["crc32"] == outofcore.crc32(Path(p)) and meta["aux"] == outofcore.crc32(outofcore.aux_path(Path(p)))
+        assert outofcore.finished(Path(p), start=meta["start"]) is not None
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, pieces, table)
+    for j in range(len(bounds) - 1):
+        outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", j, bounds)
+    meta = outofcore.seal_table(corpus, parts, k, table)
+    assert meta["crc32"] == outofcore.crc32(Path(table))
+    assert outofcore.table_done(corpus, k, table) is not None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pydivsufsort's libgomp is found in /proc/self/maps")
+def test_parts_sort_on_one_openmp_thread_and_the_count_comes_back():
+    """While a part sorts, libdivsufsort's OpenMP runtime runs one thread (a second one spins after each call);
+    the count the process had before comes back after."""
+    import pydivsufsort  # noqa: F401 - loads libgomp
+
+    with outofcore.one_thread():
+        assert outofcore._OMP, "libgomp not found among the mapped libraries"
+        get, put = outofcore._OMP
+        assert get() == 1
+    before = get()
+    put(2)
+    with outofcore.one_thread():
+        assert get() == 1
+    assert get() == 2
+    put(before)
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_parts_sorted_while_the_documents_spool(monkeypatch, capsys, width):
+    """With workers, parts are sorted while the documents are still read (from EARLY_FROM bytes spooled; here from
+    the start): those sorted with a pointer width the finished corpus no longer has (its size crossed 64 KiB) and
+    those whose window left ties (a document copied, longer than the window) are sorted again after the spool, the
+    rest kept; the index is the in-memory build's."""
+    from wvformats.families.infinigram import build as build_module
+
+    monkeypatch.setattr(build_module, "EARLY_FROM", 0)
+    docs = _corpus(width, seed=21)
+    root = Path(_dir())
+    ours = build(docs, root / "ram", token_width=width)
+    par = build(docs, root / "par", token_width=width, max_memory=SMALL2, workers=2, progress_bar=True)
+    err = capsys.readouterr().err
+    assert re.search(r"sorted again \(width 3, not 2\)", err), err
+    assert "sorted again (ties past its window)" in err
+    assert "sorted early" in err
+    _same_files(ours, par)
+
+
+def test_the_spools_unigram_counts_stay_within_a_few_mb():
+    """The spool's unigram file of a u16 shard holding every id: counted in chunks and written a batch of lines at a
+    time, it allocates under 5 MB (all 65,536 lines as Python strings at once and bincount's int64 copy of 2^19
+    tokens took 10.6 MB, which held an out-of-core parent over its 40 MiB); the file is the in-memory build's."""
+    import tempfile
+    import tracemalloc
+
+    from wvformats.families.infinigram.build import _SpoolWriter, _unigram_text
+
+    folder = Path(tempfile.mkdtemp(prefix="igspool"))
+    wr = _SpoolWriter(folder, 0, 2, False, True)
+    doc = np.arange(65535, dtype="<u2").tobytes()
+    for _ in range(24):
+        wr.add(doc, None)
+    tracemalloc.start()
+    try:
+        wr.close()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 << 20, peak
+    toks = np.frombuffer((folder / "tokenized.0").read_bytes(), "<u2")
+    assert (folder / "unigram.0").read_bytes() == _unigram_text([toks], 2)
+
+
+@pytest.mark.skipif(outofcore._K is None, reason="the kernel frees the parts")
+def test_a_merge_in_many_ranges_frees_every_range_of_the_parts(tmp_path):
+    """Each range of a split merge frees the slices of the parts it consumed, including a slice shorter than the
+    kernel's step between frees (16 ranges over parts of 200,000 suffixes: 12,500 records per slice, under 1 MiB of
+    records): the parts' blocks fall to a few per part, not only by the slices longer than the step."""
+    ds = np.random.default_rng(8).integers(0, 7, 1_200_000).astype(np.uint8).tobytes()
+    corpus, ranges, parts, k = _sorted_parts(tmp_path, ds, 200_000)
+    files = [f for p in parts for f in (Path(p), outofcore.aux_path(Path(p)))]
+    before = sum(f.stat().st_blocks for f in files)
+    table = str(tmp_path / "table")
+    bounds = outofcore.prepare_merge(corpus, parts, ranges, 1, k, 16, table)
+    for j in range(len(bounds) - 1):
+        outofcore.merge_piece(corpus, parts, k, 48 << 20, table + ".merging", j, bounds, punch=True)
+    after = sum(f.stat().st_blocks for f in files)
+    assert after < before / 20, (before, after)
+    outofcore.seal_table(corpus, parts, k, table)
+    from pydivsufsort import divsufsort as dss
+
     assert Path(table).read_bytes() == pointers.encode(dss(np.frombuffer(ds, np.uint8).copy()).astype(np.int64), k).tobytes()

@@ -22,10 +22,11 @@
  *       Returns the pointers written.
  *
  * The merge is a loser tree that keeps, for each part's current suffix, its LCP with the last suffix written
- * (Ng and Kakehi's LCP merge): two suffixes with different LCPs are ordered by them alone, and equal ones are
- * compared from that LCP on, from the records' tail bytes where they cover it, else from the corpus (read 64
- * bytes at a time, doubling while a tie goes on). Each suffix entering the tree takes its record's LCP, which is
- * its LCP with the suffix just written (its predecessor in its part); an unknown one is computed from the corpus.
+ * (Ng and Kakehi's LCP merge) and its byte there: two suffixes with different LCPs are ordered by them alone, equal
+ * ones by that byte, and those that agree on it too are compared from there on, from the records' tail bytes where
+ * they cover it, else from the corpus (read 64 bytes at a time, doubling while a tie goes on). Each suffix entering
+ * the tree takes its record's LCP, which is its LCP with the suffix just written (its predecessor in its part); an
+ * unknown one is computed from the corpus. The keys live in the tree's nodes, a replay reads a stream only on a tie.
  *
  * Safe on any argument: sizes are checked for overflow before allocation, every sequence is read into C arrays
  * before any size taken from it is used, pointers read from a part are checked against the corpus's size, and
@@ -216,6 +217,10 @@ static PyObject *part_records(PyObject *self, PyObject *args) {
         goto done;
     for (Py_ssize_t i = 0; i < m; i++) {
         Py_ssize_t b = p[i], a = i ? p[i - 1] : (Py_ssize_t)prev;
+#if defined(__GNUC__)
+        if (i + 16 < m) /* (neighbours in suffix order lie anywhere in the window: their bytes fetched ahead) */
+            __builtin_prefetch(t + p[i + 16]);
+#endif
         size_t lcp = 0;
         int known = 1;
         if (a >= 0) {
@@ -273,27 +278,41 @@ typedef struct {
     unsigned char *pbuf, *abuf;
     size_t blen, bi;         /* records in the buffer; the current one's index there */
     int live;
-    uint64_t pos, h;         /* the current suffix; its LCP with the last suffix written (or the winner above it) */
+    uint64_t pos;            /* the current suffix (its LCP with the winner above it is its node's key) */
     uint32_t rl;             /* its record's LCP (LCP_UNKNOWN: none) */
-    unsigned char tail[AUX_TAIL];
+    unsigned char tail[AUX_TAIL + 20]; /* (zero past AUX_TAIL: 8-byte loads from any offset of the tail) */
     uint64_t coff;           /* the corpus bytes cached for it: offsets [coff, coff + clen) of the suffix */
     size_t clen;
     unsigned char *cache;
 } Stream;
+
+/* A node of the loser tree: the stream that lost there and its KEY against the suffix that beat it (0: the stream is
+ * finished, it loses to any). In the nodes, not the streams: a replay reads only keys while they differ, 16 bytes
+ * per level. */
+typedef struct {
+    uint64_t key;
+    int64_t idx;
+} Node;
 
 typedef struct {
     int cfd, k, punch;
     uint64_t n;
     Stream *s;
     size_t nstreams, cap; /* records buffered per stream */
-    int *tree;
+    Node *tree;
     size_t leaves;
     unsigned char *scratch; /* 2 x CACHE, for LCPs of two positions */
 } Merge;
 
 /* Buffer the stream's next records (or mark it finished). 0, or -1 with errno set. */
 static int refill(Merge *m, Stream *s) {
-    if (s->next >= s->hi) {
+    if (s->next >= s->hi) { /* the slice is consumed: the rest of it freed too (a range's slice of a part may be
+                             * shorter than PUNCH_STEP) */
+        if (m->punch && s->live) {
+            punch_hole(s->pfd, s->punched * (uint64_t)m->k, (s->hi - s->punched) * (uint64_t)m->k);
+            punch_hole(s->afd, s->punched * AUX_SIZE, (s->hi - s->punched) * AUX_SIZE);
+            s->punched = s->hi;
+        }
         s->live = 0;
         return 0;
     }
@@ -365,8 +384,9 @@ static int span(Merge *m, Stream *s, uint64_t o, const unsigned char **p, size_t
     return 0;
 }
 
-/* Compare the suffixes of a and b, equal on their first o bytes: -1 or 1, *at where they first differ. */
-static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at, int *err) {
+/* Compare the suffixes of a and b, equal on their first o bytes: -1 or 1, *at where they first differ and *lose the
+ * later one's byte there (plus one: its symbol). */
+static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at, unsigned *lose, int *err) {
     for (;;) {
         const unsigned char *pa = NULL, *pb = NULL;
         size_t la, lb;
@@ -376,11 +396,13 @@ static int compare_from(Merge *m, Stream *a, Stream *b, uint64_t o, uint64_t *at
         }
         if (!la || !lb) { /* a suffix that ends is before any it is a prefix of (both cannot end: distinct) */
             *at = o;
+            *lose = la ? pa[0] + 1u : lb ? pb[0] + 1u : 0;
             return la ? 1 : -1;
         }
         size_t l = la < lb ? la : lb, d = mismatch(pa, pb, l);
         if (d < l) {
             *at = o + d;
+            *lose = (pa[d] > pb[d] ? pa[d] : pb[d]) + 1u;
             return pa[d] < pb[d] ? -1 : 1;
         }
         o += l;
@@ -415,97 +437,154 @@ static int lcp_of(Merge *m, uint64_t x, uint64_t y, uint64_t *out) {
     }
 }
 
-/* Whether stream a's suffix is before b's; the loser's h becomes its LCP with the winner. */
-static int beats(Merge *m, int ia, int ib, int *err) {
-    Stream *a = &m->s[ia], *b = &m->s[ib];
-    if (!b->live)
-        return 1;
-    if (!a->live)
-        return 0;
-    if (a->h != b->h)
-        return a->h > b->h;
-    uint64_t h = a->h, at = 0;
-    int c;
+#if PY_LITTLE_ENDIAN && defined(__GNUC__)
+/* The first 8 bytes at p as a big-endian number, only its first l (1 to 8) kept: numbers compare as the bytes do. */
+static inline uint64_t head8(const unsigned char *p, size_t l) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    x = __builtin_bswap64(x);
+    return l >= 8 ? x : x & ~(~(uint64_t)0 >> (8 * l));
+}
+#endif
+
+/* The order of the suffixes of streams a and b (distinct, live), equal on their first h bytes: -1 when a's is
+ * first, else 1; *at where they first differ, *lose the later one's symbol there. The records' tails first (both
+ * hold offset h on, nearly always), else the corpus. */
+static int order(Merge *m, Stream *a, Stream *b, uint64_t h, uint64_t *at, unsigned *lose, int *err) {
     if (a->rl != LCP_UNKNOWN && b->rl != LCP_UNKNOWN && a->rl <= h && h < a->rl + AUX_TAIL && b->rl <= h &&
         h < b->rl + AUX_TAIL && a->pos + a->rl + AUX_TAIL <= m->n && b->pos + b->rl + AUX_TAIL <= m->n) {
-        /* both tails hold offset h on: compared there first */
         const unsigned char *pa = a->tail + (h - a->rl), *pb = b->tail + (h - b->rl);
         size_t la = (size_t)(a->rl + AUX_TAIL - h), lb = (size_t)(b->rl + AUX_TAIL - h), l = la < lb ? la : lb;
+#if PY_LITTLE_ENDIAN && defined(__GNUC__)
+        for (size_t o = 0; o < l; o += 8) { /* (the tails are padded: the loads stay inside them) */
+            uint64_t x = head8(pa + o, l - o), y = head8(pb + o, l - o);
+            if (x != y) {
+                int shift = 56 - (__builtin_clzll(x ^ y) & ~7);
+                *at = h + o + (size_t)((56 - shift) >> 3);
+                *lose = (unsigned)((x > y ? x : y) >> shift & 0xFF) + 1u;
+                return x < y ? -1 : 1;
+            }
+        }
+        h += l;
+#else
         size_t d = mismatch(pa, pb, l);
         if (d < l) {
-            c = pa[d] < pb[d] ? -1 : 1;
-            at = h + d;
-            goto decided;
+            *at = h + d;
+            *lose = (pa[d] > pb[d] ? pa[d] : pb[d]) + 1u;
+            return pa[d] < pb[d] ? -1 : 1;
         }
+        h += l;
+#endif
     }
-    c = compare_from(m, a, b, h, &at, err);
-decided:
-    if (c < 0)
-        b->h = at;
-    else
-        a->h = at;
-    return c < 0;
+    return compare_from(m, a, b, h, at, lose, err);
 }
 
-static int build(Merge *m, size_t node, int *err) {
-    if (node >= m->leaves)
-        return (int)(node - m->leaves);
-    int l = build(m, 2 * node, err), r = build(m, 2 * node + 1, err);
-    if (*err)
-        return 0;
-    if (beats(m, l, r, err)) {
-        m->tree[node] = r;
-        return l;
+/* A suffix's key against the one that beat it (or was written last): the longer their LCP h the earlier it comes,
+ * then the smaller its symbol at h (its byte plus one, 0 where it ends); a larger key wins, 0 is a finished
+ * stream. (h < 2^54: merge() refuses larger corpora.) */
+#define KEY(h, sym) ((((uint64_t)(h) + 1) << 9) | (511u - (unsigned)(sym)))
+
+/* The symbol of the stream's suffix at offset h. 0, or -1 with errno set. */
+static int sym_at(Merge *m, Stream *s, uint64_t h, unsigned *sym) {
+    if (s->pos + h >= m->n) {
+        *sym = 0;
+    } else if (s->rl != LCP_UNKNOWN && s->rl <= h && h < s->rl + AUX_TAIL) {
+        *sym = s->tail[h - s->rl] + 1u;
+    } else {
+        const unsigned char *p = NULL;
+        size_t len = 0;
+        if (span(m, s, h, &p, &len) < 0)
+            return -1;
+        *sym = len ? p[0] + 1u : 0;
     }
-    m->tree[node] = l;
-    return r;
+    return 0;
+}
+
+/* A match between the stream in c and the one in node o, equal keys (the same LCP with the suffix that beat them
+ * and the same byte there): the loser, keyed against the winner, stays in o, the winner goes on in c. */
+static int play(Merge *m, Node *c, Node *o) {
+    uint64_t at = 0;
+    unsigned lose = 0;
+    int err = 0;
+    int r = order(m, &m->s[c->idx], &m->s[o->idx], (c->key >> 9), &at, &lose, &err);
+    if (err)
+        return -1;
+    if (r < 0) {
+        o->key = KEY(at, lose);
+    } else {
+        Node t = *o;
+        o->key = KEY(at, lose), o->idx = c->idx;
+        *c = t;
+    }
+    return 0;
+}
+
+/* One match at a node: the candidate c against the loser kept there. */
+static inline int match(Merge *m, Node *c, Node *o) {
+    if (o->key > c->key) {
+        Node t = *o;
+        *o = *c;
+        *c = t;
+    } else if (o->key == c->key && c->key) {
+        return play(m, c, o);
+    }
+    return 0;
+}
+
+static int build(Merge *m, size_t node, Node *winner) {
+    if (node >= m->leaves) {
+        size_t i = node - m->leaves;
+        unsigned sym = 0;
+        if (m->s[i].live && sym_at(m, &m->s[i], 0, &sym) < 0)
+            return -1;
+        winner->idx = (int64_t)i, winner->key = m->s[i].live ? KEY(0, sym) : 0;
+        return 0;
+    }
+    Node r;
+    if (build(m, 2 * node, winner) < 0 || build(m, 2 * node + 1, &r) < 0)
+        return -1;
+    if (match(m, winner, &r) < 0)
+        return -1;
+    m->tree[node] = r;
+    return 0;
 }
 
 /* The merge itself (no Python object touched): the pointers written, or -1 with errno set. */
 static int64_t run_merge(Merge *m, int ofd, uint64_t out_at, unsigned char *obuf, size_t ocap) {
-    int err = 0;
     uint64_t written = 0;
     size_t olen = 0;
     for (size_t i = 0; i < m->nstreams; i++) {
         Stream *s = &m->s[i];
-        s->h = 0;
         if (s->live && load(m, s) < 0)
             return -1;
     }
-    m->tree[0] = m->leaves > 1 ? build(m, 1, &err) : 0;
-    if (err)
+    Node c;
+    if (build(m, 1, &c) < 0)
         return -1;
-    for (;;) {
-        int w = m->tree[0];
-        Stream *s = &m->s[w];
-        if (!s->live)
-            break;
+    while (c.key) {
+        Stream *s = &m->s[c.idx];
         put_le(obuf + olen * (size_t)m->k, s->pos, m->k);
         if (++olen == ocap) {
             if (write_at(ofd, obuf, olen * (size_t)m->k, (out_at + written) * (uint64_t)m->k) < 0)
                 return -1;
             written += olen, olen = 0;
         }
-        uint64_t before = s->pos;
+        uint64_t before = s->pos, h = 0;
+        unsigned sym = 0;
         if (load(m, s) < 0)
             return -1;
         if (s->live) {
             if (s->rl != LCP_UNKNOWN)
-                s->h = s->rl;
-            else if (lcp_of(m, s->pos, before, &s->h) < 0)
+                h = s->rl;
+            else if (lcp_of(m, s->pos, before, &h) < 0)
+                return -1;
+            if (sym_at(m, s, h, &sym) < 0)
                 return -1;
         }
-        int cand = w;
-        for (size_t node = (m->leaves + (size_t)w) / 2; node >= 1; node /= 2) {
-            int other = m->tree[node];
-            if (!beats(m, cand, other, &err)) {
-                m->tree[node] = cand;
-                cand = other;
-            }
-            if (err)
+        c.key = s->live ? KEY(h, sym) : 0;
+        for (size_t node = (m->leaves + (size_t)c.idx) / 2; node >= 1; node /= 2)
+            if (match(m, &c, &m->tree[node]) < 0)
                 return -1;
-        }
-        m->tree[0] = cand;
     }
     if (olen && write_at(ofd, obuf, olen * (size_t)m->k, (out_at + written) * (uint64_t)m->k) < 0)
         return -1;
@@ -550,8 +629,8 @@ static PyObject *merge(PyObject *self, PyObject *args) {
         return NULL;
     if (k < 1 || k > 8)
         return PyErr_Format(PyExc_ValueError, "k must be 1 to 8, not %d", k);
-    if (n < 1 || out_at < 0 || buffer < 0 || cfd < 0 || ofd < 0)
-        return PyErr_Format(PyExc_ValueError, "n must be >= 1; out_at, buffer and the fds >= 0");
+    if (n < 1 || n >= (1LL << 54) || out_at < 0 || buffer < 0 || cfd < 0 || ofd < 0)
+        return PyErr_Format(PyExc_ValueError, "n must be 1 to 2^54 - 1; out_at, buffer and the fds >= 0");
     long long *pf = NULL, *af = NULL, *lo = NULL, *hi = NULL;
     Py_ssize_t npf = 0, naf = 0, nlo = 0, nhi = 0;
     Merge m = {0};
@@ -592,7 +671,7 @@ static PyObject *merge(PyObject *self, PyObject *args) {
     }
     pool = PyMem_Malloc(each * m.nstreams + 2 * CACHE);
     m.s = PyMem_Calloc(m.leaves, sizeof(Stream));
-    m.tree = PyMem_Calloc(m.leaves, sizeof(int));
+    m.tree = PyMem_Calloc(m.leaves, sizeof(Node));
     size_t ocap = (1 << 20) / (size_t)k;
     obuf = PyMem_Malloc(ocap * (size_t)k);
     if (!pool || !m.s || !m.tree || !obuf) {

@@ -77,9 +77,10 @@ def _sorted_token_suffixes(ds: bytearray, width: int, chunk: int = 1 << 20,
         yield order[start : start + chunk] * width
 
 
-def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
+def _unigram_lines(chunks: Iterable[np.ndarray], width: int, batch: int = 4096) -> Iterator[bytes]:
     """The indexer's unigram file: ``"{id} {count}\n"`` for every token id present, ascending, counted
-    over the token ``chunks`` of a shard (SEP included)."""
+    over the token ``chunks`` of a shard (SEP included); yielded ``batch`` lines at a time (tens of thousands of
+    ids as Python strings at once held an out-of-core parent 10 MB over its share)."""
     ids = counts = np.zeros(0, np.int64)
     total = np.zeros(1 << (8 * width), np.int64) if width < 4 else None
     for toks in chunks:
@@ -92,7 +93,14 @@ def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
     if total is not None:
         ids = np.flatnonzero(total)
         counts = total[ids]
-    return "".join(f"{a} {b}\n" for a, b in zip(ids.tolist(), counts.tolist(), strict=True)).encode("ascii")
+    for s in range(0, len(ids), batch):
+        pairs = zip(ids[s : s + batch].tolist(), counts[s : s + batch].tolist(), strict=True)
+        yield "".join(f"{a} {b}\n" for a, b in pairs).encode("ascii")
+
+
+def _unigram_text(chunks: Iterable[np.ndarray], width: int) -> bytes:
+    """:func:`_unigram_lines` as one bytes object."""
+    return b"".join(_unigram_lines(chunks, width))
 
 
 class _ShardWriter:
@@ -221,12 +229,15 @@ def build(docs: Iterable[Any], out_dir: str | os.PathLike[str], *, token_width: 
 class _SpoolWriter:
     """One shard's files written to disk as the documents come (the input of an out-of-core build)."""
 
-    def __init__(self, folder: Path, shard: int, width: int, metadata: bool, unigram: bool) -> None:
+    def __init__(self, folder: Path, shard: int, width: int, metadata: bool, unigram: bool,
+                 early: _EarlyParts | None = None) -> None:
         self.width, self.unigram, self.sep = width, unigram, b"\xff" * width
         kinds = ("tokenized", "offset", "metadata", "metaoff") if metadata else ("tokenized", "offset")
         self.paths = {kind: _work_file(folder, kind, shard) for kind in kinds}
-        self.files = {kind: builtins.open(p, "wb", buffering=1 << 20) for kind, p in self.paths.items()}
+        self.files = {kind: builtins.open(p, "wb", buffering=1 << 18) for kind, p in self.paths.items()}
         self.size = self.meta_size = self.docs = 0
+        self.shard, self.early = shard, early
+        self.check = early.length if early is not None else -1  # (the size at which to offer parts again)
 
     def add(self, token_bytes: bytes, meta_line: bytes | None) -> None:
         f = self.files
@@ -235,6 +246,10 @@ class _SpoolWriter:
         f["tokenized"].write(token_bytes)
         self.size += len(self.sep) + len(token_bytes)
         self.docs += 1
+        if self.early is not None and self.size >= self.check:
+            f["tokenized"].flush()  # (the workers read the window from the file)
+            self.early.grown(self.shard, self.size)
+            self.check = self.size + self.early.length
         if "metadata" in f:
             line = meta_line or b""
             f["metaoff"].write(schema.offset_entry(self.meta_size))
@@ -251,11 +266,47 @@ class _SpoolWriter:
 
             def chunks() -> Iterator[np.ndarray]:
                 with builtins.open(path, "rb") as f:
-                    while len(toks := np.fromfile(f, dtype, 1 << 19)):  # (bincount widens to int64)
+                    while len(toks := np.fromfile(f, dtype, 1 << 17)):  # (bincount widens to int64: 1 MB)
                         yield toks
 
             with atomic_output(self.paths["unigram"], fsync=False) as f:
-                f.write(_unigram_text(chunks(), self.width))
+                for lines in _unigram_lines(chunks(), self.width):
+                    f.write(lines)
+
+
+EARLY_FROM = 1 << 24  # spooled bytes before parts are sorted early (below 16 MiB the width is 3 or less: may grow)
+
+
+class _EarlyParts:
+    """Parts sorted by the workers while the parent still spools the documents, so that reading them (a tokenizer,
+    a generator) overlaps the sorts. A part goes once the spool holds its window and more, with the pointer width
+    of the size spooled so far (from EARLY_FROM on, where it is 4 up to 4 GiB); :func:`_tables` keeps it when the
+    shard's final width and range are the same (else sorts it again), and sorts again the rare part whose window
+    could not order its suffixes alone (``sort_part(early=True)`` gives those up: their ties would read the corpus
+    past the spool)."""
+
+    def __init__(self, work: Path, width: int, budget: int, eng: Any) -> None:
+        from . import outofcore
+
+        self.work, self.width, self.eng = work, width, eng
+        self.length = outofcore.part_length(budget, width)
+        self.ext = outofcore.extension(self.length)
+        self.next: dict[int, int] = {}
+        self.parts: dict[tuple[int, int], tuple[Any, int, int, int]] = {}  # (shard, i) -> (future, k, start, end)
+
+    def grown(self, shard: int, size: int) -> None:
+        from . import outofcore
+
+        if size <= EARLY_FROM:
+            return
+        k, i = schema.pointer_width(size), self.next.get(shard, 0)
+        while (i + 1) * self.length + self.ext < size:  # (strictly inside: the window does not end the corpus)
+            a, b = i * self.length, (i + 1) * self.length
+            fut = self.eng.submit(outofcore.sort_part, str(_work_file(self.work, "tokenized", shard)), self.width, k,
+                                  a, b, str(self.work / f"part.{shard}.{i}"), True)
+            self.parts[(shard, i)] = (fut, k, a, b)
+            i += 1
+        self.next[shard] = i
 
 
 WORK = ".wvformats-work"  # inside the output folder while an out-of-core build runs (kept to resume)
@@ -302,22 +353,32 @@ def _build_out_of_core(feed: Any, out: Path, options: dict[str, Any], *, max_mem
     work.mkdir(parents=True, exist_ok=True)
     shards, width = options["shards"], options["token_width"]
     manifest = work / "input.json"
+    early = None
     if _spooled(manifest, options):
         report("documents: reusing the spooled shards")
     else:
-        writers = [_SpoolWriter(work, s, width, options["metadata"], options["unigram"]) for s in range(shards)]
+        for old in work.glob("part.*"):  # (sorted from an earlier spool: the documents are read again)
+            old.unlink()
+        if task_budget is not None and isinstance(eng, engines.Local) and eng.slots > 1:
+            early = _EarlyParts(work, width, task_budget, eng)
+            for _ in range(eng.slots):  # (the workers start and import while the first parts are spooled)
+                eng.submit(outofcore.ready)
+        writers = [_SpoolWriter(work, s, width, options["metadata"], options["unigram"], early) for s in range(shards)]
         try:
             feed(writers)
+            _refuse_empty([wr.docs for wr in writers])
+        except BaseException:
+            eng.close(interrupted=True)  # (parts may be sorting already)
+            raise
         finally:
             for wr in writers:
                 wr.close()
-        _refuse_empty([wr.docs for wr in writers])
         files = {p.name: [p.stat().st_size, outofcore.crc32(p)] for wr in writers for p in wr.paths.values()}
         with atomic_output(manifest, fsync=False) as f:
             f.write(json.dumps({"options": options, "files": files}).encode())
         del writers
         outofcore.trim()  # (the spool's buffers: the sorts that may run in this process come next)
-    _tables(work, shards, width, task_budget, eng, report)
+    _tables(work, shards, width, task_budget, eng, report, early.parts if early is not None else {})
     for s in range(shards):
         for kind in KINDS:
             if (src := _work_file(work, kind, s)).exists():
@@ -345,10 +406,11 @@ def _spooled(manifest: Path, options: dict[str, Any]) -> bool:
     return True
 
 
-def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, report: Any) -> None:
-    """Every shard's table: its parts sorted, then merged, as tasks of ``eng`` (in parallel when it has
-    workers); each shard's merge starts as soon as its own parts are done. SIGTERM stops the workers and
-    leaves what is finished for the next run."""
+def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, report: Any,
+            early: dict[tuple[int, int], tuple[Any, int, int, int]]) -> None:
+    """Every shard's table: its parts sorted (or taken from ``early``, :class:`_EarlyParts`), then merged, as tasks
+    of ``eng`` (in parallel when it has workers); each shard's merge starts as soon as its own parts are done.
+    SIGTERM stops the workers and leaves what is finished for the next run."""
     import signal
     import threading
     import time
@@ -379,6 +441,13 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 plans[s] = (ranges, parts, 0)
                 continue
             for i, (a, b) in enumerate(ranges):
+                got = early.pop((s, i), None)
+                if got is not None and got[1:] == (k, a, b):
+                    pending[got[0]] = ("part", s, i)
+                    continue
+                if got is not None:  # (a width or range that changed: done again once the early one is over)
+                    got[0].exception()
+                    report(f"shard {s}: part {i + 1}/{len(ranges)} sorted again (width {k}, not {got[1]})")
                 fut = eng.submit(outofcore.sort_part, str(corpus), width, k, a, b, parts[i])
                 pending[fut] = ("part", s, i)
         while pending:
@@ -391,18 +460,24 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 k = schema.pointer_width(os.path.getsize(corpus))
                 table = str(_work_file(work, "table", s))
                 took = f"[{time.perf_counter() - started:.1f} s]"
+                if step == "part" and result.get("deferred"):  # (its window left ties: sorted again now)
+                    report(f"shard {s}: part {i + 1}/{len(ranges)} sorted again (ties past its window)")
+                    a, b = ranges[i]
+                    pending[eng.submit(outofcore.sort_part, corpus, width, k, a, b, parts[i])] = ("part", s, i)
+                    continue
                 if step == "part":
-                    report(f"shard {s}: part {i + 1}/{len(ranges)} {'reused' if result.get('reused') else 'sorted'} "
-                           f"{took}")
+                    how = "reused" if result.get("reused") else "sorted early" if result.get("early") else "sorted"
+                    report(f"shard {s}: part {i + 1}/{len(ranges)} {how} {took}")
                     plans[s] = (ranges, parts, left - 1)
                     if left > 1:
                         continue
                     if len(ranges) == 1:
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
-                    else:  # split into ranges that the workers merge at once (4 per worker:
-                        # equal counts are not equal work, ties of frequent n-grams cluster in some ranges)
-                        pieces = 1 if eng.slots == 1 else 4 * eng.slots
+                    else:  # split into ranges that the workers merge at once (8 per worker: equal counts are
+                        # not equal work, ties of frequent n-grams cluster in some ranges, and the last range
+                        # runs alone)
+                        pieces = 1 if eng.slots == 1 else 8 * eng.slots
                         pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
                                            table)] = ("split", s, 0)
                 elif step == "split":

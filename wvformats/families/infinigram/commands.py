@@ -34,7 +34,7 @@ def _arguments(p: argparse.ArgumentParser, subcommand: Subcommand) -> None:
                                  "when run again")
     b.add_argument("--workers", type=int, default=1,
                    help="processes for the parts, shards and ranges of a shard's merge (share --mem with "
-                        "the parent: 2 workers need at least 121M)")
+                        "the parent and its resource tracker: 2 workers need at least 149M)")
     b.add_argument("--engine", choices=["local", "dask"], default="local",
                    help="dask: run the parts and shards on a Dask cluster (--scheduler; --mem per task)")
     b.add_argument("--scheduler", help="the Dask scheduler's address, e.g. tcp://host:8786")

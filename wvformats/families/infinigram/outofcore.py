@@ -30,10 +30,12 @@ Python, and the merge by batches of :func:`merge_runs`, slower.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +52,11 @@ _K = kernel("wvformats.families.infinigram._kernel")
 # resident after the imports, anonymous and library pages alike, measured with /proc/self/status) and the
 # code pages that sorting and merging fault in; kept out of the share of the budget that sizes parts and
 # batches. With workers, the parent that spools the documents and hands out the tasks holds as much
-# (measured: 40 MB while its workers run), so a budget is split as BASELINE + N x (BASELINE + share).
+# (measured: 40 MB while its workers run), and multiprocessing's resource tracker is one more interpreter, so a budget
+# is split as BASELINE + TRACKER + N x (BASELINE + share).
 BASELINE = 40 << 20
+# With workers, multiprocessing's resource tracker: one more interpreter beside the parent (15.0 MB measured)
+TRACKER = 16 << 20
 AUX_TAIL = PART_TAIL  # bytes of each suffix after its LCP with the one before it in its part (the schema's)
 AUX_SIZE = part_record.itemsize  # a record: the LCP (LCP_UNKNOWN when not known) and the tail
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
@@ -83,9 +88,9 @@ def extension(length: int) -> int:
 
 def floor(width: int, workers: int = 1) -> int:
     """The smallest budget: each process's BASELINE and FIXED and room for a part of 4096 bytes (and, with
-    workers, the parent's BASELINE)."""
+    workers, the parent's BASELINE and the TRACKER)."""
     one = BASELINE + FIXED + 4096 * _per_byte(width)
-    return one if workers == 1 else BASELINE + workers * one
+    return one if workers == 1 else BASELINE + TRACKER + workers * one
 
 
 def part_length(budget: int, width: int) -> int:
@@ -104,8 +109,9 @@ def task_budget(budget: int, workers: int, width: int = 1) -> int:
         raise ValueError(
             f"a memory budget of {budget / 2**20:.1f} MiB is too small for {procs}: each process holds "
             f"{BASELINE >> 20} MiB before any work (the interpreter, numpy, libdivsufsort), a worker {FIXED >> 20} "
-            f"MiB of buffers and room for a part; at least {floor(width, workers) / 2**20:.1f} MiB")
-    return budget if workers == 1 else (budget - BASELINE) // workers
+            f"MiB of buffers and room for a part{'' if workers == 1 else f', the resource tracker {TRACKER >> 20} MiB'}"
+            f"; at least {floor(width, workers) / 2**20:.1f} MiB")
+    return budget if workers == 1 else (budget - BASELINE - TRACKER) // workers
 
 
 def plan(size: int, width: int, budget: int | None) -> list[tuple[int, int]]:
@@ -147,9 +153,45 @@ def finished(path: Path, **params: Any) -> dict[str, Any] | None:
     return meta
 
 
-def seal(path: Path, **params: Any) -> dict[str, Any]:
-    """Record ``path`` as finished (written after the file itself, so a record always has its file)."""
-    meta = {**params, "size": path.stat().st_size, "crc32": crc32(path)}
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """The CRC-32 of ``a + b`` from ``crc1`` of ``a``, ``crc2`` of ``b`` and ``len2 = len(b)`` (zlib's
+    ``crc32_combine``, which Python's zlib does not offer): ``crc1`` moved past ``len2`` zero bytes by
+    squaring the GF(2) matrix of one zero bit."""
+
+    def times(mat: list[int], vec: int) -> int:
+        out, i = 0, 0
+        while vec:
+            if vec & 1:
+                out ^= mat[i]
+            vec, i = vec >> 1, i + 1
+        return out
+
+    def square(mat: list[int]) -> list[int]:
+        return [times(mat, row) for row in mat]
+
+    if len2 <= 0:
+        return crc1
+    odd = square(square([0xEDB88320] + [1 << i for i in range(31)]))  # four zero bits
+    while True:
+        even = square(odd)
+        if len2 & 1:
+            crc1 = times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = square(even)
+        if len2 & 1:
+            crc1 = times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+def seal(path: Path, crc: int | None = None, **params: Any) -> dict[str, Any]:
+    """Record ``path`` as finished (written after the file itself, so a record always has its file); ``crc``: its
+    CRC-32 when the writer computed it (else the file is read)."""
+    meta = {**params, "size": path.stat().st_size, "crc32": crc32(path) if crc is None else crc}
     with atomic_output(_record(path), fsync=False) as f:
         f.write(json.dumps(meta).encode())
     return meta
@@ -395,9 +437,16 @@ def _order_by_reads(fd: int, members: list[int], off: int, mem: int) -> list[int
     return out
 
 
-def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str) -> dict[str, Any]:
+def ready() -> None:
+    """Nothing but the imports a sort needs (a worker started ahead of its first part)."""
+    from pydivsufsort import divsufsort  # noqa: F401
+
+
+def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: str,
+              early: bool = False) -> dict[str, Any]:
     """Sort the token positions ``[start, end)`` of a tokenized file into ``out`` (k-byte pointers) and its
-    records (:func:`aux_path`)."""
+    records (:func:`aux_path`). ``early``: the file is still being written (past the window): a part whose window
+    leaves ties is given up (``{"deferred": True}``, nothing kept), as ordering them reads the corpus further."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
     if (done := finished(path, **params)) is not None and aux_path(path).exists() and \
@@ -409,17 +458,21 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     wend = min(n, end + extension(end - start))
     at_end = wend == n
     win = _read_window(corpus_path, start, wend)
-    sa = divsufsort(win)
+    with one_thread():
+        sa = divsufsort(win)
     filled = 0
     for s in range(0, len(sa), CHUNK):  # keep the positions that start a token of this part, in place
         c = sa[s : s + CHUNK]
-        c = c[(c < end - start) & (c % width == 0)] if width > 1 or wend > end else c
+        if width > 1:
+            c = c[(c < end - start) & (c % width == 0)]
+        elif wend > end:
+            c = c[c < end - start]
         sa[filled : filled + len(c)] = c
         filled += len(c)
     pos = sa[:filled]
     reordered = 0
     for attempt in range(2):  # the records; once more when stretches of the window's order were reordered
-        prev = -1
+        prev, crc_ptr, crc_aux = -1, 0, 0
         with atomic_output(path, fsync=False) as fp, atomic_output(aux_path(path), fsync=False) as fa:
             ties: list[int] = []
             for s in range(0, filled, CHUNK):
@@ -428,13 +481,21 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
                 ties += [s + i for i in found]
                 fp.write(ptr)
                 fa.write(aux)
+                crc_ptr, crc_aux = zlib.crc32(ptr, crc_ptr), zlib.crc32(aux, crc_aux)
                 prev = int(c[-1])
         if not ties or attempt:
             break
+        if early:
+            for f in (path, aux_path(path)):
+                f.unlink(missing_ok=True)
+            del win, sa, pos
+            trim()
+            return {"deferred": True}
         reordered = _order_ties(corpus_path, win, pos, start, ties)
     del win, sa, pos
     trim()
-    return seal(path, **params, reordered=reordered, aux=crc32(aux_path(path)))
+    meta = seal(path, crc_ptr, **params, reordered=reordered, aux=crc_aux)
+    return {**meta, "early": True} if early else meta
 
 
 def aux_path(part: Path) -> Path:
@@ -471,6 +532,40 @@ class _Run:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+_OMP: Any = None
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """libdivsufsort on one thread while inside: pydivsufsort's OpenMP runtime (libgomp, found among the
+    process's mapped libraries) otherwise leaves its second thread spinning after each call, which cost a
+    quarter of the CPU of sorting a part of 1 MB (measured 41 ms instead of 31, no faster in wall time).
+    Elsewhere (no libgomp found) nothing."""
+    global _OMP
+    if _OMP is None:
+        _OMP = False
+        try:
+            with open("/proc/self/maps") as f:
+                found = sorted({line.split()[-1] for line in f if "/libgomp" in line})
+            mine = [p for p in found if "divsufsort" in p] or found[:1]
+            if mine:
+                import ctypes
+
+                lib = ctypes.CDLL(mine[0])
+                _OMP = (lib.omp_get_max_threads, lib.omp_set_num_threads)
+        except (OSError, AttributeError):
+            pass
+    if not _OMP:
+        yield
+        return
+    threads = _OMP[0]()
+    _OMP[1](1)
+    try:
+        yield
+    finally:
+        _OMP[1](threads)
 
 
 _TRIM: Any = None
@@ -630,12 +725,29 @@ def prepare_merge(corpus_path: str, parts: list[str], ranges: list[tuple[int, in
     return bounds
 
 
+def _pieces_crc(merging: Path, k: int) -> int | None:
+    """The CRC-32 of the merged file from its ranges' records (each range's CRC, combined in order), or None
+    when they do not cover it end to end (then the file is read)."""
+    crc = at = j = 0
+    while (rec := _piece_record(merging, j)).exists():
+        try:
+            meta = json.loads(rec.read_text())
+            lo, hi, piece = sum(meta["los"]) * k, sum(meta["his"]) * k, meta["crc32"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if lo != at:
+            return None
+        crc, at, j = crc32_combine(crc, piece, hi - lo), hi, j + 1
+    return crc if j and at == merging.stat().st_size else None
+
+
 def seal_table(corpus_path: str, parts: list[str], k: int, table: str) -> dict[str, Any]:
     """The merged file becomes the shard's table (recorded); the parts and the range records go."""
     n = os.path.getsize(corpus_path)
     out, merging = Path(table), Path(table + ".merging")
+    crc = _pieces_crc(merging, k)
     os.replace(merging, out)
-    meta = seal(out, n=n, k=k)
+    meta = seal(out, crc, n=n, k=k)
     for old in out.parent.glob(merging.name + ".piece*.json"):
         old.unlink()
     for p in parts:
