@@ -919,6 +919,24 @@ print(grown, own / 2**20)
 """
 
 
+def unsupervised_model(path, n=500, dim=8, bucket=2_000_000, seed=0):
+    """An unsupervised model of ``n`` words (every 17th one not ASCII), n-grams 3-6 in ``bucket`` buckets, random
+    rows, written to ``path`` as the writer writes it (the defaults: a 64 MB matrix over 31 regions of 2 MB)."""
+    words = [f"w{i}{'é' if i % 17 == 0 else ''}" for i in range(n - 1)] + ["</s>"]
+    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2,
+                        bucket=bucket, minn=3, maxn=6, lrUpdateRate=100, t=0)
+    entries = cs.Container(words=words, counts=np.arange(n, 0, -1, dtype="<i8"), types=np.zeros(n, "i1"))
+    d = cs.Container(size=n, nwords=n, nlabels=0, ntokens=10 * n, pruneidx_size=-1, entries=entries,
+                     pruneidx=np.zeros((0, 2), "<i4"))
+    rows = np.random.default_rng(seed).standard_normal((n + bucket, dim), np.float32)
+    obj = cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
+                       dictionary=d, quant_input=0, input=cs.Container(m=n + bucket, n=dim, data=rows), qout=0,
+                       output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
+    with open(path, "wb") as f:
+        codec.build(obj, f)
+    return path
+
+
 def test_mmap_open_memory_is_the_vocabulary_not_the_matrix(tmp_path):
     """A fresh process opening a model of 200k words (the benchmark's vocabulary, a small matrix) with
     mmap=True and looking a word up grows its peak memory (VmHWM) by at most 30 MB (issue 39 item 6's target for
@@ -927,20 +945,7 @@ def test_mmap_open_memory_is_the_vocabulary_not_the_matrix(tmp_path):
     before the lookup read its rows with pread: 23.3-23.4 MB here, 34.1-36.0 MB on the 200k x 100 model whose
     pages were cached in 2 MB folios, which the kernel maps whole at a fault: test_file_rows.py); 34.4 MB before
     the word index, 49.5 MB before the dictionary parse's temporaries were cut and its word lists shared."""
-    n, dim, bucket = 200_000, 10, 20_000
-    words = [f"w{i}{'é' if i % 17 == 0 else ''}" for i in range(n - 1)] + ["</s>"]
-    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2,
-                        bucket=bucket, minn=3, maxn=6, lrUpdateRate=100, t=0)
-    entries = cs.Container(words=words, counts=np.arange(n, 0, -1, dtype="<i8"), types=np.zeros(n, "i1"))
-    d = cs.Container(size=n, nwords=n, nlabels=0, ntokens=10 * n, pruneidx_size=-1, entries=entries,
-                     pruneidx=np.zeros((0, 2), "<i4"))
-    rows = np.random.default_rng(0).standard_normal((n + bucket, dim), np.float32)
-    obj = cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
-                       dictionary=d, quant_input=0, input=cs.Container(m=n + bucket, n=dim, data=rows), qout=0,
-                       output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
-    path = tmp_path / "big.bin"
-    with open(path, "wb") as f:
-        codec.build(obj, f)
+    path = unsupervised_model(tmp_path / "big.bin", n=200_000, dim=10, bucket=20_000)
     out = subprocess.run([sys.executable, "-c", _OPEN_MEMORY, str(path)], capture_output=True, text=True,
                          check=True, timeout=120)
     grown, own = map(float, out.stdout.split())

@@ -8,16 +8,15 @@ import mmap
 import os
 import sys
 
-import construct as cs
 import numpy as np
 import pytest
+from families.fasttext.test_fasttext import unsupervised_model
 from hypothesis import given
 from hypothesis import strategies as st
-from wvformats.schemas import fasttext as schema
 
 import wvformats as wv
 from wvformats import compiled
-from wvformats.families.fasttext import codec, filerows
+from wvformats.families.fasttext import filerows
 from wvformats.families.fasttext.filerows import REGION_BITS
 
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
@@ -27,27 +26,11 @@ linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/s
 WORDS = ["kangaroo", "w12", "zzqxv", "quokka", "kangaroo", "wombats", "platypus", "zzqxv"]
 
 
-def _model(path, n=500, dim=8, bucket=2_000_000, seed=0):
-    """An unsupervised model of ``n`` words, n-grams 3-6 in ``bucket`` buckets (dim 8, 2M: a 64 MB matrix over 31
-    regions of 2 MB), written as the writer writes it."""
-    words = [f"w{i}{'é' if i % 17 == 0 else ''}" for i in range(n - 1)] + ["</s>"]
-    args = cs.Container(dim=dim, ws=5, epoch=5, minCount=1, neg=5, wordNgrams=1, loss=2, model=2,
-                        bucket=bucket, minn=3, maxn=6, lrUpdateRate=100, t=0)
-    entries = cs.Container(words=words, counts=np.arange(n, 0, -1, dtype="<i8"), types=np.zeros(n, "i1"))
-    d = cs.Container(size=n, nwords=n, nlabels=0, ntokens=10 * n, pruneidx_size=-1, entries=entries,
-                     pruneidx=np.zeros((0, 2), "<i4"))
-    rows = np.random.default_rng(seed).standard_normal((n + bucket, dim), np.float32)
-    obj = cs.Container(head=schema.MAGIC, new_format=True, magic=schema.MAGIC, version=12, args=args,
-                       dictionary=d, quant_input=0, input=cs.Container(m=n + bucket, n=dim, data=rows), qout=0,
-                       output=cs.Container(m=n, n=dim, data=np.zeros((n, dim), "<f4")))
-    with open(path, "wb") as f:
-        codec.build(obj, f)
-    return path
 
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    return _model(tmp_path_factory.mktemp("filerows") / "m.bin")
+    return unsupervised_model(tmp_path_factory.mktemp("filerows") / "m.bin")
 
 
 def _pages(start: int, end: int) -> np.ndarray:
@@ -133,7 +116,7 @@ def test_rows_read_from_the_file_are_the_maps(model_file, monkeypatch):
 
 
 @linux
-def test_the_file_is_found_from_the_map_and_closed_with_the_model(model_file, tmp_path):
+def test_the_file_is_found_from_the_map_and_closed_with_theunsupervised_model(model_file, tmp_path):
     """The file of a mapped model is opened again from its path in /proc/self/maps, checked to be the mapped one
     (its device and inode): a file replaced at that path, or removed, is not read (rows through the map); the
     descriptor is closed when the model goes, or once every region of the matrix has been read."""
@@ -148,16 +131,16 @@ def test_the_file_is_found_from_the_map_and_closed_with_the_model(model_file, tm
     with pytest.raises(OSError):
         os.fstat(fd)
 
-    moved = _model(tmp_path / "moved.bin", bucket=20_000, seed=1)
+    moved = unsupervised_model(tmp_path / "moved.bin", bucket=20_000, seed=1)
     m = wv.read(moved, mmap=True)
     want = wv.read(moved, mmap=False).get_word_vector("kangaroo")
-    _model(tmp_path / "other.bin", bucket=20_000, seed=2).replace(moved)  # another file at the path
+    unsupervised_model(tmp_path / "other.bin", bucket=20_000, seed=2).replace(moved)  # another file at the path
     assert m._file_rows() is None
     assert m.get_word_vector("kangaroo").tobytes() == want.tobytes()
     gone = wv.read(moved, mmap=True)
     moved.unlink()
     assert gone._file_rows() is None
-    small = wv.read(_model(tmp_path / "small.bin", bucket=20_000), mmap=True)  # a matrix in one region
+    small = wv.read(unsupervised_model(tmp_path / "small.bin", bucket=20_000), mmap=True)  # a matrix in one region
     reads = small._file_rows()
     assert reads is not None and len(reads.regions) == 1
     small.embedding("kangaroo")  # every region read: the file is closed, rows come from the map
