@@ -20,7 +20,7 @@ from wvformats.families.fasttext import filerows
 from wvformats.families.fasttext.filerows import REGION_BITS
 
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
-linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps and pagemap: Linux")
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/pagemap: Linux")
 # unknown words and one word of the vocabulary (its first lookup: a second word of its chunk would compose the
 # chunk, through the map), each composed by a lookup of one word
 WORDS = ["kangaroo", "w12", "zzqxv", "quokka", "kangaroo", "wombats", "platypus", "zzqxv"]
@@ -115,11 +115,10 @@ def test_rows_read_from_the_file_are_the_maps(model_file, monkeypatch):
         assert 5 <= sum(regions[0]) < len(regions[0])
 
 
-@linux
-def test_the_file_is_found_from_the_map_and_closed_with_theunsupervised_model(model_file, tmp_path):
-    """The file of a mapped model is opened again from its path in /proc/self/maps, checked to be the mapped one
-    (its device and inode): a file replaced at that path, or removed, is not read (rows through the map); the
-    descriptor is closed when the model goes, or once every region of the matrix has been read."""
+def test_the_file_is_found_from_the_map_and_closed_with_the_model(model_file, tmp_path):
+    """The file of a mapped model is opened again from the path fileio recorded for its map, checked to be the
+    mapped one (its device and inode): a file replaced at that path, or removed, is not read (rows through the map);
+    the descriptor is closed when the model goes, or once every region of the matrix has been read."""
     m = wv.read(model_file, mmap=True)
     reads = m._file_rows()
     assert os.path.samestat(os.fstat(reads.fd), os.stat(model_file))
@@ -147,12 +146,16 @@ def test_the_file_is_found_from_the_map_and_closed_with_theunsupervised_model(mo
     assert small._reads is None and not reads._close.alive
     assert small.embedding("quokka").tobytes() == wv.read(tmp_path / "small.bin").embedding("quokka").tobytes()
     m = wv.read(model_file, mmap=True)
-    found = filerows._mapping
-    other = lambda start, end: (lambda f: (*f[:2], f[2] + 1, f[3]))(found(start, end))  # noqa: E731
+    found = filerows.mapped_file
+    assert found(filerows.mapping(m.input.part["data"]))[0] == os.path.abspath(model_file)
+    other = lambda buf: (lambda f: (f[0], f[1], f[2] + 1))(found(buf))  # noqa: E731
     with pytest.MonkeyPatch.context() as patch:  # the path names a file of another inode
-        patch.setattr(filerows, "_mapping", other)
+        patch.setattr(filerows, "mapped_file", other)
         assert m._file_rows() is None
     assert m._file_rows() is not None
+    with open(model_file, "rb") as f:  # a map fileio did not make: rows through it
+        assert filerows.file_rows(np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.float32,
+                                                64).reshape(8, 8)) is None
 
 
 def test_mean_file_rows_checks_its_arguments(tmp_path):

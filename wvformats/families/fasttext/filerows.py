@@ -10,8 +10,9 @@ rows cost a load rather than a system call, ~1 us): one ``pread`` a region in th
 region has been read the file is closed. The batch paths (composed chunks, ``embedding_batch``, ``predict``) read
 through the map.
 
-The file is found from the map (``/proc/self/maps``: Linux) and opened again, checked to be the mapped one (its
-device and inode); elsewhere, or when it is not at its path any more, rows are read through the map as before.
+The file is the one :mod:`wvformats.fileio` mapped (it records each map's path, device and inode), opened again
+and checked to be that file; where it is not at its path any more (removed, replaced), or the map is not one
+fileio made, or the system has no ``preadv``, rows are read through the map as before.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+from ...fileio import mapped_file
 
 REGION_BITS = 21  # the kernel's REGION_BITS: a region is 2 MB of the file, the largest folio x86-64 maps at once
 
@@ -59,27 +62,28 @@ class FileRows:
 
 
 def file_rows(matrix: np.ndarray) -> FileRows | None:
-    """A :class:`FileRows` for a matrix of contiguous rows that is a view of a read-only ``mmap.mmap`` of a file,
-    or None (a matrix in memory, a system without ``/proc/self/maps``, a file renamed or replaced since)."""
-    if not _mapped_read_only(matrix) or matrix.ndim != 2 or not matrix.size or matrix.strides[1] != 4 \
-            or matrix.strides[0] < 4 * matrix.shape[1]:
+    """A :class:`FileRows` for a matrix of contiguous rows that is a view of a read-only map :mod:`~wvformats.fileio`
+    made of a file, or None (a matrix in memory, a system without ``preadv``, a file removed or replaced since)."""
+    m = mapping(matrix)
+    if m is None or not _read_only(m) or not hasattr(os, "preadv") or matrix.ndim != 2 or not matrix.size \
+            or matrix.strides[1] != 4 or matrix.strides[0] < 4 * matrix.shape[1]:
         return None
-    start = matrix.__array_interface__["data"][0]
-    end = start + (matrix.shape[0] - 1) * matrix.strides[0] + 4 * matrix.shape[1]
-    found = _mapping(start, end)
+    found = mapped_file(m)
     if found is None:
         return None
-    first, dev, inode, path = found
+    path, dev, inode = found
+    start = matrix.__array_interface__["data"][0]
+    first = start - np.frombuffer(m, np.uint8, 1).__array_interface__["data"][0]  # (the map's start: offset 0)
+    size = (matrix.shape[0] - 1) * matrix.strides[0] + 4 * matrix.shape[1]
     try:
         fd = os.open(path, os.O_RDONLY)  # (not inherited by programs this process runs)
     except OSError:
         return None
     st = os.fstat(fd)
-    if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) != (*dev, inode) \
-            or st.st_size < first + (end - start):
+    if (st.st_dev, st.st_ino) != (dev, inode) or st.st_size < first + size:
         os.close(fd)
         return None
-    return FileRows(fd, first, first + (end - start))
+    return FileRows(fd, first, first + size)
 
 
 def mapping(a: np.ndarray) -> mmap.mmap | None:
@@ -90,31 +94,8 @@ def mapping(a: np.ndarray) -> mmap.mmap | None:
     return base if isinstance(base, mmap.mmap) and not base.closed else None
 
 
-def _mapped_read_only(a: np.ndarray) -> bool:
-    """Whether ``a`` is a view of a read-only ``mmap.mmap`` (which shows the file as ``pread`` reads it: a
-    copy-on-write map would show its own writes)."""
-    if (m := mapping(a)) is None:
-        return False
+def _read_only(m: mmap.mmap) -> bool:
+    """Whether a map is read-only (it then shows the file as ``pread`` reads it: a copy-on-write map would show its
+    own writes)."""
     with memoryview(m) as view:
         return view.readonly
-
-
-def _mapping(start: int, end: int) -> tuple[int, tuple[int, int], int, str] | None:
-    """The file offset at address ``start``, the file's device (major, minor), inode and path, from the line of
-    ``/proc/self/maps`` whose mapping holds the addresses ``[start, end)``; None without one."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split(maxsplit=5)  # start-end perms offset dev inode [path]
-        lo, _, hi = fields[0].partition(b"-")
-        if not int(lo, 16) <= start < int(hi, 16):
-            continue
-        if end > int(hi, 16) or len(fields) < 6 or fields[5].endswith(b" (deleted)"):
-            return None
-        major, _, minor = fields[3].partition(b":")
-        return (int(fields[2], 16) + start - int(lo, 16), (int(major, 16), int(minor, 16)), int(fields[4]),
-                os.fsdecode(fields[5]))
-    return None
