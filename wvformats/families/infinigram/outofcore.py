@@ -171,21 +171,14 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
 
     if len2 <= 0:
         return crc1
-    odd = square(square([0xEDB88320] + [1 << i for i in range(31)]))  # four zero bits
-    while True:
-        even = square(odd)
+    op = square(square(square([0xEDB88320] + [1 << i for i in range(31)])))  # one zero byte
+    while True:  # (op: 2^i zero bytes at bit i of len2, as zlib's two alternating matrices)
         if len2 & 1:
-            crc1 = times(even, crc1)
+            crc1 = times(op, crc1)
         len2 >>= 1
         if not len2:
-            break
-        odd = square(even)
-        if len2 & 1:
-            crc1 = times(odd, crc1)
-        len2 >>= 1
-        if not len2:
-            break
-    return crc1 ^ crc2
+            return crc1 ^ crc2
+        op = square(op)
 
 
 def seal(path: Path, crc: int | None = None, **params: Any) -> dict[str, Any]:
