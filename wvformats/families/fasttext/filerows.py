@@ -42,6 +42,13 @@ class FileRows:
     def close(self) -> None:
         self._close()
 
+    def all_read(self) -> bool:
+        """Whether every region has been read (the file is then closed: its rows come from the map from now on)."""
+        if 0 in self.regions:
+            return False
+        self.close()
+        return True
+
     def rows(self, matrix: np.ndarray, rows: list[int]) -> np.ndarray:
         """The kernel's reads in Python: ``matrix[rows]``, each row in a region not read before read with
         ``pread`` (its region marked), others (and one ``pread`` does not give whole) through the map."""

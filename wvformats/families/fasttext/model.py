@@ -309,9 +309,8 @@ class FastText(Embeddings):
             elif reads is not None:  # rows in regions of the file not read before: with pread (.filerows)
                 v = _K.mean_file_rows(self.input.part["data"], rows, np.empty(self.dim, np.float32), reads.fd,
                                       reads.first, reads.regions)
-                if 0 not in reads.regions:  # every region read: the map's from now on, the file closed
+                if reads.all_read():
                     self._reads = None
-                    reads.close()
                 return v
             else:
                 matrix = self.input.part["data"]
@@ -320,9 +319,8 @@ class FastText(Embeddings):
             x = self.input.rows(np.array(rows, np.intp))
         elif reads is not None:
             x = reads.rows(self.input.part["data"], rows)
-            if 0 not in reads.regions:
+            if reads.all_read():
                 self._reads = None
-                reads.close()
         else:
             if self._items is None:  # the rows as opaque items (lookups.as_row_items: np.take copies them as they
                 self._items = as_row_items(self.input.part["data"])[:, None]  # are, unaligned), one a row
