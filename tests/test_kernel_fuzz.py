@@ -465,6 +465,38 @@ def test_wordtables_walk(table, data):
 
 
 @fuzz
+@given(binary_table(), st.data())
+def test_wordtables_settle(table, data):
+    draw = data.draw
+    body, prefixed, rowbytes, n = table
+    lo = draw(st.integers(0, 2))
+    at = lo * rowbytes + draw(st.integers(0, 3))  # the block read at or after row lo's place
+    room = np.zeros(at + len(body) + draw(st.integers(0, 8)), np.uint8)
+    room[at : at + len(body)] = np.frombuffer(body, np.uint8)
+    valid = [room, at, at + len(body), lo, n, rowbytes, prefixed, np.zeros(draw(st.integers(0, 30)), np.uint8), 0,
+             np.zeros(lo + n, np.int64), np.zeros(lo + n, np.int64), np.zeros(lo + n, np.uint32)]
+    args = hostile(draw, valid, [odd_buffers | st.just(b"read-only"), counts, counts, counts, counts, counts, not_ints,
+                                 odd_buffers | st.just(b"read-only"), counts, odd_buffers | bad_arrays(),
+                                 odd_buffers | bad_arrays(), odd_buffers])
+    got = call(WT.settle, args)
+    if got is not None:
+        found, after, wat = got
+        assert 0 <= found <= args[4] and args[1] <= after <= args[2] and args[8] <= wat <= len(args[7])
+
+
+@fuzz
+@given(st.data())
+def test_wordtables_populate(data):
+    draw = data.draw
+    buf = np.arange(draw(st.integers(0, 3 * 4096)), dtype=np.uint8)
+    before = buf.copy()
+    args = hostile(draw, [buf, draw(st.integers(0, len(buf))), len(buf)],
+                   [odd_buffers | st.just(b"read-only") | bad_arrays(), counts, counts])
+    if call(WT.populate, args) is not None:
+        assert np.array_equal(buf, before)  # (never a byte changed)
+
+
+@fuzz
 @given(st.data())
 def test_wordtables_words(data):
     draw = data.draw

@@ -152,6 +152,8 @@ class Embeddings(KeyedVectorsMixin):
     holds what the format that read the file keeps to write it back byte for byte (its own business: no other
     format reads it). ``encoding`` is the encoding the words were read in (None: UTF-8): the writers of formats
     whose words are bytes in no fixed encoding (word2vec, GloVe, Leader, fastText) write them in it again.
+    ``copy=False`` keeps ``words`` itself where it is a list (a reader's, handed over: a copy of 400,000 words
+    costs a few ms), not a copy of it.
     """
 
     encoding: str | None = None
@@ -170,6 +172,7 @@ class Embeddings(KeyedVectorsMixin):
         storage: Storage | None = None,
         kept: dict[str, Any] | None = None,
         duplicates: int | None = None,
+        copy: bool = True,
     ) -> None:
         self._lazy: LazyRows | None = None
         if isinstance(vectors, LazyRows):
@@ -178,7 +181,7 @@ class Embeddings(KeyedVectorsMixin):
             self._lazy, vectors = vectors, None
         else:
             vectors = self._matrix(vectors, len(words))
-        self.words: list[str] = list(words)
+        self.words: list[str] = words if not copy and type(words) is list else list(words)
         self._vectors: np.ndarray | None = vectors
         self.norms = norms
         self.metadata = metadata

@@ -7,7 +7,6 @@ import errno
 import mmap
 import os
 import stat
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -164,27 +163,16 @@ class Source:
             if size == 0:
                 return b""
             if use_mmap:
+                from .framework.mapped import remember_file
+
                 m = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-                _MAPPED[m] = (os.path.abspath(self.file_name), st.st_dev, st.st_ino)
+                remember_file(m, self.file_name, st)
                 return m
             with open(fd, "rb", buffering=0, closefd=False) as f:
                 f.seek(0)
                 return _read_into_memory(f, size)
         except OSError as e:
             raise FormatError(f"cannot read {self.path}: {e.strerror or e}") from None
-
-
-# the file each read-only map made by Source.buffer shows: (its absolute path, device, inode), for as long as the
-# map lives (a family that reads a few rows of a mapped file with pread opens it again and checks it is that file)
-_MAPPED: weakref.WeakKeyDictionary[mmap.mmap, tuple[str, int, int]] = weakref.WeakKeyDictionary()
-
-
-def mapped_file(buf: Any) -> tuple[str, int, int] | None:
-    """(absolute path, device, inode) of the file a map made by :meth:`Source.buffer` shows, or None."""
-    try:
-        return _MAPPED.get(buf)
-    except TypeError:  # (not hashable: not one of ours)
-        return None
 
 
 def open_buffer(path: str | os.PathLike[str], *, use_mmap: bool = True) -> Any:

@@ -338,6 +338,113 @@ def test_binary_kernel_agrees_with_the_twin(monkeypatch, records, cut, errors, e
     assert equal(fast, slow) if not isinstance(fast, tuple) else fast == slow
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=_W2V_RECORDS, cut=st.integers(0, 80), extra=st.integers(0, 2), block=st.sampled_from([1, 700, 1 << 20]),
+       trailing=st.sampled_from([b"", b"\n", b"tail bytes"]))
+def test_a_table_read_from_its_file_is_the_twins(tmp_path_factory, monkeypatch, records, cut, extra, block, trailing):
+    """Leader and word2vec binary files read from the file a block at a time (``pread`` into the matrix, each
+    block settled in place: records cut by a block's end read again with the next, a block of one record's
+    size, a last block past the rows): the twin's words, rows, newlines and end; a cut file or a header count
+    past the records: the twin's located error."""
+    k = binary.compiled_module("_wordtables")
+    assert k is not None, "wvformats.framework._wordtables is not built"
+    monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", block)  # (a block is at least 4 rows: 256 bytes here)
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
+    taken = []
+    settle = binary._file_blocks.run
+    monkeypatch.setattr(binary._file_blocks, "run", lambda self, *a: (taken.append(1), settle(self, *a))[1])
+    folder = tmp_path_factory.mktemp("tables")
+    data, _ = _w2v_table(records)
+    head = f"{len(records) + extra} 16\n".encode()
+    w2v = (head + data)[: len(head + data) - cut] + (trailing if not cut else b"")
+    leader = b"".join(struct.pack("<I", len(w.encode())) + w.encode() + v for w, v, _ in records)
+    leader = struct.pack("<QQQ", 38941, len(records) + extra, 16) + leader
+    leader = leader[: len(leader) - cut]
+    for fmt, s, body in (("word2vec-binary", schema.word2vec_binary, w2v), ("leader", schema.leader, leader)):
+        path = folder / f"t.{fmt}"
+        path.write_bytes(body)
+        taken.clear()
+        try:
+            fast = framework.parse(s, wv.fileio.open_buffer(path), format=fmt)
+        except FormatError as e:
+            fast = (type(e), e.path, e.offset)
+        with monkeypatch.context() as m:
+            m.setenv("WVFORMATS_PURE_PYTHON", "1")
+            try:
+                slow = framework.parse(s, body, format=fmt)
+            except FormatError as e:
+                slow = (type(e), e.path, e.offset)
+        assert equal(fast, slow) if not isinstance(fast, tuple) else fast == slow
+        assert taken or isinstance(fast, tuple), "a whole table was not read from its file"
+
+
+def test_a_table_read_from_its_file(tmp_path, monkeypatch):
+    """A model read from a file takes the file path (no map walked), whose matrix is a C-contiguous float32
+    array of its own rows (its memory: the rows and room for one block after them); a record longer than a block (the map is walked instead) and a file replaced at its path since
+    it was mapped (the map is walked) give what the twin gives."""
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
+    walked = []
+    walk = binary._map_blocks.run
+    monkeypatch.setattr(binary._map_blocks, "run", lambda self, *a: (walked.append(1), walk(self, *a))[1])
+    words = [f"w{i}" for i in range(5000)] + ["ок", "日本"]  # (over 64 KB: a small file is read whole, not mapped)
+    emb = wv.Embeddings(words, np.arange(4 * len(words), dtype="<f4").reshape(-1, 4) / 8)
+    for fmt in ("leader", "word2vec-binary"):
+        path = tmp_path / f"e.{fmt}"
+        wv.write(emb, path, fmt)
+        walked.clear()  # (the writer's check of what it wrote)
+        got = wv.read(path, fmt)
+        assert not walked and got.words == words and got.vectors.tobytes() == emb.vectors.tobytes()
+        assert got.vectors.flags.c_contiguous and got.vectors.dtype == np.float32
+        assert got.vectors.base.nbytes == got.vectors.nbytes + binary._WALK_BLOCK_BYTES
+    long_word = wv.Embeddings(["short", "L" * (3 << 20)], np.ones((2, 4), "<f4"))
+    wv.write(long_word, tmp_path / "long.leader", "leader")
+    walked.clear()
+    assert wv.read(tmp_path / "long.leader").words == long_word.words and walked  # (3 MB word: the map's walk)
+    walked.clear()
+    buf = wv.fileio.open_buffer(tmp_path / "e.leader")
+    (tmp_path / "e.leader").rename(tmp_path / "moved.leader")
+    (tmp_path / "e.leader").write_bytes(b"another file")
+    got = framework.parse(schema.leader, buf, format="leader")
+    assert walked and list(got.records.words) == words
+
+
+def test_populate_makes_pages_present_and_changes_nothing():
+    k = binary.compiled_module("_wordtables")
+    room = np.arange(5 << 20, dtype=np.uint32).view(np.uint8)
+    assert k.populate(room, 0, len(room)) in (True, False)  # (False: a system without MADV_POPULATE_WRITE)
+    assert np.array_equal(room.view(np.uint32), np.arange(5 << 20, dtype=np.uint32))
+    assert k.populate(room, 5, 5) is False  # no whole page inside
+    with pytest.raises(ValueError, match="outside"):
+        k.populate(room, 0, len(room) + 1)
+    with pytest.raises(TypeError):
+        k.populate(b"read-only", 0, 1)
+
+
+def test_settle_moves_rows_down_and_sets_words_aside():
+    k = binary.compiled_module("_wordtables")
+    rows = [b"ROW1", b"ROW2", b"ROW3"]
+    body = b"".join(struct.pack("<I", len(w)) + w + r for w, r in zip([b"a", b"bcd", b"ef"], rows, strict=True))
+    room = np.frombuffer(bytes(4) + body + b"xx", np.uint8).copy()  # the block read after row 1's place (lo=1)
+    held, ws, we = np.zeros(16, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int64)
+    none = np.zeros(0, np.uint32)
+    assert k.settle(room, 4, 4 + len(body), 1, 3, 4, True, held, 2, ws, we, none) == (3, 4 + len(body), 8)
+    assert room[4:16].tobytes() == b"".join(rows) and held[2:8].tobytes() == b"abcdef"
+    assert ws.tolist() == [0, 2, 3, 6] and we.tolist() == [0, 3, 6, 8]
+    def fresh():
+        return np.frombuffer(bytes(4) + body, np.uint8).copy()
+
+    assert k.settle(fresh(), 4, 4 + len(body), 1, 3, 4, True, np.zeros(4, np.uint8), 0, ws, we, none)[0] == 2  # full
+    assert k.settle(fresh(), 4, 4 + len(body) - 1, 1, 3, 4, True, held, 0, ws, we, none)[0] == 2  # the last cut
+    with pytest.raises(ValueError, match="row lo after at"):  # a row's place after the block: rows would move up
+        k.settle(room, 3, 3 + len(body), 1, 3, 4, True, held, 0, ws, we, none)
+    with pytest.raises(ValueError, match="smaller"):  # rows past the buffer
+        k.settle(room, 4, 4 + len(body), 1, 3, 8, True, held, 0, ws, we, none)
+    with pytest.raises(ValueError, match="outside"):
+        k.settle(room, 4, 4 + len(body), 1, 3, 4, True, held, 17, ws, we, none)  # wat past held
+    with pytest.raises(TypeError):
+        k.settle(bytes(room), 4, 4 + len(body), 1, 3, 4, True, held, 0, ws, we, none)  # read-only
+
+
 _REPEATED = ["a", "b", "a", "日本", "日本", "c", "a", "ab", "b", "é", "e\u0301", "\udcff", "\udcfe", "\udcff"]
 
 

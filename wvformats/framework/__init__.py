@@ -3,7 +3,8 @@
 One module per concern:
 
 * :mod:`.streams` -- :class:`BufferStream` (zero-copy views of bytes and memory maps), :class:`CompareStream`
-  (the sink ``validate`` rebuilds into), the worker pool, letting go of mapped pages.
+  (the sink ``validate`` rebuilds into), the worker pool, letting go of mapped pages; :mod:`.mapped` -- the file
+  each map shows, opened again for ``pread`` (standard library only).
 * :mod:`.located` -- errors located at a field path and byte offset; length checks before allocation.
 * :mod:`.fields` -- field constructs: :class:`NumpyArray`, :class:`AlignTo`, :class:`Valid`,
   :class:`CheckedString`, :class:`CheckedBytes`, :class:`ShapeOf`, :class:`Derived` and :func:`size_of` (a
@@ -47,6 +48,7 @@ _LAZY = {name: module for module, names in {
     "run": ("INTERPRETED_ONLY", "build", "compiled", "field_docs", "parse"),
     "streams": ("BufferStream", "CompareStream", "background", "bounded", "byte_view", "release", "remaining",
                 "window", "zero_copy"),
+    "mapped": ("mapped_file", "open_mapped", "remember_file"),
     "walk": ("Part", "Span", "covering", "hexdump", "leaves", "short", "walk", "walk_into", "walk_parts"),
     "docs": ("describe", "page", "schema_table"),
     "jsonfield": ("JSONArray", "JSONField", "JSONObject", "compact"),
@@ -117,6 +119,8 @@ __all__ = [
     "Deferred", "LazyFields", "LazyChunks", "LazyStrings", "LazyValue", "parse_member",
     # streams and buffers
     "BufferStream", "CompareStream", "remaining", "bounded", "window", "zero_copy", "byte_view", "release", "background",
+    # the files behind memory maps (read in part with pread)
+    "remember_file", "mapped_file", "open_mapped",
     # record tables walked with numpy
     "follow_chain", "lockstep_chain", "pack_records", "prefixed_starts", "walk_region", "WalkPolicy", "selected_rows",
     "decode_spans", "decode_all",

@@ -1,24 +1,62 @@
 /* The binary word tables' compiled kernel: Leader's records (u32le length, word, row) and word2vec's (newlines,
  * word, space, row) walked one after the other, each record's row copied into a matrix as it is passed (the GIL
- * released), and the words of any word table (these and the text tables') made into one list of str, each word's
- * bytes hashed on the way for the duplicate count. Its pure-Python twin is wordtables.py's numpy path (the record
- * walks of records.py, the rows gathered as byte windows, decode_spans, the model's count_duplicates), which
- * also names every fault: the kernel only stops where a record is not whole or a word does not decode, and
- * the caller then takes the twin.
+ * released), or, for a table read from its file a block at a time, each row moved into place in the buffer the
+ * block was read into and its word set aside; and the words of any word table (these and the text tables') made
+ * into one list of str, each word's bytes hashed on the way for the duplicate count. Its pure-Python twin is
+ * wordtables.py's numpy path (the record walks of records.py, the rows gathered as byte windows, decode_spans,
+ * the model's count_duplicates), which also names every fault: the kernel only stops where a record is not whole
+ * or a word does not decode, and the caller then takes the twin.
  *
  * Entry points (module wvformats.framework._wordtables):
  *   walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)
+ *   settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps) -> (found, after, wat)
  *   words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False
+ *   populate(buf, start, stop) -> True, or False
  * No size taken from Python is kept across a call that runs Python code.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#ifndef MADV_POPULATE_WRITE /* (Linux 5.14; headers older than the kernel lack it: an older kernel refuses it) */
+#define MADV_POPULATE_WRITE 23
+#endif
+#endif
 
 #define LONGEST_WORD 1000000 /* how far a word2vec word is looked for its space (as the checked loop looks) */
 /* whether a buffer's start suits items of ``n`` bytes (the offsets, gaps and hashes are read and written as such) */
 #define ALIGNED(view, n) (((uintptr_t)(view).buf & ((n) - 1)) == 0)
+
+/* The record at p of base[..end): its word's span [*w, *stop) and, for word2vec, the newlines before it (*gap);
+ * its row follows at *stop (Leader) or *stop + 1 (word2vec, after the space). 0 where the record is not whole
+ * before end. */
+static inline int record(const unsigned char *base, Py_ssize_t p, Py_ssize_t end, Py_ssize_t rowbytes,
+                         int prefixed, Py_ssize_t *w, Py_ssize_t *stop, uint32_t *gap) {
+    *gap = 0;
+    if (prefixed) {
+        uint32_t n;
+        if (end - p < 4) return 0;
+        n = (uint32_t)base[p] | (uint32_t)base[p + 1] << 8 | (uint32_t)base[p + 2] << 16 | (uint32_t)base[p + 3] << 24;
+        *w = p + 4;
+        if ((uint64_t)(end - *w) < (uint64_t)n) return 0;
+        *stop = *w + (Py_ssize_t)n;
+    } else {
+        const unsigned char *sp;
+        Py_ssize_t q = p, look;
+        while (q < end && base[q] == '\n') q++;
+        if (q - p > (Py_ssize_t)UINT32_MAX) return 0;
+        *gap = (uint32_t)(q - p);
+        *w = q;
+        look = end - q < LONGEST_WORD ? end - q : LONGEST_WORD;
+        sp = look > 0 ? memchr(base + q, ' ', (size_t)look) : NULL;
+        if (sp == NULL || sp == base + q) return 0; /* no space, or an empty word */
+        *stop = sp - base;
+    }
+    return end - *stop - (prefixed ? 0 : 1) >= rowbytes;
+}
 
 /* walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out): up to ``count`` records from
  * ``pos`` (``prefixed``: Leader's, else word2vec's), the i-th one's word span in buf to ``wstarts``/``wends``[lo + i]
@@ -60,27 +98,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (; found < count; found++) {
             Py_ssize_t w, stop;
-            if (prefixed) {
-                uint32_t n;
-                if (end - p < 4) break;
-                n = (uint32_t)base[p] | (uint32_t)base[p + 1] << 8 | (uint32_t)base[p + 2] << 16 |
-                    (uint32_t)base[p + 3] << 24;
-                w = p + 4;
-                if ((uint64_t)(end - w) < (uint64_t)n) break;
-                stop = w + (Py_ssize_t)n;
-            } else {
-                const unsigned char *sp;
-                Py_ssize_t look;
-                w = p;
-                while (w < end && base[w] == '\n') w++;
-                if (w - p > (Py_ssize_t)UINT32_MAX) break;
-                gv[found] = (uint32_t)(w - p);
-                look = end - w < LONGEST_WORD ? end - w : LONGEST_WORD;
-                sp = look > 0 ? memchr(base + w, ' ', (size_t)look) : NULL;
-                if (sp == NULL || sp == base + w) break; /* no space, or an empty word */
-                stop = sp - base;
-            }
-            if (end - stop - (prefixed ? 0 : 1) < rowbytes) break;
+            uint32_t gap;
+            if (!record(base, p, end, rowbytes, prefixed, &w, &stop, &gap)) break;
+            if (!prefixed) gv[found] = gap;
             wsv[found] = (int64_t)w;
             wev[found] = (int64_t)stop;
             p = stop + (prefixed ? 0 : 1);
@@ -100,6 +120,76 @@ done:
     PyBuffer_Release(&we);
     PyBuffer_Release(&gp);
     PyBuffer_Release(&out);
+    return result;
+}
+
+/* settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps): up to ``count`` records
+ * read into buf[at..end) (``prefixed``: Leader's, else word2vec's), where buf is the matrix being made (rows of
+ * ``rowbytes`` bytes) with room after it and ``at`` is at or after row ``lo``'s place: each record's word copied to
+ * ``held`` from byte ``wat`` on (its span there to ``wstarts``/``wends``[lo + i], for word2vec the newlines before
+ * it to ``gaps``[lo + i]), then its row moved down to row lo + i of buf. A record's bytes lie after its row's
+ * place (each record holds more than its row), so each is read before a row is moved over it. A table read from
+ * its file a block at a time: the block read where its first row goes, then settled. Returns (records found, the
+ * offset in buf after the last, the bytes of ``held`` used); fewer than ``count`` where a record is not whole
+ * before ``end`` or its word does not fit in ``held``. */
+static PyObject *settle(PyObject *self, PyObject *args) {
+    Py_buffer b, held, ws, we, gp;
+    Py_ssize_t at, end, lo, count, rowbytes, wat, found = 0;
+    int prefixed;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*nnnnnpw*nw*w*w*", &b, &at, &end, &lo, &count, &rowbytes, &prefixed, &held, &wat,
+                          &ws, &we, &gp))
+        return NULL;
+    if (at < 0 || end > b.len || at > end || lo < 0 || count < 0 || rowbytes < 0 || wat < 0 || wat > held.len) {
+        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        goto done;
+    }
+    /* lo + count records of every output, their rows inside buf, the first row's place at or before ``at`` (no
+     * product can overflow: each is checked against a buffer's length first) */
+    if (count > PY_SSIZE_T_MAX - lo || (size_t)(lo + count) > (size_t)ws.len / 8 ||
+        (size_t)(lo + count) > (size_t)we.len / 8 || (!prefixed && (size_t)(lo + count) > (size_t)gp.len / 4) ||
+        (rowbytes > 0 && (size_t)(lo + count) > (size_t)b.len / (size_t)rowbytes) ||
+        (rowbytes > 0 && (size_t)lo > (size_t)at / (size_t)rowbytes)) {
+        PyErr_SetString(PyExc_ValueError, "offset buffers or matrix smaller than lo + count, or row lo after at");
+        goto done;
+    }
+    if (!ALIGNED(ws, 8) || !ALIGNED(we, 8) || !ALIGNED(gp, 4)) {
+        PyErr_SetString(PyExc_ValueError, "offset buffers not aligned to their items");
+        goto done;
+    }
+    {
+        unsigned char *base = (unsigned char *)b.buf, *keep = (unsigned char *)held.buf;
+        int64_t *wsv = (int64_t *)ws.buf + lo, *wev = (int64_t *)we.buf + lo;
+        uint32_t *gv = (uint32_t *)gp.buf + (prefixed ? 0 : lo);
+        Py_ssize_t p = at, room = held.len;
+        size_t dst = (size_t)lo * (size_t)rowbytes;
+        Py_BEGIN_ALLOW_THREADS
+        for (; found < count; found++, dst += (size_t)rowbytes) {
+            Py_ssize_t w, stop, n;
+            uint32_t gap;
+            if (!record(base, p, end, rowbytes, prefixed, &w, &stop, &gap)) break;
+            n = stop - w;
+            if (n > room - wat) break;
+            if (!prefixed) gv[found] = gap;
+            memcpy(keep + wat, base + w, (size_t)n);
+            wsv[found] = (int64_t)wat;
+            wev[found] = (int64_t)(wat + n);
+            wat += n;
+            p = stop + (prefixed ? 0 : 1);
+            memmove(base + dst, base + p, (size_t)rowbytes); /* (dst < p: the row moves down) */
+            p += rowbytes;
+        }
+        at = p;
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_BuildValue("nnn", found, at, wat);
+done:
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&held);
+    PyBuffer_Release(&ws);
+    PyBuffer_Release(&we);
+    PyBuffer_Release(&gp);
     return result;
 }
 
@@ -191,11 +281,52 @@ done:
     return result;
 }
 
+/* populate(buf, start, stop): the memory pages wholly inside bytes [start, stop) of a writable buffer made present
+ * (Linux's madvise MADV_POPULATE_WRITE: allocated and mapped as a write would, their contents unchanged; the GIL let
+ * go of), so that a thread that writes there later does not stop for them: one thread makes ready the pages of the
+ * matrix another is reading a table into. Returns whether the system did it (False: it cannot, or a page could
+ * not be had; no byte changes either way: there are no bits for a twin to give). */
+static PyObject *populate(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t start, stop;
+    int done = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*nn", &b, &start, &stop))
+        return NULL;
+    if (start < 0 || stop > b.len || start > stop) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        return NULL;
+    }
+#if defined(__linux__)
+    {
+        long page = sysconf(_SC_PAGESIZE);
+        if (page > 0 && (page & (page - 1)) == 0) {
+            uintptr_t mask = (uintptr_t)page - 1, a = ((uintptr_t)b.buf + (uintptr_t)start + mask) & ~mask,
+                      z = ((uintptr_t)b.buf + (uintptr_t)stop) & ~mask;
+            if (z > a) {
+                int r;
+                Py_BEGIN_ALLOW_THREADS
+                r = madvise((void *)a, (size_t)(z - a), MADV_POPULATE_WRITE);
+                Py_END_ALLOW_THREADS
+                done = r == 0;
+            }
+        }
+    }
+#endif
+    PyBuffer_Release(&b);
+    return PyBool_FromLong(done);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)"},
+    {"settle", settle, METH_VARARGS,
+     "settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps) -> (found, after, wat)"},
     {"words", words, METH_VARARGS,
      "words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False (a word that does not decode)"},
+    {"populate", populate, METH_VARARGS,
+     "populate(buf, start, stop) -> True, or False (the pages of a writable buffer's range made present, unchanged)"},
     {NULL, NULL, 0, NULL},
 };
 

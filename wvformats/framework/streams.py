@@ -7,17 +7,15 @@ compares the rebuild with the original as it is written instead of keeping it.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import io
 import mmap
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: most reads send none)
-    from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class _Positioned(io.RawIOBase):
@@ -79,9 +77,9 @@ class BufferStream(_Positioned):
     def buffer(self) -> memoryview:
         return self._mv
 
-    # read(mmap=False): a Future of an in-memory copy of the same bytes, read on a worker thread beside the
+    # read(mmap=False): a Job giving an in-memory copy of the same bytes, read on a worker thread beside the
     # parse; the views of bulk arrays are taken from it instead of from the (mapped) buffer
-    beside: Future[np.ndarray] | None = None
+    beside: Job | None = None
 
     def close(self) -> None:  # the views outlive the stream; release nothing here
         pass
@@ -244,28 +242,95 @@ def byte_view(arr: np.ndarray) -> memoryview:
 
 
 
-_POOL: ThreadPoolExecutor | None = None
+class Job:
+    """A call sent to the worker threads by :func:`background`: its result once run (as a ``Future`` gives it)."""
+
+    __slots__ = ("_call", "_done", "_value", "_error")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self._call: tuple[Callable[..., Any], tuple[Any, ...]] | None = (fn, args)
+        self._done = _thread.allocate_lock()  # held until the call has run
+        self._done.acquire()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        assert self._call is not None
+        fn, args = self._call
+        self._call = None
+        try:
+            self._value = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self._error = e
+        finally:
+            self._done.release()
+
+    def done(self) -> bool:
+        return not self._done.locked()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """What the call raised (None: it returned), once it has run; TimeoutError after ``timeout`` seconds."""
+        if not self._done.acquire(timeout=-1 if timeout is None else timeout):
+            raise TimeoutError
+        self._done.release()
+        return self._error
+
+    def result(self, timeout: float | None = None) -> Any:
+        """What the call returned, once it has run (what it raised is raised here)."""
+        error = self.exception(timeout)
+        if error is not None:
+            raise error
+        return self._value
+
+
+_JOBS: Any = None  # the jobs sent and not yet taken (a SimpleQueue, made with the first)
+_WORKERS = [0, 0]  # threads started, threads waiting for a job
+_WORKERS_LOCK = _thread.allocate_lock()
 
 
 def _forget_pool() -> None:
-    global _POOL
-    _POOL = None  # a forked child has none of the parent's threads: it starts its own pool when it needs one
+    global _JOBS, _WORKERS_LOCK
+    _JOBS = None  # a forked child has none of the parent's threads: it starts its own when it needs them
+    _WORKERS[:] = [0, 0]
+    _WORKERS_LOCK = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def background(fn: Callable[..., Any], *args: Any) -> Future[Any]:
-    """Run ``fn(*args)`` on one of two worker threads. What is sent here is numpy copying, page faulting or
-    pyarrow parsing, which release the GIL, so it proceeds beside the caller's own work. Jobs never wait
-    for other jobs (only callers wait), so the pool cannot deadlock."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
+def _work(jobs: Any) -> None:
+    while True:
+        with _WORKERS_LOCK:
+            _WORKERS[1] += 1
+        job = jobs.get()
+        with _WORKERS_LOCK:
+            _WORKERS[1] -= 1
+        job._run()
+        del job
 
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wvformats")
-    return _POOL.submit(fn, *args)
+
+def background(fn: Callable[..., Any], *args: Any) -> Job:
+    """Run ``fn(*args)`` on one of two worker threads. What is sent here is numpy copying, page faulting, reading
+    files or pyarrow parsing, which release the GIL, so it proceeds beside the caller's own work. Jobs never wait
+    for other jobs (only callers wait), so the two threads cannot deadlock. (Two threads of its own, not
+    ``concurrent.futures``': whose import a read would pay, ~1.5 ms of a fresh process's.)"""
+    global _JOBS
+    if _JOBS is None:
+        from _queue import SimpleQueue
+
+        _JOBS = SimpleQueue()
+    job = Job(fn, args)
+    with _WORKERS_LOCK:
+        start = _WORKERS[1] == 0 and _WORKERS[0] < 2
+        if start:
+            _WORKERS[0] += 1
+    if start:
+        import threading  # (imported by the interpreter's own start-up in practice)
+
+        threading.Thread(target=_work, args=(_JOBS,), name=f"wvformats-{_WORKERS[0]}", daemon=True).start()
+    _JOBS.put(job)
+    return job
 
 
 def release(buf: Any, upto: int, start: int = 0) -> None:

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import construct as cs
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import BuildError, FormatError, NoFinalNewlineWarning, TruncatedError, ValueMismatchError
 from .fields import Checked, evaluate
 from .located import fail, tell, warn
-from .streams import background, release, window
+from .streams import Job, background, release, window
 from .strings import decode_all, decode_spans
 from .wordtables import (
     F32,
@@ -37,9 +37,6 @@ from .wordtables import (
     unicode_errors,
     word_bytes,
 )
-
-if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: not at start-up)
-    from concurrent.futures import Future
 
 STYLE_ROWS = 50  # lines whose numbers decide the number style (a quick summary in the standard library reads
 # as many: schemas/constructs/wordvec_lines.py)
@@ -579,7 +576,7 @@ def _write_text_lines(style: str, words: list[Any], arr: np.ndarray, tail: str, 
     step = max(1, _WRITE_VALUES // max(dim, 1))
     starts = list(range(0, n, step))
 
-    def job(a: int) -> Future[Any]:
+    def job(a: int) -> Job:
         return background(_text_lines, arrow, style, words[a : a + step], arr[a : a + step], tail)
 
     jobs = deque(job(a) for a in starts[:2])  # a block's text is let go of once written

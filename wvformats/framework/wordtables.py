@@ -14,9 +14,10 @@ calls the same checked code.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import construct as cs
 import numpy as np
@@ -25,6 +26,7 @@ from ..errors import BuildError, TruncatedError, ValueMismatchError
 from .fields import Checked, evaluate
 from .kernels import kernel
 from .located import fail, tell
+from .mapped import open_mapped
 from .records import (
     WalkPolicy,
     follow_chain,
@@ -34,11 +36,8 @@ from .records import (
     selected_rows,
     walk_region,
 )
-from .streams import background, byte_view, release, window
+from .streams import Job, background, byte_view, release, window
 from .strings import decode_spans
-
-if TYPE_CHECKING:  # (the pool's module, imported when a job is first sent: not at start-up)
-    from concurrent.futures import Future
 
 # ---------------------------------------------------------------------------------------------------------
 # rows of a word table, read options
@@ -101,7 +100,7 @@ def touched(shape: tuple[int, int], dtype: np.dtype = F32) -> np.ndarray:
     return out
 
 
-def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> Future[Any] | None:
+def _matrix_ahead(context: Any, count: int, dim: int, least: int, room: int) -> Job | None:
     """Start allocating the (count, dim) result while the record offsets are found, when the table is big
     and ``count`` records of at least ``least`` bytes fit in the ``room`` bytes left (a hostile count gets
     nothing ahead: the matrix is then allocated for the records really found)."""
@@ -126,7 +125,7 @@ def _keep_vocab(context: Any, words: list[str]) -> list[int] | None:
 
 
 def _table(context: Any, buf: Any, wstarts: Any, wends: Any, vstarts: Any, dim: int,
-           path: str, base: int, ahead: Future[Any] | None = None,
+           path: str, base: int, ahead: Job | None = None,
            sep: bytes | None = None) -> tuple[list[str], np.ndarray]:
     """Words and vectors of a binary table from the record offsets found by a parse loop (``ahead``: the
     matrix being allocated by :func:`_matrix_ahead`; ``sep``: the byte that ends every word, as
@@ -192,76 +191,197 @@ def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.nd
 _WALK_BLOCK_BYTES = 1 << 20  # bytes of records walked per call: the words of a block are read while in cache
 _WALK_APART_BYTES = 4 << 20  # tables from this size on are walked on a worker thread beside the words
 _RELEASE_BYTES = 16 << 20  # the mapped pages read are let go of this many bytes at a time
+_READY_AHEAD_BYTES = 16 << 20  # how far ahead of a table's read its matrix's pages are made ready
+_READY_STEP_BYTES = 2 << 20  # ... and how many bytes of them at a time (a huge page's)
 
 
 def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: int, path: str, base: int,
                   prefixed: bool) -> tuple[list[str], np.ndarray, np.ndarray | None, int, int | None] | None:
     """Words, vectors, newlines before each word (word2vec; None when there are none), the offset after the
     table of ``count`` whole binary records from ``pos`` and how many words repeat an earlier one (None:
-    not counted here), by the compiled kernel (wvformats/framework/_wordtables.c): the records walked a block
-    at a time, each row copied as its record is passed (the GIL let go of), on a worker thread, while this
-    thread makes the words of the blocks walked (they hold the GIL), the mapped pages let go of behind; None
-    when the kernel is not built, an option needs the twin (``vocab``), or a record is not whole (the twin
-    names it)."""
+    not counted here), by the compiled kernel (wvformats/framework/_wordtables.c): read from the file behind the
+    map a block at a time (:func:`_file_blocks`) where there is one, else walked through the buffer (each row
+    copied as its record is passed, the mapped pages let go of behind), the records of each block on a worker
+    thread while this thread makes the words of the blocks done (they hold the GIL); None when the kernel is not
+    built, an option needs the twin (``vocab``), or a record is not whole (the twin names it)."""
     k = compiled_module("_wordtables")
     rowbytes = 4 * dim
     least = rowbytes + (4 if prefixed else 2)  # the smallest record
     if k is None or isinstance(buf, memoryview) or read_params(context).get("vocab") is not None \
             or count * least > end - pos:
         return None
-    from queue import SimpleQueue  # (here: not a cost of every start-up)
-
-    wstarts = np.empty(count, np.int64)
-    wends = np.empty(count, np.int64)
-    gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
-    out = np.empty((count, dim), F32)
-    hashes = np.empty(count, np.uint64)
-    step = max(1, _WALK_BLOCK_BYTES // least)
     errors = unicode_errors(context)
-    words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
-    unhashed: list[int] = []  # blocks whose words the kernel did not make (and hash)
-    walked: Any = SimpleQueue()  # (lo, hi, the offset after them) per block
-    halt: list[bool] = []  # set by this thread when it stops early: the walk then stops too
-
-    def walk() -> None:
-        lo, at = 0, pos
+    fd = open_mapped(buf, end) if count * least >= _WALK_APART_BYTES and errors in ("strict", "surrogateescape") \
+        else None
+    if fd is not None:
         try:
-            while lo < count and not halt:
-                n = min(step, count - lo)
-                found, at = k.walk(buf, at, end, lo, n, rowbytes, prefixed, wstarts, wends, gaps, out)
-                walked.put((lo, lo + found, at))
+            got = _blocks(k, _file_blocks(k, fd, pos, end, count, rowbytes, prefixed), count, dim, errors, prefixed)
+        finally:
+            os.close(fd)
+        if got is not None:
+            return got
+    return _blocks(k, _map_blocks(k, buf, pos, end, count, rowbytes, prefixed), count, dim, errors, prefixed, path,
+                   base)
+
+
+class _Blocks:
+    """A table's records found a block at a time (by :meth:`run`, on a worker thread for a big table): each
+    block's (lo, hi, offset after) put on ``done``, (lo, -1, offset) at the end; the word spans in ``wstarts``
+    and ``wends`` index :attr:`words` (the buffer the words are made from), the rows are in :attr:`out`."""
+
+    wstarts: np.ndarray
+    wends: np.ndarray
+    gaps: np.ndarray
+    out: np.ndarray
+    words: Any
+    apart: bool  # whether the walk runs on a worker thread
+
+    def run(self, done: Any, halt: list[bool]) -> None:
+        raise NotImplementedError
+
+    def passed(self, hi: int, at: int) -> None:
+        """The blocks up to record ``hi`` and byte ``at`` have had their words made (a map lets go of their
+        pages; a matrix being read into has its next pages made ready)."""
+
+
+class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
+    """The records walked through the buffer ``buf`` by the kernel's ``walk``, 1 MB at a time, each row copied
+    into a new matrix as it is passed; the mapped pages let go of every 16 MB behind the words."""
+
+    def __init__(self, k: Any, buf: Any, pos: int, end: int, count: int, rowbytes: int, prefixed: bool) -> None:
+        self.k, self.buf, self.pos, self.end, self.count, self.rowbytes, self.prefixed = \
+            k, buf, pos, end, count, rowbytes, prefixed
+        self.wstarts = np.empty(count, np.int64)
+        self.wends = np.empty(count, np.int64)
+        self.gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
+        self.out = np.empty((count, rowbytes // 4), F32)
+        self.words, self.kept = buf, pos  # (kept: where the mapped pages not yet let go of start)
+        self.apart = count * (rowbytes + (4 if prefixed else 2)) >= _WALK_APART_BYTES
+
+    def run(self, done: Any, halt: list[bool]) -> None:
+        step = max(1, _WALK_BLOCK_BYTES // (self.rowbytes + (4 if self.prefixed else 2)))
+        lo, at = 0, self.pos
+        try:
+            while lo < self.count and not halt:
+                n = min(step, self.count - lo)
+                found, at = self.k.walk(self.buf, at, self.end, lo, n, self.rowbytes, self.prefixed, self.wstarts,
+                                        self.wends, self.gaps, self.out)
+                done.put((lo, lo + found, at))
                 lo += found
                 if found < n:
                     break
         finally:
-            walked.put((lo, -1, at))  # (the end, also after an error: hi of -1)
+            done.put((lo, -1, at))  # (the end, also after an error: hi of -1)
 
-    apart = count * least >= _WALK_APART_BYTES
-    walker = background(walk) if apart else None
+    def passed(self, hi: int, at: int) -> None:
+        if at - self.kept >= _RELEASE_BYTES:  # (each call stops the walk's core for a TLB flush: seldom)
+            release(self.buf, at, self.kept)
+            self.kept = at
+
+
+class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
+    """The records read from the file (``fd``, offsets as in the map) with ``pread`` a block of 1 MB at a time
+    straight into the matrix's memory, where the block's first row goes, then settled there by the kernel's
+    ``settle`` (each word set aside in :attr:`words`, each row moved down into its place); the next block read
+    from the first record not whole. What the read costs is the floor's: the file's bytes copied once into new
+    memory, no map of it made and unmade. A record longer than a block is not taken (the walk stops short: the
+    caller then walks the map)."""
+
+    apart = True
+
+    def __init__(self, k: Any, fd: int, pos: int, end: int, count: int, rowbytes: int, prefixed: bool) -> None:
+        self.k, self.fd, self.pos, self.end, self.count, self.rowbytes, self.prefixed = \
+            k, fd, pos, end, count, rowbytes, prefixed
+        self.block = max(_WALK_BLOCK_BYTES, 4 * rowbytes)
+        total = count * rowbytes
+        self.room = np.empty(total + self.block, np.uint8)  # the matrix, and room to read its last block
+        self.out = self.room[:total].view(F32).reshape(count, rowbytes // 4)
+        self.words = np.empty(end - pos - total, np.uint8)  # (what is not rows: the words are in it; untouched
+        # pages of it cost nothing)
+        self.wstarts = np.empty(count, np.int64)
+        self.wends = np.empty(count, np.int64)
+        self.gaps = np.empty(count if not prefixed else 0, np.uint32)
+        self.ready = self.front = 0  # where the matrix's pages not made ready yet start; where the read is
+
+    def passed(self, hi: int, at: int) -> None:
+        # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, between the
+        # blocks' words: the zeroed pages the read would stop for are had by this thread (which has time to spare)
+        front = self.front
+        start, stop = max(self.ready, front), min(len(self.room), front + _READY_AHEAD_BYTES)
+        if stop - start >= _READY_STEP_BYTES:
+            stop = start + _READY_STEP_BYTES
+            if not self.k.populate(self.room, start, stop):
+                stop = len(self.room)  # (the system cannot: not asked again)
+            self.ready = stop
+
+    def run(self, done: Any, halt: list[bool]) -> None:
+        lo, at, wat = 0, self.pos, 0
+        view = memoryview(self.room)
+        try:
+            while lo < self.count and not halt:
+                dst = lo * self.rowbytes
+                want, got = min(self.block, self.end - at), 0
+                self.front = dst + want
+                while got < want:
+                    n = os.preadv(self.fd, [view[dst + got : dst + want]], at + got)
+                    if n <= 0:
+                        break
+                    got += n
+                found, after, wat = self.k.settle(self.room, dst, dst + got, lo, self.count - lo, self.rowbytes,
+                                                  self.prefixed, self.words, wat, self.wstarts, self.wends, self.gaps)
+                at += after - dst
+                done.put((lo, lo + found, at))
+                lo += found
+                if not found:
+                    break
+        except OSError:
+            pass  # (the caller, short of records, walks the map)
+        finally:
+            view.release()
+            done.put((lo, -1, at))
+
+
+def _blocks(k: Any, table: _Blocks, count: int, dim: int, errors: str, prefixed: bool, path: str | None = None,
+            base: int = 0) -> tuple[list[str], np.ndarray, np.ndarray | None, int, int | None] | None:
+    """What :func:`_kernel_table` gives, from the blocks of ``table`` (see :class:`_Blocks`): the records found on
+    a worker thread, the words of each block made here as it is done. ``path`` (a walk of the buffer itself):
+    a word that does not decode is read again by the twin (which names it), else the table is not taken."""
+    from _queue import SimpleQueue  # (here: not a cost of every start-up; not queue.py, which imports more)
+
+    hashed = True  # whether the kernel made (and hashed) every word
+    walked: Any = SimpleQueue()
+    halt: list[bool] = []  # set by this thread when it stops early: the walk then stops too
+    walker = background(table.run, walked, halt) if table.apart else None
     if walker is None:
-        walk()
-    after, done, kept = pos, 0, pos  # (kept: where the mapped pages not yet let go of start)
+        table.run(walked, halt)
+    after, done = 0, 0
     try:
+        hashes = np.empty(count, np.uint64)  # (made once the walk has begun: the list's pages take a few ms)
+        words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
         while True:
+            table.passed(done, after)
             lo, hi, at = walked.get()
             if hi < 0:
+                after = at  # (where the walk stopped: ``pos`` for a table of no records)
                 break
             if hi > lo:
-                if not kernel_words(k, buf, wstarts, wends, lo, hi, errors, hashes, words, path, base):
-                    unhashed.append(lo)
-                if at - kept >= _RELEASE_BYTES:  # (each call stops the walk's core for a TLB flush: seldom)
-                    release(buf, at, kept)
-                    kept = at
+                if path is None:
+                    if not k.words(table.words, table.wstarts, table.wends, lo, hi, errors == "surrogateescape",
+                                   hashes, words):
+                        return None
+                elif not kernel_words(k, table.words, table.wstarts, table.wends, lo, hi, errors, hashes, words,
+                                      path, base):
+                    hashed = False
             after, done = at, hi
-    finally:  # (the walk reads ``buf`` and writes the arrays: done before an error leaves or the caller closes it)
+    finally:  # (the walk reads and writes the buffers: done before an error leaves or the caller closes them)
         halt.append(True)
         if walker is not None:
             walker.result()
     if done != count:
         return None
-    newlines = gaps if not prefixed and gaps.any() else None
-    repeats = span_repeats(buf, wstarts, wends, hashes) if not unhashed else None
-    return words, out, newlines, after, repeats
+    newlines = table.gaps if not prefixed and table.gaps.any() else None
+    repeats = span_repeats(table.words, table.wstarts, table.wends, hashes) if hashed else None
+    return words, table.out, newlines, after, repeats
 
 
 def parsed_table(repeats: int | None, **fields: Any) -> cs.Container:

@@ -18,6 +18,7 @@ import wvformats as wv
 from wvformats import compiled
 from wvformats.families.fasttext import filerows
 from wvformats.families.fasttext.filerows import REGION_BITS
+from wvformats.framework import mapped as maps
 
 FT = compiled.kernel("wvformats.families.fasttext._kernel")
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/pagemap: Linux")
@@ -146,11 +147,11 @@ def test_the_file_is_found_from_the_map_and_closed_with_the_model(model_file, tm
     assert small._reads is None and not reads._close.alive
     assert small.embedding("quokka").tobytes() == wv.read(tmp_path / "small.bin").embedding("quokka").tobytes()
     m = wv.read(model_file, mmap=True)
-    found = filerows.mapped_file
+    found = maps.mapped_file
     assert found(filerows.mapping(m.input.part["data"]))[0] == os.path.abspath(model_file)
     other = lambda buf: (lambda f: (f[0], f[1], f[2] + 1))(found(buf))  # noqa: E731
     with pytest.MonkeyPatch.context() as patch:  # the path names a file of another inode
-        patch.setattr(filerows, "mapped_file", other)
+        patch.setattr(maps, "mapped_file", other)
         assert m._file_rows() is None
     assert m._file_rows() is not None
     with open(model_file, "rb") as f:  # a map fileio did not make: rows through it

@@ -10,7 +10,8 @@ rows cost a load rather than a system call, ~1 us): one ``pread`` a region in th
 region has been read the file is closed. The batch paths (composed chunks, ``embedding_batch``, ``predict``) read
 through the map.
 
-The file is the one :mod:`wvformats.fileio` mapped (it records each map's path, device and inode), opened again
+The file is the one :mod:`wvformats.fileio` mapped (it records each map's path, device and inode: framework.streams'
+``remember_file``), opened again
 and checked to be that file; where it is not at its path any more (removed, replaced), or the map is not one
 fileio made, or the system has no ``preadv``, rows are read through the map as before.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...fileio import mapped_file
+from ...framework.mapped import open_mapped
 
 REGION_BITS = 21  # the kernel's REGION_BITS: a region is 2 MB of the file, the largest folio x86-64 maps at once
 
@@ -72,23 +73,14 @@ def file_rows(matrix: np.ndarray) -> FileRows | None:
     """A :class:`FileRows` for a matrix of contiguous rows that is a view of a read-only map :mod:`~wvformats.fileio`
     made of a file, or None (a matrix in memory, a system without ``preadv``, a file removed or replaced since)."""
     m = mapping(matrix)
-    if m is None or not _read_only(m) or not hasattr(os, "preadv") or matrix.ndim != 2 or not matrix.size \
+    if m is None or not _read_only(m) or matrix.ndim != 2 or not matrix.size \
             or matrix.strides[1] != 4 or matrix.strides[0] < 4 * matrix.shape[1]:
         return None
-    found = mapped_file(m)
-    if found is None:
-        return None
-    path, dev, inode = found
     start = matrix.__array_interface__["data"][0]
     first = start - np.frombuffer(m, np.uint8, 1).__array_interface__["data"][0]  # (the map's start: offset 0)
     size = (matrix.shape[0] - 1) * matrix.strides[0] + 4 * matrix.shape[1]
-    try:
-        fd = os.open(path, os.O_RDONLY)  # (not inherited by programs this process runs)
-    except OSError:
-        return None
-    st = os.fstat(fd)
-    if (st.st_dev, st.st_ino) != (dev, inode) or st.st_size < first + size:
-        os.close(fd)
+    fd = open_mapped(m, first + size)
+    if fd is None:
         return None
     return FileRows(fd, first, first + size)
 

@@ -55,7 +55,7 @@ def _to_model(parsed: Any, *, dtype: Any = np.float32, encoding: str | None = No
 
         words = decoded_all(words, encoding, unicode_errors or "strict", fail)
         repeats = None  # (other bytes may decode to equal words: counted again)
-    emb = Embeddings(words, vectors, duplicates=repeats)
+    emb = Embeddings(words, vectors, duplicates=repeats, copy=False)  # (the parse's own list)
     emb.encoding = encoding
     emb.warn_duplicates()
     return emb
