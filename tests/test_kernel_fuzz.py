@@ -481,7 +481,7 @@ def test_wordtables_settle(table, data):
     got = call(WT.settle, args)
     if got is not None:
         found, after, wat = got
-        assert 0 <= found <= args[4] and args[1] <= after <= args[2] and args[8] <= wat <= len(args[7])
+        assert 0 <= found <= args[4] and args[1] <= after <= args[2] and args[8] <= wat <= memoryview(args[7]).nbytes
 
 
 @fuzz
