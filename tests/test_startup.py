@@ -177,19 +177,22 @@ def _all_families():
 
 
 def _sniff_fresh(cache, *paths, families=None):
-    """The formats of ``paths`` sniffed in a fresh interpreter with the cache folder ``cache`` (``families``: a
-    folder added to the families' package path first), and the families whose sniff module it imported."""
-    extra = f"import wvformats.families\nwvformats.families.__path__.append({str(families)!r})\n" if families else ""
+    """The formats of ``paths`` sniffed in a fresh interpreter with the cache folder ``cache`` (``families``:
+    a folder added to the families' package path first), and the families whose sniff module it imported."""
+    extra = f"import wvformats.families\nwvformats.families.__path__.append({str(families)!r})\n" \
+        if families else ""
     return _fresh(_LOADED + extra + "from wvformats import api\nout = [api.sniff(p) for p in sys.argv[1:]]\n"
-                  "print(json.dumps([out, sorted(m.split('.')[2] for m in loaded() if m.endswith('.sniff'))]))",
-                  *paths, env={**os.environ, "WVFORMATS_CACHE_DIR": str(cache)})
+                  "sniffed = sorted(m.split('.')[2] for m in loaded() if m.endswith('.sniff'))\n"
+                  "print(json.dumps([out, sniffed]))", *paths,
+                  env={**os.environ, "WVFORMATS_CACHE_DIR": str(cache)})
 
 
 def test_the_index_of_declared_sniffers_is_what_the_sniff_modules_declare(tmp_path):
     """The first process derives the index from every family's sniff module and keeps it: each format's name,
     family, extensions, priority, kind, magic, fast reader and whether it has a resembles and an entry, as the
     modules declare them, with the stamps of the files they came from (every sniff module, the identity of the
-    schemas, the registry); a later process then imports only the sniff modules of the families a head reaches."""
+    schemas, the registry); a later process then imports only the sniff modules of the families a head
+    reaches."""
     cache = tmp_path / "cache"
     safetensors = next(p for p in sample_files() if p.suffix == ".safetensors")
     assert _sniff_fresh(cache, safetensors)[1] == _all_families()
@@ -225,7 +228,7 @@ def test_a_stale_index_is_noticed_and_derived_again(tmp_path):
     assert _sniff_fresh(cache, safetensors) == [["safetensors"], _all_families()]
     assert json.loads(file.read_text()) == kept
 
-    file.write_text(json.dumps({**kept, "formats": forged({"priority": -1})}))  # (first of all, were it believed)
+    file.write_text(json.dumps({**kept, "formats": forged({"priority": -1})}))  # (first, were it believed)
     assert _sniff_fresh(cache, safetensors)[0] == ["safetensors"]
     assert json.loads(file.read_text()) == kept
 
@@ -254,7 +257,7 @@ def test_an_edited_sniff_module_is_seen_by_the_next_process(tmp_path):
     assert _sniff_fresh(cache, zz, families=families) == [["zz-test"], ["zztest"]]  # (through the index)
     before = os.stat(module)
     module.write_text(SNIFF_MODULE.format(magic="ZY"))
-    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # (a later edit, whatever the clock)
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # (later, whatever the clock)
     assert os.stat(module).st_size == before.st_size
     assert _sniff_fresh(cache, zy, families=families)[0] == ["zz-test"]
     assert _sniff_fresh(cache, zy, families=families) == [["zz-test"], ["zztest"]]
@@ -299,7 +302,8 @@ register(Format(**{**glove.__dict__, "description": "glove, as the plugin has it
 def test_plugins_still_sniff_and_replace_formats(tmp_path):
     """A plugin's format (by entry point, or WVFORMATS_PLUGINS) is sniffed by the command, even where
     the light sniffers would claim the file (priority -1 before the magic numbers), the index of declared
-    sniffers kept and current; a plugin's replacement of a built-in format is the one the registry hands out."""
+    sniffers kept and current; a plugin's replacement of a built-in format is the one the registry hands
+    out."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "wvtestplugin.py").write_text(PLUGIN)

@@ -88,10 +88,11 @@ def sniff(path: Input) -> str:
 
 def _sniff(source: Source) -> str:
     _refuse_missing_or_special(source)
-    try:
-        return _sniff_in(source, registry.sniff_order())  # (no codec imported for the families that declare their
-    except registry.StaleIndex:  # sniffers; of those, only the modules of the families the head may be)
-        return _sniff_in(source, registry.sniff_order())  # (the index was out of date: asked of the modules)
+    # (no codec imported for the families that declare their sniffers; of their sniff modules, only those of
+    try:  # the families whose formats the head reaches)
+        return _sniff_in(source, registry.sniff_order())
+    except registry.StaleIndex:  # (the index of declared sniffers was out of date: asked of the modules)
+        return _sniff_in(source, registry.sniff_order())
 
 
 def _sniff_in(source: Source, order: registry.SniffOrder) -> str:

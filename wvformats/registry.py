@@ -17,8 +17,9 @@ import os
 import sys
 import threading
 import warnings
+from collections import namedtuple
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownFormatError
 
@@ -30,44 +31,56 @@ if TYPE_CHECKING:
     from .formatclass import Format
 
 
-class Sniffer(NamedTuple):
-    """What the registry knows of a format before its family's codec is imported: enough to tell a file
-    (or folder) of that format, in the order sniffers run. A codec passes them on: ``Format(**s._asdict(), ...)``."""
-
-    name: str
-    extensions: tuple[str, ...]
-    sniff: Callable[[Any], bool]
-    # sniffers run in ascending priority: magic bytes first (0), content heuristics later
-    priority: int = 50
-    is_directory: bool = False
-    # a looser test, tried only when no format's sniff matched: the format a damaged file is closest to, so that
-    # its error is the one reported
-    resembles: Callable[[bytes], bool] | None = None
-    # the summary ``inspect`` gives without ``--full``, made without the codec (standard library only), so that
-    # inspecting a small file imports no numpy: ``quick_inspect(buffer, **read_options)`` of a whole uncompressed
-    # file, the same keys as the codec's ``inspect_head``; None where the codec must read it (it then reports any
-    # fault)
-    quick_inspect: Callable[..., dict[str, Any] | None] | None = None
-    # what the family's own commands do with a file of this format, one phrase each naming the command
-    # ("`wvformats rwkv quantize FILE OUT --type T` quantizes it"): errors that meet such a file where another
-    # kind was wanted say them
-    commands: tuple[str, ...] = ()
-    # what can be looked up in such a file, and with which command (the `wvformats formats` table); an
+_REQUIRED = object()  # (a Sniffer field without a default)
+# Sniffer's fields in order, each with its type and its default
+_SNIFFER_FIELDS = {
+    "name": _REQUIRED,  # str
+    "extensions": _REQUIRED,  # tuple[str, ...]
+    "sniff": _REQUIRED,  # Callable[[Any], bool]: of a file's first bytes (of the path, for a folder format)
+    # int: sniffers run in ascending priority: magic bytes first (0), content heuristics later
+    "priority": 50,
+    "is_directory": False,  # bool
+    # Callable[[bytes], bool] | None: a looser test, tried only when no format's sniff matched: the format a
+    # damaged file is closest to, so that its error is the one reported
+    "resembles": None,
+    # Callable[..., dict[str, Any] | None] | None: the summary ``inspect`` gives without ``--full``, made
+    # without the codec (standard library only), so that inspecting a small file imports no numpy:
+    # ``quick_inspect(buffer, **read_options)`` of a whole uncompressed file, the same keys as the codec's
+    # ``inspect_head``; None where the codec must read it (it then reports any fault)
+    "quick_inspect": None,
+    # tuple[str, ...]: what the family's own commands do with a file of this format, one phrase each naming
+    # the command ("`wvformats rwkv quantize FILE OUT --type T` quantizes it"): errors that meet such a file
+    # where another kind was wanted say them
+    "commands": (),
+    # str: what can be looked up in such a file, and with which command (the `wvformats formats` table); an
     # embedding format's default is "similar, analogy"
-    lookups: str = ""
-    # the command that makes files of a format that ``write`` cannot write (a folder format), for that table
-    built_by: str = ""
-    # a folder format whose layout one file of it holds (a sharded checkpoint's index): that file, given the
-    # folder or the file; a path to such a file (named with one of the format's extensions, and that ``sniff``
-    # takes) reads as the folder format, and ``dump`` shows that file
-    entry: Callable[[Any], Any] | None = None
-    # "module:function" of a reader of the format's files that needs no codec: ``function(buffer)`` gives the
-    # model, or None where it cannot (then the codec reads the file, and says what is wrong). Used by ``read``
-    # without options; its module imports no construct (a schema's cached plan, :mod:`.framework.plans`)
-    fast: str | None = None
-    # the bytes every file of the format starts with (its magic, from ``schemas/identity.py``), where it has
-    # some: a head that does not start with them is not asked ``sniff`` (b"": every head is)
-    magic: bytes = b""
+    "lookups": "",
+    # str: the command that makes files of a format that ``write`` cannot write (a folder format), for that
+    # table
+    "built_by": "",
+    # Callable[[Any], Any] | None: a folder format whose layout one file of it holds (a sharded checkpoint's
+    # index): that file, given the folder or the file; a path to such a file (named with one of the format's
+    # extensions, and that ``sniff`` takes) reads as the folder format, and ``dump`` shows that file
+    "entry": None,
+    # str | None: "module:function" of a reader of the format's files that needs no codec:
+    # ``function(buffer)`` gives the model, or None where it cannot (then the codec reads the file, and says
+    # what is wrong). Used by ``read`` without options; its module imports no construct (a schema's cached
+    # plan, :mod:`.framework.plans`)
+    "fast": None,
+    # bytes: the bytes every file of the format starts with (its magic, from ``schemas/identity.py``), where
+    # it has some: a head that does not start with them is not asked ``sniff`` (b"": every head is)
+    "magic": b"",
+}
+
+
+class Sniffer(namedtuple("Sniffer", _SNIFFER_FIELDS,
+                         defaults=[v for v in _SNIFFER_FIELDS.values() if v is not _REQUIRED])):
+    """What the registry knows of a format before its family's codec is imported: enough to tell a file
+    (or folder) of that format, in the order sniffers run (its fields: ``_SNIFFER_FIELDS``). A codec passes
+    them on: ``Format(**s._asdict(), ...)``. (A ``collections.namedtuple``: ``typing.NamedTuple`` compiles
+    each field's annotation, ~0.3 ms of every fresh process.)"""
+
+    __slots__ = ()
 
 
 def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
@@ -91,9 +104,9 @@ def schema_io(name: str, schema: cs.Construct, params: tuple[str, ...] = ()) -> 
 _FORMATS: dict[str, Format] = {}
 # format name -> (family, sniffer), from every family's ``sniff`` module; None until all are read
 _DECLARED: dict[str, tuple[str, Sniffer]] | None = None
-_FAMILY_SNIFFERS: dict[str, dict[str, Sniffer]] = {}  # family -> its sniff module's formats by name, once imported
-# the index of the declared sniffers (:func:`_indexed`): format name -> its stand-in, and the families without a
-# ``sniff`` module; None where there is none (no cache, or it was out of date: every sniff module is imported)
+_FAMILY_SNIFFERS: dict[str, dict[str, Sniffer]] = {}  # family -> its sniff module's formats by name, imported
+# the index of the declared sniffers (:func:`_indexed`): format name -> its stand-in, and the families without
+# a ``sniff`` module; None where there is none (no cache, or out of date: every sniff module is imported)
 _INDEX: tuple[dict[str, Declared], list[str]] | None = None
 _INDEX_READ = False
 _INDEX_AT: tuple[Path, list[str]] | None = None  # (its file, and the families' folders it was read for)
@@ -107,8 +120,8 @@ _scan_done = False  # (_scanned is set as the scan begins; this once it has ende
 # codec modules that failed to import, with the error: one broken codec must not take the others down
 LOAD_ERRORS: dict[str, str] = {}
 _LOADING = threading.RLock()  # a thread arriving while another imports waits for the whole registry
-# formats registered (or replaced) and families' sniff modules imported so far: what the sorted sniffers were made
-# from; and (made from, sniffers(), sniff_order())
+# formats registered (or replaced) and families' sniff modules imported so far: what the sorted sniffers were
+# made from; and (made from, sniffers(), sniff_order())
 _CHANGES = 0
 _SORTED: tuple[tuple[int, int, int], list[Sniffer | Format | Declared], SniffOrder] | None = None
 
@@ -226,7 +239,7 @@ def _sorted() -> tuple[tuple[int, int, int], list[Sniffer | Format | Declared], 
             _scan()
         made_from = (_CHANGES, len(_FORMATS), len(_PLUGIN_DECLARED))
         if _SORTED is None or _SORTED[0] != made_from:
-            found: dict[str, Sniffer | Format | Declared] = {name: s for name, (_, s) in _declared_now().items()}
+            found: dict[str, Sniffer | Format | Declared] = {n: s for n, (_, s) in _declared_now().items()}
             found.update({name: s for name, (_, s) in _PLUGIN_DECLARED.items()})
             found.update(_FORMATS)
             fmts = sorted(found.values(), key=lambda f: (f.priority, f.name))
@@ -260,7 +273,7 @@ def _scan() -> None:
 
 
 def _declared() -> dict[str, tuple[str, Sniffer]]:
-    """Format name -> (family, sniffer) for the families that have a ``sniff`` module (every one imported, once)."""
+    """Format name -> (family, sniffer) for the families that have a ``sniff`` module (each imported once)."""
     global _DECLARED
     with _LOADING:
         if _DECLARED is None:
@@ -355,22 +368,23 @@ def _old_style() -> list[str]:
 
 
 class StaleIndex(Exception):  # noqa: N818 - not an error: the sniff that meets it starts again
-    """Raised by a :class:`Declared` whose family's ``sniff`` module declares otherwise than the index recorded:
-    the index is dropped, and :func:`wvformats.sniff` asks again, of the modules themselves."""
+    """Raised by a :class:`Declared` whose family's ``sniff`` module declares otherwise than the index
+    recorded: the index is dropped, and :func:`wvformats.sniff` asks again, of the modules themselves."""
 
 
 class Declared:
-    """A format of a family's ``sniff`` module as the index of declared sniffers records it (:func:`_indexed`):
-    what :func:`wvformats.sniff` reads before asking (name, extensions, priority, kind, magic, ``fast``), and
-    ``sniff``, ``resembles`` and ``entry`` that import that family's module, and only it, to ask its own."""
+    """A format of a family's ``sniff`` module as the index of declared sniffers records it
+    (:func:`_indexed`): what :func:`wvformats.sniff` reads before asking (name, extensions, priority, kind,
+    magic, ``fast``), and ``sniff``, ``resembles`` and ``entry`` that import that family's module, and only
+    it, to ask its own."""
 
-    __slots__ = ("family", "name", "extensions", "priority", "is_directory", "magic", "fast", "resembles", "entry",
-                 "record")
+    __slots__ = ("family", "name", "extensions", "priority", "is_directory", "magic", "fast", "resembles",
+                 "entry", "record")
 
     def __init__(self, record: list[Any]) -> None:
         self.record = record
-        self.name, self.family, extensions, self.priority, self.is_directory, magic, self.fast, resembles, entry = \
-            record
+        self.name, self.family, extensions, self.priority, self.is_directory, magic, self.fast = record[:7]
+        resembles, entry = record[7:]
         self.extensions, self.magic = tuple(extensions), bytes.fromhex(magic)
         self.resembles = self._resembles if resembles else None
         self.entry = self._entry if entry else None
@@ -404,11 +418,11 @@ def _record(family: str, s: Sniffer) -> list[Any]:
 def _indexed() -> tuple[dict[str, Declared], list[str]] | None:
     """The index of the declared sniffers, read once a process from the cache folder: each family's formats
     as its ``sniff`` module declares them (:func:`_record`), and the families without one, valid while the
-    files it was derived from have the modification time and size they had (as a ``.pyc`` is): the families'
-    folders (a family added or removed), each family's package and ``sniff`` module (or their absence), and the
-    package's modules these imported (registry, schemas, framework). Where it is missing, out of date or
-    unreadable, every ``sniff`` module is imported and the index derived from them is kept for the next
-    process (not where one failed to import); None then, and where there is no cache."""
+    files it was derived from have the modification time and size they had (as a ``.pyc`` is): the
+    families' folders (a family added or removed), each family's package and ``sniff`` module (or their
+    absence), and the package's modules imported with them (registry, schemas, framework). Where it is
+    missing, out of date or unreadable, every ``sniff`` module is imported and the index derived from them is
+    kept for the next process (not where one failed to import); None then, and where there is no cache."""
     global _INDEX, _INDEX_READ, _INDEX_AT
     if _INDEX_READ:
         return _INDEX
@@ -457,13 +471,15 @@ def _keep_index(file: Path, folders: list[str]) -> None:
     if _BROKEN:
         return
     package = __name__.rpartition(".")[0]
-    paths = {*folders, *(os.path.join(folder, family, name) for folder in folders for family in _FAMILY_SNIFFERS
-                         for name in ("__init__.py", "sniff.py") if os.path.isdir(os.path.join(folder, family)))}
-    # (whatever the sniff modules are made of is among the package's modules imported by now: in the first process
-    # after an install, those of `import wvformats` and the sniff modules)
+    paths = {*folders, *(os.path.join(folder, family, name) for folder in folders
+                         for family in _FAMILY_SNIFFERS if os.path.isdir(os.path.join(folder, family))
+                         for name in ("__init__.py", "sniff.py"))}
+    # (whatever the sniff modules are made of is among the package's modules imported by now: in the first
+    # process after an install, those of `import wvformats` and the sniff modules)
     paths.update(m.__file__ for name, m in list(sys.modules.items())
                  if name.partition(".")[0] == package and getattr(m, "__file__", None))
-    keep(file, {"version": INDEX_VERSION, "folders": folders, "stamps": [[p, _stamp(p)] for p in sorted(paths)],
+    keep(file, {"version": INDEX_VERSION, "folders": folders,
+                "stamps": [[p, _stamp(p)] for p in sorted(paths)],
                 "formats": [_record(family, s) for _, (family, s) in sorted(declared.items())],
                 "old_style": sorted(_OLD_STYLE)})
 
