@@ -112,11 +112,12 @@ def test_each_family_codec_registers_what_its_sniff_module_declares():
 
 
 def _corpus(tmp_path):
-    """Every sample, cut at 40 places and with 40 random corruptions of its first 64 KiB."""
+    """Every sample, cut at 40 places and with 40 random corruptions of its first 64 KiB; a folder sample and
+    each file in it (a sharded checkpoint's index reads as the folder format)."""
     paths = []
     for path in sample_files():
         if path.is_dir():
-            paths.append(path)
+            paths.extend([path, *sorted(p for p in path.iterdir() if p.is_file())])
             continue
         data = path.read_bytes()[:70000]
         rng = np.random.default_rng(len(data))

@@ -111,6 +111,7 @@ _INDEX: tuple[dict[str, Declared], list[str]] | None = None
 _INDEX_READ = False
 _INDEX_AT: tuple[Path, list[str]] | None = None  # (its file, and the families' folders it was read for)
 _BROKEN: set[str] = set()  # families whose sniff module failed to import
+_SNIFFER_OF: dict[str, Sniffer] = {}  # format name -> its family's sniffer, as sniffer() has found it
 # format name -> (codec module, sniffer), from plugins that declare their formats (``FORMATS`` and ``CODEC``)
 _PLUGIN_DECLARED: dict[str, tuple[str, Sniffer]] = {}
 _PLUGIN_CODECS: list[str] = []  # the ``CODEC`` modules of those plugins not yet imported (:func:`load_plugins`)
@@ -346,16 +347,18 @@ def _family_of(name: str) -> str:
 
 def _declared_sniffer(name: str) -> Sniffer | None:
     """The sniffer a family's ``sniff`` module declares for the format ``name`` (None where none does): while
-    the index stands in, only that family's module imported."""
+    the index stands in, only that family's module imported. Kept by name (``_SNIFFER_OF``): every read asks."""
     index = _index_in_use()
     if index is not None:
         d = index[0].get(name)
         if d is None:
             return None
         found = _sniffers_of(d.family).get(name)
-        if _INDEX is not None:
-            return found
-    return _declared().get(name, ("", None))[1]
+    if index is None or _INDEX is None:  # (of the modules themselves: no index in use, or it was dropped just now)
+        found = _declared().get(name, ("", None))[1]
+    if found is not None:
+        _SNIFFER_OF[name] = found
+    return found
 
 
 def _old_style() -> list[str]:
@@ -589,7 +592,8 @@ def sniffer(name: str) -> Sniffer | Format | None:
     if not _scan_done:
         with _LOADING:
             _scan()
-    return _FORMATS.get(name) or _declared_sniffer(name) or _PLUGIN_DECLARED.get(name, ("", None))[1]
+    return _FORMATS.get(name) or _SNIFFER_OF.get(name) or _declared_sniffer(name) or \
+        _PLUGIN_DECLARED.get(name, ("", None))[1]
 
 
 def get(name: str) -> Format:
