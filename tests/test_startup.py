@@ -234,6 +234,35 @@ def test_a_stale_index_is_noticed_and_derived_again(tmp_path):
     assert json.loads(file.read_text()) == kept
 
 
+OLD_STYLE_CODEC = '''
+from wvformats.registry import Format, register
+
+
+def _no(*args, **kwargs):
+    raise NotImplementedError
+
+
+register(Format(name="zz-old", extensions=(".zzo",), description="a family without a sniff module", schema=None,
+                sniff=lambda head: head[:4] == b"ZZOL", priority=0, parse=_no, build=_no, to_model=_no,
+                from_model=_no))
+'''
+
+
+def test_a_family_without_a_sniff_module_is_still_asked_through_the_index(tmp_path):
+    """A family with a codec and no sniff module: the index records it among those whose codec is imported to
+    sniff, and a process reading the index imports that codec and tells its files."""
+    families = tmp_path / "families"
+    (families / "zzold").mkdir(parents=True)
+    (families / "zzold" / "__init__.py").write_text("")
+    (families / "zzold" / "codec.py").write_text(OLD_STYLE_CODEC)
+    mine = tmp_path / "a.zzo"
+    mine.write_bytes(b"ZZOL" + bytes(60))
+    cache = tmp_path / "cache"
+    assert _sniff_fresh(cache, mine, families=families)[0] == ["zz-old"]
+    assert json.loads(_index_file(cache).read_text())["old_style"] == ["zzold"]
+    assert _sniff_fresh(cache, mine, families=families) == [["zz-old"], []]  # (through the index)
+
+
 SNIFF_MODULE = '''
 from wvformats.registry import Sniffer
 
