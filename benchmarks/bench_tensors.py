@@ -27,7 +27,8 @@ take turns, and the ratio is the median of the per-turn ratios.
 
 The package is byte-compiled first (as a wheel installs it): under PYTHONDONTWRITEBYTECODE an editable
 install would otherwise compile every module in every process. Before the ``fresh`` turns one process reads each
-file, which caches the safetensors and .npy schemas' plans (framework/plans.py), as any first read does.
+file, which caches the safetensors and .npy schemas' plans (framework/plans.py) and the index of the families'
+declared sniffers (registry.py), as any first read does.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ TARGETS = {"wvformats: read + [name] + sum": "<= 1.0", "wvformats: read + sum of
 def fresh(repeat: int) -> None:
     """The ``fresh`` tables: the whole process, imports and all (issue 39's open targets)."""
     st, npy, name = str(make_sized(1024, 64)), str(make_npy(256)), "layer.7.weight"
-    # the schemas' plans derived and cached (framework/plans.py), as the first read after an install does
+    # the schemas' plans and the sniffers' index derived and cached, as the first read after an install does
     subprocess.run([sys.executable, "-P", "-c", f"import wvformats as wv\nwv.read({st!r})\nwv.read({npy!r})"],
                    check=True)
     turns = fresh_turns([

@@ -112,11 +112,12 @@ def test_each_family_codec_registers_what_its_sniff_module_declares():
 
 
 def _corpus(tmp_path):
-    """Every sample, cut at 40 places and with 40 random corruptions of its first 64 KiB."""
+    """Every sample, cut at 40 places and with 40 random corruptions of its first 64 KiB; a folder sample and
+    each file in it (a sharded checkpoint's index reads as the folder format)."""
     paths = []
     for path in sample_files():
         if path.is_dir():
-            paths.append(path)
+            paths.extend([path, *sorted(p for p in path.iterdir() if p.is_file())])
             continue
         data = path.read_bytes()[:70000]
         rng = np.random.default_rng(len(data))
@@ -143,19 +144,153 @@ def _sniffed(paths):
 
 
 def test_light_sniff_tells_every_file_as_the_full_registry(tmp_path):
-    """Samples, cut and corrupted: sniffed in a fresh process (the families' sniff modules only, no codec)
-    and here with every codec imported, the same format or the same error each time."""
+    """Samples, cut and corrupted: sniffed in a fresh process (the families' sniff modules only, no codec),
+    first with every sniff module imported (the index of declared sniffers derived), then through the index
+    (each family's module imported when a head reaches its formats), and here with every codec imported: the
+    same format or the same error each time."""
     paths = _corpus(tmp_path)
     listing = tmp_path / "paths.json"
     listing.write_text(json.dumps([str(p) for p in paths]))
-    light = _fresh(_LOADED + "from wvformats import api\nfrom wvformats.errors import FormatError\nout = {}\n"
-                   "for p in json.load(open(sys.argv[1])):\n"
-                   "    try:\n        out[p] = api.sniff(p)\n"
-                   "    except FormatError as e:\n        out[p] = type(e).__name__\n"
-                   "assert 'numpy' not in loaded()\n"
-                   "print(json.dumps(out))", listing)
+    env = {**os.environ, "WVFORMATS_CACHE_DIR": str(tmp_path / "cache")}
+    code = (_LOADED + "from wvformats import api\nfrom wvformats.errors import FormatError\nout = {}\n"
+            "for p in json.load(open(sys.argv[1])):\n"
+            "    try:\n        out[p] = api.sniff(p)\n"
+            "    except FormatError as e:\n        out[p] = type(e).__name__\n"
+            "assert 'numpy' not in loaded()\n"
+            "print(json.dumps(out))")
+    derived, indexed = _fresh(code, listing, env=env), _fresh(code, listing, env=env)
     registry.load()
-    assert light == _sniffed(paths)
+    assert derived == _sniffed(paths)
+    assert indexed == derived
+
+
+def _index_file(cache):
+    return next(cache.glob(f"*/{registry.INDEX_FILE}"))
+
+
+def _index_of_modules():
+    """The index's records as this process's families' sniff modules declare them."""
+    return [registry._record(family, s) for _, (family, s) in sorted(registry._declared().items())]
+
+
+def _all_families():
+    return sorted({family for family, _ in registry._declared().values()})
+
+
+def _sniff_fresh(cache, *paths, families=None):
+    """The formats of ``paths`` sniffed in a fresh interpreter with the cache folder ``cache`` (``families``:
+    a folder added to the families' package path first), and the families whose sniff module it imported."""
+    extra = f"import wvformats.families\nwvformats.families.__path__.append({str(families)!r})\n" \
+        if families else ""
+    return _fresh(_LOADED + extra + "from wvformats import api\nout = [api.sniff(p) for p in sys.argv[1:]]\n"
+                  "sniffed = sorted(m.split('.')[2] for m in loaded() if m.endswith('.sniff'))\n"
+                  "print(json.dumps([out, sniffed]))", *paths,
+                  env={**os.environ, "WVFORMATS_CACHE_DIR": str(cache)})
+
+
+def test_the_index_of_declared_sniffers_is_what_the_sniff_modules_declare(tmp_path):
+    """The first process derives the index from every family's sniff module and keeps it: each format's name,
+    family, extensions, priority, kind, magic, fast reader and whether it has a resembles and an entry, as the
+    modules declare them, with the stamps of the files they came from (every sniff module, the identity of the
+    schemas, the registry); a later process then imports only the sniff modules of the families a head
+    reaches."""
+    cache = tmp_path / "cache"
+    safetensors = next(p for p in sample_files() if p.suffix == ".safetensors")
+    assert _sniff_fresh(cache, safetensors)[1] == _all_families()
+    kept = json.loads(_index_file(cache).read_text())
+    assert kept["formats"] == _index_of_modules() and kept["old_style"] == []
+    stamped = {Path(p) for p, _ in kept["stamps"]}
+    root = Path(registry.__file__).parent
+    assert {root / "families" / family / "sniff.py" for family, _ in registry._declared().values()} <= stamped
+    assert {Path(registry.__file__), Path(sys.modules["wvformats.schemas.identity"].__file__)} <= stamped
+    assert all(registry._stamp(p) == stamp for p, stamp in kept["stamps"])
+    assert _sniff_fresh(cache, safetensors) == [["safetensors"], ["safetensors"]]
+
+
+def test_a_stale_index_is_noticed_and_derived_again(tmp_path):
+    """An index whose files changed since (a stamp that differs) is not read: every sniff module is imported
+    and the index kept again. One whose stamps hold but whose records differ from a module the sniff imports
+    (an edit the stamps did not see) is noticed there: the sniff starts again on the modules themselves, and
+    the index is derived again. Each time the file is told as the modules tell it."""
+    cache = tmp_path / "cache"
+    safetensors = next(p for p in sample_files() if p.suffix == ".safetensors")
+    _sniff_fresh(cache, safetensors)
+    file = _index_file(cache)
+    kept = json.loads(file.read_text())
+    true = kept["formats"]
+
+    def forged(changes):
+        return [[*r[:3], r[3] + changes.get("priority", 0), r[4], changes.get("magic", r[5]), *r[6:]]
+                if r[0] == "safetensors" else r for r in true]
+
+    stamps = [[p, [s[0] - 1, s[1]] if p.endswith(os.path.join("safetensors", "sniff.py")) else s]
+              for p, s in kept["stamps"]]
+    file.write_text(json.dumps({**kept, "stamps": stamps, "formats": forged({"magic": "ffff"})}))
+    assert _sniff_fresh(cache, safetensors) == [["safetensors"], _all_families()]
+    assert json.loads(file.read_text()) == kept
+
+    file.write_text(json.dumps({**kept, "formats": forged({"priority": -1})}))  # (first, were it believed)
+    assert _sniff_fresh(cache, safetensors)[0] == ["safetensors"]
+    assert json.loads(file.read_text()) == kept
+
+
+OLD_STYLE_CODEC = '''
+from wvformats.registry import Format, register
+
+
+def _no(*args, **kwargs):
+    raise NotImplementedError
+
+
+register(Format(name="zz-old", extensions=(".zzo",), description="a family without a sniff module", schema=None,
+                sniff=lambda head: head[:4] == b"ZZOL", priority=0, parse=_no, build=_no, to_model=_no,
+                from_model=_no))
+'''
+
+
+def test_a_family_without_a_sniff_module_is_still_asked_through_the_index(tmp_path):
+    """A family with a codec and no sniff module: the index records it among those whose codec is imported to
+    sniff, and a process reading the index imports that codec and tells its files."""
+    families = tmp_path / "families"
+    (families / "zzold").mkdir(parents=True)
+    (families / "zzold" / "__init__.py").write_text("")
+    (families / "zzold" / "codec.py").write_text(OLD_STYLE_CODEC)
+    mine = tmp_path / "a.zzo"
+    mine.write_bytes(b"ZZOL" + bytes(60))
+    cache = tmp_path / "cache"
+    assert _sniff_fresh(cache, mine, families=families)[0] == ["zz-old"]
+    assert json.loads(_index_file(cache).read_text())["old_style"] == ["zzold"]
+    assert _sniff_fresh(cache, mine, families=families) == [["zz-old"], []]  # (through the index)
+
+
+SNIFF_MODULE = '''
+from wvformats.registry import Sniffer
+
+MAGIC = b"{magic}"
+FORMATS = (Sniffer("zz-test", (".zz",), lambda head: head[:2] == MAGIC, priority=0, magic=MAGIC),)
+'''
+
+
+def test_an_edited_sniff_module_is_seen_by_the_next_process(tmp_path):
+    """A family's sniff module edited between two processes (its magic changed, the file's size the same): the
+    second process does not trust the index the first kept, and tells files by the module as it now is."""
+    families = tmp_path / "families"
+    (families / "zztest").mkdir(parents=True)
+    (families / "zztest" / "__init__.py").write_text("")
+    module = families / "zztest" / "sniff.py"
+    module.write_text(SNIFF_MODULE.format(magic="ZZ"))
+    zz, zy = tmp_path / "a.zz", tmp_path / "b.zz"
+    zz.write_bytes(b"ZZ" + bytes(100))
+    zy.write_bytes(b"ZY" + bytes(100))
+    cache = tmp_path / "cache"
+    assert _sniff_fresh(cache, zz, families=families)[0] == ["zz-test"]
+    assert _sniff_fresh(cache, zz, families=families) == [["zz-test"], ["zztest"]]  # (through the index)
+    before = os.stat(module)
+    module.write_text(SNIFF_MODULE.format(magic="ZY"))
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # (later, whatever the clock)
+    assert os.stat(module).st_size == before.st_size
+    assert _sniff_fresh(cache, zy, families=families)[0] == ["zz-test"]
+    assert _sniff_fresh(cache, zy, families=families) == [["zz-test"], ["zztest"]]
 
 
 def _sniff_by_protobuf_fields(head):
@@ -196,8 +331,9 @@ register(Format(**{**glove.__dict__, "description": "glove, as the plugin has it
 
 def test_plugins_still_sniff_and_replace_formats(tmp_path):
     """A plugin's format (by entry point, or WVFORMATS_PLUGINS) is sniffed by the command, even where
-    the light sniffers would claim the file (priority -1 before the magic numbers); a plugin's
-    replacement of a built-in format is the one the registry hands out."""
+    the light sniffers would claim the file (priority -1 before the magic numbers), the index of declared
+    sniffers kept and current; a plugin's replacement of a built-in format is the one the registry hands
+    out."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "wvtestplugin.py").write_text(PLUGIN)
@@ -207,8 +343,11 @@ def test_plugins_still_sniff_and_replace_formats(tmp_path):
             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
             "    rc = cli.main(['sniff', '--json', sys.argv[1]])\n"
             "print(json.dumps([rc, json.loads(out.getvalue()), registry.get('glove').description]))")
+    cache = tmp_path / "cache"
+    _sniff_fresh(cache, next(p for p in sample_files() if p.suffix == ".safetensors"))  # (the index kept)
     for how in ("entry point", "variable"):
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+               "WVFORMATS_CACHE_DIR": str(cache)}
         env.pop("WVFORMATS_PLUGINS", None)
         if how == "entry point":  # what pip install of a package with a wvformats.plugins entry point leaves
             info = site / "wvtestplugin-0.1.dist-info"

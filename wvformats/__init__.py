@@ -11,8 +11,14 @@ Public API, the same for every format::
     inspect(path)                  a structure summary as a dict
 """
 
-from . import _installed  # noqa: F401 - first: a source folder never installed says how to install it
-from .api import convert, formats, inspect, parse_file, read, sniff, validate, write
+try:
+    from .api import convert, formats, inspect, parse_file, read, sniff, validate, write
+except ModuleNotFoundError as e:  # a source folder never installed (no wvformats.schemas): say how to install
+    if e.name != f"{__name__}.schemas":
+        raise
+    from ._installed import not_installed
+
+    raise not_installed() from None
 from .errors import (
     BuildError,
     FormatError,

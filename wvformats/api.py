@@ -88,7 +88,14 @@ def sniff(path: Input) -> str:
 
 def _sniff(source: Source) -> str:
     _refuse_missing_or_special(source)
-    order = registry.sniff_order()  # (no codec imported for the families that declare their sniffers)
+    # (no codec imported for the families that declare their sniffers; of their sniff modules, only those of
+    try:  # the families whose formats the head reaches)
+        return _sniff_in(source, registry.sniff_order())
+    except registry.StaleIndex:  # (the index of declared sniffers was out of date: asked of the modules)
+        return _sniff_in(source, registry.sniff_order())
+
+
+def _sniff_in(source: Source, order: registry.SniffOrder) -> str:
     if source.is_dir:
         for f in order.folders:
             if f.sniff(source.file):  # type: ignore[arg-type]
@@ -104,6 +111,8 @@ def _sniff(source: Source) -> str:
         try:
             if head.startswith(magic) and test(head):
                 return name
+        except registry.StaleIndex:
+            raise
         except Exception:  # noqa: BLE001 - a sniffer that trips is a sniffer that says no
             continue
     p = source.file
