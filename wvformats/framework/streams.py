@@ -321,6 +321,7 @@ def background(fn: Callable[..., Any], *args: Any) -> Job:
 
         _JOBS = SimpleQueue()
     job = Job(fn, args)
+    _JOBS.put(job)  # (before a thread is started: the new thread takes it at once, while it holds the GIL)
     with _WORKERS_LOCK:
         start = _WORKERS[1] == 0 and _WORKERS[0] < 2
         if start:
@@ -329,7 +330,6 @@ def background(fn: Callable[..., Any], *args: Any) -> Job:
         import threading  # (imported by the interpreter's own start-up in practice)
 
         threading.Thread(target=_work, args=(_JOBS,), name=f"wvformats-{_WORKERS[0]}", daemon=True).start()
-    _JOBS.put(job)
     return job
 
 

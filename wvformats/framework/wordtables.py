@@ -17,6 +17,7 @@ import mmap
 import os
 import struct
 from collections.abc import Iterable, Iterator
+from itertools import repeat
 from typing import Any
 
 import construct as cs
@@ -239,9 +240,12 @@ class _Blocks:
     def run(self, done: Any, halt: list[bool]) -> None:
         raise NotImplementedError
 
-    def passed(self, hi: int, at: int) -> None:
-        """The blocks up to record ``hi`` and byte ``at`` have had their words made (a map lets go of their
-        pages; a matrix being read into has its next pages made ready)."""
+    def passed(self, at: int) -> None:
+        """The blocks up to byte ``at`` have had their words made (a map lets go of their pages)."""
+
+    def spare(self) -> bool:
+        """Some work for the thread making the words while it waits for a block: whether there was any."""
+        return False
 
 
 class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
@@ -273,7 +277,7 @@ class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         finally:
             done.put((lo, -1, at))  # (the end, also after an error: hi of -1)
 
-    def passed(self, hi: int, at: int) -> None:
+    def passed(self, at: int) -> None:
         if at - self.kept >= _RELEASE_BYTES:  # (each call stops the walk's core for a TLB flush: seldom)
             release(self.buf, at, self.kept)
             self.kept = at
@@ -283,9 +287,10 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
     """The records read from the file (``fd``, offsets as in the map) with ``pread`` a block of 1 MB at a time
     straight into the matrix's memory, where the block's first row goes, then settled there by the kernel's
     ``settle`` (each word set aside in :attr:`words`, each row moved down into its place); the next block read
-    from the first record not whole. What the read costs is the floor's: the file's bytes copied once into new
-    memory, no map of it made and unmade. A record longer than a block is not taken (the walk stops short: the
-    caller then walks the map)."""
+    from the first record not whole. The matrix's pages ahead of the read are made present by the thread
+    making the words while it waits (:meth:`spare`). What the read costs is the floor's: the file's bytes
+    copied once into new memory, no map of it made and unmade. A record longer than a block is not taken (the
+    walk stops short: the caller then walks the map)."""
 
     apart = True
 
@@ -303,16 +308,18 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.gaps = np.empty(count if not prefixed else 0, np.uint32)
         self.ready = self.front = 0  # where the matrix's pages not made ready yet start; where the read is
 
-    def passed(self, hi: int, at: int) -> None:
-        # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, between the
-        # blocks' words: the zeroed pages the read would stop for are had by this thread (which has time to spare)
+    def spare(self) -> bool:
+        # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, while the
+        # words wait for a block (never in their way: where a page is slow to have, the read has it itself)
         front = self.front
         start, stop = max(self.ready, front), min(len(self.room), front + _READY_AHEAD_BYTES)
-        if stop - start >= _READY_STEP_BYTES:
-            stop = start + _READY_STEP_BYTES
-            if not self.k.populate(self.room, start, stop):
-                stop = len(self.room)  # (the system cannot: not asked again)
-            self.ready = stop
+        if stop - start < _READY_STEP_BYTES:
+            return False
+        stop = start + _READY_STEP_BYTES
+        if not self.k.populate(self.room, start, stop):
+            stop = len(self.room)  # (the system cannot: not asked again)
+        self.ready = stop
+        return True
 
     def run(self, done: Any, halt: list[bool]) -> None:
         lo, at, wat = 0, self.pos, 0
@@ -356,15 +363,18 @@ def _blocks(k: Any, table: _Blocks, count: int, dim: int, errors: str, prefixed:
         table.run(walked, halt)
     after, done = 0, 0
     try:
-        hashes = np.empty(count, np.uint64)  # (made once the walk has begun: the list's pages take a few ms)
-        words: list[Any] = [None] * count  # (each block's words put in place: no lists joined)
+        hashes = np.empty(count, np.uint64)
+        words: list[Any] = []  # (grown a block at a time, each block's words put in place: a list of 400,000
+        # made at once holds the GIL for the ms its pages take, which the walk waits for)
         while True:
-            table.passed(done, after)
+            while walked.empty() and table.spare():
+                pass
             lo, hi, at = walked.get()
             if hi < 0:
                 after = at  # (where the walk stopped: ``pos`` for a table of no records)
                 break
             if hi > lo:
+                words.extend(repeat(None, hi - lo))
                 if path is None:
                     if not k.words(table.words, table.wstarts, table.wends, lo, hi, errors == "surrogateescape",
                                    hashes, words):
@@ -372,6 +382,7 @@ def _blocks(k: Any, table: _Blocks, count: int, dim: int, errors: str, prefixed:
                 elif not kernel_words(k, table.words, table.wstarts, table.wends, lo, hi, errors, hashes, words,
                                       path, base):
                     hashed = False
+                table.passed(at)
             after, done = at, hi
     finally:  # (the walk reads and writes the buffers: done before an error leaves or the caller closes them)
         halt.append(True)
