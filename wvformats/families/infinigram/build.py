@@ -309,6 +309,7 @@ class _EarlyParts:
         self.next[shard] = i
 
 
+TAPER = 4  # the last ranges of a shard's merge with workers that halve in size (outofcore.range_shares)
 WORK = ".wvformats-work"  # inside the output folder while an out-of-core build runs (kept to resume)
 
 
@@ -475,11 +476,11 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
                     else:  # split into ranges that the workers merge at once (8 per worker: equal counts are
-                        # not equal work, ties of frequent n-grams cluster in some ranges, and the last range
-                        # runs alone)
+                        # not equal work, ties of frequent n-grams cluster in some ranges; the last 4 smaller and
+                        # smaller, as the last range runs alone)
                         pieces = 1 if eng.slots == 1 else 8 * eng.slots
                         pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
-                                           table)] = ("split", s, 0)
+                                           table, 0 if pieces == 1 else TAPER)] = ("split", s, 0)
                 elif step == "split":
                     plans[s] = (ranges, parts, len(result) - 1)
                     for j in range(len(result) - 1):
