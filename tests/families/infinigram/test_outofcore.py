@@ -192,19 +192,20 @@ def test_sigterm_then_resume_same_bytes_no_finished_part_redone(tmp_path, worker
     lines = []
     for line in first.stderr:  # stop it once some parts are finished
         lines.append(line)
-        if sum("sorted" in x for x in lines) >= 3:
+        if len(_parts(lines, r"(?:sorted(?: early)? \[|rewritten)")) >= 3:
             first.send_signal(signal.SIGTERM)
             break
     _, rest = first.communicate(timeout=120)
     lines += rest.splitlines()
     assert first.returncode == 128 + signal.SIGTERM, "".join(lines)[-2000:]
     assert not out.exists() and (tmp_path / ".idx.partial" / ".wvformats-work").is_dir()
-    finished = _parts(lines, "sorted")
+    done = r"(?:sorted(?: early)? \[|rewritten)"  # (a part sorted early with another pointer width is rewritten)
+    finished = _parts(lines, done)
     second = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
-    again, reused = _parts(second.stderr.splitlines(), "sorted"), _parts(second.stderr.splitlines(), "reused")
+    again, reused = _parts(second.stderr.splitlines(), done), _parts(second.stderr.splitlines(), "reused")
     assert finished and finished <= reused and not finished & again
-    assert len(reused | again) == len(_parts(second.stderr.splitlines(), "(?:sorted|reused)")) > len(finished)
+    assert len(reused | again) == len(_parts(second.stderr.splitlines(), rf"(?:{done}|reused)")) > len(finished)
     assert not (tmp_path / ".idx.partial").exists()
     ref = build_jsonl(src, tmp_path / "ref", shards=2)
     _same_files(ref, out)
@@ -501,22 +502,55 @@ def test_parts_sort_on_one_openmp_thread_and_the_count_comes_back():
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_parts_sorted_while_the_documents_spool(monkeypatch, capsys, width):
-    """With workers, parts are sorted while the documents are still read (from EARLY_FROM bytes spooled; here from
-    the start): those sorted with a pointer width the finished corpus no longer has (its size crossed 64 KiB) and
-    those whose window left ties (a document copied, longer than the window) are sorted again after the spool, the
-    rest kept; the index is the in-memory build's."""
+    """With workers, parts are sorted while the documents are still read, from the first part's window on, with
+    pointers of EARLY_WIDTH bytes or the width of the size so far (here 2, so that the corpus's size crossing 64 KiB
+    changes it): those whose width the finished corpus no longer has get their pointers rewritten (not sorted
+    again), those whose window left ties (a document copied, longer than the window) are sorted again after the
+    spool, the rest kept; the index is the in-memory build's."""
     from wvformats.families.infinigram import build as build_module
 
-    monkeypatch.setattr(build_module, "EARLY_FROM", 0)
+    monkeypatch.setattr(build_module, "EARLY_WIDTH", 2)
     docs = _corpus(width, seed=21)
     root = Path(_dir())
     ours = build(docs, root / "ram", token_width=width)
     par = build(docs, root / "par", token_width=width, max_memory=SMALL2, workers=2, progress_bar=True)
     err = capsys.readouterr().err
-    assert re.search(r"sorted again \(width 3, not 2\)", err), err
+    assert re.search(r"sorted early with width 2, not 3", err), err
+    assert re.search(r"part \d+/\d+ rewritten to width 3", err), err
     assert "sorted again (ties past its window)" in err
-    assert "sorted early" in err
+    assert "sorted early [" in err
     _same_files(ours, par)
+
+
+def test_a_part_sorted_with_another_pointer_width_is_rewritten_not_sorted(tmp_path, monkeypatch):
+    """A finished part asked for with another pointer width (a part sorted while the documents spooled, before the
+    corpus's final size was known): its pointers are rewritten with the new width and its records kept, without
+    sorting it again; the files are those of a part sorted with that width, and reused from then on."""
+    corpus = tmp_path / "c"
+    corpus.write_bytes(np.random.default_rng(3).integers(0, 4, 300_000).astype(np.uint8).tobytes())
+    part, ref = tmp_path / "p", tmp_path / "ref"
+    outofcore.sort_part(str(corpus), 1, 4, 100_000, 250_000, str(part))
+    aux = outofcore.aux_path(part).read_bytes()
+    outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(ref))
+    import pydivsufsort
+
+    def no_sort(*args):
+        raise AssertionError("sorted again")
+
+    monkeypatch.setattr(pydivsufsort, "divsufsort", no_sort)
+    got = outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part))
+    assert got["rewidth"] == 4 and got["k"] == 3
+    assert part.read_bytes() == ref.read_bytes() and outofcore.aux_path(part).read_bytes() == aux
+    assert outofcore.aux_path(ref).read_bytes() == aux
+    again = outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part))
+    assert again.get("reused") and again["crc32"] == outofcore.crc32(part)
+    # a width too narrow for its pointers: refused (a rewrite falls back to the sort, which refuses it), the part
+    # left as it was
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="does not fit in 2 bytes"):
+        outofcore.sort_part(str(corpus), 1, 2, 100_000, 250_000, str(part))
+    assert part.read_bytes() == ref.read_bytes()
+    assert outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part)).get("reused")
 
 
 def test_the_spools_unigram_counts_stay_within_a_few_mb():

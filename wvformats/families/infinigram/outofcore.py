@@ -448,9 +448,12 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     leaves ties is given up (``{"deferred": True}``, nothing kept), as ordering them reads the corpus further."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
-    if (done := finished(path, **params)) is not None and aux_path(path).exists() and \
+    if (done := finished(path, start=start, end=end, width=width)) is not None and aux_path(path).exists() and \
             crc32(aux_path(path)) == done.get("aux"):
-        return {**done, "reused": True}
+        if done.get("k") == k:
+            return {**done, "reused": True}
+        if (meta := _rewidth(path, done, k)) is not None:
+            return meta
     from pydivsufsort import divsufsort
 
     n = os.path.getsize(corpus_path)
@@ -495,6 +498,23 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     trim()
     meta = seal(path, crc_ptr, **params, reordered=reordered, aux=crc_aux)
     return {**meta, "early": True} if early else meta
+
+
+def _rewidth(path: Path, done: dict[str, Any], k: int) -> dict[str, Any] | None:
+    """A finished part whose pointers have another width (``done``: its record) rewritten with ``k`` bytes each, its
+    records kept (they do not depend on the width): a part sorted while the documents spooled, before the corpus's
+    final size was known. None when a pointer does not fit in ``k`` bytes (then it is sorted again)."""
+    old, crc = done["k"], 0
+    try:
+        with open(path, "rb") as src, atomic_output(path, fsync=False) as dst:
+            while raw := src.read(CHUNK * old):
+                ptr = pointers.encode(pointers.decode(raw, old), k).tobytes()
+                dst.write(ptr)
+                crc = zlib.crc32(ptr, crc)
+    except ValueError:
+        return None
+    keep = {key: v for key, v in done.items() if key not in ("k", "size", "crc32")}
+    return {**seal(path, crc, **keep, k=k), "rewidth": old}
 
 
 def aux_path(part: Path) -> Path:
