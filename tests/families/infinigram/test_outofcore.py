@@ -553,6 +553,37 @@ def test_a_part_sorted_with_another_pointer_width_is_rewritten_not_sorted(tmp_pa
     assert outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part)).get("reused")
 
 
+def _worker_threads() -> tuple[str | None, str | None, int]:
+    """In a worker: its OpenBLAS and OpenMP settings and its threads once numpy is imported."""
+    import os
+
+    import numpy  # noqa: F401 - OpenBLAS starts its threads as numpy is imported
+
+    threads = int(re.search(r"Threads:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
+    return os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS"), threads
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc/self/status")
+def test_local_workers_start_with_one_thread_each(monkeypatch):
+    """A local worker starts with OpenBLAS and OpenMP on one thread: numpy's import otherwise starts an OpenBLAS
+    thread on every core, spinning ~0.1 s of CPU each before it sleeps (a worker is one process of the budget,
+    one core). The parent's own environment is as it was."""
+    import os
+
+    from wvformats.families.infinigram import engines
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    eng = engines.Local(2)
+    try:
+        got = [eng.submit(_worker_threads) for _ in range(2)]
+        assert [f.result(timeout=60) for f in got] == [("1", "1", 1)] * 2
+        assert len(eng.pool._processes) == 2
+    finally:
+        eng.close()
+    assert os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in os.environ
+
+
 def test_the_spools_unigram_counts_stay_within_a_few_mb():
     """The spool's unigram file of a u16 shard holding every id: counted in chunks and written a batch of lines at a
     time, it allocates under 5 MB (all 65,536 lines as Python strings at once and bincount's int64 copy of 2^19
