@@ -260,6 +260,23 @@ def test_the_merge_reads_the_corpus_without_mapping_it(tmp_path):
     c.close()
 
 
+def test_a_comparison_against_a_splitters_first_bytes_is_the_corpus_order(tmp_path):
+    """Corpus.cmp_head (a binary search's comparison, the splitter's first HEAD bytes read once) orders every pair as
+    Corpus.cmp does: pairs decided in those bytes, pairs tied past them (long repeats), suffixes that end within
+    them, a suffix against itself."""
+    ds = _repetitive(20_000, 3)
+    corpus = tmp_path / "c"
+    corpus.write_bytes(ds)
+    c = outofcore.Corpus(corpus)
+    rng = np.random.default_rng(1)
+    pairs = rng.integers(0, len(ds), (3000, 2)).tolist() + [[len(ds) - 3, len(ds) - 40], [len(ds) - 1, 5], [7, 7]]
+    pairs += [[i, i + 3] for i in range(len(ds) // 2 - 20, len(ds) // 2 + 400, 37)]  # (in the run of 700 ones)
+    for x, y in pairs:
+        head = ds[y : y + outofcore.HEAD]
+        assert c.cmp_head(x, y, head) == c.cmp(x, y) == (ds[x:] > ds[y:]) - (ds[x:] < ds[y:]), (x, y)
+    c.close()
+
+
 def _sorted_parts(tmp_path, ds, length):
     corpus = tmp_path / "c"
     corpus.write_bytes(ds)

@@ -61,6 +61,7 @@ AUX_TAIL = PART_TAIL  # bytes of each suffix after its LCP with the one before i
 AUX_SIZE = part_record.itemsize  # a record: the LCP (LCP_UNKNOWN when not known) and the tail
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
 FIXED = 6 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
+HEAD = 64  # bytes of a splitter read once, against which a binary search compares (Corpus.cmp_head)
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -235,6 +236,15 @@ class Corpus:
                     self.memo[y - x] = (x, x + off + (int(diff[0]) if len(diff) else m), result)
                 return result
             off, step = off + step, min(step * 2, 1 << 20)
+
+    def cmp_head(self, x: int, y: int, head: bytes) -> int:
+        """:meth:`cmp` of the suffixes at ``x`` and ``y``, given ``head``, the first HEAD bytes at ``y`` (fewer where
+        it ends): one read at ``x`` nearly always decides (bytes compare as suffixes do: a shorter read is a
+        suffix that ends, first)."""
+        a = os.pread(self.fd, HEAD, x)
+        if a != head:
+            return -1 if a < head else 1
+        return 0 if len(a) < HEAD else self.cmp(x, y)
 
     def keys(self, pos: np.ndarray, off: int, words: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``8 * words`` bytes at ``pos + off`` as big-endian u64 columns (zero past the end), and how
@@ -535,9 +545,10 @@ class _Run:
 
     def after(self, corpus: Corpus, pivot: int, lo: int, hi: int) -> int:
         """The first index in ``[lo, hi)`` whose suffix is after the suffix at ``pivot`` (or ``hi``)."""
+        head = os.pread(corpus.fd, HEAD, pivot)
         while lo < hi:
             mid = (lo + hi) // 2
-            if corpus.cmp(self.at(mid), pivot) <= 0:
+            if corpus.cmp_head(self.at(mid), pivot, head) <= 0:
                 lo = mid + 1
             else:
                 hi = mid
@@ -676,12 +687,12 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
 def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int = 256,
           taper: int = 0) -> list[list[int]]:
     """Where ``pieces`` ranges of the merged order begin in each part: ``[[b_0 per part], [b_1 per part],
-    ..., [sizes]]`` with ``b_0`` all zero. The splitters are sampled from the parts (every part's
-    pointers at even steps, each part's steps shifted by a fraction of a step, merged in suffix order, taken at
-    even ranks, or with ``taper`` the last ``taper``
-    ranges halving in size one after the other, the last two equal: :func:`range_shares`); part ``i`` gives
-    range ``j`` its suffixes after splitter ``j - 1`` and up to splitter ``j``. Every suffix is distinct
-    (suffixes differ in length), so the ranges concatenated are exactly the merged order."""
+    ..., [sizes]]`` with ``b_0`` all zero. The splitters are sampled from the parts (every part's pointers at even
+    steps, each part's steps shifted by a fraction of a step, merged in suffix order, taken at even ranks, or with
+    ``taper`` the last ``taper`` ranges halving in size one after the other, the last two equal:
+    :func:`range_shares`); part ``i`` gives range ``j`` its suffixes after splitter ``j - 1`` and up to splitter
+    ``j``, searched between the part's two samples around the splitter. Every suffix is distinct (suffixes
+    differ in length), so the ranges concatenated are exactly the merged order."""
     runs = [_Run(Path(p), k) for p in parts]
     corpus = Corpus(corpus_path)
     try:
@@ -692,15 +703,26 @@ def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int 
             # (part q sampled from q * step / parts on: on one grid, parts alike in content put a splitter at the
             # same offset between two of their samples, and those errors of up to a step added up, 77 steps over
             # 77 parts, a third of a range at 64 MiB; staggered, they cancel)
-            sampled = [np.array([r.at(i) for i in range(q * step // len(runs), r.size, step)], np.int64)
-                       for q, r in enumerate(runs)]
-            order = merge_runs(corpus, sampled, 1 << 16, 8 << 20)
+            first = [q * step // len(runs) for q in range(len(runs))]
+            sampled = [np.array([r.at(i) for i in range(a, r.size, step)], np.int64)
+                       for a, r in zip(first, runs, strict=True)]
+            order = merge_runs(corpus, sampled, 1 << 16, 8 << 20).tolist()
+            part_of = {p: q for q, s in enumerate(sampled) for p in s.tolist()}  # (a position is in one part)
             ends = np.cumsum(range_shares(pieces, taper))
+            seen, at = [0] * len(runs), 0  # each part's samples up to the splitter: at or before it
             for j in range(1, pieces):
-                if not len(order):
+                if not order:
                     break
-                pivot = int(order[min(len(order) - 1, int(ends[j - 1] / ends[-1] * len(order)))])
-                bounds.append([r.after(corpus, pivot, lo, r.size) for r, lo in zip(runs, bounds[-1], strict=True)])
+                rank = min(len(order) - 1, int(ends[j - 1] / ends[-1] * len(order)))
+                for p in order[at : rank + 1]:
+                    seen[part_of[p]] += 1
+                at = max(at, rank + 1)
+                row = []
+                for q, (r, lo) in enumerate(zip(runs, bounds[-1], strict=True)):
+                    a = max(lo, first[q] + (seen[q] - 1) * step + 1 if seen[q] else 0)  # (after its sample before)
+                    b = min(r.size, first[q] + seen[q] * step)  # (at its sample after: past the splitter)
+                    row.append(r.after(corpus, order[rank], a, max(a, b)))
+                bounds.append(row)
         bounds.append(sizes)
         return bounds
     finally:
