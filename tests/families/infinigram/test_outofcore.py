@@ -568,6 +568,14 @@ def test_a_part_sorted_with_another_pointer_width_is_rewritten_not_sorted(tmp_pa
         outofcore.sort_part(str(corpus), 1, 2, 100_000, 250_000, str(part))
     assert part.read_bytes() == ref.read_bytes()
     assert outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part)).get("reused")
+    # a record without a width (or a width that is not one): sorted again, not trusted
+    rec = Path(str(part) + ".json")
+    for k in (None, "4", 9):
+        meta = json.loads(rec.read_text())
+        meta.pop("k") if k is None else meta.update(k=k)
+        rec.write_text(json.dumps(meta))
+        again = outofcore.sort_part(str(corpus), 1, 3, 100_000, 250_000, str(part))
+        assert not again.get("reused") and not again.get("rewidth") and part.read_bytes() == ref.read_bytes()
 
 
 def _worker_threads() -> tuple[str | None, str | None, int]:

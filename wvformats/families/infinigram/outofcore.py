@@ -513,8 +513,11 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
 def _rewidth(path: Path, done: dict[str, Any], k: int) -> dict[str, Any] | None:
     """A finished part whose pointers have another width (``done``: its record) rewritten with ``k`` bytes each, its
     records kept (they do not depend on the width): a part sorted while the documents spooled, before the corpus's
-    final size was known. None when a pointer does not fit in ``k`` bytes (then it is sorted again)."""
-    old, crc = done["k"], 0
+    final size was known. None when a pointer does not fit in ``k`` bytes or the record has no width (then it is
+    sorted again)."""
+    old, crc = done.get("k"), 0
+    if type(old) is not int or not 1 <= old <= 8:
+        return None
     try:
         with open(path, "rb") as src, atomic_output(path, fsync=False) as dst:
             while raw := src.read(CHUNK * old):
