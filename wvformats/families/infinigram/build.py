@@ -274,16 +274,16 @@ class _SpoolWriter:
                     f.write(lines)
 
 
-EARLY_FROM = 1 << 24  # spooled bytes before parts are sorted early (below 16 MiB the width is 3 or less: may grow)
+EARLY_WIDTH = 4  # the pointer width of parts sorted while the documents spool: a corpus's from 16 MiB to 4 GiB
 
 
 class _EarlyParts:
     """Parts sorted by the workers while the parent still spools the documents, so that reading them (a tokenizer,
-    a generator) overlaps the sorts. A part goes once the spool holds its window and more, with the pointer width
-    of the size spooled so far (from EARLY_FROM on, where it is 4 up to 4 GiB); :func:`_tables` keeps it when the
-    shard's final width and range are the same (else sorts it again), and sorts again the rare part whose window
-    could not order its suffixes alone (``sort_part(early=True)`` gives those up: their ties would read the corpus
-    past the spool)."""
+    a generator) overlaps the sorts. A part goes as soon as the spool holds its window and more, with pointers of
+    EARLY_WIDTH bytes or the width of the size spooled so far if larger; :func:`_tables` keeps it when the shard's
+    final width and range are the same, has its pointers rewritten when only the width differs (``sort_part``
+    does: cheap beside a sort), and sorts again the rare part whose window could not order its suffixes alone
+    (``sort_part(early=True)`` gives those up: their ties would read the corpus past the spool)."""
 
     def __init__(self, work: Path, width: int, budget: int, eng: Any) -> None:
         from . import outofcore
@@ -297,9 +297,7 @@ class _EarlyParts:
     def grown(self, shard: int, size: int) -> None:
         from . import outofcore
 
-        if size <= EARLY_FROM:
-            return
-        k, i = schema.pointer_width(size), self.next.get(shard, 0)
+        k, i = max(EARLY_WIDTH, schema.pointer_width(size)), self.next.get(shard, 0)
         while (i + 1) * self.length + self.ext < size:  # (strictly inside: the window does not end the corpus)
             a, b = i * self.length, (i + 1) * self.length
             fut = self.eng.submit(outofcore.sort_part, str(_work_file(self.work, "tokenized", shard)), self.width, k,
@@ -309,6 +307,7 @@ class _EarlyParts:
         self.next[shard] = i
 
 
+TAPER = 4  # the last ranges of a shard's merge with workers that halve in size (outofcore.range_shares)
 WORK = ".wvformats-work"  # inside the output folder while an out-of-core build runs (kept to resume)
 
 
@@ -445,9 +444,9 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                 if got is not None and got[1:] == (k, a, b):
                     pending[got[0]] = ("part", s, i)
                     continue
-                if got is not None:  # (a width or range that changed: done again once the early one is over)
+                if got is not None:  # (a width that changed: its pointers rewritten once the early sort is over)
                     got[0].exception()
-                    report(f"shard {s}: part {i + 1}/{len(ranges)} sorted again (width {k}, not {got[1]})")
+                    report(f"shard {s}: part {i + 1}/{len(ranges)} sorted early with width {got[1]}, not {k}")
                 fut = eng.submit(outofcore.sort_part, str(corpus), width, k, a, b, parts[i])
                 pending[fut] = ("part", s, i)
         while pending:
@@ -466,7 +465,8 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                     pending[eng.submit(outofcore.sort_part, corpus, width, k, a, b, parts[i])] = ("part", s, i)
                     continue
                 if step == "part":
-                    how = "reused" if result.get("reused") else "sorted early" if result.get("early") else "sorted"
+                    how = ("reused" if result.get("reused") else "sorted early" if result.get("early") else
+                           f"rewritten to width {k}" if result.get("rewidth") else "sorted")
                     report(f"shard {s}: part {i + 1}/{len(ranges)} {how} {took}")
                     plans[s] = (ranges, parts, left - 1)
                     if left > 1:
@@ -475,11 +475,11 @@ def _tables(work: Path, shards: int, width: int, budget: int | None, eng: Any, r
                         pending[eng.submit(outofcore.finish_shard, corpus, parts, ranges, width, k, budget or 0,
                                            table)] = ("table", s, 0)
                     else:  # split into ranges that the workers merge at once (8 per worker: equal counts are
-                        # not equal work, ties of frequent n-grams cluster in some ranges, and the last range
-                        # runs alone)
+                        # not equal work, ties of frequent n-grams cluster in some ranges; the last 4 smaller and
+                        # smaller, as the last range runs alone)
                         pieces = 1 if eng.slots == 1 else 8 * eng.slots
                         pending[eng.submit(outofcore.prepare_merge, corpus, parts, ranges, width, k, pieces,
-                                           table)] = ("split", s, 0)
+                                           table, 0 if pieces == 1 else TAPER)] = ("split", s, 0)
                 elif step == "split":
                     plans[s] = (ranges, parts, len(result) - 1)
                     for j in range(len(result) - 1):

@@ -10,13 +10,36 @@ tasks here are coarse (seconds to minutes each, files in and out) and need nothi
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
+import os
+from collections.abc import Iterator
 from typing import Any
+
+# The environment a local worker starts with: one thread each for OpenBLAS, which numpy's import otherwise starts
+# on every core to spin there (~0.1 s of CPU per worker, measured), and for OpenMP (libdivsufsort sorts a part on
+# one thread anyway): a worker is one of the processes the budget counts, on one core.
+WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` while inside (what a process started there inherits), as it was after."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class Local:
-    """``workers`` processes (spawned: no inherited state), or this process when ``workers`` is 1 (then
-    each task runs when it is waited for, in the order submitted)."""
+    """``workers`` processes (spawned: no inherited state; started with :data:`WORKER_ENV`), or this process when
+    ``workers`` is 1 (then each task runs when it is waited for, in the order submitted)."""
 
     def __init__(self, workers: int) -> None:
         self.pool = (cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
@@ -26,7 +49,10 @@ class Local:
 
     def submit(self, fn: Any, *args: Any) -> cf.Future:
         if self.pool is not None:
-            return self.pool.submit(fn, *args)
+            if len(getattr(self.pool, "_processes", None) or ()) >= self.slots:
+                return self.pool.submit(fn, *args)
+            with _environ(WORKER_ENV):  # (a submit may start a worker: the pool starts them as tasks come)
+                return self.pool.submit(fn, *args)
         fut: cf.Future = cf.Future()
         self.queue[fut] = (fn, args)
         return fut

@@ -61,6 +61,7 @@ AUX_TAIL = PART_TAIL  # bytes of each suffix after its LCP with the one before i
 AUX_SIZE = part_record.itemsize  # a record: the LCP (LCP_UNKNOWN when not known) and the tail
 CHUNK = 1 << 16  # positions per step while a part's records are made (a few MB of buffers: FIXED)
 FIXED = 6 << 20  # what a sort or merge process holds besides BASELINE and what scales with its share
+HEAD = 64  # bytes of a splitter read once, against which a binary search compares (Corpus.cmp_head)
 DEEP = 256  # bytes of a tie ordered by vectorised keys before a group is merged suffix by suffix
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -153,32 +154,38 @@ def finished(path: Path, **params: Any) -> dict[str, Any] | None:
     return meta
 
 
+_ZEROS: list[list[int]] = []  # the GF(2) matrices of 2^i zero bytes, i = 0, 1, ... (made when first needed)
+
+
+def _times(mat: list[int], vec: int) -> int:
+    out, i = 0, 0
+    while vec:
+        if vec & 1:
+            out ^= mat[i]
+        vec, i = vec >> 1, i + 1
+    return out
+
+
 def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     """The CRC-32 of ``a + b`` from ``crc1`` of ``a``, ``crc2`` of ``b`` and ``len2 = len(b)`` (zlib's
-    ``crc32_combine``, which Python's zlib does not offer): ``crc1`` moved past ``len2`` zero bytes by
-    squaring the GF(2) matrix of one zero bit."""
-
-    def times(mat: list[int], vec: int) -> int:
-        out, i = 0, 0
-        while vec:
-            if vec & 1:
-                out ^= mat[i]
-            vec, i = vec >> 1, i + 1
-        return out
-
-    def square(mat: list[int]) -> list[int]:
-        return [times(mat, row) for row in mat]
-
+    ``crc32_combine``, which Python's zlib does not offer): ``crc1`` moved past ``len2`` zero bytes by the
+    matrices of 2^i zero bytes for the bits i of ``len2`` (squares of the matrix of one zero bit, kept: 2.5 ms
+    a call when they were squared each time, which made sealing a table of 16 ranges 40 ms of a serial step)."""
     if len2 <= 0:
         return crc1
-    op = square(square(square([0xEDB88320] + [1 << i for i in range(31)])))  # one zero byte
-    while True:  # (op: 2^i zero bytes at bit i of len2, as zlib's two alternating matrices)
+    if not _ZEROS:
+        one = [0xEDB88320] + [1 << i for i in range(31)]  # one zero bit
+        for _ in range(3):
+            one = [_times(one, row) for row in one]
+        _ZEROS.append(one)
+    i = 0
+    while len2:
+        while i >= len(_ZEROS):
+            _ZEROS.append([_times(_ZEROS[-1], row) for row in _ZEROS[-1]])
         if len2 & 1:
-            crc1 = times(op, crc1)
-        len2 >>= 1
-        if not len2:
-            return crc1 ^ crc2
-        op = square(op)
+            crc1 = _times(_ZEROS[i], crc1)
+        len2, i = len2 >> 1, i + 1
+    return crc1 ^ crc2
 
 
 def seal(path: Path, crc: int | None = None, **params: Any) -> dict[str, Any]:
@@ -229,6 +236,15 @@ class Corpus:
                     self.memo[y - x] = (x, x + off + (int(diff[0]) if len(diff) else m), result)
                 return result
             off, step = off + step, min(step * 2, 1 << 20)
+
+    def cmp_head(self, x: int, y: int, head: bytes) -> int:
+        """:meth:`cmp` of the suffixes at ``x`` and ``y``, given ``head``, the first HEAD bytes at ``y`` (fewer where
+        it ends): one read at ``x`` nearly always decides (bytes compare as suffixes do: a shorter read is a
+        suffix that ends, first)."""
+        a = os.pread(self.fd, HEAD, x)
+        if a != head:
+            return -1 if a < head else 1
+        return 0 if len(a) < HEAD else self.cmp(x, y)
 
     def keys(self, pos: np.ndarray, off: int, words: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``8 * words`` bytes at ``pos + off`` as big-endian u64 columns (zero past the end), and how
@@ -442,9 +458,12 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     leaves ties is given up (``{"deferred": True}``, nothing kept), as ordering them reads the corpus further."""
     params = {"start": start, "end": end, "width": width, "k": k}
     path = Path(out)
-    if (done := finished(path, **params)) is not None and aux_path(path).exists() and \
+    if (done := finished(path, start=start, end=end, width=width)) is not None and aux_path(path).exists() and \
             crc32(aux_path(path)) == done.get("aux"):
-        return {**done, "reused": True}
+        if done.get("k") == k:
+            return {**done, "reused": True}
+        if (meta := _rewidth(path, done, k)) is not None:
+            return meta
     from pydivsufsort import divsufsort
 
     n = os.path.getsize(corpus_path)
@@ -491,6 +510,26 @@ def sort_part(corpus_path: str, width: int, k: int, start: int, end: int, out: s
     return {**meta, "early": True} if early else meta
 
 
+def _rewidth(path: Path, done: dict[str, Any], k: int) -> dict[str, Any] | None:
+    """A finished part whose pointers have another width (``done``: its record) rewritten with ``k`` bytes each, its
+    records kept (they do not depend on the width): a part sorted while the documents spooled, before the corpus's
+    final size was known. None when a pointer does not fit in ``k`` bytes or the record has no width (then it is
+    sorted again)."""
+    old, crc = done.get("k"), 0
+    if type(old) is not int or not 1 <= old <= 8:
+        return None
+    try:
+        with open(path, "rb") as src, atomic_output(path, fsync=False) as dst:
+            while raw := src.read(CHUNK * old):
+                ptr = pointers.encode(pointers.decode(raw, old), k).tobytes()
+                dst.write(ptr)
+                crc = zlib.crc32(ptr, crc)
+    except ValueError:
+        return None
+    keep = {key: v for key, v in done.items() if key not in ("k", "size", "crc32")}
+    return {**seal(path, crc, **keep, k=k), "rewidth": old}
+
+
 def aux_path(part: Path) -> Path:
     """The file of a part's records (AUX_SIZE bytes per pointer, in the same order)."""
     return part.with_name(part.name + ".aux")
@@ -509,9 +548,10 @@ class _Run:
 
     def after(self, corpus: Corpus, pivot: int, lo: int, hi: int) -> int:
         """The first index in ``[lo, hi)`` whose suffix is after the suffix at ``pivot`` (or ``hi``)."""
+        head = os.pread(corpus.fd, HEAD, pivot)
         while lo < hi:
             mid = (lo + hi) // 2
-            if corpus.cmp(self.at(mid), pivot) <= 0:
+            if corpus.cmp_head(self.at(mid), pivot, head) <= 0:
                 lo = mid + 1
             else:
                 hi = mid
@@ -647,12 +687,15 @@ def merge_range(corpus_path: str, parts: list[str], k: int, budget: int, out: st
     return at // k - offset
 
 
-def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int = 256) -> list[list[int]]:
+def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int = 256,
+          taper: int = 0) -> list[list[int]]:
     """Where ``pieces`` ranges of the merged order begin in each part: ``[[b_0 per part], [b_1 per part],
-    ..., [sizes]]`` with ``b_0`` all zero. The splitters are sampled from the parts (every part's
-    pointers at even steps, merged in suffix order, taken at even ranks); part ``i`` gives range ``j`` its
-    suffixes after splitter ``j - 1`` and up to splitter ``j``. Every suffix is distinct (suffixes differ
-    in length), so the ranges concatenated are exactly the merged order."""
+    ..., [sizes]]`` with ``b_0`` all zero. The splitters are sampled from the parts (every part's pointers at even
+    steps, each part's steps shifted by a fraction of a step, merged in suffix order, taken at even ranks, or with
+    ``taper`` the last ``taper`` ranges halving in size one after the other, the last two equal:
+    :func:`range_shares`); part ``i`` gives range ``j`` its suffixes after splitter ``j - 1`` and up to splitter
+    ``j``, searched between the part's two samples around the splitter. Every suffix is distinct (suffixes
+    differ in length), so the ranges concatenated are exactly the merged order."""
     runs = [_Run(Path(p), k) for p in parts]
     corpus = Corpus(corpus_path)
     try:
@@ -660,19 +703,47 @@ def split(corpus_path: str, parts: list[str], k: int, pieces: int, samples: int 
         bounds = [[0] * len(runs)]
         if pieces > 1 and sum(sizes):
             step = max(1, sum(sizes) // (pieces * samples))
-            sampled = [np.array([r.at(i) for i in range(step - 1, r.size, step)], np.int64) for r in runs]
-            order = merge_runs(corpus, sampled, 1 << 16, 8 << 20)
+            # (part q sampled from q * step / parts on: on one grid, parts alike in content put a splitter at the
+            # same offset between two of their samples, and those errors of up to a step added up, 77 steps over
+            # 77 parts, a third of a range at 64 MiB; staggered, they cancel)
+            first = [q * step // len(runs) for q in range(len(runs))]
+            sampled = [np.array([r.at(i) for i in range(a, r.size, step)], np.int64)
+                       for a, r in zip(first, runs, strict=True)]
+            order = merge_runs(corpus, sampled, 1 << 16, 8 << 20).tolist()
+            part_of = {p: q for q, s in enumerate(sampled) for p in s.tolist()}  # (a position is in one part)
+            ends = np.cumsum(range_shares(pieces, taper))
+            seen, at = [0] * len(runs), 0  # each part's samples up to the splitter: at or before it
             for j in range(1, pieces):
-                if not len(order):
+                if not order:
                     break
-                pivot = int(order[min(len(order) - 1, j * len(order) // pieces)])
-                bounds.append([r.after(corpus, pivot, lo, r.size) for r, lo in zip(runs, bounds[-1], strict=True)])
+                rank = min(len(order) - 1, int(ends[j - 1] / ends[-1] * len(order)))
+                for p in order[at : rank + 1]:
+                    seen[part_of[p]] += 1
+                at = max(at, rank + 1)
+                row = []
+                for q, (r, lo) in enumerate(zip(runs, bounds[-1], strict=True)):
+                    a = max(lo, first[q] + (seen[q] - 1) * step + 1 if seen[q] else 0)  # (after its sample before)
+                    b = min(r.size, first[q] + seen[q] * step)  # (at its sample after: past the splitter)
+                    row.append(r.after(corpus, order[rank], a, max(a, b)))
+                bounds.append(row)
         bounds.append(sizes)
         return bounds
     finally:
         for r in runs:
             r.close()
         corpus.close()
+
+
+def range_shares(pieces: int, taper: int) -> list[float]:
+    """The relative sizes of a merge's ``pieces`` ranges: equal, but for the last ``taper`` (at most
+    ``pieces - 1``), which halve one after the other, the last two equal. Workers take the ranges in order as
+    they finish, so the range that ends the merge alone is small: with 16 equal ranges on 2 workers, one worker
+    idled 0.1 to 0.3 s at the end (a range is 0.35 to 0.5 s of CPU at 64 MiB, and their costs differ)."""
+    taper = max(0, min(taper, pieces - 1))
+    shares = [1.0] * (pieces - taper) + [0.5 ** (i + 1) for i in range(taper)]
+    if taper >= 2:
+        shares[-1] = shares[-2]
+    return shares
 
 
 def _piece_record(out: Path, j: int) -> Path:
@@ -704,10 +775,10 @@ def merge_piece(corpus_path: str, parts: list[str], k: int, budget: int, out: st
 
 
 def prepare_merge(corpus_path: str, parts: list[str], ranges: list[tuple[int, int]], width: int, k: int,
-                  pieces: int, table: str) -> list[list[int]]:
-    """Split the parts' merge into ``pieces`` ranges and make the file they are written into (``table`` +
-    ``.merging``, kept with the records of finished ranges when it has the right size)."""
-    bounds = split(corpus_path, parts, k, pieces)
+                  pieces: int, table: str, taper: int = 0) -> list[list[int]]:
+    """Split the parts' merge into ``pieces`` ranges (``taper``: see :func:`split`) and make the file they are
+    written into (``table`` + ``.merging``, kept with the records of finished ranges when it has the right size)."""
+    bounds = split(corpus_path, parts, k, pieces, taper=taper)
     merging = Path(table + ".merging")
     size = sum(bounds[-1]) * k
     if not merging.exists() or merging.stat().st_size != size:
