@@ -303,14 +303,22 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.out = self.room[:total].view(F32).reshape(count, rowbytes // 4)
         self.words = np.empty(end - pos - total, np.uint8)  # (what is not rows: the words are in it; untouched
         # pages of it cost nothing)
-        self.wstarts = np.empty(count, np.int64)
-        self.wends = np.empty(count, np.int64)
+        # the words lie end to end in ``words``: one array of offsets, each word's end the next one's start (its
+        # pages, and the newlines', made present by the words' thread before the matrix's)
+        self.offsets = np.empty(count + 1, np.int64)
+        self.wstarts, self.wends = self.offsets[:-1], self.offsets[1:]
         self.gaps = np.empty(count if not prefixed else 0, np.uint32)
+        self.unready = [self.offsets, self.gaps]
         self.ready = self.front = 0  # where the matrix's pages not made ready yet start; where the read is
 
     def spare(self) -> bool:
         # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, while the
-        # words wait for a block (never in their way: where a page is slow to have, the read has it itself)
+        # words wait for a block (never in their way: where a page is slow to have, the read has it itself); the
+        # offsets' and newlines' pages first
+        if self.unready:
+            ahead = self.unready.pop()
+            self.k.populate(ahead.view(np.uint8), 0, ahead.nbytes)
+            return True
         front = self.front
         start, stop = max(self.ready, front), min(len(self.room), front + _READY_AHEAD_BYTES)
         if stop - start < _READY_STEP_BYTES:
