@@ -58,6 +58,23 @@ static inline int record(const unsigned char *base, Py_ssize_t p, Py_ssize_t end
     return end - *stop - (prefixed ? 0 : 1) >= rowbytes;
 }
 
+/* Whether lo + count records fit the outputs of a walk: the word spans (``ws``, ``we``: int64) and, for word2vec,
+ * the newlines before the words (``gp``: uint32), each aligned to its items (no product can overflow: each count is
+ * checked against a buffer's length); a ValueError set where not. */
+static int spans_fit(const Py_buffer *ws, const Py_buffer *we, const Py_buffer *gp, Py_ssize_t lo, Py_ssize_t count,
+                     int prefixed) {
+    if (count > PY_SSIZE_T_MAX - lo || (size_t)(lo + count) > (size_t)ws->len / 8 ||
+        (size_t)(lo + count) > (size_t)we->len / 8 || (!prefixed && (size_t)(lo + count) > (size_t)gp->len / 4)) {
+        PyErr_SetString(PyExc_ValueError, "offset buffers smaller than lo + count");
+        return 0;
+    }
+    if (!ALIGNED(*ws, 8) || !ALIGNED(*we, 8) || !ALIGNED(*gp, 4)) {
+        PyErr_SetString(PyExc_ValueError, "offset buffers not aligned to their items");
+        return 0;
+    }
+    return 1;
+}
+
 /* walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out): up to ``count`` records from
  * ``pos`` (``prefixed``: Leader's, else word2vec's), the i-th one's word span in buf to ``wstarts``/``wends``[lo + i]
  * (int64), for word2vec the newlines before it to ``gaps``[lo + i] (uint32; unused for Leader), and its row of
@@ -78,15 +95,9 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "range outside the buffer");
         goto done;
     }
-    /* lo + count records of every output (no product can overflow: each is checked against a buffer's length) */
-    if (count > PY_SSIZE_T_MAX - lo || (size_t)(lo + count) > (size_t)ws.len / 8 ||
-        (size_t)(lo + count) > (size_t)we.len / 8 || (!prefixed && (size_t)(lo + count) > (size_t)gp.len / 4) ||
-        (out.len > 0 && rowbytes > 0 && (size_t)(lo + count) > (size_t)out.len / (size_t)rowbytes)) {
-        PyErr_SetString(PyExc_ValueError, "offset or output buffers smaller than lo + count");
-        goto done;
-    }
-    if (!ALIGNED(ws, 8) || !ALIGNED(we, 8) || !ALIGNED(gp, 4)) {
-        PyErr_SetString(PyExc_ValueError, "offset buffers not aligned to their items");
+    if (!spans_fit(&ws, &we, &gp, lo, count, prefixed)) goto done;
+    if (out.len > 0 && rowbytes > 0 && (size_t)(lo + count) > (size_t)out.len / (size_t)rowbytes) {
+        PyErr_SetString(PyExc_ValueError, "output buffer smaller than lo + count rows");
         goto done;
     }
     {
@@ -145,17 +156,11 @@ static PyObject *settle(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "range outside the buffer");
         goto done;
     }
-    /* lo + count records of every output, their rows inside buf, the first row's place at or before ``at`` (no
-     * product can overflow: each is checked against a buffer's length first) */
-    if (count > PY_SSIZE_T_MAX - lo || (size_t)(lo + count) > (size_t)ws.len / 8 ||
-        (size_t)(lo + count) > (size_t)we.len / 8 || (!prefixed && (size_t)(lo + count) > (size_t)gp.len / 4) ||
-        (rowbytes > 0 && (size_t)(lo + count) > (size_t)b.len / (size_t)rowbytes) ||
-        (rowbytes > 0 && (size_t)lo > (size_t)at / (size_t)rowbytes)) {
-        PyErr_SetString(PyExc_ValueError, "offset buffers or matrix smaller than lo + count, or row lo after at");
-        goto done;
-    }
-    if (!ALIGNED(ws, 8) || !ALIGNED(we, 8) || !ALIGNED(gp, 4)) {
-        PyErr_SetString(PyExc_ValueError, "offset buffers not aligned to their items");
+    if (!spans_fit(&ws, &we, &gp, lo, count, prefixed)) goto done;
+    /* the rows inside buf, the first row's place at or before ``at`` */
+    if (rowbytes > 0 &&
+        ((size_t)(lo + count) > (size_t)b.len / (size_t)rowbytes || (size_t)lo > (size_t)at / (size_t)rowbytes)) {
+        PyErr_SetString(PyExc_ValueError, "matrix smaller than lo + count rows, or row lo after at");
         goto done;
     }
     {

@@ -216,13 +216,12 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
         else None
     if fd is not None:
         try:
-            got = _blocks(k, _file_blocks(k, fd, pos, end, count, rowbytes, prefixed), count, dim, errors, prefixed)
+            got = _blocks(k, _file_blocks(k, fd, pos, end, count, rowbytes, prefixed), count, errors, prefixed)
         finally:
             os.close(fd)
         if got is not None:
             return got
-    return _blocks(k, _map_blocks(k, buf, pos, end, count, rowbytes, prefixed), count, dim, errors, prefixed, path,
-                   base)
+    return _blocks(k, _map_blocks(k, buf, pos, end, count, rowbytes, prefixed), count, errors, prefixed, path, base)
 
 
 class _Blocks:
@@ -260,10 +259,11 @@ class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.gaps = np.empty(count if not prefixed else 0, np.uint32)  # (the walk writes every record's)
         self.out = np.empty((count, rowbytes // 4), F32)
         self.words, self.kept = buf, pos  # (kept: where the mapped pages not yet let go of start)
-        self.apart = count * (rowbytes + (4 if prefixed else 2)) >= _WALK_APART_BYTES
+        self.least = rowbytes + (4 if prefixed else 2)  # the smallest record
+        self.apart = count * self.least >= _WALK_APART_BYTES
 
     def run(self, done: Any, halt: list[bool]) -> None:
-        step = max(1, _WALK_BLOCK_BYTES // (self.rowbytes + (4 if self.prefixed else 2)))
+        step = max(1, _WALK_BLOCK_BYTES // self.least)
         lo, at = 0, self.pos
         try:
             while lo < self.count and not halt:
@@ -308,7 +308,7 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.offsets = np.empty(count + 1, np.int64)
         self.wstarts, self.wends = self.offsets[:-1], self.offsets[1:]
         self.gaps = np.empty(count if not prefixed else 0, np.uint32)
-        self.unready = [self.offsets, self.gaps]
+        self.unready = [a for a in (self.offsets, self.gaps) if a.size]
         self.ready = self.front = 0  # where the matrix's pages not made ready yet start; where the read is
 
     def spare(self) -> bool:
@@ -356,7 +356,7 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
             done.put((lo, -1, at))
 
 
-def _blocks(k: Any, table: _Blocks, count: int, dim: int, errors: str, prefixed: bool, path: str | None = None,
+def _blocks(k: Any, table: _Blocks, count: int, errors: str, prefixed: bool, path: str | None = None,
             base: int = 0) -> tuple[list[str], np.ndarray, np.ndarray | None, int, int | None] | None:
     """What :func:`_kernel_table` gives, from the blocks of ``table`` (see :class:`_Blocks`): the records found on
     a worker thread, the words of each block made here as it is done. ``path`` (a walk of the buffer itself):

@@ -10,10 +10,10 @@ rows cost a load rather than a system call, ~1 us): one ``pread`` a region in th
 region has been read the file is closed. The batch paths (composed chunks, ``embedding_batch``, ``predict``) read
 through the map.
 
-The file is the one :mod:`wvformats.fileio` mapped (it records each map's path, device and inode: framework.streams'
-``remember_file``), opened again
-and checked to be that file; where it is not at its path any more (removed, replaced), or the map is not one
-fileio made, or the system has no ``preadv``, rows are read through the map as before.
+The file is the one :mod:`wvformats.fileio` mapped (it records each map's path, device and inode with
+``framework.mapped.remember_file``), opened again and checked to be that file (``open_mapped``); where it is not at
+its path any more (removed, replaced), or the map is not one fileio made, or the system has no ``preadv``, rows are
+read through the map as before.
 """
 
 from __future__ import annotations
