@@ -443,22 +443,14 @@ def _indexed() -> tuple[dict[str, Declared], list[str]] | None:
     return _INDEX
 
 
-def _stamp(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size]
-
-
 def _read_index(file: Path, folders: list[str]) -> tuple[dict[str, Declared], list[str]] | None:
-    from .framework import loads
+    from .framework import loads, stamp
 
     try:
         with open(file, "rb") as f:
             kept = loads(f.read().decode("utf-8"))
         if kept["version"] != INDEX_VERSION or kept["folders"] != folders or \
-                any(_stamp(path) != stamp for path, stamp in kept["stamps"]):
+                any(stamp(path) != kept_stamp for path, kept_stamp in kept["stamps"]):
             return None
         return {r[0]: Declared(r) for r in kept["formats"]}, list(kept["old_style"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -468,7 +460,7 @@ def _read_index(file: Path, folders: list[str]) -> tuple[dict[str, Declared], li
 def _keep_index(file: Path, folders: list[str]) -> None:
     """Every ``sniff`` module imported, and the index of what they declare kept in ``file`` (unless one failed
     to import: then each process imports them and reports it)."""
-    from .framework import keep
+    from .framework import keep, stamp
 
     declared = _declared()
     if _BROKEN:
@@ -482,7 +474,7 @@ def _keep_index(file: Path, folders: list[str]) -> None:
     paths.update(m.__file__ for name, m in list(sys.modules.items())
                  if name.partition(".")[0] == package and getattr(m, "__file__", None))
     keep(file, {"version": INDEX_VERSION, "folders": folders,
-                "stamps": [[p, _stamp(p)] for p in sorted(paths)],
+                "stamps": [[p, stamp(p)] for p in sorted(paths)],
                 "formats": [_record(family, s) for _, (family, s) in sorted(declared.items())],
                 "old_style": sorted(_OLD_STYLE)})
 

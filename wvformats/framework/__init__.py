@@ -68,7 +68,7 @@ _LAZY = {name: module for module, names in {
                   "build_fields", "encode_varint", "parse_fields", "read_varint", "run_message", "zigzag_decode",
                   "zigzag_encode"),
     "plans": ("plan_of", "cached_plan", "run_plan", "field_of", "forget_plans"),
-    "cache": ("cache_folder", "keep", "loads"),
+    "cache": ("cache_folder", "keep", "loads", "stamp"),
     "scalars": ("scalar", "scalar_size", "reinterpret", "LEN_FORMATS"),
 }.items() for name in names}
 
@@ -134,7 +134,7 @@ __all__ = [
     "read_varint", "encode_varint", "zigzag_decode", "zigzag_encode", "VARINT", "I64", "LEN", "SGROUP", "EGROUP",
     "I32", "WIRE_NAMES",
     # cached plans: a schema's file read without construct; a number at a byte (sniffers)
-    "plan_of", "cached_plan", "run_plan", "forget_plans", "cache_folder", "keep", "field_of", "loads", "scalar", "scalar_size",
+    "plan_of", "cached_plan", "run_plan", "forget_plans", "cache_folder", "keep", "stamp", "field_of", "loads", "scalar", "scalar_size",
     "reinterpret", "LEN_FORMATS",
     # the compiled kernels (the families' and the framework's) and their pure-Python twins
     "kernel", "sources", "KernelMissingWarning", "KERNEL_DIR_ENV", "PURE_PYTHON_ENV",

@@ -30,6 +30,16 @@ def cache_folder() -> Path | None:
     return base / f"{zlib.crc32(_PACKAGE.encode('utf-8', 'surrogatepass')):08x}"  # (one per installed copy)
 
 
+def stamp(path: str) -> list[int] | None:
+    """A file's modification time and size, as the cache's files record the sources they were made from (one that
+    differs, or None where the file is gone, says the kept value is out of date)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
 def keep(file: Path, value: Any) -> None:
     """``value`` as JSON in ``file`` of the cache, written whole or not at all (a temporary file renamed); a
     folder that cannot be written is no cache."""

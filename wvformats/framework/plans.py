@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import importlib
 import operator
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_folder, keep, loads
+from .cache import cache_folder, keep, loads, stamp
 from .plain import TensorLayout, read_json
 from .scalars import scalar, scalar_size
 from .streams import BufferStream
@@ -109,16 +108,11 @@ def plan_of(schema: Any) -> tuple[list[Any], set[str]] | None:
 # the cache
 
 
-def _stamp(path: str) -> list[int]:
-    st = os.stat(path)
-    return [st.st_mtime_ns, st.st_size]
-
-
 def _load(file: Path) -> list[Any] | None:
     try:
         with open(file, "rb") as f:
             kept = loads(f.read().decode("utf-8"))
-        if kept.get("version") != VERSION or any(_stamp(p) != s for p, s in kept["sources"].items()):
+        if kept.get("version") != VERSION or any(stamp(p) != s for p, s in kept["sources"].items()):
             return None
         return kept["steps"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -126,10 +120,9 @@ def _load(file: Path) -> list[Any] | None:
 
 
 def _store(file: Path, steps: list[Any], sources: set[str]) -> None:
-    try:
-        keep(file, {"version": VERSION, "sources": {p: _stamp(p) for p in sorted(sources)}, "steps": steps})
-    except OSError:  # (a source gone meanwhile)
-        pass
+    stamps = {p: stamp(p) for p in sorted(sources)}
+    if None not in stamps.values():  # (a source gone meanwhile: nothing kept)
+        keep(file, {"version": VERSION, "sources": stamps, "steps": steps})
 
 
 def forget_plans() -> None:
