@@ -408,6 +408,38 @@ def test_a_table_read_from_its_file(tmp_path, monkeypatch):
     assert walked and list(got.records.words) == words
 
 
+@pytest.mark.parametrize("writer", ["word-vectors leader", "word-vectors word2vec-binary", "gensim word2vec-binary"])
+def test_peers_binary_files_read_from_the_file_in_blocks(tmp_path, monkeypatch, writer):
+    """Binary tables the peers wrote, large enough to be mapped (over 64 KB) and read from their files in many
+    blocks by both threads (the file read path, records across blocks settled in place): the words and rows the
+    peers wrote, bit for bit, and what gensim reads back from the same file."""
+    word_vectors = pytest.importorskip("word_vectors")  # (the 'peers' extra, which CI installs)
+    gensim_kv = pytest.importorskip("gensim.models").KeyedVectors
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
+    monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", 4096)
+    taken = []
+    run = binary._file_blocks.run
+    monkeypatch.setattr(binary._file_blocks, "run", lambda self, *a: (taken.append(1), run(self, *a))[1])
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" + "é" * (i % 3) + "x" * (i % 17) for i in range(3000)]
+    vectors = rng.standard_normal((len(words), 12)).astype("<f4")
+    tool, fmt = writer.split()
+    path = tmp_path / f"peer.{fmt}"
+    if tool == "gensim":
+        kv = gensim_kv(vector_size=vectors.shape[1])
+        kv.add_vectors(words, vectors)
+        kv.save_word2vec_format(str(path), binary=True)
+    else:
+        {"leader": word_vectors.write_leader, "word2vec-binary": word_vectors.write_w2v}[fmt](str(path), words, vectors)
+    assert path.stat().st_size > 1 << 16
+    got = wv.read(path, fmt)
+    assert taken, "the peer's file was not read from the file"
+    assert got.words == words and got.vectors.tobytes() == vectors.tobytes()
+    if fmt == "word2vec-binary":
+        back = gensim_kv.load_word2vec_format(str(path), binary=True)
+        assert got.words == list(back.index_to_key) and got.vectors.tobytes() == back.vectors.astype("<f4").tobytes()
+
+
 def test_populate_makes_pages_present_and_changes_nothing():
     k = binary.compiled_module("_wordtables")
     room = np.arange(5 << 20, dtype=np.uint32).view(np.uint8)

@@ -178,32 +178,3 @@ def test_most_similar_ranks_a_repeated_word_by_its_first_row_as_gensim(tmp_path)
     assert [w for w, _ in ours] == [w for w, _ in theirs] == ["b", "a"]
     np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], rtol=1e-6)
 
-
-@pytest.mark.parametrize("writer", ["word-vectors leader", "word-vectors word2vec-binary", "gensim word2vec-binary"])
-def test_peers_binary_files_read_from_the_file_in_blocks(tmp_path, monkeypatch, writer):
-    """Binary tables the peers wrote, large enough to be mapped (over 64 KB) and read from their files in many
-    blocks by both threads (the file read path of framework.wordtables, records across blocks settled in place):
-    the words and rows the peers wrote, bit for bit, and what gensim reads back from the same file."""
-    from wvformats.framework import wordtables
-
-    monkeypatch.setattr(wordtables, "_WALK_APART_BYTES", 0)
-    monkeypatch.setattr(wordtables, "_WALK_BLOCK_BYTES", 4096)
-    taken = []
-    run = wordtables._file_blocks.run
-    monkeypatch.setattr(wordtables._file_blocks, "run", lambda self, *a: (taken.append(1), run(self, *a))[1])
-    rng = np.random.default_rng(7)
-    words = [f"w{i}" + "é" * (i % 3) + "x" * (i % 17) for i in range(3000)]
-    vectors = rng.standard_normal((len(words), 12)).astype("<f4")
-    tool, fmt = writer.split()
-    p = tmp_path / f"peer.{fmt}"
-    if tool == "gensim":
-        _kv(words, vectors).save_word2vec_format(str(p), binary=True)
-    else:
-        WV_WRITERS[fmt](str(p), words, vectors)
-    assert p.stat().st_size > 1 << 16
-    got = wv.read(p, fmt)
-    assert taken, "the peer's file was not read from the file"
-    assert got.words == words and same_bits(got.vectors, vectors)
-    if fmt == "word2vec-binary":
-        kv = gensim_kv.load_word2vec_format(str(p), binary=True)
-        assert got.words == list(kv.index_to_key) and same_bits(got.vectors, kv.vectors)
