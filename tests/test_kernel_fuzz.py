@@ -7,6 +7,7 @@ AddressSanitizer and UBSan, which turn any out-of-bounds access or undefined ari
 ordinary suite runs it on the installed kernels (it needs them built: every test here fails without)."""
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -466,22 +467,33 @@ def test_wordtables_walk(table, data):
 
 @fuzz
 @given(binary_table(), st.data())
-def test_wordtables_settle(table, data):
+def test_wordtables_fill(table, data):
     draw = data.draw
     body, prefixed, rowbytes, n = table
-    lo = draw(st.integers(0, 2))
-    at = lo * rowbytes + draw(st.integers(0, 3))  # the block read at or after row lo's place
-    room = np.zeros(at + len(body) + draw(st.integers(0, 8)), np.uint8)
-    room[at : at + len(body)] = np.frombuffer(body, np.uint8)
-    valid = [room, at, at + len(body), lo, n, rowbytes, prefixed, np.zeros(draw(st.integers(0, 30)), np.uint8), 0,
-             np.zeros(lo + n, np.int64), np.zeros(lo + n, np.int64), np.zeros(lo + n, np.uint32)]
-    args = hostile(draw, valid, [odd_buffers | st.just(b"read-only"), counts, counts, counts, counts, counts, not_ints,
-                                 odd_buffers | st.just(b"read-only"), counts, odd_buffers | bad_arrays(),
-                                 odd_buffers | bad_arrays(), odd_buffers])
-    got = call(WT.settle, args)
-    if got is not None:
-        found, after, wat = got
-        assert 0 <= found <= args[4] and args[1] <= after <= args[2] and args[8] <= wat <= memoryview(args[7]).nbytes
+    head = draw(st.integers(0, 3))
+    block = draw(st.integers(1, 40))
+    fd, name = tempfile.mkstemp()
+    r, w = os.pipe()
+    try:
+        os.write(fd, bytes(head) + body)
+        room = np.zeros(n * rowbytes + block + draw(st.integers(0, 8)), np.uint8)
+        valid = [fd, head, head + len(body), block, room, n, rowbytes, prefixed, np.zeros(draw(st.integers(0, 30)), np.uint8),
+                 np.zeros(n + 1, np.int64)[:-1], np.zeros(n + 1, np.int64)[1:], np.zeros(n, np.uint32),
+                 np.zeros(4, np.int64), draw(st.sampled_from([-1, w]))]
+        args = hostile(draw, valid, [hostile_ints | not_ints, counts, counts, counts,
+                                     odd_buffers | st.just(b"read-only") | bad_arrays(), counts, counts, not_ints,
+                                     odd_buffers | st.just(b"read-only"), odd_buffers | bad_arrays(),
+                                     odd_buffers | bad_arrays(), odd_buffers, odd_buffers | bad_arrays(),
+                                     st.sampled_from([-1, -2**31]) | not_ints])
+        got = call(WT.fill, args)
+        if got is not None:
+            found, after, wat, err = got
+            assert 0 <= found <= args[5] and args[1] <= after <= args[2] and 0 <= wat <= memoryview(args[8]).nbytes
+            assert err >= 0
+    finally:
+        for x in (fd, r, w):
+            os.close(x)
+        os.unlink(name)
 
 
 @fuzz

@@ -1,6 +1,8 @@
 """The word tables' engines (wvformats.framework.wordtables and texttable): the vectorised record walks and
 writers against the per-record loops, the text fast paths against the line loop, the number spellings."""
 
+import errno
+import os
 import struct
 
 import construct as cs
@@ -351,8 +353,8 @@ def test_a_table_read_from_its_file_is_the_twins(tmp_path_factory, monkeypatch, 
     monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", block)  # (a block is at least 4 rows: 256 bytes here)
     monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
     taken = []
-    settle = binary._file_blocks.run
-    monkeypatch.setattr(binary._file_blocks, "run", lambda self, *a: (taken.append(1), settle(self, *a))[1])
+    fill = binary._file_blocks.fill
+    monkeypatch.setattr(binary._file_blocks, "fill", lambda self, *a: (taken.append(1), fill(self, *a))[1])
     folder = tmp_path_factory.mktemp("tables")
     data, _ = _w2v_table(records)
     head = f"{len(records) + extra} 16\n".encode()
@@ -418,8 +420,8 @@ def test_peers_binary_files_read_from_the_file_in_blocks(tmp_path, monkeypatch, 
     monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
     monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", 4096)
     taken = []
-    run = binary._file_blocks.run
-    monkeypatch.setattr(binary._file_blocks, "run", lambda self, *a: (taken.append(1), run(self, *a))[1])
+    fill = binary._file_blocks.fill
+    monkeypatch.setattr(binary._file_blocks, "fill", lambda self, *a: (taken.append(1), fill(self, *a))[1])
     rng = np.random.default_rng(7)
     words = [f"w{i}" + "é" * (i % 3) + "x" * (i % 17) for i in range(3000)]
     vectors = rng.standard_normal((len(words), 12)).astype("<f4")
@@ -452,29 +454,54 @@ def test_populate_makes_pages_present_and_changes_nothing():
         k.populate(b"read-only", 0, 1)
 
 
-def test_settle_moves_rows_down_and_sets_words_aside():
+def test_fill_reads_blocks_into_place_and_tells_each(tmp_path):
+    """The kernel's ``fill``: a table read from its file a block at a time into the matrix's memory, each row moved
+    into its place and each word set aside; every block told through the pipe as (records, offset), the end as
+    (-1 - records, offset); a cut file, a word that does not fit aside, a record longer than a block, a halt, a
+    bad descriptor and sizes that do not fit stop it short or are refused."""
     k = binary.compiled_module("_wordtables")
     rows = [b"ROW1", b"ROW2", b"ROW3"]
     body = b"".join(struct.pack("<I", len(w)) + w + r for w, r in zip([b"a", b"bcd", b"ef"], rows, strict=True))
-    room = np.frombuffer(bytes(4) + body + b"xx", np.uint8).copy()  # the block read after row 1's place (lo=1)
-    held, ws, we = np.zeros(16, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int64)
+    path = tmp_path / "t.leader"
+    path.write_bytes(b"head" + body + b"tail")
     none = np.zeros(0, np.uint32)
-    assert k.settle(room, 4, 4 + len(body), 1, 3, 4, True, held, 2, ws, we, none) == (3, 4 + len(body), 8)
-    assert room[4:16].tobytes() == b"".join(rows) and held[2:8].tobytes() == b"abcdef"
-    assert ws.tolist() == [0, 2, 3, 6] and we.tolist() == [0, 3, 6, 8]
-    def fresh():
-        return np.frombuffer(bytes(4) + body, np.uint8).copy()
 
-    assert k.settle(fresh(), 4, 4 + len(body), 1, 3, 4, True, np.zeros(4, np.uint8), 0, ws, we, none)[0] == 2  # full
-    assert k.settle(fresh(), 4, 4 + len(body) - 1, 1, 3, 4, True, held, 0, ws, we, none)[0] == 2  # the last cut
-    with pytest.raises(ValueError, match="row lo after at"):  # a row's place after the block: rows would move up
-        k.settle(room, 3, 3 + len(body), 1, 3, 4, True, held, 0, ws, we, none)
-    with pytest.raises(ValueError, match="smaller"):  # rows past the buffer
-        k.settle(room, 4, 4 + len(body), 1, 3, 8, True, held, 0, ws, we, none)
+    whole = 4 + len(body)
+
+    def fill(block, end=whole, held=16, halt=0, fd=None, count=3, room=None):
+        room = np.zeros(3 * 4 + block, np.uint8) if room is None else room
+        spans, kept, progress = np.zeros(4, np.int64), np.zeros(held, np.uint8), np.zeros(4, np.int64)
+        progress[3] = halt
+        r, w = os.pipe()
+        f = os.open(path, os.O_RDONLY)
+        try:
+            got = k.fill(f if fd is None else fd, 4, end, block, room, count, 4, True, kept, spans[:-1], spans[1:],
+                         none, progress, w)
+            told = np.frombuffer(os.read(r, 4096), np.int64).reshape(-1, 2).tolist()
+        finally:
+            for x in (r, w, f):
+                os.close(x)
+        return got, told, room, kept, spans, progress
+
+    # records of 9, 11 and 10 bytes
+    assert fill(block=8)[:2] == ((0, 4, 0, 0), [[-1, 4]])  # no record whole in a block: stops (the map is walked)
+    assert fill(block=9)[:2] == ((1, 13, 1, 0), [[1, 13], [-2, 13]])  # the second longer than a block
+    got, told, room, kept, spans, progress = fill(block=20)
+    assert got == (3, 4 + len(body), 6, 0) and room[:12].tobytes() == b"".join(rows)
+    assert kept[:6].tobytes() == b"abcdef" and spans.tolist() == [0, 1, 4, 6]
+    assert told == [[2, 4 + 9 + 11], [-4, 4 + len(body)]] and progress[2] == 1  # (ended)
+    assert fill(block=20, end=4 + len(body) - 1)[0][0] == 2  # the file cut inside the last record
+    assert fill(block=20, held=3)[0][0] == 1  # "bcd" does not fit after "a"
+    assert fill(block=20, halt=1)[:2] == ((0, 4, 0, 0), [[-1, 4]])  # halted before the first block
+    assert fill(block=20, fd=-1)[0] == (0, 4, 0, errno.EBADF)
+    with pytest.raises(ValueError, match="smaller than count rows"):
+        fill(block=20, room=np.zeros(3 * 4 + 19, np.uint8))
     with pytest.raises(ValueError, match="outside"):
-        k.settle(room, 4, 4 + len(body), 1, 3, 4, True, held, 17, ws, we, none)  # wat past held
+        fill(block=40, room=np.zeros(39, np.uint8))  # a block larger than the buffer
+    with pytest.raises(ValueError, match="offset buffers"):
+        fill(block=20, count=4)  # spans for 3 records only
     with pytest.raises(TypeError):
-        k.settle(bytes(room), 4, 4 + len(body), 1, 3, 4, True, held, 0, ws, we, none)  # read-only
+        fill(block=20, room=bytes(32))  # read-only
 
 
 _REPEATED = ["a", "b", "a", "日本", "日本", "c", "a", "ab", "b", "é", "e\u0301", "\udcff", "\udcfe", "\udcff"]

@@ -9,7 +9,8 @@
  *
  * Entry points (module wvformats.framework._wordtables):
  *   walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)
- *   settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps) -> (found, after, wat)
+ *   fill(fd, at, end, block, room, count, rowbytes, prefixed, held, wstarts, wends, gaps, progress, notify)
+ *       -> (found, after, wat, errno)
  *   words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False
  *   populate(buf, start, stop) -> True, or False
  * No size taken from Python is kept across a call that runs Python code.
@@ -18,9 +19,12 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
-#include <unistd.h>
 #ifndef MADV_POPULATE_WRITE /* (Linux 5.14; headers older than the kernel lack it: an older kernel refuses it) */
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -134,67 +138,131 @@ done:
     return result;
 }
 
-/* settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps): up to ``count`` records
- * read into buf[at..end) (``prefixed``: Leader's, else word2vec's), where buf is the matrix being made (rows of
- * ``rowbytes`` bytes) with room after it and ``at`` is at or after row ``lo``'s place: each record's word copied to
- * ``held`` from byte ``wat`` on (its span there to ``wstarts``/``wends``[lo + i], for word2vec the newlines before
- * it to ``gaps``[lo + i]), then its row moved down to row lo + i of buf. A record's bytes lie after its row's
- * place (each record holds more than its row), so each is read before a row is moved over it. A table read from
- * its file a block at a time: the block read where its first row goes, then settled. Returns (records found, the
- * offset in buf after the last, the bytes of ``held`` used); fewer than ``count`` where a record is not whole
- * before ``end`` or its word does not fit in ``held``. */
-static PyObject *settle(PyObject *self, PyObject *args) {
-    Py_buffer b, held, ws, we, gp;
-    Py_ssize_t at, end, lo, count, rowbytes, wat, found = 0;
-    int prefixed;
+/* Up to ``count`` records read into base[at..end) (``prefixed``: Leader's, else word2vec's), where base is the
+ * matrix being made (rows of ``rowbytes`` bytes) and ``at`` is at or after row ``lo``'s place (each record holds
+ * more than its row, so each is read before a row is moved over it): each record's word copied to keep[*wat..room)
+ * (its span there to ws/we[lo + i], for word2vec the newlines before it to gp[lo + i]), then its row moved down to
+ * row lo + i. Returns the records settled, fewer than ``count`` where a record is not whole before ``end`` or its
+ * word does not fit in ``keep``; *at and *wat moved past them. The caller has checked every range (no GIL). */
+static Py_ssize_t settle(unsigned char *base, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t lo, Py_ssize_t count,
+                         Py_ssize_t rowbytes, int prefixed, unsigned char *keep, Py_ssize_t room, Py_ssize_t *wat,
+                         int64_t *ws, int64_t *we, uint32_t *gp) {
+    Py_ssize_t found = 0, p = *at, used = *wat;
+    size_t dst = (size_t)lo * (size_t)rowbytes;
+    int64_t *wsv = ws + lo, *wev = we + lo;
+    uint32_t *gv = gp + (prefixed ? 0 : lo);
+    for (; found < count; found++, dst += (size_t)rowbytes) {
+        Py_ssize_t w, stop, n;
+        uint32_t gap;
+        if (!record(base, p, end, rowbytes, prefixed, &w, &stop, &gap)) break;
+        n = stop - w;
+        if (n > room - used) break;
+        if (!prefixed) gv[found] = gap;
+        memcpy(keep + used, base + w, (size_t)n);
+        wsv[found] = (int64_t)used;
+        wev[found] = (int64_t)(used + n);
+        used += n;
+        p = stop + (prefixed ? 0 : 1);
+        memmove(base + dst, base + p, (size_t)rowbytes); /* (dst < p: the row moves down) */
+        p += rowbytes;
+    }
+    *at = p;
+    *wat = used;
+    return found;
+}
+
+/* The slots of fill's ``progress`` (int64): what it has done so far, for a thread that makes the words meanwhile
+ * (hints: what is reported for certain goes through ``notify``), and the slot that thread sets to stop it. */
+enum { DONE_RECORDS, READING_TO, ENDED, HALT, PROGRESS_SLOTS };
+
+#if defined(__unix__) || defined(__APPLE__)
+/* (records, file offset) written to ``notify`` (16 bytes, under PIPE_BUF: whole or not at all) */
+static void tell_done(int notify, int64_t records, int64_t at) {
+    int64_t message[2];
+    message[0] = records;
+    message[1] = at;
+    if (notify >= 0)
+        while (write(notify, message, sizeof message) < 0 && errno == EINTR) {}
+}
+#endif
+
+/* fill(fd, at, end, block, room, count, rowbytes, prefixed, held, wstarts, wends, gaps, progress, notify): up to
+ * ``count`` records of a binary table read from the file ``fd``, from its byte ``at`` up to ``end``, straight into
+ * ``room`` (the matrix being made, rows of ``rowbytes`` bytes, with ``block`` bytes of room after its last row): a
+ * block of at most ``block`` bytes at a time read (pread; the GIL let go of for the whole loop) where the block's
+ * first row goes, then settled there (each word copied aside to ``held``, its span there to ``wstarts``/``wends``,
+ * for word2vec the newlines before it to ``gaps``, each row moved down into its place); the next block read from
+ * the first record not whole. After each block, (records done, the file offset after them) is written to the pipe
+ * ``notify`` as two int64 (-1 - records at the end, also after a failure; -1: no pipe), and ``progress`` (int64:
+ * records done, where the read under way ends in ``room``, ended, halt) is updated: another thread makes the words
+ * of the blocks done meanwhile (and readies the matrix's pages ahead of the read), and stops the loop by setting
+ * the halt slot; it reads the pipe until the end, as the loop waits for room in it. Returns (records found, the
+ * file offset after the last, the bytes of ``held`` used, errno of a failed read or 0); fewer than ``count`` where a
+ * record is not whole in a block, its word does not fit in ``held``, or the file ends (the caller's twin then
+ * names it). */
+static PyObject *fill(PyObject *self, PyObject *args) {
+    Py_buffer b, held, ws, we, gp, pr;
+    Py_ssize_t at, end, block, count, rowbytes, lo = 0, wat = 0;
+    int fd, prefixed, notify, err = 0;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "w*nnnnnpw*nw*w*w*", &b, &at, &end, &lo, &count, &rowbytes, &prefixed, &held, &wat,
-                          &ws, &we, &gp))
+    if (!PyArg_ParseTuple(args, "innnw*nnpw*w*w*w*w*i", &fd, &at, &end, &block, &b, &count, &rowbytes, &prefixed,
+                          &held, &ws, &we, &gp, &pr, &notify))
         return NULL;
-    if (at < 0 || end > b.len || at > end || lo < 0 || count < 0 || rowbytes < 0 || wat < 0 || wat > held.len) {
-        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+    if (at < 0 || end < at || block <= 0 || count < 0 || rowbytes < 0 || block > b.len) {
+        PyErr_SetString(PyExc_ValueError, "range outside the file or the buffer");
         goto done;
     }
-    if (!spans_fit(&ws, &we, &gp, lo, count, prefixed)) goto done;
-    /* the rows inside buf, the first row's place at or before ``at`` */
-    if (rowbytes > 0 &&
-        ((size_t)(lo + count) > (size_t)b.len / (size_t)rowbytes || (size_t)lo > (size_t)at / (size_t)rowbytes)) {
-        PyErr_SetString(PyExc_ValueError, "matrix smaller than lo + count rows, or row lo after at");
+    if (!spans_fit(&ws, &we, &gp, 0, count, prefixed)) goto done;
+    /* every block read at or before row count's place, and inside the buffer */
+    if (rowbytes > 0 && (size_t)count > (size_t)(b.len - block) / (size_t)rowbytes) {
+        PyErr_SetString(PyExc_ValueError, "buffer smaller than count rows and a block");
+        goto done;
+    }
+    if ((size_t)pr.len / 8 < PROGRESS_SLOTS || !ALIGNED(pr, 8)) {
+        PyErr_SetString(PyExc_ValueError, "progress smaller than 4 aligned int64");
         goto done;
     }
     {
-        unsigned char *base = (unsigned char *)b.buf, *keep = (unsigned char *)held.buf;
-        int64_t *wsv = (int64_t *)ws.buf + lo, *wev = (int64_t *)we.buf + lo;
-        uint32_t *gv = (uint32_t *)gp.buf + (prefixed ? 0 : lo);
-        Py_ssize_t p = at, room = held.len;
-        size_t dst = (size_t)lo * (size_t)rowbytes;
+        unsigned char *base = (unsigned char *)b.buf;
+        int64_t *progress = (int64_t *)pr.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (; found < count; found++, dst += (size_t)rowbytes) {
-            Py_ssize_t w, stop, n;
-            uint32_t gap;
-            if (!record(base, p, end, rowbytes, prefixed, &w, &stop, &gap)) break;
-            n = stop - w;
-            if (n > room - wat) break;
-            if (!prefixed) gv[found] = gap;
-            memcpy(keep + wat, base + w, (size_t)n);
-            wsv[found] = (int64_t)wat;
-            wev[found] = (int64_t)(wat + n);
-            wat += n;
-            p = stop + (prefixed ? 0 : 1);
-            memmove(base + dst, base + p, (size_t)rowbytes); /* (dst < p: the row moves down) */
-            p += rowbytes;
+#if defined(__unix__) || defined(__APPLE__)
+        while (lo < count && !__atomic_load_n(&progress[HALT], __ATOMIC_ACQUIRE)) {
+            Py_ssize_t dst = lo * rowbytes, want = end - at < block ? end - at : block, got = 0, after, found;
+            __atomic_store_n(&progress[READING_TO], (int64_t)(dst + want), __ATOMIC_RELAXED);
+            while (got < want) {
+                ssize_t n = pread(fd, base + dst + got, (size_t)(want - got), (off_t)(at + got));
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) err = errno;
+                if (n <= 0) break;
+                got += n;
+            }
+            after = dst;
+            found = settle(base, &after, dst + got, lo, count - lo, rowbytes, prefixed, (unsigned char *)held.buf,
+                           held.len, &wat, (int64_t *)ws.buf, (int64_t *)we.buf, (uint32_t *)gp.buf);
+            at += after - dst;
+            lo += found;
+            __atomic_store_n(&progress[DONE_RECORDS], (int64_t)lo, __ATOMIC_RELEASE);
+            if (!found || err || lo == count) break;
+            tell_done(notify, (int64_t)lo, (int64_t)at);
         }
-        at = p;
+        __atomic_store_n(&progress[ENDED], 1, __ATOMIC_RELEASE);
+        tell_done(notify, -1 - (int64_t)lo, (int64_t)at);
+#else
+        err = ENOSYS;
+        progress[ENDED] = 1;
+#endif
         Py_END_ALLOW_THREADS
     }
-    result = Py_BuildValue("nnn", found, at, wat);
+    result = Py_BuildValue("nnni", lo, at, wat, err);
 done:
     PyBuffer_Release(&b);
     PyBuffer_Release(&held);
     PyBuffer_Release(&ws);
     PyBuffer_Release(&we);
     PyBuffer_Release(&gp);
+    PyBuffer_Release(&pr);
     return result;
 }
 
@@ -326,8 +394,9 @@ static PyObject *populate(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buf, pos, end, lo, count, rowbytes, prefixed, wstarts, wends, gaps, out) -> (found, after)"},
-    {"settle", settle, METH_VARARGS,
-     "settle(buf, at, end, lo, count, rowbytes, prefixed, held, wat, wstarts, wends, gaps) -> (found, after, wat)"},
+    {"fill", fill, METH_VARARGS,
+     "fill(fd, at, end, block, room, count, rowbytes, prefixed, held, wstarts, wends, gaps, progress, notify) -> "
+     "(found, after, wat, errno)"},
     {"words", words, METH_VARARGS,
      "words(buf, wstarts, wends, lo, hi, surrogates, hashes, into) -> True, or False (a word that does not decode)"},
     {"populate", populate, METH_VARARGS,

@@ -175,12 +175,17 @@ def kernel_words(k: Any, buf: Any, wstarts: np.ndarray, wends: np.ndarray, lo: i
     return False
 
 
-def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.ndarray) -> int:
+def span_repeats(buf: Any, wstarts: np.ndarray, wends: np.ndarray, hashes: np.ndarray,
+                 ordered: np.ndarray | None = None) -> int:
     """How many of the words at byte spans [wstarts, wends) of ``buf`` equal an earlier one, from their
-    hashes (by the kernel's ``words``): only the words whose hash repeats are compared, by their bytes. For
-    words decoded strictly or with surrogate escapes, equal bytes are equal words: the model's
-    ``count_duplicates`` of them."""
-    ordered = np.sort(hashes)
+    hashes (by the kernel's ``words``; sorted in ``ordered`` when given, an array of their size whose pages are
+    ready): only the words whose hash repeats are compared, by their bytes. For words decoded strictly or with
+    surrogate escapes, equal bytes are equal words: the model's ``count_duplicates`` of them."""
+    if ordered is None:
+        ordered = np.sort(hashes)
+    else:
+        ordered[...] = hashes
+        ordered.sort()
     same = ordered[1:] == ordered[:-1]
     if not same.any():
         return 0
@@ -225,19 +230,32 @@ def _kernel_table(context: Any, buf: Any, pos: int, end: int, count: int, dim: i
 
 
 class _Blocks:
-    """A table's records found a block at a time (by :meth:`run`, on a worker thread for a big table): each
-    block's (lo, hi, offset after) put on ``done``, (lo, -1, offset) at the end; the word spans in ``wstarts``
-    and ``wends`` index :attr:`words` (the buffer the words are made from), the rows are in :attr:`out`."""
+    """A table's records found a block at a time, on a worker thread for a big table (:attr:`apart`), while the
+    calling thread makes the words of the blocks done (:func:`_blocks`): the word spans in ``wstarts`` and
+    ``wends`` index :attr:`words` (the buffer the words are made from), the rows are in :attr:`out`."""
 
     wstarts: np.ndarray
     wends: np.ndarray
     gaps: np.ndarray
     out: np.ndarray
     words: Any
-    apart: bool  # whether the walk runs on a worker thread
+    apart: bool  # whether the records are found on a worker thread
 
-    def run(self, done: Any, halt: list[bool]) -> None:
+    def start(self) -> None:
+        """Begin finding the records (a table not :attr:`apart`: all of them, here)."""
         raise NotImplementedError
+
+    def ready(self) -> bool:
+        """Whether :meth:`take` has blocks to give at once (a hint: it may have to wait a little)."""
+        raise NotImplementedError
+
+    def take(self) -> tuple[int, int, int]:
+        """(lo, hi, offset after) of the records found since the last call, waiting for some: (lo, -1, offset)
+        once all have been given (also after an error)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop finding records (the caller stops early) and wait until nothing reads or writes the buffers."""
 
     def passed(self, at: int) -> None:
         """The blocks up to byte ``at`` have had their words made (a map lets go of their pages)."""
@@ -246,12 +264,18 @@ class _Blocks:
         """Some work for the thread making the words while it waits for a block: whether there was any."""
         return False
 
+    def prepare(self, first: np.ndarray, last: np.ndarray) -> None:
+        """Arrays whose pages :meth:`spare` may make present: ``first`` before the matrix's, ``last`` after."""
+
 
 class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
     """The records walked through the buffer ``buf`` by the kernel's ``walk``, 1 MB at a time, each row copied
-    into a new matrix as it is passed; the mapped pages let go of every 16 MB behind the words."""
+    into a new matrix as it is passed; the mapped pages let go of every 16 MB behind the words. Each block's (lo,
+    hi, offset after) is put on a queue, (lo, -1, offset) at the end."""
 
     def __init__(self, k: Any, buf: Any, pos: int, end: int, count: int, rowbytes: int, prefixed: bool) -> None:
+        from _queue import SimpleQueue  # (not a cost of every start-up; not queue.py, which imports more)
+
         self.k, self.buf, self.pos, self.end, self.count, self.rowbytes, self.prefixed = \
             k, buf, pos, end, count, rowbytes, prefixed
         self.wstarts = np.empty(count, np.int64)
@@ -261,21 +285,41 @@ class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.words, self.kept = buf, pos  # (kept: where the mapped pages not yet let go of start)
         self.least = rowbytes + (4 if prefixed else 2)  # the smallest record
         self.apart = count * self.least >= _WALK_APART_BYTES
+        self.done: Any = SimpleQueue()
+        self.halt: list[bool] = []  # set when the caller stops early: the walk then stops too
+        self.job: Any = None
 
-    def run(self, done: Any, halt: list[bool]) -> None:
+    def start(self) -> None:
+        if self.apart:
+            self.job = background(self.run)
+        else:
+            self.run()
+
+    def run(self) -> None:
         step = max(1, _WALK_BLOCK_BYTES // self.least)
         lo, at = 0, self.pos
         try:
-            while lo < self.count and not halt:
+            while lo < self.count and not self.halt:
                 n = min(step, self.count - lo)
                 found, at = self.k.walk(self.buf, at, self.end, lo, n, self.rowbytes, self.prefixed, self.wstarts,
                                         self.wends, self.gaps, self.out)
-                done.put((lo, lo + found, at))
+                self.done.put((lo, lo + found, at))
                 lo += found
                 if found < n:
                     break
         finally:
-            done.put((lo, -1, at))  # (the end, also after an error: hi of -1)
+            self.done.put((lo, -1, at))  # (the end, also after an error: hi of -1)
+
+    def ready(self) -> bool:
+        return not self.done.empty()
+
+    def take(self) -> tuple[int, int, int]:
+        return self.done.get()  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        self.halt.append(True)
+        if self.job is not None:
+            self.job.result()
 
     def passed(self, at: int) -> None:
         if at - self.kept >= _RELEASE_BYTES:  # (each call stops the walk's core for a TLB flush: seldom)
@@ -283,14 +327,19 @@ class _map_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
             self.kept = at
 
 
+_DONE_RECORDS, _READING_TO, _ENDED, _HALT = range(4)  # the slots of the kernel's ``fill`` progress
+
+
 class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
-    """The records read from the file (``fd``, offsets as in the map) with ``pread`` a block of 1 MB at a time
-    straight into the matrix's memory, where the block's first row goes, then settled there by the kernel's
-    ``settle`` (each word set aside in :attr:`words`, each row moved down into its place); the next block read
-    from the first record not whole. The matrix's pages ahead of the read are made present by the thread
-    making the words while it waits (:meth:`spare`). What the read costs is the floor's: the file's bytes
-    copied once into new memory, no map of it made and unmade. A record longer than a block is not taken (the
-    walk stops short: the caller then walks the map)."""
+    """The records read from the file (``fd``, offsets as in the map) by the kernel's ``fill`` on a worker
+    thread, with the GIL let go of for the whole read: ``pread`` a block of 1 MB at a time straight into the
+    matrix's memory, where the block's first row goes, then settled there (each word set aside in
+    :attr:`words`, each row moved down into its place); the next block read from the first record not whole.
+    Each block done is told through a pipe, which this thread reads (the GIL held by the words never stops the
+    read). The matrix's pages ahead of the read are made present by the thread making the words while it waits
+    (:meth:`spare`). What the read costs is the floor's: the file's bytes copied once into new memory, no map of
+    it made and unmade. A record longer than a block is not taken (the read stops short: the caller then walks
+    the map)."""
 
     apart = True
 
@@ -308,8 +357,62 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.offsets = np.empty(count + 1, np.int64)
         self.wstarts, self.wends = self.offsets[:-1], self.offsets[1:]
         self.gaps = np.empty(count if not prefixed else 0, np.uint32)
-        self.unready = [a for a in (self.offsets, self.gaps) if a.size]
-        self.ready = self.front = 0  # where the matrix's pages not made ready yet start; where the read is
+        self.unready = [a for a in (self.offsets, self.gaps) if a.size]  # (taken from the end)
+        self.later: list[np.ndarray] = []  # arrays made present once the matrix's pages ahead are
+        self.ready_to = 0  # where the matrix's pages not made ready yet start
+        self.progress = np.zeros(4, np.int64)  # (the kernel's: see _DONE_RECORDS)
+        self.given, self.after = 0, pos  # the records given by take(), and the offset after them
+        self.ended = False
+        self.pipe: tuple[int, int] | None = None
+        self.job: Any = None
+
+    def start(self) -> None:
+        try:
+            self.pipe = os.pipe()
+        except OSError:  # (no descriptor left: none read here, the caller walks the map)
+            self.ended = True
+            return
+        self.job = background(self.fill, self.pipe[1])
+
+    def fill(self, notify: int) -> tuple[int, int, int, int]:
+        try:
+            return self.k.fill(self.fd, self.pos, self.end, self.block, self.room, self.count, self.rowbytes,
+                               self.prefixed, self.words, self.wstarts, self.wends, self.gaps, self.progress,
+                               notify)  # type: ignore[no-any-return]
+        except BaseException:
+            os.write(notify, np.array([-1, self.pos], np.int64).tobytes())  # (the end, none read: raised by stop)
+            raise
+
+    def ready(self) -> bool:
+        return bool(self.progress[_DONE_RECORDS] != self.given or self.progress[_ENDED])
+
+    def take(self) -> tuple[int, int, int]:
+        lo = self.given
+        if self.ended:
+            return lo, -1, self.after
+        assert self.pipe is not None
+        told = np.frombuffer(os.read(self.pipe[0], 4096), np.int64)  # (whole messages: 16 bytes each)
+        hi, self.after = int(told[-2]), int(told[-1])
+        if hi < 0:
+            self.ended, hi = True, -1 - hi
+            if hi == lo:
+                return lo, -1, self.after
+        self.given = hi
+        return lo, hi, self.after
+
+    def stop(self) -> None:
+        self.progress[_HALT] = 1
+        try:
+            if self.pipe is not None:
+                while not self.ended:  # (the read waits for room in the pipe: read until its end)
+                    self.take()
+                if self.job is not None:
+                    self.job.result()
+        finally:
+            if self.pipe is not None:
+                os.close(self.pipe[0])
+                os.close(self.pipe[1])
+                self.pipe = None
 
     def spare(self) -> bool:
         # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, while the
@@ -319,41 +422,23 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
             ahead = self.unready.pop()
             self.k.populate(ahead.view(np.uint8), 0, ahead.nbytes)
             return True
-        front = self.front
-        start, stop = max(self.ready, front), min(len(self.room), front + _READY_AHEAD_BYTES)
+        front = int(self.progress[_READING_TO])
+        start, stop = max(self.ready_to, front), min(len(self.room), front + _READY_AHEAD_BYTES)
         if stop - start < _READY_STEP_BYTES:
+            if self.later:
+                ahead = self.later.pop()
+                self.k.populate(ahead.view(np.uint8), 0, ahead.nbytes)
+                return True
             return False
         stop = start + _READY_STEP_BYTES
         if not self.k.populate(self.room, start, stop):
             stop = len(self.room)  # (the system cannot: not asked again)
-        self.ready = stop
+        self.ready_to = stop
         return True
 
-    def run(self, done: Any, halt: list[bool]) -> None:
-        lo, at, wat = 0, self.pos, 0
-        view = memoryview(self.room)
-        try:
-            while lo < self.count and not halt:
-                dst = lo * self.rowbytes
-                want, got = min(self.block, self.end - at), 0
-                self.front = dst + want
-                while got < want:
-                    n = os.preadv(self.fd, [view[dst + got : dst + want]], at + got)
-                    if n <= 0:
-                        break
-                    got += n
-                found, after, wat = self.k.settle(self.room, dst, dst + got, lo, self.count - lo, self.rowbytes,
-                                                  self.prefixed, self.words, wat, self.wstarts, self.wends, self.gaps)
-                at += after - dst
-                done.put((lo, lo + found, at))
-                lo += found
-                if not found:
-                    break
-        except OSError:
-            pass  # (the caller, short of records, walks the map)
-        finally:
-            view.release()
-            done.put((lo, -1, at))
+    def prepare(self, first: np.ndarray, last: np.ndarray) -> None:
+        self.unready.insert(0, first)  # (after the offsets and newlines, which the read writes first)
+        self.later.append(last)
 
 
 def _blocks(k: Any, table: _Blocks, count: int, errors: str, prefixed: bool, path: str | None = None,
@@ -361,23 +446,18 @@ def _blocks(k: Any, table: _Blocks, count: int, errors: str, prefixed: bool, pat
     """What :func:`_kernel_table` gives, from the blocks of ``table`` (see :class:`_Blocks`): the records found on
     a worker thread, the words of each block made here as it is done. ``path`` (a walk of the buffer itself):
     a word that does not decode is read again by the twin (which names it), else the table is not taken."""
-    from _queue import SimpleQueue  # (here: not a cost of every start-up; not queue.py, which imports more)
-
     hashed = True  # whether the kernel made (and hashed) every word
-    walked: Any = SimpleQueue()
-    halt: list[bool] = []  # set by this thread when it stops early: the walk then stops too
-    walker = background(table.run, walked, halt) if table.apart else None
-    if walker is None:
-        table.run(walked, halt)
     after, done = 0, 0
+    hashes, ordered = np.empty(count, np.uint64), np.empty(count, np.uint64)  # (the words' hashes, then sorted)
+    table.prepare(hashes, ordered)
+    table.start()
     try:
-        hashes = np.empty(count, np.uint64)
         words: list[Any] = []  # (grown a block at a time, each block's words put in place: a list of 400,000
         # made at once holds the GIL for the ms its pages take, which the walk waits for)
         while True:
-            while walked.empty() and table.spare():
+            while not table.ready() and table.spare():
                 pass
-            lo, hi, at = walked.get()
+            lo, hi, at = table.take()
             if hi < 0:
                 after = at  # (where the walk stopped: ``pos`` for a table of no records)
                 break
@@ -393,13 +473,11 @@ def _blocks(k: Any, table: _Blocks, count: int, errors: str, prefixed: bool, pat
                 table.passed(at)
             after, done = at, hi
     finally:  # (the walk reads and writes the buffers: done before an error leaves or the caller closes them)
-        halt.append(True)
-        if walker is not None:
-            walker.result()
+        table.stop()
     if done != count:
         return None
     newlines = table.gaps if not prefixed and table.gaps.any() else None
-    repeats = span_repeats(table.words, table.wstarts, table.wends, hashes) if hashed else None
+    repeats = span_repeats(table.words, table.wstarts, table.wends, hashes, ordered) if hashed else None
     return words, table.out, newlines, after, repeats
 
 
