@@ -116,13 +116,15 @@ def main() -> None:
             specs.append(("gensim", "from gensim.models import KeyedVectors as K",
                           f"K.load_word2vec_format({path!r}, {gensim[fmt]})", sys.executable))
         # in turns: every reader once per turn, so that the machine's load moves the rows of a turn alike; the
-        # ratios are the medians of the per-turn ratios
+        # ratios are the medians of the per-turn ratios. Each read starts once the threads its imports started
+        # are idle (numpy's OpenBLAS threads spin for ~0.1 s after the import, on one of this machine's two
+        # cores): the read alone; the script's path row has no such wait (its read imports numpy itself)
         turns: dict[str, list[dict[str, float]] | None] = {name: [] for name, *_ in specs}
         for _ in range(args.repeat):
             for name, setup, timed, python in specs:
                 try:
                     if turns[name] is not None:
-                        turns[name].append(trial(setup, timed, python=python, pre=hot))
+                        turns[name].append(trial(setup, timed, python=python, pre=hot, idle=True))
                 except RuntimeError:
                     turns[name] = None  # (word-vectors fails on some files)
         rows = [(name, summary(runs) if runs else None) for name, runs in turns.items()]

@@ -13,12 +13,26 @@ import json, re, time, sys
 {pre}
 t_setup = time.perf_counter()
 {setup}
+t_idle = time.perf_counter()
+{idle}
 t0 = time.perf_counter()
 {timed}
 dt = time.perf_counter() - t0
 # VmHWM is per address space, so it starts afresh at exec (ru_maxrss would inherit the parent's peak)
 rss = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
-print(json.dumps({{"seconds": dt, "setup": t0 - t_setup, "maxrss_mb": rss}}))
+print(json.dumps({{"seconds": dt, "setup": t_idle - t_setup, "idle": t0 - t_idle, "maxrss_mb": rss}}))
+"""
+
+# Waits (at most 1 s) until the process's other threads are idle: no CPU time spent by any thread but this one,
+# which sleeps, over 10 ms. What the imports started goes on after them: numpy's OpenBLAS worker threads spin
+# (sched_yield) for ~0.1 s after their start before they sleep, taking a core from a read that uses both.
+_IDLE = """\
+_until = time.perf_counter() + 1.0
+while time.perf_counter() < _until:
+    _cpu = time.process_time()
+    time.sleep(0.01)
+    if time.process_time() - _cpu < 0.001:
+        break
 """
 
 
@@ -52,10 +66,12 @@ def warm(path: str) -> str:
 
 
 def trial(setup: str, timed: str, timeout: float = 600, python: str = sys.executable,
-          pre: str = "") -> dict[str, float]:
+          pre: str = "", idle: bool = False) -> dict[str, float]:
     """Run ``timed`` once in a fresh ``python`` after ``pre`` (untimed: warming a file) and ``setup``
-    (imports): ``seconds`` is ``timed``'s time, ``setup`` the setup's."""
-    code = _RUNNER.format(pre=textwrap.dedent(pre), setup=textwrap.dedent(setup), timed=textwrap.dedent(timed))
+    (imports): ``seconds`` is ``timed``'s time, ``setup`` the setup's. ``idle``: ``timed`` starts once the
+    threads the setup started have gone idle (``idle`` the seconds waited, counted in neither)."""
+    code = _RUNNER.format(pre=textwrap.dedent(pre), setup=textwrap.dedent(setup), timed=textwrap.dedent(timed),
+                          idle=_IDLE if idle else "")
     # -P: the installed wvformats, never a source tree in the working directory (where `schemas/` is not
     # yet the `wvformats.schemas` package)
     out = subprocess.run([python, "-P", "-c", code], capture_output=True, text=True, timeout=timeout)
