@@ -363,18 +363,19 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         self.progress = np.zeros(4, np.int64)  # (the kernel's: see _DONE_RECORDS)
         self.given, self.after = 0, pos  # the records given by take(), and the offset after them
         self.ended = False
-        self.pipe: tuple[int, int] | None = None
+        self.told: int | None = None  # the pipe's end each block done is told to
         self.job: Any = None
 
     def start(self) -> None:
         try:
-            self.pipe = os.pipe()
+            self.told, notify = os.pipe()
         except OSError:  # (no descriptor left: none read here, the caller walks the map)
             self.ended = True
             return
-        self.job = background(self.fill, self.pipe[1])
+        self.job = background(self.fill, notify)
 
     def fill(self, notify: int) -> tuple[int, int, int, int]:
+        """The kernel's read, which tells each block done to ``notify`` (the pipe's end this job owns)."""
         try:
             return self.k.fill(self.fd, self.pos, self.end, self.block, self.room, self.count, self.rowbytes,
                                self.prefixed, self.words, self.wstarts, self.wends, self.gaps, self.progress,
@@ -382,6 +383,8 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         except BaseException:
             os.write(notify, np.array([-1, self.pos], np.int64).tobytes())  # (the end, none read: raised by stop)
             raise
+        finally:
+            os.close(notify)
 
     def ready(self) -> bool:
         return bool(self.progress[_DONE_RECORDS] != self.given or self.progress[_ENDED])
@@ -390,9 +393,9 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         lo = self.given
         if self.ended:
             return lo, -1, self.after
-        assert self.pipe is not None
-        told = np.frombuffer(os.read(self.pipe[0], 4096), np.int64)  # (whole messages: 16 bytes each)
-        hi, self.after = int(told[-2]), int(told[-1])
+        assert self.told is not None
+        told = np.frombuffer(os.read(self.told, 4096), np.int64)  # (whole messages: 16 bytes each)
+        hi, self.after = (int(told[-2]), int(told[-1])) if len(told) else (-1 - lo, self.after)  # (b"": closed)
         if hi < 0:
             self.ended, hi = True, -1 - hi
             if hi == lo:
@@ -402,17 +405,16 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
 
     def stop(self) -> None:
         self.progress[_HALT] = 1
+        if self.told is None:
+            return
         try:
-            if self.pipe is not None:
-                while not self.ended:  # (the read waits for room in the pipe: read until its end)
-                    self.take()
-                if self.job is not None:
-                    self.job.result()
+            while not self.ended:  # (the read waits for room in the pipe: read to its end)
+                self.take()
+            self.job.result()
         finally:
-            if self.pipe is not None:
-                os.close(self.pipe[0])
-                os.close(self.pipe[1])
-                self.pipe = None
+            if self.job.done():  # (else, interrupted meanwhile: left open, as the read may still write to it)
+                os.close(self.told)
+                self.told = None
 
     def spare(self) -> bool:
         # the matrix's pages some blocks ahead of the read made present, a huge page's worth at a time, while the
