@@ -2,6 +2,7 @@
 writers against the per-record loops, the text fast paths against the line loop, the number spellings."""
 
 import errno
+import gc
 import os
 import struct
 
@@ -408,6 +409,30 @@ def test_a_table_read_from_its_file(tmp_path, monkeypatch):
     (tmp_path / "e.leader").write_bytes(b"another file")
     got = framework.parse(schema.leader, buf, format="leader")
     assert walked and list(got.records.words) == words
+
+
+def test_a_file_read_stopped_by_a_word_that_does_not_decode(tmp_path, monkeypatch):
+    """A word that is not UTF-8 far into a table read from its file (many blocks, on the worker thread): the words'
+    thread stops, halts the read and waits for its end; the read is left to the twin, which names the word (the
+    file read's result is never taken), and no descriptor is left open (the pipe, the file)."""
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
+    monkeypatch.setattr(binary, "_WALK_BLOCK_BYTES", 4096)
+    taken = []
+    fill = binary._file_blocks.fill
+    monkeypatch.setattr(binary._file_blocks, "fill", lambda self, *a: (taken.append(1), fill(self, *a))[1])
+    words = [f"w{i}".encode() for i in range(4000)]
+    words[3000] = b"bad\xff"
+    rows = np.arange(4 * len(words), dtype="<f4").reshape(-1, 4)
+    body = b"".join(w + b" " + r.tobytes() for w, r in zip(words, rows, strict=True))
+    path = tmp_path / "bad.word2vec-binary"
+    path.write_bytes(f"{len(words)} 4\n".encode() + body)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(FormatError) as e:
+        wv.read(path, "word2vec-binary")
+    assert taken and e.value.path == "records[3000].word"
+    del e
+    gc.collect()  # (the error's frames hold the file's map until then)
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 @pytest.mark.parametrize("writer", ["word-vectors leader", "word-vectors word2vec-binary", "gensim word2vec-binary"])

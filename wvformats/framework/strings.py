@@ -16,8 +16,9 @@ from .records import pack_records, prefixed_starts
 from .streams import release, window
 
 
-def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word") -> list[str]:
-    """Decode many words at once when they can be joined safely, else one by one (naming the bad one)."""
+def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word", first: int = 0) -> list[str]:
+    """Decode many words at once when they can be joined safely, else one by one (naming the bad one: the
+    ``first + i``-th, ``offsets(i)`` its byte offset)."""
     blob = b"\x00".join(raws)
     if errors == "strict" and blob.count(0) == max(len(raws) - 1, 0):
         try:
@@ -29,7 +30,7 @@ def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str
         try:
             out.append(str(raw, "utf-8", errors))
         except UnicodeDecodeError as e:
-            raise fail(f"{path}[{i}]{field}", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
+            raise fail(f"{path}[{first + i}]{field}", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
                        ValueMismatchError, found=bytes(raw[e.start : e.end])) from None
     return out
 
@@ -57,14 +58,15 @@ def _gather_spans(buf: Any, starts: np.ndarray, lens: np.ndarray) -> tuple[np.nd
 
 
 def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, path: str,
-                 base: int, field: str = ".word", sep: bytes | None = None) -> list[str]:
+                 base: int, field: str = ".word", sep: bytes | None = None, lo: int = 0) -> list[str]:
     """Decode the words at byte spans [starts, ends) of ``buf`` with a few vectorised passes.
 
     The word bytes are gathered into one blob and decoded once; each word's character count (bytes that
     are not UTF-8 continuation bytes) then slices the decoded text. A word that starts with a continuation
     byte, or a blob that does not decode, falls back to per-word decoding, which names the bad word.
     ``sep``: a one-byte ASCII separator that the byte at every ``ends[i]`` is and no word holds (the space
-    after a word2vec word); the words are then gathered with it and ``str.split`` cuts them.
+    after a word2vec word); the words are then gathered with it and ``str.split`` cuts them. ``lo``: the
+    index of the first span's record (a bad word is named by its record's index).
     """
     n = len(starts)
     if n == 0:
@@ -110,7 +112,7 @@ def decode_spans(buf: Any, starts: np.ndarray, ends: np.ndarray, errors: str, pa
             return [text[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
     mv = memoryview(buf)
     return decode_all([mv[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], errors, path,
-                      lambda i: base + int(starts[i]), field)
+                      lambda i: base + int(starts[i]), field, lo)
 
 
 

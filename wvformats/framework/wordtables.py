@@ -171,7 +171,7 @@ def kernel_words(k: Any, buf: Any, wstarts: np.ndarray, wends: np.ndarray, lo: i
     if k is not None and errors in ("strict", "surrogateescape") \
             and k.words(buf, wstarts, wends, lo, hi, errors == "surrogateescape", hashes, into):
         return True
-    into[lo:hi] = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base, sep=sep)
+    into[lo:hi] = decode_spans(buf, wstarts[lo:hi], wends[lo:hi], errors, path, base, sep=sep, lo=lo)
     return False
 
 
