@@ -445,6 +445,25 @@ def test_a_file_read_stopped_by_a_word_that_does_not_decode(tmp_path, monkeypatc
     assert {fd: what for fd, what in descriptors().items() if before.get(fd) != what} == {}  # (no pipe, no file)
 
 
+def test_a_file_read_that_cannot_start_its_thread_leaves_nothing_open(tmp_path, monkeypatch):
+    """No thread to be had for the file read (the system's limit): the error reaches the caller and neither the
+    pipe nor the file is left open."""
+    monkeypatch.setattr(binary, "_WALK_APART_BYTES", 0)
+
+    def refused(*_):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(binary, "background", refused)
+    path = tmp_path / "t.leader"
+    wv.write(wv.Embeddings([f"w{i}" for i in range(5000)], np.ones((5000, 4), "<f4")), path, "leader")
+    gc.collect()
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(RuntimeError, match="thread"):
+        wv.read(path, "leader")
+    gc.collect()
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
 @pytest.mark.parametrize("writer", ["word-vectors leader", "word-vectors word2vec-binary", "gensim word2vec-binary"])
 def test_peers_binary_files_read_from_the_file_in_blocks(tmp_path, monkeypatch, writer):
     """Binary tables the peers wrote, large enough to be mapped (over 64 KB) and read from their files in many

@@ -372,7 +372,13 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         except OSError:  # (no descriptor left: none read here, the caller walks the map)
             self.ended = True
             return
-        self.job = background(self.fill, notify)
+        try:
+            self.job = background(self.fill, notify)
+        except BaseException:  # (no thread to be had: nothing is reading, nothing left open)
+            os.close(notify)
+            os.close(self.told)
+            self.told, self.ended = None, True
+            raise
 
     def fill(self, notify: int) -> tuple[int, int, int, int]:
         """The kernel's read, which tells each block done to ``notify`` (the pipe's end this job owns)."""
