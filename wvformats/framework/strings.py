@@ -16,9 +16,9 @@ from .records import pack_records, prefixed_starts
 from .streams import release, window
 
 
-def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word", first: int = 0) -> list[str]:
-    """Decode many words at once when they can be joined safely, else one by one (naming the bad one: the
-    ``first + i``-th, ``offsets(i)`` its byte offset)."""
+def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str = ".word", lo: int = 0) -> list[str]:
+    """Decode many words at once when they can be joined safely, else one by one (naming the bad one: record
+    ``lo + i``, ``offsets(i)`` its byte offset)."""
     blob = b"\x00".join(raws)
     if errors == "strict" and blob.count(0) == max(len(raws) - 1, 0):
         try:
@@ -30,7 +30,7 @@ def decode_all(raws: list[Any], errors: str, path: str, offsets: Any, field: str
         try:
             out.append(str(raw, "utf-8", errors))
         except UnicodeDecodeError as e:
-            raise fail(f"{path}[{first + i}]{field}", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
+            raise fail(f"{path}[{lo + i}]{field}", int(offsets(i)) + e.start, f"invalid UTF-8: {e.reason}",
                        ValueMismatchError, found=bytes(raw[e.start : e.end])) from None
     return out
 

@@ -427,21 +427,19 @@ class _file_blocks(_Blocks):  # noqa: N801 - named as the function it stands for
         # words wait for a block (never in their way: where a page is slow to have, the read has it itself); the
         # offsets' and newlines' pages first
         if self.unready:
-            ahead = self.unready.pop()
-            self.k.populate(ahead.view(np.uint8), 0, ahead.nbytes)
-            return True
+            return self._ready_whole(self.unready.pop())
         front = int(self.progress[_READING_TO])
         start, stop = max(self.ready_to, front), min(len(self.room), front + _READY_AHEAD_BYTES)
         if stop - start < _READY_STEP_BYTES:
-            if self.later:
-                ahead = self.later.pop()
-                self.k.populate(ahead.view(np.uint8), 0, ahead.nbytes)
-                return True
-            return False
+            return self._ready_whole(self.later.pop()) if self.later else False
         stop = start + _READY_STEP_BYTES
         if not self.k.populate(self.room, start, stop):
             stop = len(self.room)  # (the system cannot: not asked again)
         self.ready_to = stop
+        return True
+
+    def _ready_whole(self, arr: np.ndarray) -> bool:
+        self.k.populate(arr.view(np.uint8), 0, arr.nbytes)
         return True
 
     def prepare(self, first: np.ndarray, last: np.ndarray) -> None:
